@@ -1,0 +1,9 @@
+"""The subcommands, in the order `systolic --help` lists them.
+
+Each module has `register(subparsers)`, which adds its parser and sets `run=` to a function
+taking the parsed arguments and returning the exit status.
+"""
+
+from types import ModuleType
+
+COMMANDS: tuple[ModuleType, ...] = ()

@@ -1,0 +1,174 @@
+"""`ArrayConfig`: the one description of an accelerator, shared by mapper, hdl and sim.
+
+A configuration is a frozen dataclass; every impossible combination raises `ConfigError`
+(a `ValueError`) from `__post_init__` with a message that says what to change. Variants are
+made with `dataclasses.replace`, which re-runs the checks.
+"""
+
+import dataclasses
+import enum
+import re
+
+from .errors import ConfigError
+
+__all__ = ["ArrayConfig", "Dataflow"]
+
+
+class Dataflow(enum.Enum):
+    """Which operand stays in the processing elements while the others stream through."""
+
+    WS = "ws"  #: weight-stationary: a tile of B is preloaded, A streams, partial sums flow down
+    OS = "os"  #: output-stationary: A and B stream, each PE keeps its own accumulator
+
+    @classmethod
+    def parse(cls, text: str) -> "Dataflow":
+        """Return the dataflow named `text` ("ws" or "os", any case)."""
+        try:
+            return cls(text.strip().lower())
+        except ValueError:
+            raise ConfigError(
+                f"unknown dataflow {text!r}: use 'ws' (weight-stationary) "
+                f"or 'os' (output-stationary)"
+            ) from None
+
+
+def _is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayConfig:
+    """An accelerator configuration.
+
+    Members
+    -------
+    rows, cols:
+        Processing elements in the array, each 1 to 128.
+    dataflow:
+        `Dataflow.WS` or `Dataflow.OS`.
+    input_width, weight_width:
+        Signed operand widths in bits, 4 to 16 (default 8).
+    acc_width:
+        Accumulator width in bits (default 32); at least input_width + weight_width, at most 64.
+    spad_kib:
+        Scratchpad size in KiB (inputs and weights).
+    acc_kib:
+        Accumulator memory size in KiB.
+    bus_bytes:
+        External memory bus width in bytes per cycle, a power of two from 1 to 256.
+    """
+
+    rows: int = 8
+    cols: int = 8
+    dataflow: Dataflow = Dataflow.WS
+    input_width: int = 8
+    weight_width: int = 8
+    acc_width: int = 32
+    spad_kib: int = 256
+    acc_kib: int = 64
+    bus_bytes: int = 16
+
+    def __post_init__(self) -> None:
+        for name in ("rows", "cols"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or not 1 <= value <= 128:
+                raise ConfigError(f"{name} must be an integer from 1 to 128, not {value!r}")
+        if not isinstance(self.dataflow, Dataflow):
+            raise ConfigError(
+                f"dataflow must be Dataflow.WS or Dataflow.OS, not {self.dataflow!r}"
+            )
+        for name in ("input_width", "weight_width"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or not 4 <= value <= 16:
+                raise ConfigError(f"{name} must be an integer from 4 to 16 bits, not {value!r}")
+        product_width = self.input_width + self.weight_width
+        if not isinstance(self.acc_width, int) or not product_width <= self.acc_width <= 64:
+            raise ConfigError(
+                f"acc_width must be from input_width + weight_width ({product_width}) to 64 bits, "
+                f"not {self.acc_width!r}"
+            )
+        if not isinstance(self.bus_bytes, int) or not (
+            _is_power_of_two(self.bus_bytes) and self.bus_bytes <= 256
+        ):
+            raise ConfigError(
+                f"bus_bytes must be a power of two from 1 to 256, not {self.bus_bytes!r}"
+            )
+        for name in ("spad_kib", "acc_kib"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive whole number of KiB, not {value!r}")
+        # Double buffering needs room for two tiles of each operand and two accumulator tiles.
+        spad_needed = 2 * (self.rows + self.cols) * self.spad_row_bytes
+        if self.spad_kib * 1024 < spad_needed:
+            raise ConfigError(
+                f"spad_kib={self.spad_kib} is too small for a {self.rows}x{self.cols} array: "
+                f"double-buffered operand tiles need at least {-(-spad_needed // 1024)} KiB; "
+                f"raise spad_kib or use a smaller array"
+            )
+        acc_needed = 2 * self.rows * self.acc_row_bytes
+        if self.acc_kib * 1024 < acc_needed:
+            raise ConfigError(
+                f"acc_kib={self.acc_kib} is too small for a {self.rows}x{self.cols} array: "
+                f"two accumulator tiles need at least {-(-acc_needed // 1024)} KiB; "
+                f"raise acc_kib or use a smaller array"
+            )
+
+    # -- derived sizes -------------------------------------------------------------------------
+
+    @property
+    def dim(self) -> int:
+        """The larger array side: the width, in elements, of a scratchpad row."""
+        return max(self.rows, self.cols)
+
+    @property
+    def operand_bytes(self) -> int:
+        """Bytes that hold one operand element in memory (inputs and weights alike)."""
+        return (max(self.input_width, self.weight_width) + 7) // 8
+
+    @property
+    def spad_row_bytes(self) -> int:
+        """Bytes in one scratchpad row: `dim` operand elements."""
+        return self.dim * self.operand_bytes
+
+    @property
+    def spad_depth(self) -> int:
+        """Rows in the scratchpad."""
+        return self.spad_kib * 1024 // self.spad_row_bytes
+
+    @property
+    def acc_row_bytes(self) -> int:
+        """Bytes in one accumulator row: `cols` accumulators."""
+        return self.cols * ((self.acc_width + 7) // 8)
+
+    @property
+    def acc_depth(self) -> int:
+        """Rows in the accumulator memory."""
+        return self.acc_kib * 1024 // self.acc_row_bytes
+
+    @property
+    def pes(self) -> int:
+        """Processing elements in the array."""
+        return self.rows * self.cols
+
+    # -- text forms ------------------------------------------------------------------------------
+
+    @property
+    def shape_text(self) -> str:
+        """The array size as the command line writes it, for example "16x16"."""
+        return f"{self.rows}x{self.cols}"
+
+    @staticmethod
+    def parse_shape(text: str) -> tuple[int, int]:
+        """Parse an array size "RxC" (or "N" for NxN) into (rows, cols)."""
+        match = re.fullmatch(r"\s*(\d+)\s*(?:[xX*]\s*(\d+))?\s*", text)
+        if not match:
+            raise ConfigError(f"array size {text!r} is not of the form RxC, for example 8x8")
+        rows = int(match.group(1))
+        cols = int(match.group(2) or rows)
+        return rows, cols
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the fields as plain JSON-ready values (dataflow as "ws"/"os")."""
+        fields = dataclasses.asdict(self)
+        fields["dataflow"] = self.dataflow.value
+        return fields
