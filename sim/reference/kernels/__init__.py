@@ -1,0 +1,1 @@
+"""Numpy kernels shared by several reference operators (convolution, pooling windows)."""

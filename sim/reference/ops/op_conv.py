@@ -1,0 +1,100 @@
+"""Conv: N-D float convolution with optional bias, via `kernels.conv.conv_nd`."""
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..kernels.conv import AUTO_PADS, conv_nd, conv_output_shape, resolve_auto_pad
+from ..op import Op, TensorInfo
+from ._shared import FLOAT_TYPES, check_type, int_attr, ints_attr, str_attr
+
+
+class Conv(Op):
+    """Conv-1, -11, -22 (the later versions only reword the padding text and widen types).
+
+    kernel_shape defaults to W's spatial shape; strides and dilations default to 1, pads to 0.
+    float16 is accumulated in float32, float32 in float32 and float64 in float64.
+    """
+
+    op_type = "Conv"
+    since_versions = (1, 11, 22)
+
+    def __init__(self, attrs, version, node_label):  # type: ignore[no-untyped-def]
+        super().__init__(attrs, version, node_label)
+        self.auto_pad = str_attr(self, "auto_pad", "NOTSET")
+        if self.auto_pad not in AUTO_PADS:
+            raise self.error(f"auto_pad {self.auto_pad!r} is not one of {', '.join(AUTO_PADS)}")
+        self.group = int_attr(self, "group", 1)
+        if self.group < 1:
+            raise self.error(f"group must be at least 1, got {self.group}")
+        self.kernel_shape = ints_attr(self, "kernel_shape")
+        self.strides = ints_attr(self, "strides")
+        self.dilations = ints_attr(self, "dilations")
+        self.pads = ints_attr(self, "pads")
+        if self.pads is not None and self.auto_pad != "NOTSET":
+            raise self.error("pads and auto_pad are both set; remove one of them")
+        for name in ("strides", "dilations", "kernel_shape"):
+            values = getattr(self, name)
+            if values is not None and any(v < 1 for v in values):
+                raise self.error(f"{name} must be positive, got {list(values)}")
+        if self.pads is not None and any(p < 0 for p in self.pads):
+            raise self.error(f"pads must not be negative, got {list(self.pads)}")
+
+    def geometry(
+        self, x_shape: Sequence[int], w_shape: Sequence[int]
+    ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """Return (kernel, strides, pads, dilations) for inputs of these shapes, checked."""
+        rank = len(x_shape) - 2
+        if rank < 1 or len(w_shape) != len(x_shape):
+            raise self.error(f"X {list(x_shape)} and W {list(w_shape)} must both be "
+                             "[N, C, *spatial] of the same rank, with at least one spatial axis")
+        kernel = tuple(w_shape[2:])
+        if self.kernel_shape is not None and self.kernel_shape != kernel:
+            raise self.error(f"kernel_shape {list(self.kernel_shape)} disagrees with W's "
+                             f"spatial shape {list(kernel)}")
+        strides = self.strides or (1,) * rank
+        dilations = self.dilations or (1,) * rank
+        if len(strides) != rank or len(dilations) != rank:
+            raise self.error(f"strides and dilations need {rank} values for a {rank}-D conv")
+        if self.pads is not None and len(self.pads) != 2 * rank:
+            raise self.error(f"pads needs {2 * rank} values for a {rank}-D conv, "
+                             f"got {len(self.pads)}")
+        pads = resolve_auto_pad(self.auto_pad, x_shape[2:], kernel, strides, dilations,
+                                self.pads)
+        c, m = x_shape[1], w_shape[0]
+        if c != w_shape[1] * self.group or m % self.group != 0:
+            raise self.error(f"X has {c} channels and W is {list(w_shape)}: with group="
+                             f"{self.group}, W must be [M, C/group, ...] with M divisible "
+                             "by group")
+        return kernel, strides, pads, dilations
+
+    def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
+        x, w, *rest = inputs
+        b = rest[0] if rest else None
+        assert x is not None and w is not None
+        check_type(self, x, FLOAT_TYPES, "X")
+        if w.dtype != x.dtype or (b is not None and b.dtype != x.dtype):
+            raise self.error("X, W and B must have the same element type")
+        kernel, strides, pads, dilations = self.geometry(x.shape, w.shape)
+        if b is not None and b.shape != (w.shape[0],):
+            raise self.error(f"B must have shape [{w.shape[0]}], got {list(b.shape)}")
+        out = conv_output_shape(x.shape[2:], kernel, strides, pads, dilations)
+        if any(size < 1 for size in out):
+            raise self.error(f"kernel {list(kernel)} does not fit input {list(x.shape)} "
+                             f"with pads {list(pads)}")
+        return [TensorInfo(x.dtype, (x.shape[0], w.shape[0], *out))]
+
+    def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+        x, w, *rest = inputs
+        b = rest[0] if rest else None
+        assert x is not None and w is not None
+        kernel, strides, pads, dilations = self.geometry(x.shape, w.shape)
+        acc = np.float64 if x.dtype == np.float64 else np.float32
+        y = conv_nd(x, w, strides=strides, pads=pads, dilations=dilations, group=self.group,
+                    acc_dtype=acc)
+        if b is not None:
+            y += b.astype(acc).reshape((1, -1) + (1,) * len(kernel))
+        return [y.astype(x.dtype, copy=False)]
+
+
+OPS = (Conv,)
