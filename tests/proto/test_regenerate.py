@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import pytest
-
 from systolic.proto import regenerate
 
 pytest.importorskip("grpc_tools", reason="grpcio-tools (extra `dev`/`test`) is not installed")
@@ -14,7 +13,9 @@ PROTO_FOLDER = Path(regenerate.__file__).resolve().parent
 def test_every_schema_is_generated(tmp_path: Path) -> None:
     written = regenerate.generate(tmp_path)
     expected = sorted(
-        tmp_path / name for schema in regenerate.schemas() for name in regenerate.generated_names(schema)
+        tmp_path / name
+        for schema in regenerate.schemas()
+        for name in regenerate.generated_names(schema)
     )
     assert written == expected
     assert tmp_path / "onnx_ir_pb2.py" in written
@@ -32,7 +33,9 @@ def test_check_mode_passes_on_the_committed_files() -> None:
     assert regenerate.main(["--check"]) == 0
 
 
-def test_check_mode_reports_a_stale_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_mode_reports_a_stale_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     regenerate.main(["--out", str(tmp_path)])
     capsys.readouterr()
     stub = tmp_path / "onnx_ir_pb2.pyi"

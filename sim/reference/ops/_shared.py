@@ -5,6 +5,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from systolic.errors import UnsupportedError
 from systolic.mapper.ir import DataType
 
 from ..op import Op, TensorInfo
@@ -17,6 +18,8 @@ __all__ = [
     "float_attr",
     "fold",
     "int_attr",
+    "ints_of",
+    "known_ints",
     "ints_attr",
     "legacy_broadcast",
     "normalize_axis",
@@ -141,3 +144,24 @@ def fold(
         TensorInfo(info.dtype, info.shape, value)
         for info, value in zip(outputs, values, strict=False)
     ]
+
+
+def known_ints(op: Op, info: TensorInfo | None, what: str) -> tuple[int, ...] | None:
+    """Return the values of integer input `info` as a flat tuple, None when the input is
+    omitted; raise UnsupportedError when its value is not known before running."""
+    if info is None:
+        return None
+    if info.dtype not in (DataType.INT64, DataType.INT32):
+        raise op.error(f"{what} must be int64, got {info.dtype.short}")
+    if info.value is None:
+        raise UnsupportedError(
+            f"node {op.node_label!r} ({op.domain or 'ai.onnx'}.{op.op_type}:{op.version}): "
+            f"{what} is computed at run time; the reference needs static shapes, so make "
+            f"{what} a constant (for example by constant-folding the model)"
+        )
+    return tuple(int(v) for v in np.asarray(info.value).reshape(-1))
+
+
+def ints_of(x: np.ndarray | None) -> tuple[int, ...] | None:
+    """Return an integer input array as a flat tuple (None when omitted)."""
+    return None if x is None else tuple(int(v) for v in x.reshape(-1))

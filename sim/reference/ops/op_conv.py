@@ -4,6 +4,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from systolic.mapper.ir import Attrs
+
 from ..kernels.conv import AUTO_PADS, conv_nd, conv_output_shape, resolve_auto_pad
 from ..op import Op, TensorInfo
 from ._shared import FLOAT_TYPES, check_type, int_attr, ints_attr, str_attr
@@ -19,7 +21,7 @@ class Conv(Op):
     op_type = "Conv"
     since_versions = (1, 11, 22)
 
-    def __init__(self, attrs, version, node_label):  # type: ignore[no-untyped-def]
+    def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)
         self.auto_pad = str_attr(self, "auto_pad", "NOTSET")
         if self.auto_pad not in AUTO_PADS:

@@ -1,0 +1,102 @@
+"""Bind nodes to operator versions, as the ONNX versioning rules say.
+
+A model imports operator sets as (domain, version) pairs; "" and "ai.onnx" name the same
+default domain. A node binds to the highest since_version of its operator not above the
+version its model (or function) imports for the node's domain, through
+`systolic.sim.reference.registry.resolve`; the node's `version` becomes that since_version.
+"""
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+from systolic.errors import ModelError, UnsupportedError
+from systolic.mapper.ir import Graph, Node
+from systolic.sim.reference import registry
+from systolic.sim.reference.op import Op
+
+__all__ = ["bind_graph", "bind_version", "check_opsets", "supported_opsets_text"]
+
+
+def supported_opsets_text() -> str:
+    """Return the supported operator sets as "ai.onnx 1-23, com.microsoft 1"."""
+    parts = []
+    for domain, (low, high) in registry.SUPPORTED_OPSETS.items():
+        span = f"{low}" if low == high else f"{low}-{high}"
+        parts.append(f"{domain or 'ai.onnx'} {span}")
+    return ", ".join(parts)
+
+
+def check_opsets(
+    opsets: Iterable[tuple[str, int]], *, local_domains: Iterable[str] = (), where: str = "model"
+) -> dict[str, int]:
+    """Return the imported operator sets as {canonical domain: version}.
+
+    Raises ModelError for a domain imported twice, UnsupportedError for a domain the tool does
+    not implement (unless the model's own functions provide it) or a version out of range.
+    """
+    local = set(local_domains)
+    imported: dict[str, int] = {}
+    for raw_domain, version in opsets:
+        domain = registry.canonical_domain(raw_domain)
+        shown = domain or "ai.onnx"
+        if domain in imported:
+            raise ModelError(f"{where} imports operator set {shown!r} twice: keep one")
+        if domain in registry.SUPPORTED_OPSETS:
+            low, high = registry.SUPPORTED_OPSETS[domain]
+            if not low <= version <= high:
+                raise UnsupportedError(
+                    f"{where} imports {shown} version {version}, outside the supported versions "
+                    f"{low}-{high}: convert the model (onnx.version_converter); supported "
+                    f"operator sets: {supported_opsets_text()}"
+                )
+        elif domain not in local:
+            raise UnsupportedError(
+                f"{where} imports operator set {shown!r} (version {version}), which this tool "
+                f"does not implement; supported operator sets: {supported_opsets_text()}"
+            )
+        imported[domain] = version
+    return imported
+
+
+def bind_version(node: Node, opsets: Mapping[str, int]) -> tuple[Node, type[Op]]:
+    """Return the node with `version` set to the bound since_version, and the Op class.
+
+    A node that is already bound (version > 0) resolves at its own version, which yields the
+    same operator again."""
+    domain = registry.canonical_domain(node.domain)
+    shown = domain or "ai.onnx"
+    if node.version > 0:
+        opset_version = node.version
+    elif domain in opsets:
+        opset_version = opsets[domain]
+    else:
+        raise ModelError(
+            f"node {node.label!r} uses operator {shown}.{node.op_type} but the model does not "
+            f"import operator set {shown!r}: add it to opset_import"
+        )
+    found = registry.resolve(domain, node.op_type, opset_version)
+    if found is None:
+        known = registry.versions_of(domain, node.op_type)
+        detail = (
+            f"the tool implements it only since versions {known}"
+            if known
+            else "the tool does not implement this operator"
+        )
+        raise UnsupportedError(
+            f"node {node.label!r}: operator {shown}.{node.op_type}:{opset_version} is not "
+            f"supported ({detail})"
+        )
+    since, cls = found
+    return dataclasses.replace(node, domain=domain, version=since), cls
+
+
+def bind_graph(graph: Graph, opsets: Mapping[str, int]) -> tuple[Graph, list[Op]]:
+    """Bind every node; return the bound graph and one Op instance per node (attributes
+    checked by the Op's constructor, which raises ModelError naming the node)."""
+    nodes: list[Node] = []
+    ops: list[Op] = []
+    for node in graph.nodes:
+        bound, cls = bind_version(node, opsets)
+        ops.append(cls(bound.attrs, bound.version, bound.label))
+        nodes.append(bound)
+    return dataclasses.replace(graph, nodes=tuple(nodes)), ops

@@ -1,0 +1,152 @@
+"""Shape inference over a bound graph, by calling each operator's `infer` in node order.
+
+Constants carry their values (when small: shape-like data), so shape sub-graphs
+(Shape -> Gather -> Concat -> Reshape, ConstantOfShape) fold. A node is inferred when all its
+inputs have static shapes; symbolic dimensions (`dim_param`) stay symbolic until
+`mapper.dim_binding.bind_inputs` gives them sizes, and nodes downstream of them keep whatever
+type the model declared. Every inferred tensor is checked against the memory limit, and every
+declared type (graph outputs, value_info) against the inferred one.
+"""
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from systolic.errors import ModelError, ResourceError
+from systolic.mapper.ir import Dim, Graph, Node, TensorType, ValueInfo
+from systolic.sim.reference.op import Op, TensorInfo
+
+from .onnx_tensors import element_bytes
+
+__all__ = ["FOLD_LIMIT", "check_size", "infer_shapes", "substitute"]
+
+FOLD_LIMIT = 1 << 16
+"""Values with more elements than this are not carried through inference (only their type)."""
+
+
+def check_size(name: str, dtype_type: TensorType, what: str, max_bytes: int) -> None:
+    """Raise ResourceError when a statically shaped value exceeds `max_bytes`."""
+    if not dtype_type.is_static:
+        return
+    assert dtype_type.shape is not None
+    count = 1
+    for dim in dtype_type.shape:
+        assert isinstance(dim, int)
+        count *= dim
+    size = count * element_bytes(dtype_type.dtype)
+    if size > max_bytes:
+        raise ResourceError(
+            f"{what} {name!r} of shape {list(dtype_type.shape)} needs {size} bytes, more than "
+            f"the limit of {max_bytes}: raise the limit (--max-memory) or use smaller inputs"
+        )
+
+
+def substitute(tensor_type: TensorType, symbols: Mapping[str, int]) -> TensorType:
+    """Return `tensor_type` with every bound symbolic dimension replaced by its size."""
+    if tensor_type.shape is None:
+        return tensor_type
+    dims: tuple[Dim, ...] = tuple(
+        symbols.get(d, d) if isinstance(d, str) else d for d in tensor_type.shape
+    )
+    return TensorType(tensor_type.dtype, dims)
+
+
+def infer_shapes(
+    graph: Graph,
+    ops: Sequence[Op],
+    *,
+    max_tensor_bytes: int,
+    symbols: Mapping[str, int] | None = None,
+) -> Graph:
+    """Return `graph` with inferred types in `value_info` and `outputs` (and bound symbols
+    substituted in its inputs). `ops` are the graph's bound Op instances, one per node."""
+    bound = dict(symbols or {})
+    known: dict[str, TensorInfo] = {}
+    inputs = tuple(
+        dataclasses.replace(info, type=substitute(info.type, bound)) for info in graph.inputs
+    )
+    for info in inputs:
+        check_size(info.name, info.type, "graph input", max_tensor_bytes)
+        if info.type.is_static:
+            known[info.name] = TensorInfo(info.type.dtype, _static(info.type))
+    for tensor in graph.initializers:
+        value = tensor.data if tensor.data.size <= FOLD_LIMIT else None
+        known[tensor.name] = TensorInfo(tensor.dtype, tensor.shape, value)
+    for node, op in zip(graph.nodes, ops, strict=True):
+        _infer_node(node, op, known, max_tensor_bytes)
+
+    declared = {info.name: info for info in graph.value_info}
+    outputs = tuple(_settle(info, known, bound, "graph output") for info in graph.outputs)
+    output_names = {info.name for info in graph.outputs}
+    value_info: list[ValueInfo] = []
+    for node in graph.nodes:
+        for name in node.outputs:
+            if not name or name in output_names:
+                continue
+            if name in declared:
+                value_info.append(_settle(declared[name], known, bound, "value_info entry"))
+            elif name in known:
+                value_info.append(ValueInfo(name, _type_of(known[name])))
+    return dataclasses.replace(
+        graph, inputs=inputs, outputs=outputs, value_info=tuple(value_info)
+    )
+
+
+def _infer_node(node: Node, op: Op, known: dict[str, TensorInfo], max_bytes: int) -> None:
+    args: list[TensorInfo | None] = []
+    for name in node.inputs:
+        if not name:
+            args.append(None)
+        elif name in known:
+            args.append(known[name])
+        else:
+            return  # an input of unknown shape: leave the outputs to their declared types
+    results = op.infer(args)
+    named = [(index, name) for index, name in enumerate(node.outputs) if name]
+    if named and named[-1][0] >= len(results):
+        raise ModelError(
+            f"node {node.label!r} ({node.op_id}) names {len(node.outputs)} outputs but the "
+            f"operator produces {len(results)}: fix the model"
+        )
+    for index, name in named:
+        result = results[index]
+        check_size(name, _type_of(result), f"value (output of node {node.label!r})", max_bytes)
+        if result.value is not None and result.value.size > FOLD_LIMIT:
+            result = TensorInfo(result.dtype, result.shape)
+        known[name] = result
+
+
+def _static(tensor_type: TensorType) -> tuple[int, ...]:
+    assert tensor_type.shape is not None
+    return tuple(int(d) for d in tensor_type.shape if isinstance(d, int))
+
+
+def _type_of(info: TensorInfo) -> TensorType:
+    return TensorType(info.dtype, tuple(info.shape))
+
+
+def _settle(
+    info: ValueInfo, known: Mapping[str, TensorInfo], symbols: dict[str, int], role: str
+) -> ValueInfo:
+    """Return a declared value with its inferred type, after checking the two agree; symbols
+    met for the first time are bound to the inferred sizes (one name, one size)."""
+    declared = substitute(info.type, symbols)
+    if info.name not in known:
+        return dataclasses.replace(info, type=declared)
+    inferred = known[info.name]
+    mismatch = declared.dtype != inferred.dtype or (
+        declared.shape is not None and len(declared.shape) != len(inferred.shape)
+    )
+    if not mismatch and declared.shape is not None:
+        for dim, size in zip(declared.shape, inferred.shape):
+            if isinstance(dim, int) and dim != size:
+                mismatch = True
+            elif isinstance(dim, str):
+                symbols[dim] = size
+    if mismatch:
+        used = [d for d in info.type.shape or () if isinstance(d, str) and d in symbols]
+        where = " with " + ", ".join(f"{d}={symbols[d]}" for d in dict.fromkeys(used)) if used else ""
+        raise ModelError(
+            f"{role} {info.name!r} is declared {info.type.text()}{where} but inference gives "
+            f"{_type_of(inferred).text()}: fix the declaration or the model"
+        )
+    return dataclasses.replace(info, type=_type_of(inferred))

@@ -1,0 +1,227 @@
+"""Integer arithmetic of linear quantization, shared by the quantized reference operators.
+
+Conventions (the numeric contract the hardware matches):
+
+- Rounding is always round-half-to-even (IEEE "nearest even", numpy's `rint`, x86's default
+  `cvtps2dq`), never half away from zero.
+- `saturate` clamps to the output type's range; nothing wraps.
+- Real numbers are IEEE float32, and every float operation is one correctly rounded float32
+  operation in the order written, which is what onnxruntime's CPU kernels (MLAS) do:
+  quantize is `rint(x / scale) + zero_point` with a float32 division (ONNX's own wording; not a
+  multiplication by a reciprocal, and not float64); requantizing an int32 accumulator is
+  `rint(float32(acc) * float32(multiplier)) + zero_point`, where `float32(acc)` itself rounds
+  (to nearest even) once |acc| > 2**24.
+- `quantize_multiplier` / `requantize_fixed_point` are the pure-integer output stage of the
+  hardware: acc * M >> (31 + shift), rounding half to even at the dropped bits. For a float32
+  multiplier the decomposition is exact (M carries all 24 significand bits), so the fixed-point
+  result is the exactly rounded rint(acc * multiplier); the float32 formula above rounds the
+  product to 24 bits first and can therefore differ by one, only where acc * multiplier lies
+  within 2**-24 (relative) of a half-integer. See `requantize_fixed_point`.
+"""
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "INTEGER_TYPES",
+    "broadcast_param",
+    "dequantize",
+    "integer_range",
+    "quantize",
+    "quantize_multiplier",
+    "requantize",
+    "requantize_fixed_point",
+    "round_half_to_even",
+    "saturate",
+]
+
+INTEGER_TYPES = (np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.uint16), np.dtype(np.int16))
+"""The quantized element types the reference computes with (ONNX's 8- and 16-bit types)."""
+
+
+def integer_range(dtype: np.dtype | type) -> tuple[int, int]:
+    """Return (lowest, highest) value of integer `dtype`."""
+    info = np.iinfo(np.dtype(dtype))
+    return int(info.min), int(info.max)
+
+
+def round_half_to_even(x: np.ndarray) -> np.ndarray:
+    """Round to the nearest integer, ties to the even one (2.5 -> 2, -3.5 -> -4); same dtype."""
+    return np.rint(x)
+
+
+def saturate(x: np.ndarray, dtype: np.dtype | type) -> np.ndarray:
+    """Clamp integer-valued `x` (integer or float array) to `dtype`'s range and cast to it.
+
+    NaN, which only a float `x` can hold, becomes the lowest value of `dtype` (what onnxruntime's
+    vectorised kernels produce: MAXPS returns its second operand for a NaN).
+    """
+    lo, hi = integer_range(dtype)
+    if x.dtype.kind == "f":
+        x = np.where(np.isnan(x), lo, x)
+        return np.clip(x, lo, hi).astype(dtype)
+    return np.clip(x.astype(np.int64, copy=False), lo, hi).astype(dtype)
+
+
+def broadcast_param(param: np.ndarray, ndim: int, axis: int | None) -> np.ndarray:
+    """Return a scale or zero point shaped to broadcast against a rank-`ndim` tensor.
+
+    A scalar or 1-element tensor stays a scalar (per-tensor); a 1-D tensor with `axis` is laid
+    along that axis (per-axis). Raises ValueError for any other shape.
+    """
+    if param.size == 1 and param.ndim <= 1:
+        return param.reshape(())
+    if param.ndim != 1 or axis is None:
+        raise ValueError(f"a scale or zero point must be a scalar or 1-D, got shape {param.shape}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of range for a rank-{ndim} tensor")
+    shape = [1] * ndim
+    shape[axis % ndim] = param.size
+    return param.reshape(shape)
+
+
+def quantize(
+    x: np.ndarray,
+    scale: np.ndarray,
+    zero_point: np.ndarray | None,
+    *,
+    axis: int | None,
+    dtype: np.dtype | type,
+) -> np.ndarray:
+    """Return saturate(round_half_to_even(x / scale) + zero_point) in `dtype`.
+
+    `x` is converted to float32 (exact for float16, and for int32 up to 2**24 in magnitude,
+    rounding to nearest even beyond), `scale` must be float32. The division is one float32
+    division (as ONNX specifies and onnxruntime computes); the zero point is added to the
+    rounded integer, so the result does not depend on the float sum. `axis` is None for a
+    per-tensor scale, else the axis a 1-D scale and zero point run along.
+    """
+    x32 = x.astype(np.float32, copy=False)
+    s = broadcast_param(np.asarray(scale, dtype=np.float32), x.ndim, axis)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        q = round_half_to_even(x32 / s).astype(np.float64)
+    if zero_point is not None:
+        q = q + broadcast_param(zero_point.astype(np.float64), x.ndim, axis)
+    return saturate(q, dtype)
+
+
+def dequantize(
+    q: np.ndarray,
+    scale: np.ndarray,
+    zero_point: np.ndarray | None,
+    *,
+    axis: int | None,
+) -> np.ndarray:
+    """Return float32 (q - zero_point) * scale.
+
+    The difference is exact in int32 (for the 8-, 16- and 32-bit inputs ONNX allows), then
+    converted to float32 (rounding to nearest even beyond 2**24) and multiplied by the float32
+    scale in one float32 multiplication, as onnxruntime computes.
+    """
+    diff = q.astype(np.int64)
+    if zero_point is not None:
+        diff = diff - broadcast_param(zero_point.astype(np.int64), q.ndim, axis)
+    s = broadcast_param(np.asarray(scale, dtype=np.float32), q.ndim, axis)
+    return diff.astype(np.int32).astype(np.float32) * s
+
+
+def requantize(
+    acc: np.ndarray,
+    multiplier: np.ndarray | float,
+    zero_point: int | np.ndarray,
+    dtype: np.dtype | type,
+) -> np.ndarray:
+    """Return saturate(round_half_to_even(float32(acc) * multiplier) + zero_point) in `dtype`.
+
+    onnxruntime's requantization of an int32 GEMM or convolution accumulator
+    (MlasRequantizeOutput): the int32 `acc` is converted to float32, multiplied by the float32
+    `multiplier` (a scalar, or an array broadcasting against `acc` for per-channel scales) in
+    one float32 multiplication, rounded half to even, offset by the zero point, saturated.
+    """
+    a32 = np.asarray(acc).astype(np.int32, copy=False).astype(np.float32)
+    m32 = np.asarray(multiplier, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        product = a32 * m32
+    rounded = round_half_to_even(product).astype(np.float64)
+    return saturate(rounded + np.asarray(zero_point, dtype=np.float64), dtype)
+
+
+# -- the hardware's pure-integer output stage ------------------------------------------------
+
+MULTIPLIER_BITS = 31
+"""The integer multiplier M lies in [2**30, 2**31): a positive int32 with its top bit set."""
+
+
+def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
+    """Return (M, shift) with real_multiplier ~= M * 2**-(31 + shift), 2**30 <= M < 2**31.
+
+    M is real_multiplier's significand rounded (half to even) to 31 bits, so the relative error
+    is at most 2**-31, and zero for any float32 `real_multiplier` (24 significand bits). The
+    total right shift 31 + shift must be at least 0: real_multiplier < 2**31. Raises ValueError
+    for a multiplier that is not a finite positive number below 2**31.
+    """
+    if not (math.isfinite(real_multiplier) and 0.0 < real_multiplier < 2.0**31):
+        raise ValueError(
+            f"a requantization multiplier must be finite, positive and below 2**31, "
+            f"got {real_multiplier!r}"
+        )
+    fraction, exponent = math.frexp(real_multiplier)  # fraction in [0.5, 1)
+    scaled = fraction * 2.0**MULTIPLIER_BITS  # exact: a power-of-two scaling of a float64
+    m = _round_half_even_float(scaled)
+    if m == 2**MULTIPLIER_BITS:  # rounded up out of range: 2**31 * 2**-k == 2**30 * 2**-(k-1)
+        m //= 2
+        exponent += 1
+    return m, -exponent
+
+
+def _round_half_even_float(value: float) -> int:
+    """Round a float to the nearest int, ties to even (Python's round does exactly this)."""
+    return int(round(value))
+
+
+def requantize_fixed_point(
+    acc: np.ndarray,
+    multiplier: int | np.ndarray,
+    shift: int | np.ndarray,
+    zero_point: int | np.ndarray,
+    dtype: np.dtype | type,
+    clamp_min: int | None = None,
+    clamp_max: int | None = None,
+) -> np.ndarray:
+    """Return clamp(round_half_to_even(acc * multiplier / 2**(31 + shift)) + zero_point).
+
+    Pure integer arithmetic, as the hardware output stage computes it: the 64-bit product
+    acc * multiplier (|acc| <= 2**31, multiplier < 2**31, so |product| < 2**62) is shifted
+    right by n = 31 + shift bits, rounding half to even on the dropped bits (n >= 63 always
+    gives 0, since |product| < 2**62 <= 2**(n - 1)). The zero point is added and the result
+    clamped to [clamp_min, clamp_max] (defaults: `dtype`'s range; a fused Relu passes the zero
+    point as clamp_min) and to `dtype`'s range. `multiplier` and `shift` may be arrays that
+    broadcast against `acc` (per-channel).
+
+    Against `requantize` with the float32 multiplier M * 2**-(31 + shift): equal whenever the
+    float32 path is exact (|acc| <= 2**24 and acc * multiplier needs at most 24 significand
+    bits); otherwise the two differ by at most 1, only where the exact product lies within
+    2**-24 relative (about 2**-16 absolute for outputs within the 8-bit range) of a
+    half-integer, because the float path rounds the product to 24 bits before `rint`.
+    """
+    a = np.asarray(acc).astype(np.int64)
+    m = np.asarray(multiplier, dtype=np.int64)
+    n = np.asarray(shift, dtype=np.int64) + MULTIPLIER_BITS
+    if np.any(n < 0):
+        raise ValueError("the total right shift 31 + shift must not be negative")
+    if np.any((m < 0) | (m >= 2**MULTIPLIER_BITS)):
+        raise ValueError("the fixed-point multiplier must lie in [0, 2**31)")
+    product = a * m
+    n_capped = np.minimum(n, 62)
+    floor = product >> n_capped
+    remainder = product - (floor << n_capped)
+    half = np.left_shift(np.int64(1), np.maximum(n_capped - 1, 0))
+    round_up = (remainder > half) | ((remainder == half) & ((floor & 1) == 1))
+    rounded = np.where(n_capped == 0, product, floor + round_up.astype(np.int64))
+    rounded = np.where(n >= 63, 0, rounded)
+    result = rounded + np.asarray(zero_point, dtype=np.int64)
+    lo, hi = integer_range(dtype)
+    lo = lo if clamp_min is None else max(lo, clamp_min)
+    hi = hi if clamp_max is None else min(hi, clamp_max)
+    return np.clip(result, lo, hi).astype(dtype)
