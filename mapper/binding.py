@@ -9,10 +9,11 @@ version its model (or function) imports for the node's domain, through
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from systolic.errors import ModelError, UnsupportedError
 from systolic.mapper.ir import Graph, Node
 from systolic.sim.reference import registry
 from systolic.sim.reference.op import Op
+
+from systolic.errors import ModelError, UnsupportedError
 
 __all__ = ["bind_graph", "bind_version", "check_opsets", "supported_opsets_text"]
 
@@ -40,19 +41,19 @@ def check_opsets(
         domain = registry.canonical_domain(raw_domain)
         shown = domain or "ai.onnx"
         if domain in imported:
-            raise ModelError(f"{where} imports operator set {shown!r} twice: keep one")
+            raise ModelError(f"{where} imports opset domain {shown!r} twice: keep one")
         if domain in registry.SUPPORTED_OPSETS:
             low, high = registry.SUPPORTED_OPSETS[domain]
             if not low <= version <= high:
                 raise UnsupportedError(
-                    f"{where} imports {shown} version {version}, outside the supported versions "
+                    f"{where} imports opset {shown} version {version}, outside the supported versions "
                     f"{low}-{high}: convert the model (onnx.version_converter); supported "
-                    f"operator sets: {supported_opsets_text()}"
+                    f"opsets: {supported_opsets_text()}"
                 )
         elif domain not in local:
             raise UnsupportedError(
-                f"{where} imports operator set {shown!r} (version {version}), which this tool "
-                f"does not implement; supported operator sets: {supported_opsets_text()}"
+                f"{where} imports opset domain {shown!r} (version {version}), which this tool "
+                f"does not implement; supported opsets: {supported_opsets_text()}"
             )
         imported[domain] = version
     return imported
@@ -97,6 +98,8 @@ def bind_graph(graph: Graph, opsets: Mapping[str, int]) -> tuple[Graph, list[Op]
     ops: list[Op] = []
     for node in graph.nodes:
         bound, cls = bind_version(node, opsets)
-        ops.append(cls(bound.attrs, bound.version, bound.label))
+        op = cls(bound.attrs, bound.version, bound.label)
+        op.num_outputs = len(bound.outputs)
+        ops.append(op)
         nodes.append(bound)
     return dataclasses.replace(graph, nodes=tuple(nodes)), ops

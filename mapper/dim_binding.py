@@ -7,8 +7,9 @@ binding "N" from one input fixes it in every other input, output and value_info 
 import dataclasses
 from collections.abc import Mapping
 
-from systolic.errors import ModelError
 from systolic.mapper.ir import Model
+
+from systolic.errors import ModelError
 
 from .binding import bind_graph
 from .shape_inference import infer_shapes, substitute
@@ -84,7 +85,9 @@ def bind_inputs(
                 "(for example --input-shape) so every dimension is known"
             )
         inputs.append(dataclasses.replace(info, type=fixed))
-    bound_graph, ops = bind_graph(dataclasses.replace(graph, inputs=tuple(inputs)), model_opsets(model))
+    bound_graph, ops = bind_graph(
+        dataclasses.replace(graph, inputs=tuple(inputs)), model_opsets(model)
+    )
     inferred = infer_shapes(bound_graph, ops, max_tensor_bytes=max_tensor_bytes, symbols=symbols)
     return dataclasses.replace(model, graph=inferred)
 

@@ -9,8 +9,9 @@ that resolve outside it are refused.
 import os
 from pathlib import Path
 
-from systolic.errors import ModelError
 from systolic.proto import TensorProto
+
+from systolic.errors import ModelError
 
 __all__ = ["external_entries", "read_external_data", "resolve_location"]
 

@@ -12,8 +12,9 @@ import re
 import warnings
 from collections.abc import Iterable
 
-from systolic.errors import ModelError
 from systolic.mapper.ir import Graph, Node, Tensor
+
+from systolic.errors import ModelError
 
 __all__ = ["NameWarning", "check_graph", "warn_bad_names"]
 
@@ -129,8 +130,7 @@ def _topological_order(nodes: tuple[Node, ...], producer: dict[str, Node]) -> tu
     """Return the nodes in a topological order that keeps the given order where it can."""
     index_of = {id(node): index for index, node in enumerate(nodes)}
     waiting = [
-        {index_of[id(producer[name])] for name in node.inputs if name in producer}
-        for node in nodes
+        {index_of[id(producer[name])] for name in node.inputs if name in producer} for node in nodes
     ]
     users: dict[int, list[int]] = {}
     for index, deps in enumerate(waiting):

@@ -10,9 +10,10 @@ function's own opset_import. Functions may call other local functions, but not r
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from systolic.errors import ModelError
-from systolic.mapper.ir import AttrValue, Attrs, Node
+from systolic.mapper.ir import Attrs, AttrValue, Node
 from systolic.proto import FunctionProto
+
+from systolic.errors import ModelError
 
 from .binding import bind_version, check_opsets
 from .onnx_graph import ReadContext, convert_attribute, convert_node
@@ -123,7 +124,9 @@ class _Inliner:
             )
         return self.inline(node, function, (*stack, key))
 
-    def inline(self, call: Node, function: LocalFunction, stack: tuple[FunctionKey, ...]) -> list[Node]:
+    def inline(
+        self, call: Node, function: LocalFunction, stack: tuple[FunctionKey, ...]
+    ) -> list[Node]:
         if len(call.inputs) > len(function.inputs) or len(call.outputs) > len(function.outputs):
             raise ModelError(
                 f"node {call.label!r} calls {function.label} with {len(call.inputs)} inputs and "

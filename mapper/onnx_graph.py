@@ -8,14 +8,40 @@ definitions) are in `mapper.graph_checks`, binding in `mapper.binding`, shapes i
 import dataclasses
 from pathlib import Path
 
+from systolic.mapper.ir import (
+    Attrs,
+    AttrValue,
+    DataType,
+    Dim,
+    Graph,
+    Node,
+    Tensor,
+    TensorType,
+    ValueInfo,
+)
+from systolic.proto import (
+    AttributeProto,
+    AttributeType,
+    GraphProto,
+    NodeProto,
+    TensorProto,
+    TypeProto,
+    ValueInfoProto,
+)
+
 from systolic.errors import ModelError, UnsupportedError
-from systolic.mapper.ir import AttrValue, Attrs, DataType, Dim, Graph, Node, Tensor, TensorType, ValueInfo
-from systolic.proto import AttributeProto, AttributeType, GraphProto, NodeProto, TensorProto, TypeProto, ValueInfoProto
 
 from .onnx_sparse import densify
 from .onnx_tensors import tensor_to_numpy
 
-__all__ = ["ReadContext", "convert_attribute", "convert_graph", "convert_node", "convert_tensor", "convert_type"]
+__all__ = [
+    "ReadContext",
+    "convert_attribute",
+    "convert_graph",
+    "convert_node",
+    "convert_tensor",
+    "convert_type",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,9 +52,13 @@ class ReadContext:
     max_tensor_bytes: int
 
 
-def convert_tensor(proto: TensorProto, where: str, ctx: ReadContext, name: str | None = None) -> Tensor:
+def convert_tensor(
+    proto: TensorProto, where: str, ctx: ReadContext, name: str | None = None
+) -> Tensor:
     """Return `proto` as an IR Tensor (named `name`, default the proto's own name)."""
-    dtype, data = tensor_to_numpy(proto, where, base_dir=ctx.base_dir, max_bytes=ctx.max_tensor_bytes)
+    dtype, data = tensor_to_numpy(
+        proto, where, base_dir=ctx.base_dir, max_bytes=ctx.max_tensor_bytes
+    )
     return Tensor(proto.name if name is None else name, dtype, data)
 
 
@@ -55,7 +85,9 @@ def convert_type(proto: TypeProto, where: str, *, require_rank: bool) -> TensorT
     try:
         dtype = DataType(tensor.elem_type)
     except ValueError:
-        raise UnsupportedError(f"{where} has unknown element type number {tensor.elem_type}") from None
+        raise UnsupportedError(
+            f"{where} has unknown element type number {tensor.elem_type}"
+        ) from None
     if dtype == DataType.UNDEFINED:
         raise ModelError(f"{where} has no element type: fix the model")
     if not tensor.HasField("shape"):
@@ -83,7 +115,9 @@ def convert_value_info(proto: ValueInfoProto, role: str, *, require_rank: bool) 
     if not proto.name:
         raise ModelError(f"a graph {role} has no name: give every {role} a name")
     where = f"graph {role} {proto.name!r}"
-    return ValueInfo(proto.name, convert_type(proto.type, where, require_rank=require_rank), proto.doc_string)
+    return ValueInfo(
+        proto.name, convert_type(proto.type, where, require_rank=require_rank), proto.doc_string
+    )
 
 
 _SCALAR_FIELDS = {
@@ -112,10 +146,10 @@ def _attribute_kind(proto: AttributeProto, where: str) -> int:
     # Before IR version 2 the kind was implied by the one value field that is set.
     for kind, field in _SCALAR_FIELDS.items():
         if proto.HasField(field):
-            return kind
+            return int(kind)
     for kind, field in _LIST_FIELDS.items():
         if len(getattr(proto, field)):
-            return kind
+            return int(kind)
     raise ModelError(f"{where} has no type and no value: fix the model")
 
 
@@ -131,7 +165,9 @@ def convert_attribute(proto: AttributeProto, where: str, ctx: ReadContext) -> At
     if kind == AttributeType.TENSOR:
         return convert_tensor(proto.t, where, ctx, name=proto.t.name)
     if kind == AttributeType.SPARSE_TENSOR:
-        return densify(proto.sparse_tensor, where, ctx.max_tensor_bytes, lambda t, w: convert_tensor(t, w, ctx))
+        return densify(
+            proto.sparse_tensor, where, ctx.max_tensor_bytes, lambda t, w: convert_tensor(t, w, ctx)
+        )
     if kind == AttributeType.FLOATS:
         return tuple(float(v) for v in proto.floats)
     if kind == AttributeType.INTS:
@@ -145,7 +181,9 @@ def convert_attribute(proto: AttributeProto, where: str, ctx: ReadContext) -> At
         return tuple(convert_tensor(t, f"{where}[{i}]", ctx) for i, t in enumerate(proto.tensors))
     if kind == AttributeType.SPARSE_TENSORS:
         return tuple(
-            densify(t, f"{where}[{i}]", ctx.max_tensor_bytes, lambda p, w: convert_tensor(p, w, ctx))
+            densify(
+                t, f"{where}[{i}]", ctx.max_tensor_bytes, lambda p, w: convert_tensor(p, w, ctx)
+            )
             for i, t in enumerate(proto.sparse_tensors)
         )
     if kind in (AttributeType.GRAPH, AttributeType.GRAPHS):
@@ -197,7 +235,6 @@ def convert_node(proto: NodeProto, index: int, ctx: ReadContext) -> tuple[Node, 
         attrs=Attrs(attrs),
         doc=proto.doc_string,
     )
-    return graph, tuple(node.overload for node in proto.node)
     return node, refs
 
 
@@ -206,7 +243,9 @@ def convert_graph(proto: GraphProto, ctx: ReadContext) -> tuple[Graph, tuple[str
     and the `overload` each node calls (for model-local functions; usually "")."""
     inputs = tuple(convert_value_info(v, "input", require_rank=True) for v in proto.input)
     outputs = tuple(convert_value_info(v, "output", require_rank=True) for v in proto.output)
-    value_info = tuple(convert_value_info(v, "value_info", require_rank=False) for v in proto.value_info)
+    value_info = tuple(
+        convert_value_info(v, "value_info", require_rank=False) for v in proto.value_info
+    )
     initializers: list[Tensor] = []
     for index, tensor in enumerate(proto.initializer):
         if not tensor.name:
@@ -240,4 +279,3 @@ def convert_graph(proto: GraphProto, ctx: ReadContext) -> tuple[Graph, tuple[str
         doc=proto.doc_string,
     )
     return graph, tuple(node.overload for node in proto.node)
-

@@ -4,10 +4,10 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-
-from systolic.errors import ModelError, ResourceError
 from systolic.mapper.ir import Tensor
 from systolic.proto import SparseTensorProto, TensorProto
+
+from systolic.errors import ModelError, ResourceError
 
 from .onnx_tensors import element_bytes
 
@@ -46,14 +46,18 @@ def densify(
     return Tensor(proto.values.name, values.dtype, dense.reshape(shape))
 
 
-def _linear_indices(indices: np.ndarray, shape: tuple[int, ...], count: int, where: str) -> np.ndarray:
+def _linear_indices(
+    indices: np.ndarray, shape: tuple[int, ...], count: int, where: str
+) -> np.ndarray:
     total = math.prod(shape)
     if indices.shape == (count,):
         linear = indices
     elif indices.shape == (count, len(shape)):
         if np.any(indices < 0) or np.any(indices >= np.array(shape, dtype=np.int64)):
             raise ModelError(f"{where}: an index is outside shape {list(shape)}")
-        linear = np.ravel_multi_index(tuple(indices.T), shape) if shape else np.zeros(count, np.int64)
+        linear = (
+            np.ravel_multi_index(tuple(indices.T), shape) if shape else np.zeros(count, np.int64)
+        )
     else:
         raise ModelError(
             f"{where}: indices of shape {list(indices.shape)} fit neither [{count}] nor "

@@ -11,10 +11,10 @@ import math
 from pathlib import Path
 
 import numpy as np
-
-from systolic.errors import ModelError, ResourceError, UnsupportedError
 from systolic.mapper.ir import DataType
 from systolic.proto import DataLocation, TensorProto
+
+from systolic.errors import ModelError, ResourceError, UnsupportedError
 
 from .external_data import read_external_data
 
@@ -159,7 +159,9 @@ def _from_raw(raw: bytes, dtype: DataType, shape: tuple[int, ...], where: str) -
     return values.reshape(shape)
 
 
-def _from_fields(proto: TensorProto, dtype: DataType, shape: tuple[int, ...], where: str) -> np.ndarray:
+def _from_fields(
+    proto: TensorProto, dtype: DataType, shape: tuple[int, ...], where: str
+) -> np.ndarray:
     field = _FIELD_OF[dtype]
     stored = getattr(proto, field)
     count = math.prod(shape)
@@ -202,7 +204,9 @@ def decode_packed_4bit(packed: bytes, count: int, *, signed: bool) -> np.ndarray
     """Unpack `count` 4-bit values stored two per byte, low nibble first (ONNX INT4/UINT4)."""
     data = np.frombuffer(packed, dtype=np.uint8)
     if len(data) != (count + 1) // 2:
-        raise ModelError(f"{count} packed 4-bit values need {(count + 1) // 2} bytes, got {len(data)}")
+        raise ModelError(
+            f"{count} packed 4-bit values need {(count + 1) // 2} bytes, got {len(data)}"
+        )
     nibbles = np.empty(len(data) * 2, dtype=np.uint8)
     nibbles[0::2] = data & 0x0F
     nibbles[1::2] = data >> 4

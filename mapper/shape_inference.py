@@ -11,9 +11,10 @@ declared type (graph outputs, value_info) against the inferred one.
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from systolic.errors import ModelError, ResourceError
 from systolic.mapper.ir import Dim, Graph, Node, TensorType, ValueInfo
 from systolic.sim.reference.op import Op, TensorInfo
+
+from systolic.errors import ModelError, ResourceError
 
 from .onnx_tensors import element_bytes
 
@@ -86,9 +87,7 @@ def infer_shapes(
                 value_info.append(_settle(declared[name], known, bound, "value_info entry"))
             elif name in known:
                 value_info.append(ValueInfo(name, _type_of(known[name])))
-    return dataclasses.replace(
-        graph, inputs=inputs, outputs=outputs, value_info=tuple(value_info)
-    )
+    return dataclasses.replace(graph, inputs=inputs, outputs=outputs, value_info=tuple(value_info))
 
 
 def _infer_node(node: Node, op: Op, known: dict[str, TensorInfo], max_bytes: int) -> None:
@@ -144,7 +143,9 @@ def _settle(
                 symbols[dim] = size
     if mismatch:
         used = [d for d in info.type.shape or () if isinstance(d, str) and d in symbols]
-        where = " with " + ", ".join(f"{d}={symbols[d]}" for d in dict.fromkeys(used)) if used else ""
+        where = (
+            " with " + ", ".join(f"{d}={symbols[d]}" for d in dict.fromkeys(used)) if used else ""
+        )
         raise ModelError(
             f"{role} {info.name!r} is declared {info.type.text()}{where} but inference gives "
             f"{_type_of(inferred).text()}: fix the declaration or the model"

@@ -20,11 +20,11 @@ from systolic.errors import UnsupportedError
 
 __all__ = [
     "MULTIPLIER_BITS",
-    "MultiplierRangeError",
     "OUT_MAX",
     "OUT_MIN",
     "SHIFT_MAX",
     "SHIFT_MIN",
+    "MultiplierRangeError",
     "quantize_multiplier",
     "requantize",
     "round_shift_half_even",

@@ -57,6 +57,10 @@ class Op:
     op_type: ClassVar[str]
     since_versions: ClassVar[tuple[int, ...]]
 
+    num_outputs: int | None = None
+    """How many outputs the node names, for operators whose outputs depend on it (Split);
+    whoever makes the instance from a node sets it (`len(node.outputs)`)."""
+
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         self.attrs = attrs
         self.version = version

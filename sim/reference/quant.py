@@ -22,11 +22,13 @@ Conventions (the numeric contract the hardware matches):
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = [
     "INTEGER_TYPES",
     "broadcast_param",
     "dequantize",
+    "fma_float32",
     "integer_range",
     "quantize",
     "quantize_multiplier",
@@ -48,7 +50,7 @@ def integer_range(dtype: np.dtype | type) -> tuple[int, int]:
 
 def round_half_to_even(x: np.ndarray) -> np.ndarray:
     """Round to the nearest integer, ties to the even one (2.5 -> 2, -3.5 -> -4); same dtype."""
-    return np.rint(x)
+    return np.asarray(np.rint(x))
 
 
 def saturate(x: np.ndarray, dtype: np.dtype | type) -> np.ndarray:
@@ -60,8 +62,8 @@ def saturate(x: np.ndarray, dtype: np.dtype | type) -> np.ndarray:
     lo, hi = integer_range(dtype)
     if x.dtype.kind == "f":
         x = np.where(np.isnan(x), lo, x)
-        return np.clip(x, lo, hi).astype(dtype)
-    return np.clip(x.astype(np.int64, copy=False), lo, hi).astype(dtype)
+        return np.asarray(np.clip(x, lo, hi).astype(dtype))
+    return np.asarray(np.clip(x.astype(np.int64, copy=False), lo, hi).astype(dtype))
 
 
 def broadcast_param(param: np.ndarray, ndim: int, axis: int | None) -> np.ndarray:
@@ -123,12 +125,12 @@ def dequantize(
     if zero_point is not None:
         diff = diff - broadcast_param(zero_point.astype(np.int64), q.ndim, axis)
     s = broadcast_param(np.asarray(scale, dtype=np.float32), q.ndim, axis)
-    return diff.astype(np.int32).astype(np.float32) * s
+    return np.asarray(diff.astype(np.int32).astype(np.float32) * s)
 
 
 def requantize(
     acc: np.ndarray,
-    multiplier: np.ndarray | float,
+    multiplier: npt.ArrayLike,
     zero_point: int | np.ndarray,
     dtype: np.dtype | type,
 ) -> np.ndarray:
@@ -177,7 +179,7 @@ def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
 
 def _round_half_even_float(value: float) -> int:
     """Round a float to the nearest int, ties to even (Python's round does exactly this)."""
-    return int(round(value))
+    return round(value)
 
 
 def requantize_fixed_point(
@@ -224,4 +226,28 @@ def requantize_fixed_point(
     lo, hi = integer_range(dtype)
     lo = lo if clamp_min is None else max(lo, clamp_min)
     hi = hi if clamp_max is None else min(hi, clamp_max)
-    return np.clip(result, lo, hi).astype(dtype)
+    return np.asarray(np.clip(result, lo, hi).astype(dtype))
+
+
+def fma_float32(x: npt.ArrayLike, y: npt.ArrayLike, z: npt.ArrayLike) -> np.ndarray:
+    """Return the float32 fused multiply-add x * y + z, rounded once (nearest even).
+
+    Emulated exactly: the product of two float32 values is exact in float64 (48 significand
+    bits); the float64 sum s and its exact error e (Knuth's TwoSum) give x * y + z = s + e.
+    Rounding s to float32 is correct unless s lies exactly halfway between two float32
+    values while e != 0, in which case the sign of e picks the neighbour.
+    """
+    x64 = np.asarray(x, dtype=np.float32).astype(np.float64)
+    y64 = np.asarray(y, dtype=np.float32).astype(np.float64)
+    z64 = np.asarray(z, dtype=np.float32).astype(np.float64)
+    p = x64 * y64
+    s = p + z64
+    bp = s - p
+    e = (p - (s - bp)) + (z64 - bp)
+    r = s.astype(np.float32)
+    toward = np.where(s > r.astype(np.float64), np.float32(np.inf), np.float32(-np.inf))
+    other = np.nextafter(r, toward.astype(np.float32))
+    midpoint = (r.astype(np.float64) + other.astype(np.float64)) / 2
+    tie = (s == midpoint) & (e != 0)
+    pick = np.where(e > 0, np.maximum(r, other), np.minimum(r, other))
+    return np.asarray(np.where(tie, pick, r), dtype=np.float32)

@@ -6,4 +6,6 @@ taking the parsed arguments and returning the exit status.
 
 from types import ModuleType
 
-COMMANDS: tuple[ModuleType, ...] = ()
+from . import inspect
+
+COMMANDS: tuple[ModuleType, ...] = (inspect,)

@@ -39,6 +39,7 @@ import argparse
 import filecmp
 import io
 import pathlib
+import re
 import sys
 import tempfile
 import zipfile
@@ -233,6 +234,7 @@ def export_float(net: nn.Module) -> onnx.ModelProto:
     )
     model = onnx.load_from_string(buffer.getvalue())
     model = inline_constant_nodes(model)
+    model = rename_to_identifiers(model)
     model.producer_version = ""  # keep files stable across torch patch releases
     model.doc_string = ""
     model.graph.doc_string = ""
@@ -264,6 +266,37 @@ def inline_constant_nodes(model: onnx.ModelProto) -> onnx.ModelProto:
             graph.initializer.append(numpy_helper.from_array(value, name))
     del graph.node[:]
     graph.node.extend(kept)
+    return model
+
+
+def rename_to_identifiers(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Rename values and nodes to C90 identifiers, as the ONNX IR asks.
+
+    The exporter names values like "/conv1/Conv_output_0"; each run of characters other than
+    letters, digits and "_" becomes one "_", leading ones are dropped ("conv1_Conv_output_0").
+    """
+    graph = model.graph
+
+    def clean(name: str) -> str:
+        if not name:
+            return name
+        fixed = re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_")
+        return fixed if fixed and not fixed[0].isdigit() else "v_" + fixed
+
+    values = {vi.name for vi in (*graph.input, *graph.output, *graph.value_info)}
+    values |= {t.name for t in graph.initializer}
+    values |= {name for node in graph.node for name in (*node.input, *node.output)}
+    mapping = {name: clean(name) for name in values if name}
+    if len(set(mapping.values())) != len(mapping):
+        raise ValueError("renaming to identifiers would merge two values")
+    for info in (*graph.input, *graph.output, *graph.value_info):
+        info.name = mapping[info.name]
+    for tensor in graph.initializer:
+        tensor.name = mapping[tensor.name]
+    for node in graph.node:
+        node.name = clean(node.name)
+        node.input[:] = [mapping.get(name, name) for name in node.input]
+        node.output[:] = [mapping.get(name, name) for name in node.output]
     return model
 
 

@@ -181,4 +181,5 @@ def conv_nd(
         return np.ascontiguousarray(result)
     if compute.kind == "f":
         result = result.astype(np.int64)
-    return result.astype(acc)
+    converted: np.ndarray = result.astype(acc)
+    return converted

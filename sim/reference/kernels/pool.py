@@ -62,7 +62,7 @@ def pool_windows(
     dilations: Sequence[int],
     *,
     ceil_mode: bool,
-    fill: float | int,
+    fill: float,
 ) -> np.ndarray:
     """Return a read-only view [N, C, *out, *kernel] of every pooling window of x [N, C, *in].
 

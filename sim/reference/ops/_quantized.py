@@ -4,9 +4,9 @@ them, and the exact integer matrix product."""
 from collections.abc import Sequence
 
 import numpy as np
+from systolic.mapper.ir import DataType
 
 from systolic.errors import UnsupportedError
-from systolic.mapper.ir import DataType
 
 from ..op import Op, TensorInfo
 
@@ -98,7 +98,7 @@ def int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         exact = np.matmul(a64.astype(np.float64), b64.astype(np.float64)).astype(np.int64)
     else:
         exact = np.matmul(a64, b64)
-    return exact.astype(np.int32)
+    return np.asarray(exact.astype(np.int32))
 
 
 def broadcast_matmul_shape(op: Op, a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:

@@ -4,9 +4,9 @@ errors, axis normalisation, broadcasting, and constant folding during inference.
 from collections.abc import Sequence
 
 import numpy as np
+from systolic.mapper.ir import DataType
 
 from systolic.errors import UnsupportedError
-from systolic.mapper.ir import DataType
 
 from ..op import Op, TensorInfo
 
@@ -18,9 +18,9 @@ __all__ = [
     "float_attr",
     "fold",
     "int_attr",
+    "ints_attr",
     "ints_of",
     "known_ints",
-    "ints_attr",
     "legacy_broadcast",
     "normalize_axis",
     "str_attr",
@@ -75,7 +75,7 @@ def ints_attr(op: Op, name: str) -> tuple[int, ...] | None:
     if not isinstance(value, tuple) or not all(
         isinstance(v, int) and not isinstance(v, bool) for v in value
     ):
-        raise op.error(f"attribute {name!r} must be a list of integers, got {value!r}")
+        raise op.error(f"attribute {name!r} must be a list of integers (type INTS), got {value!r}")
     return tuple(int(v) for v in value)
 
 

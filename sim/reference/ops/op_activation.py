@@ -3,7 +3,6 @@
 from collections.abc import Sequence
 
 import numpy as np
-
 from systolic.mapper.ir import Attrs
 
 from ..op import Op, TensorInfo
@@ -54,7 +53,7 @@ class HardSigmoid(_Activation):
 
     def compute(self, x: np.ndarray) -> np.ndarray:
         alpha, beta = np.asarray(self.alpha, x.dtype), np.asarray(self.beta, x.dtype)
-        return np.clip(x * alpha + beta, 0, 1)
+        return np.asarray(np.clip(x * alpha + beta, 0, 1))
 
 
 class HardSwish(_Activation):
@@ -65,7 +64,7 @@ class HardSwish(_Activation):
 
     def compute(self, x: np.ndarray) -> np.ndarray:
         alpha, beta = np.asarray(1 / 6, x.dtype), np.asarray(0.5, x.dtype)
-        return x * np.clip(x * alpha + beta, 0, 1)
+        return np.asarray(x * np.clip(x * alpha + beta, 0, 1))
 
 
 OPS = (HardSigmoid, HardSwish, LeakyRelu)

@@ -4,11 +4,10 @@ Before opset 7 these take `broadcast` and `axis` attributes (see `legacy_broadca
 opset 7 they broadcast like numpy. Integer Div truncates toward zero (C semantics).
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
-
 from systolic.mapper.ir import Attrs
 
 from ..op import Op, TensorInfo
@@ -23,7 +22,7 @@ def _truncating_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         negative = (a < 0) ^ (b < 0)
         result: np.ndarray = np.where(negative, -quotient, quotient)
         return result.astype(a.dtype)
-    return np.divide(a, b)
+    return np.asarray(np.divide(a, b))
 
 
 def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -31,19 +30,21 @@ def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     bases go through float64 when the exponent is a float or negative."""
     with np.errstate(all="ignore"):
         if a.dtype.kind == "f":
-            return np.power(a, b.astype(a.dtype))
+            return np.asarray(np.power(a, b.astype(a.dtype)))
         if b.dtype.kind == "f" or np.any(b < 0):
             return np.power(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
-        return np.power(a, b.astype(a.dtype))
+        return np.asarray(np.power(a, b.astype(a.dtype)))
 
 
 class _Binary(Op):
-    """A binary operator; subclasses set `function` and `legacy_until` (the first version
+    """A binary operator; subclasses define `compute` and set `legacy_until` (the first version
     that broadcasts like numpy)."""
 
-    function: ClassVar[Callable[[np.ndarray, np.ndarray], np.ndarray]]
     mixed_types_from: ClassVar[int] = 10**9
     legacy_until: ClassVar[int] = 7
+
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
 
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)
@@ -81,7 +82,7 @@ class _Binary(Op):
         assert a is not None and b is not None
         b = b.reshape(self._b_shape(a.shape, b.shape))
         try:
-            result = type(self).function(a, b)
+            result = self.compute(a, b)
         except ZeroDivisionError:
             raise self.error("integer division by zero") from None
         return [np.asarray(result).astype(a.dtype, copy=False)]
@@ -92,7 +93,8 @@ class Add(_Binary):
 
     op_type = "Add"
     since_versions = (1, 6, 7, 13, 14)
-    function = staticmethod(np.add)
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray(np.add(a, b))
 
 
 class Sub(_Binary):
@@ -100,7 +102,8 @@ class Sub(_Binary):
 
     op_type = "Sub"
     since_versions = (1, 6, 7, 13, 14)
-    function = staticmethod(np.subtract)
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray(np.subtract(a, b))
 
 
 class Mul(_Binary):
@@ -108,7 +111,8 @@ class Mul(_Binary):
 
     op_type = "Mul"
     since_versions = (1, 6, 7, 13, 14)
-    function = staticmethod(np.multiply)
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray(np.multiply(a, b))
 
 
 class Div(_Binary):
@@ -116,7 +120,8 @@ class Div(_Binary):
 
     op_type = "Div"
     since_versions = (1, 6, 7, 13, 14)
-    function = staticmethod(_truncating_divide)
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray(_truncating_divide(a, b))
 
 
 class Pow(_Binary):
@@ -125,7 +130,8 @@ class Pow(_Binary):
 
     op_type = "Pow"
     since_versions = (1, 7, 12, 13, 15)
-    function = staticmethod(_power)
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray(_power(a, b))
     mixed_types_from = 12
 
 

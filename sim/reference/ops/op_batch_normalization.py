@@ -3,9 +3,9 @@
 from collections.abc import Sequence
 
 import numpy as np
+from systolic.mapper.ir import Attrs
 
 from systolic.errors import UnsupportedError
-from systolic.mapper.ir import Attrs
 
 from ..op import Op, TensorInfo
 from ._shared import FLOAT_TYPES, check_type, float_attr, int_attr

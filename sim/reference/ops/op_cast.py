@@ -3,9 +3,9 @@
 from collections.abc import Sequence
 
 import numpy as np
+from systolic.mapper.ir import Attrs, DataType
 
 from systolic.errors import UnsupportedError
-from systolic.mapper.ir import Attrs, DataType
 
 from ..op import Op, TensorInfo
 from ._shared import fold
@@ -30,7 +30,7 @@ class Cast(Op):
             elif isinstance(to, int):
                 self.to = DataType(to)
             else:
-                raise ValueError
+                raise KeyError(to)
         except (KeyError, ValueError):
             raise self.error(f"attribute 'to' = {to!r} is not an element type") from None
         if not self.to.has_numpy or self.to == DataType.STRING:

@@ -3,7 +3,6 @@
 from collections.abc import Sequence
 
 import numpy as np
-
 from systolic.mapper.ir import Attrs
 
 from ..op import Op, TensorInfo
@@ -11,7 +10,8 @@ from ._shared import fold, int_attr, normalize_axis
 
 
 class Concat(Op):
-    """Concat-1 (axis defaults to 1), -4 (axis required), -11 (axis may be negative), -13."""
+    """Concat-1 (axis defaults to 1), -4 (axis required), -11, -13. A
+    negative axis counts from the end in every version (exporters emit it before 11 too)."""
 
     op_type = "Concat"
     since_versions = (1, 4, 11, 13)
@@ -21,8 +21,6 @@ class Concat(Op):
         if version >= 4 and "axis" not in attrs:
             raise self.error("required attribute 'axis' is missing")
         self.axis = int_attr(self, "axis", 1)
-        if self.axis < 0 and version < 11:
-            raise self.error("a negative axis needs Concat-11 or later")
 
     def _shape(self, shapes: list[tuple[int, ...]]) -> tuple[tuple[int, ...], int]:
         if not shapes:

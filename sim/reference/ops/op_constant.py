@@ -3,9 +3,9 @@
 from collections.abc import Sequence
 
 import numpy as np
+from systolic.mapper.ir import Attrs, DataType, Tensor
 
 from systolic.errors import UnsupportedError
-from systolic.mapper.ir import Attrs, DataType, Tensor
 
 from ..op import Op, TensorInfo
 from ._shared import fold, ints_of, known_ints

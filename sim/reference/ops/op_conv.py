@@ -1,9 +1,9 @@
 """Conv: N-D float convolution with optional bias, via `kernels.conv.conv_nd`."""
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
-
 from systolic.mapper.ir import Attrs
 
 from ..kernels.conv import AUTO_PADS, conv_nd, conv_output_shape, resolve_auto_pad
@@ -19,7 +19,7 @@ class Conv(Op):
     """
 
     op_type = "Conv"
-    since_versions = (1, 11, 22)
+    since_versions: ClassVar[tuple[int, ...]] = (1, 11, 22)
 
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)

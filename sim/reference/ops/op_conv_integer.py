@@ -3,7 +3,6 @@
 from collections.abc import Sequence
 
 import numpy as np
-
 from systolic.mapper.ir import DataType
 
 from ..kernels.conv import conv_nd, conv_output_shape

@@ -3,9 +3,9 @@
 from collections.abc import Sequence
 
 import numpy as np
+from systolic.mapper.ir import Attrs, DataType
 
 from systolic.errors import UnsupportedError
-from systolic.mapper.ir import Attrs, DataType
 
 from .. import quant
 from ..op import Op, TensorInfo

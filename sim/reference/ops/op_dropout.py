@@ -3,9 +3,9 @@
 from collections.abc import Sequence
 
 import numpy as np
+from systolic.mapper.ir import Attrs, DataType
 
 from systolic.errors import UnsupportedError
-from systolic.mapper.ir import Attrs, DataType
 
 from ..op import Op, TensorInfo
 from ._shared import FLOAT_TYPES, check_type, float_attr, int_attr
@@ -33,12 +33,12 @@ class Dropout(Op):
         return DataType.BOOL if self.version >= 10 else x
 
     def _check_training(self, ratio: object, training: object) -> None:
-        if training is not None and bool(np.asarray(training).reshape(-1)[0]):
-            if ratio is None or float(np.asarray(ratio).reshape(-1)[0]) != 0.0:
-                raise UnsupportedError(
-                    f"node {self.node_label!r} (ai.onnx.Dropout:{self.version}): "
-                    "training_mode=true is not supported; export the model for inference"
-                )
+        training_on = training is not None and bool(np.asarray(training).reshape(-1)[0])
+        if training_on and (ratio is None or float(np.asarray(ratio).reshape(-1)[0]) != 0.0):
+            raise UnsupportedError(
+                f"node {self.node_label!r} (ai.onnx.Dropout:{self.version}): "
+                "training_mode=true is not supported; export the model for inference"
+            )
 
     def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
         x, *rest = inputs

@@ -3,7 +3,6 @@
 from collections.abc import Sequence
 
 import numpy as np
-
 from systolic.mapper.ir import Attrs
 
 from ..op import Op, TensorInfo
@@ -11,7 +10,8 @@ from ._shared import fold, int_attr
 
 
 class Flatten(Op):
-    """Flatten-1, -9, -11, -13, -21, -23; axis defaults to 1 and may be negative from 11."""
+    """Flatten-1, -9, -11, -13, -21, -23; axis defaults to 1; a
+    negative axis counts from the end in every version (exporters emit it before 11 too)."""
 
     op_type = "Flatten"
     since_versions = (1, 9, 11, 13, 21, 23)
@@ -19,8 +19,6 @@ class Flatten(Op):
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)
         self.axis = int_attr(self, "axis", 1)
-        if self.axis < 0 and version < 11:
-            raise self.error("a negative axis needs Flatten-11 or later")
 
     def _shape(self, shape: tuple[int, ...]) -> tuple[int, int]:
         rank = len(shape)

@@ -3,7 +3,6 @@
 from collections.abc import Sequence
 
 import numpy as np
-
 from systolic.mapper.ir import Attrs, DataType
 
 from ..op import Op, TensorInfo

@@ -1,9 +1,9 @@
 """Pooling: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool."""
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
-
 from systolic.mapper.ir import Attrs, DataType
 
 from ..kernels.conv import AUTO_PADS, conv_output_shape, resolve_auto_pad
@@ -18,7 +18,7 @@ class _Pool(Op):
     """Window geometry shared by MaxPool and AveragePool. `first_version_with` maps optional
     attributes to the version that introduced them; using one earlier is a ModelError."""
 
-    first_version_with: dict[str, int] = {}
+    first_version_with: ClassVar[dict[str, int]] = {}
 
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)
@@ -80,7 +80,7 @@ class MaxPool(_Pool):
 
     op_type = "MaxPool"
     since_versions = (1, 8, 10, 11, 12, 22)
-    first_version_with = {"storage_order": 8, "dilations": 10, "ceil_mode": 10}
+    first_version_with: ClassVar[dict[str, int]] = {"storage_order": 8, "dilations": 10, "ceil_mode": 10}
 
     def accepts_int8(self) -> bool:
         return self.version >= 12
@@ -106,7 +106,7 @@ class AveragePool(_Pool):
 
     op_type = "AveragePool"
     since_versions = (1, 7, 10, 11, 19, 22)
-    first_version_with = {"count_include_pad": 7, "ceil_mode": 10, "dilations": 19}
+    first_version_with: ClassVar[dict[str, int]] = {"count_include_pad": 7, "ceil_mode": 10, "dilations": 19}
 
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)

@@ -8,7 +8,6 @@ runs over the single axis `axis` (default -1). The maximum is subtracted first f
 from collections.abc import Sequence
 
 import numpy as np
-
 from systolic.mapper.ir import Attrs
 
 from ..op import Op, TensorInfo
@@ -21,8 +20,6 @@ class _Softmax(Op):
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)
         self.axis = int_attr(self, "axis", -1 if version >= 13 else 1)
-        if self.axis < 0 and version < 11:
-            raise self.error(f"a negative axis needs {self.op_type}-11 or later")
 
     def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
         (x,) = inputs
@@ -49,14 +46,14 @@ class _Softmax(Op):
 
 
 class Softmax(_Softmax):
-    """Softmax-1, -11 (2-D coercion; negative axis from 11), -13 (one axis)."""
+    """Softmax-1, -11 (2-D coercion), -13 (one axis)."""
 
     op_type = "Softmax"
     since_versions = (1, 11, 13)
 
 
 class LogSoftmax(_Softmax):
-    """LogSoftmax-1, -11 (2-D coercion; negative axis from 11), -13 (one axis)."""
+    """LogSoftmax-1, -11 (2-D coercion), -13 (one axis)."""
 
     op_type = "LogSoftmax"
     since_versions = (1, 11, 13)

@@ -3,7 +3,6 @@
 from collections.abc import Sequence
 
 import numpy as np
-
 from systolic.mapper.ir import Attrs
 
 from ..op import Op, TensorInfo
@@ -18,8 +17,6 @@ class _AxesOp(Op):
         self.axes_attr = ints_attr(self, "axes") if version < 13 else None
         if version >= 13 and "axes" in attrs:
             raise self.error("from version 13 axes is an input, not an attribute")
-        if version < 11 and self.axes_attr is not None and min(self.axes_attr, default=0) < 0:
-            raise self.error(f"negative axes need {self.op_type}-11 or later")
 
     def axes_from(self, rest: Sequence[tuple[int, ...] | None]) -> tuple[int, ...] | None:
         return self.axes_attr if self.version < 13 else (rest[0] if rest else None)

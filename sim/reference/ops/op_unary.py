@@ -1,10 +1,9 @@
 """Element-wise unary math without attributes: Exp, Neg, Sigmoid, Sqrt, Tanh."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
-
 from systolic.mapper.ir import DataType
 
 from ..op import Op, TensorInfo
@@ -13,15 +12,17 @@ from ._shared import FLOAT_TYPES, NUMERIC_TYPES, check_type, fold
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     one = np.ones((), dtype=x.dtype)
-    return one / (one + np.exp(-x))
+    return np.asarray(one / (one + np.exp(-x)))
 
 
 class _Unary(Op):
-    """Computes `function` in the input's type; overflow to inf and NaN from invalid
+    """Computes `compute` in the input's type; overflow to inf and NaN from invalid
     arguments (sqrt of a negative) follow IEEE 754 as numpy gives them."""
 
-    function: ClassVar[Callable[[np.ndarray], np.ndarray]]
     types: ClassVar[frozenset[DataType]] = FLOAT_TYPES
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
 
     def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
         (x,) = inputs
@@ -33,7 +34,7 @@ class _Unary(Op):
         (x,) = inputs
         assert x is not None
         with np.errstate(over="ignore", invalid="ignore"):
-            return [np.asarray(type(self).function(x)).astype(x.dtype, copy=False)]
+            return [np.asarray(self.compute(x)).astype(x.dtype, copy=False)]
 
 
 class Exp(_Unary):
@@ -41,7 +42,8 @@ class Exp(_Unary):
 
     op_type = "Exp"
     since_versions = (1, 6, 13)
-    function = staticmethod(np.exp)
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(np.exp(x))
 
 
 class Neg(_Unary):
@@ -49,7 +51,8 @@ class Neg(_Unary):
 
     op_type = "Neg"
     since_versions = (1, 6, 13)
-    function = staticmethod(np.negative)
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(np.negative(x))
     types = NUMERIC_TYPES
 
 
@@ -58,7 +61,8 @@ class Sigmoid(_Unary):
 
     op_type = "Sigmoid"
     since_versions = (1, 6, 13)
-    function = staticmethod(_sigmoid)
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(_sigmoid(x))
 
 
 class Sqrt(_Unary):
@@ -66,7 +70,8 @@ class Sqrt(_Unary):
 
     op_type = "Sqrt"
     since_versions = (1, 6, 13)
-    function = staticmethod(np.sqrt)
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(np.sqrt(x))
 
 
 class Tanh(_Unary):
@@ -74,7 +79,8 @@ class Tanh(_Unary):
 
     op_type = "Tanh"
     since_versions = (1, 6, 13)
-    function = staticmethod(np.tanh)
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(np.tanh(x))
 
 
 OPS = (Exp, Neg, Sigmoid, Sqrt, Tanh)

@@ -3,9 +3,8 @@
 Before opset 8 every input must have the same shape; from opset 8 they broadcast like numpy.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import reduce
-from typing import ClassVar
 
 import numpy as np
 
@@ -14,7 +13,9 @@ from ._shared import NUMERIC_TYPES, broadcast_shape, check_type, fold
 
 
 class _Variadic(Op):
-    function: ClassVar[Callable[[np.ndarray, np.ndarray], np.ndarray]]
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
 
     def _shape(self, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         if not shapes:
@@ -38,7 +39,7 @@ class _Variadic(Op):
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
         given = [x for x in inputs if x is not None]
         shape = self._shape([x.shape for x in given])
-        result = reduce(type(self).function, given)
+        result = reduce(self.compute, given)
         return [np.broadcast_to(result, shape).astype(given[0].dtype)]
 
 
@@ -47,7 +48,8 @@ class Sum(_Variadic):
 
     op_type = "Sum"
     since_versions = (1, 6, 8, 13)
-    function = staticmethod(np.add)
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray(np.add(a, b))
 
 
 class Max(_Variadic):
@@ -55,7 +57,8 @@ class Max(_Variadic):
 
     op_type = "Max"
     since_versions = (1, 6, 8, 12, 13)
-    function = staticmethod(np.maximum)
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray(np.maximum(a, b))
 
 
 class Min(_Variadic):
@@ -63,7 +66,8 @@ class Min(_Variadic):
 
     op_type = "Min"
     since_versions = (1, 6, 8, 12, 13)
-    function = staticmethod(np.minimum)
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray(np.minimum(a, b))
 
 
 OPS = (Max, Min, Sum)

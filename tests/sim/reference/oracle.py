@@ -8,9 +8,8 @@ import numpy as np
 import onnx
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
-
-from systolic.mapper.ir import Attrs, DataType, Tensor
-from systolic.sim.reference import registry
+from systolic.mapper.ir import Attrs, DataType, Node, Tensor
+from systolic.sim.reference import executor
 from systolic.sim.reference.op import Op, TensorInfo
 
 __all__ = ["check_op", "make_op", "rng", "run_ours"]
@@ -37,12 +36,14 @@ def _ir_attrs(attrs: Mapping[str, Any]) -> Attrs:
     return Attrs(converted)
 
 
-def make_op(op_type: str, attrs: Mapping[str, Any], opset: int, domain: str = "") -> Op:
-    """Instantiate our class for `op_type` as bound in a model importing `opset`."""
-    bound = registry.resolve(domain, op_type, opset)
-    assert bound is not None, f"{op_type} is not registered at opset {opset}"
-    version, cls = bound
-    return cls(_ir_attrs(attrs), version, "node")
+def make_op(
+    op_type: str, attrs: Mapping[str, Any], opset: int, domain: str = "", n_outputs: int = 1
+) -> Op:
+    """Instantiate our class for `op_type` as the executor would for a node with `n_outputs`
+    outputs in a model importing `opset`."""
+    node = Node(op_type, (), tuple(f"out{i}" for i in range(n_outputs)), domain=domain,
+                name="node", attrs=_ir_attrs(attrs))
+    return executor.make_op(node, {domain: opset})
 
 
 def run_ours(
@@ -53,10 +54,11 @@ def run_ours(
     *,
     known: Sequence[int] | None = None,
     domain: str = "",
+    n_outputs: int = 1,
 ) -> tuple[list[np.ndarray], list[TensorInfo]]:
     """Return our outputs and our inferred output infos. Inputs listed in `known` (default:
     every integer input) have their values given to `infer`, as constants would."""
-    op = make_op(op_type, attrs, opset, domain)
+    op = make_op(op_type, attrs, opset, domain, n_outputs)
     if known is None:
         known = [i for i, x in enumerate(inputs) if x is not None and x.dtype.kind in "iub"]
     infos = [
@@ -119,7 +121,8 @@ def check_op(
     """Compare our outputs with the oracle's (or with `expected`) in type, shape and value,
     and check that inferred types and shapes match what the run produced. Returns ours."""
     attrs = dict(attrs or {})
-    ours, inferred = run_ours(op_type, inputs, attrs, opset, known=known, domain=domain)
+    ours, inferred = run_ours(op_type, inputs, attrs, opset, known=known, domain=domain,
+                              n_outputs=n_outputs)
     if expected is None:
         expected = _oracle(op_type, inputs, attrs, opset, n_outputs, domain)
     assert len(ours) >= n_outputs

@@ -17,12 +17,15 @@ The onnx package ships, under `onnx/backend/test/data/`:
 Comparison is `np.testing.assert_allclose` after checking shape and dtype, as onnx's runner
 `assert_similar_outputs` does. A pytorch case whose operators are all in the registry must
 import and reproduce its outputs; a case using an operator the registry lacks must be refused
-at import with UnsupportedError naming that operator. Nothing is skipped.
+at import with UnsupportedError naming that operator. Nothing is skipped (only the whole
+module, with its reason, where the onnx wheel that holds the data is not installed).
+
+All nine light models together run in about 2 s here (VGG-19 0.6 s, ResNet-50 0.25 s), so
+all of them are in the default run.
 """
 
 import pathlib
 import re
-import time
 
 import numpy as np
 import pytest
@@ -35,6 +38,10 @@ from systolic.errors import UnsupportedError
 onnx = pytest.importorskip("onnx", reason="the onnx test data ships in the onnx wheel")
 numpy_helper = onnx.numpy_helper
 
+# The shipped models name values "0", "gpu_0/data_0" ...: the importer warns that these are
+# not C90 identifiers; that is expected here and not what these tests check.
+pytestmark = pytest.mark.filterwarnings("ignore::systolic.mapper.graph_checks.NameWarning")
+
 DATA = pathlib.Path(onnx.__file__).parent / "backend" / "test" / "data"
 
 # --- light ImageNet models ------------------------------------------------------------------
@@ -43,14 +50,7 @@ DATA = pathlib.Path(onnx.__file__).parent / "backend" / "test" / "data"
 LIGHT_TOLERANCES = {"densenet121": (2e-3, 1e-7)}
 DEFAULT_TOLERANCE = (1e-3, 1e-7)
 
-# Run by default: ResNet-50 and two small ones. The rest take long in numpy: `pytest -m slow`.
-LIGHT_DEFAULT = {"resnet50", "squeezenet", "zfnet512"}
 LIGHT_NAMES = sorted(p.stem.removeprefix("light_") for p in (DATA / "light").glob("light_*.onnx"))
-
-
-def light_param(name: str) -> object:
-    marks = () if name in LIGHT_DEFAULT else (pytest.mark.slow,)
-    return pytest.param(name, id=name, marks=marks)
 
 
 def dummy_input(value_info: "onnx.ValueInfoProto") -> np.ndarray:
@@ -68,7 +68,7 @@ def assert_similar_outputs(got: np.ndarray, want: np.ndarray, rtol: float, atol:
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize("name", [light_param(n) for n in LIGHT_NAMES])
+@pytest.mark.parametrize("name", LIGHT_NAMES)
 def test_light_model_gives_shipped_output(name: str) -> None:
     path = DATA / "light" / f"light_{name}.onnx"
     proto = onnx.load(path)
@@ -77,13 +77,10 @@ def test_light_model_gives_shipped_output(name: str) -> None:
     expected = numpy_helper.to_array(onnx.load_tensor(DATA / "light" / f"light_{name}_output_0.pb"))
     rtol, atol = LIGHT_TOLERANCES.get(name, DEFAULT_TOLERANCE)
 
-    start = time.perf_counter()
     outputs = run_model(load_model(path), feeds)
-    elapsed = time.perf_counter() - start
 
     assert set(outputs) == {o.name for o in proto.graph.output}
     assert_similar_outputs(outputs[proto.graph.output[0].name], expected, rtol, atol)
-    print(f"light_{name}: {elapsed:.1f} s")
 
 
 # --- pytorch-converted and pytorch-operator cases -------------------------------------------
@@ -94,10 +91,6 @@ PYTORCH_CASES = sorted(
     for case in (DATA / kind).iterdir()
     if (case / "model.onnx").is_file()
 )
-
-# Cases whose operators are all registered but that use a feature of one of them the tool
-# refuses on purpose (for example 3-D pooling); each needs the reason it is refused.
-REFUSED_FEATURES: dict[str, str] = {}
 
 
 def unregistered_ops(proto: "onnx.ModelProto") -> list[str]:
@@ -151,13 +144,6 @@ def test_supported_pytorch_case_gives_shipped_outputs(case: pathlib.Path) -> Non
     path = case / "model.onnx"
     proto = onnx.load(path)
     feeds, expected = load_data_set(case, proto)
-    if case.name in REFUSED_FEATURES:
-        with pytest.raises(
-            UnsupportedError,
-            match=r"\b(" + "|".join(sorted({n.op_type for n in proto.graph.node})) + r")\b",
-        ):
-            run_model(load_model(path), feeds)
-        return
     outputs = run_model(load_model(path), feeds)
     names = [o.name for o in proto.graph.output]
     assert set(outputs) == set(names)

@@ -1,9 +1,9 @@
 import numpy as np
 import onnx.defs
 import pytest
+from systolic.sim.reference import registry
 
 from systolic.errors import ModelError, UnsupportedError
-from systolic.sim.reference import registry
 
 from ..oracle import make_op, rng, run_ours
 from ..ort_oracle import check_ort

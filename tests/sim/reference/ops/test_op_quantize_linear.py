@@ -1,9 +1,9 @@
 import numpy as np
 import onnx.defs
 import pytest
+from systolic.sim.reference import registry
 
 from systolic.errors import UnsupportedError
-from systolic.sim.reference import registry
 
 from ..oracle import make_op, rng
 from ..ort_oracle import check_ort

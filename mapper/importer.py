@@ -1,0 +1,175 @@
+"""Read an ONNX model into the frozen IR: the only code in the project that touches protobuf.
+
+The pipeline, in order:
+1. parse the bytes (`ModelProto`), rejecting empty, truncated and non-ONNX input;
+2. check the IR version and the imported operator sets;
+3. convert model-local functions, then the main graph (tensors decoded, external data read
+   from the model's folder, sparse initializers densified);
+4. inline calls to local functions;
+5. check the graph's structure (single assignment, definitions, order, names);
+6. bind every node to an operator version of the reference registry;
+7. infer shapes, checking every tensor against the memory limit.
+Training information is ignored: the tool does inference only.
+
+Every failure is a `ModelError`, `UnsupportedError` or `ResourceError` with a one-line message.
+"""
+
+import dataclasses
+import os
+from pathlib import Path
+
+from google.protobuf.message import DecodeError
+from systolic.mapper.ir import Model
+from systolic.proto import IR_VERSION, ModelProto
+
+from systolic.errors import ModelError, UnsupportedError
+
+from .binding import bind_graph, check_opsets
+from .dim_binding import DEFAULT_MAX_TENSOR_BYTES, bind_inputs
+from .graph_checks import NameWarning, check_graph, warn_bad_names
+from .inline_functions import FunctionKey, LocalFunction, convert_function, inline_calls
+from .onnx_graph import ReadContext, convert_graph
+from .shape_inference import infer_shapes
+
+__all__ = [
+    "DEFAULT_MAX_TENSOR_BYTES",
+    "MAX_IR_VERSION",
+    "MIN_IR_VERSION",
+    "NameWarning",
+    "bind_inputs",
+    "load_model",
+    "load_model_bytes",
+]
+
+MIN_IR_VERSION = 3
+"""The oldest IR version read: the first with opset_import (ONNX 1.0)."""
+
+MAX_IR_VERSION = IR_VERSION
+"""The newest IR version the schema describes (14 for onnx 1.23)."""
+
+
+def load_model(
+    path: str | os.PathLike[str], *, max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES
+) -> Model:
+    """Read the ONNX model at `path`; external data is read relative to its folder."""
+    model_path = Path(path)
+    try:
+        data = model_path.read_bytes()
+    except IsADirectoryError:
+        raise ModelError(f"{str(model_path)!r} is a folder, not an ONNX model file") from None
+    except OSError as err:
+        raise ModelError(
+            f"cannot read model file {str(model_path)!r}: {err.strerror or err}"
+        ) from None
+    if not data:
+        raise ModelError(f"model file {str(model_path)!r} is empty: it holds no ONNX model")
+    return load_model_bytes(
+        data, base_dir=model_path.parent.absolute(), max_tensor_bytes=max_tensor_bytes
+    )
+
+
+def load_model_bytes(
+    data: bytes,
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES,
+) -> Model:
+    """Read a serialized ONNX model. `base_dir` is the folder external data is relative to;
+    without it a model that uses external data is refused."""
+    proto = _parse(data)
+    _check_ir_version(proto)
+    ctx = ReadContext(
+        base_dir=None if base_dir is None else Path(base_dir), max_tensor_bytes=max_tensor_bytes
+    )
+    local_domains = sorted({"" if f.domain == "ai.onnx" else f.domain for f in proto.functions})
+    raw_opsets = [(o.domain, int(o.version)) for o in proto.opset_import]
+    if not raw_opsets:
+        raise ModelError(
+            f"the model (IR version {proto.ir_version}) imports no operator set; IR version 3 "
+            "and later must list them in opset_import (for example ai.onnx)"
+        )
+    opsets = check_opsets(raw_opsets, local_domains=local_domains)
+    functions = _functions(proto, ctx, opsets, local_domains)
+    graph, overloads = convert_graph(proto.graph, ctx)
+    warn_bad_names(graph)
+    taken = {tensor.name for tensor in graph.initializers}
+    taken.update(info.name for info in (*graph.inputs, *graph.outputs))
+    for node in graph.nodes:
+        taken.update((node.name, *node.inputs, *node.outputs))
+    graph = dataclasses.replace(graph, nodes=inline_calls(graph.nodes, overloads, functions, taken))
+    graph = check_graph(graph)
+    graph, ops = bind_graph(graph, opsets)
+    graph = infer_shapes(graph, ops, max_tensor_bytes=max_tensor_bytes)
+    return Model(
+        ir_version=int(proto.ir_version),
+        opsets=tuple((domain, version) for domain, version in opsets.items()),
+        graph=graph,
+        producer_name=proto.producer_name,
+        producer_version=proto.producer_version,
+        domain=proto.domain,
+        model_version=int(proto.model_version),
+        doc=proto.doc_string,
+        metadata=_metadata(proto),
+    )
+
+
+def _parse(data: bytes) -> ModelProto:
+    if not data:
+        raise ModelError("the model is empty (zero bytes): it holds no ONNX model")
+    proto = ModelProto()
+    try:
+        proto.ParseFromString(bytes(data))
+    except DecodeError as err:
+        raise ModelError(
+            f"not a valid ONNX model: protobuf decoding failed ({err}); the file is truncated, "
+            "corrupt or not an .onnx file"
+        ) from None
+    except (RuntimeError, ValueError) as err:  # for example nesting too deep
+        raise ModelError(f"not a valid ONNX model: protobuf decoding failed ({err})") from None
+    if not proto.HasField("graph"):
+        raise ModelError(
+            "not a valid ONNX model: it has no graph (protobuf decoded, but the file is "
+            "truncated, corrupt or not an .onnx file)"
+        )
+    return proto
+
+
+def _check_ir_version(proto: ModelProto) -> None:
+    supported = f"the tool reads IR versions {MIN_IR_VERSION} to {MAX_IR_VERSION}"
+    if not proto.HasField("ir_version"):
+        raise ModelError(
+            f"the model has no ir_version, which every ONNX model must set; {supported}"
+        )
+    version = int(proto.ir_version)
+    if version < MIN_IR_VERSION:
+        raise UnsupportedError(
+            f"IR version {version} is too old ({supported}): re-export the model with a newer ONNX"
+        )
+    if version > MAX_IR_VERSION:
+        raise UnsupportedError(
+            f"IR version {version} is too new ({supported}): export the model for an "
+            "older IR version or update this tool"
+        )
+
+
+def _functions(
+    proto: ModelProto, ctx: ReadContext, opsets: dict[str, int], local_domains: list[str]
+) -> dict[FunctionKey, LocalFunction]:
+    functions: dict[FunctionKey, LocalFunction] = {}
+    for function_proto in proto.functions:
+        function = convert_function(function_proto, ctx, opsets, local_domains)
+        if function.key in functions:
+            raise ModelError(f"function {function.label} is defined twice: keep one")
+        functions[function.key] = function
+    return functions
+
+
+def _metadata(proto: ModelProto) -> tuple[tuple[str, str], ...]:
+    seen: set[str] = set()
+    for entry in proto.metadata_props:
+        if entry.key in seen:
+            raise ModelError(
+                f"metadata_props key {entry.key!r} is given twice; keys must be distinct"
+            )
+        seen.add(entry.key)
+    return tuple((entry.key, entry.value) for entry in proto.metadata_props)

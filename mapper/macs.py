@@ -1,0 +1,65 @@
+"""Count the multiply-accumulates of the operators a systolic array runs.
+
+Convolutions: every output element takes (input channels / group) x kernel size MACs, which
+is the product of the weight's dimensions after the first. Matrix products: every output
+element takes K MACs, K being the reduced dimension. Other operators count 0. A count needs
+static shapes; where they are unknown the count is 0.
+"""
+
+import math
+from collections.abc import Callable
+
+from systolic.mapper.ir import Node, TensorType
+
+__all__ = ["node_macs"]
+
+# (domain, op_type) -> index of the weight input of convolutions.
+_CONV_WEIGHT = {
+    ("", "Conv"): 1,
+    ("", "ConvInteger"): 1,
+    ("", "QLinearConv"): 3,
+}
+# (domain, op_type) -> index of the left operand A of matrix products.
+_MATMUL_A = {
+    ("", "Gemm"): 0,
+    ("", "MatMul"): 0,
+    ("", "MatMulInteger"): 0,
+    ("", "QLinearMatMul"): 0,
+    ("com.microsoft", "QGemm"): 0,
+}
+
+
+def node_macs(node: Node, type_of: Callable[[str], TensorType | None]) -> int:
+    """Return the MACs one run of `node` performs (0 for other operators or unknown shapes)."""
+    key = (node.domain, node.op_type)
+    output = _static(type_of(node.outputs[0])) if node.outputs and node.outputs[0] else None
+    if output is None:
+        return 0
+    if key in _CONV_WEIGHT:
+        weight = _static(_input_type(node, _CONV_WEIGHT[key], type_of))
+        if weight is None or len(weight) < 2:
+            return 0
+        return math.prod(output) * math.prod(weight[1:])
+    if key in _MATMUL_A:
+        a = _static(_input_type(node, _MATMUL_A[key], type_of))
+        if a is None or not a:
+            return 0
+        transposed = bool(node.attrs.get("transA", 0)) and key != ("", "MatMul")
+        reduced = a[0] if transposed and len(a) == 2 else a[-1]
+        return math.prod(output) * reduced
+    return 0
+
+
+def _input_type(
+    node: Node, index: int, type_of: Callable[[str], TensorType | None]
+) -> TensorType | None:
+    if index >= len(node.inputs) or not node.inputs[index]:
+        return None
+    return type_of(node.inputs[index])
+
+
+def _static(tensor_type: TensorType | None) -> tuple[int, ...] | None:
+    if tensor_type is None or not tensor_type.is_static:
+        return None
+    assert tensor_type.shape is not None
+    return tuple(int(d) for d in tensor_type.shape if isinstance(d, int))

@@ -1,0 +1,69 @@
+"""A model's summary as plain data (JSON-ready): metadata, signature, one row per node with
+its bound operator, output shapes, MACs and the unit that will run it, and totals.
+
+`systolic inspect` prints it as text or writes it as JSON.
+"""
+
+from typing import Any
+
+from systolic.mapper.ir import Model, Node, TensorType, ValueInfo
+
+from .macs import node_macs
+
+__all__ = ["model_report"]
+
+HOST_REASON = "not mapped yet (the mapper will choose array, vector or host)"
+
+
+def model_report(model: Model) -> dict[str, Any]:
+    """Return the summary of `model` as a dict of str, int, list and dict values only."""
+    graph = model.graph
+    types: dict[str, TensorType] = {t.name: t.type for t in graph.initializers}
+    types.update(
+        (info.name, info.type) for info in (*graph.inputs, *graph.value_info, *graph.outputs)
+    )
+    nodes = [_node_row(node, types) for node in graph.nodes]
+    return {
+        "ir_version": model.ir_version,
+        "opsets": [{"domain": d or "ai.onnx", "version": v} for d, v in model.opsets],
+        "producer": {"name": model.producer_name, "version": model.producer_version},
+        "domain": model.domain,
+        "model_version": {"value": model.model_version, "text": model.model_version_text},
+        "doc": model.doc,
+        "metadata": dict(model.metadata),
+        "graph": graph.name,
+        "inputs": [_value(info) for info in graph.inputs if graph.initializer(info.name) is None],
+        "outputs": [_value(info) for info in graph.outputs],
+        "nodes": nodes,
+        "totals": {
+            "nodes": len(nodes),
+            "macs": sum(row["macs"] for row in nodes),
+            "parameters": sum(int(t.data.size) for t in graph.initializers),
+        },
+    }
+
+
+def _value(info: ValueInfo) -> dict[str, Any]:
+    return {"name": info.name, **_type(info.type)}
+
+
+def _type(tensor_type: TensorType | None) -> dict[str, Any]:
+    if tensor_type is None:
+        return {"type": "?", "dtype": None, "shape": None}
+    shape = None if tensor_type.shape is None else list(tensor_type.shape)
+    return {"type": tensor_type.text(), "dtype": tensor_type.dtype.name.lower(), "shape": shape}
+
+
+def _node_row(node: Node, types: dict[str, TensorType]) -> dict[str, Any]:
+    return {
+        "name": node.label,
+        "op": node.op_id,
+        "domain": node.domain or "ai.onnx",
+        "op_type": node.op_type,
+        "version": node.version,
+        "inputs": list(node.inputs),
+        "outputs": [{"name": name, **_type(types.get(name))} for name in node.outputs if name],
+        "macs": node_macs(node, types.get),
+        "unit": "host",
+        "reason": HOST_REASON,
+    }

@@ -1,0 +1,149 @@
+"""`systolic inspect MODEL`: what the tool reads from an ONNX model.
+
+Prints the IR version, operator sets, producer, model version, metadata, the inputs and
+outputs with their shapes, and a table of nodes (bound operator, output shape, MACs, the unit
+that runs it and why), with totals. `--json PATH` writes the same as JSON (`-`: standard
+output). Name warnings go to standard error as `systolic: warning: ...`, only when the model
+loads; any error is one line and nothing is written.
+"""
+
+import argparse
+import json
+import re
+import sys
+import warnings
+from typing import Any
+
+from systolic.errors import ConfigError
+from systolic.fileio import write_atomically
+
+__all__ = ["parse_size", "register", "render_text", "run"]
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "kib": 1 << 10,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "mib": 1 << 20,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "gib": 1 << 30,
+    "t": 1000**4,
+    "tb": 1000**4,
+    "tib": 1 << 40,
+}
+
+
+def parse_size(text: str) -> int:
+    """Return a size in bytes from "4096", "512MiB", "8GiB", "1.5GB" (decimal and binary)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if not match or match.group(2).lower() not in _UNITS:
+        raise ConfigError(
+            f"--max-memory {text!r} is not a size: write bytes or a number with a unit such as "
+            "512MiB, 8GiB or 2GB"
+        )
+    size = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    if size <= 0:
+        raise ConfigError(f"--max-memory {text!r} must be larger than zero")
+    return size
+
+
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the `inspect` subcommand."""
+    parser = subparsers.add_parser(
+        "inspect",
+        help="show what the tool reads from an ONNX model",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.add_argument("model", metavar="MODEL", help="the .onnx file")
+    parser.add_argument(
+        "--json", metavar="PATH", help="also write the summary as JSON ('-': stdout)"
+    )
+    parser.add_argument(
+        "--max-memory",
+        metavar="SIZE",
+        default="8GiB",
+        help="largest tensor the model may hold (default 8GiB); larger ones are refused",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the model, print or write its summary; return 0."""
+    from systolic.mapper.graph_checks import NameWarning
+    from systolic.mapper.importer import load_model
+    from systolic.mapper.report import model_report
+
+    limit = parse_size(args.max_memory)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NameWarning)
+        model = load_model(args.model, max_tensor_bytes=limit)
+    report = model_report(model)
+    for warning in caught:
+        if issubclass(warning.category, NameWarning):
+            print(f"systolic: warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
+    if args.json:
+        text = json.dumps(report, indent=2) + "\n"
+        if args.json == "-":
+            sys.stdout.write(text)
+            return 0
+        write_atomically(args.json, text)
+    sys.stdout.write(render_text(report))
+    return 0
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """Return the summary as the text `systolic inspect` prints."""
+    opsets = ", ".join(f"{o['domain']}:{o['version']}" for o in report["opsets"])
+    producer = " ".join(p for p in (report["producer"]["name"], report["producer"]["version"]) if p)
+    lines = [
+        f"IR version:     {report['ir_version']}",
+        f"opsets:         {opsets}",
+        f"producer:       {producer or '-'}",
+        f"domain:         {report['domain'] or '-'}",
+        f"model version:  {report['model_version']['text']}",
+        f"graph:          {report['graph'] or '-'}",
+    ]
+    if report["doc"]:
+        lines.append(f"doc:            {report['doc'].splitlines()[0]}")
+    for key, value in report["metadata"].items():
+        lines.append(f"metadata:       {key} = {value}")
+    lines.append("inputs:")
+    lines += [f"  {v['name']}: {v['type']}" for v in report["inputs"]]
+    lines.append("outputs:")
+    lines += [f"  {v['name']}: {v['type']}" for v in report["outputs"]]
+    lines.append("")
+    header = ("node", "op", "output", "MACs", "unit", "reason")
+    rows = [
+        (
+            row["name"],
+            row["op"],
+            ", ".join(o["type"] for o in row["outputs"]),
+            f"{row['macs']:,}",
+            row["unit"],
+            row["reason"],
+        )
+        for row in report["nodes"]
+    ]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+    for cells in (header, *rows):
+        lines.append(
+            "  ".join(
+                cell.rjust(widths[i]) if i == 3 else cell.ljust(widths[i])
+                for i, cell in enumerate(cells)
+            ).rstrip()
+        )
+    totals = report["totals"]
+    lines.append("")
+    lines.append(
+        f"totals: {totals['nodes']} nodes, {totals['macs']:,} MACs, "
+        f"{totals['parameters']:,} parameters"
+    )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,41 @@
+"""MAC counts from shapes, against the arithmetic written out."""
+
+from systolic.mapper.ir import Attrs, DataType, Node, TensorType
+from systolic.mapper.macs import node_macs
+
+
+def _types(**shapes: tuple[int, ...]) -> dict[str, TensorType]:
+    return {name: TensorType(DataType.FLOAT, shape) for name, shape in shapes.items()}
+
+
+def test_grouped_conv() -> None:
+    types = _types(x=(1, 8, 10, 10), w=(16, 4, 3, 3), y=(1, 16, 8, 8))
+    node = Node("Conv", ("x", "w"), ("y",), attrs=Attrs({"group": 2}))
+    assert node_macs(node, types.get) == (1 * 16 * 8 * 8) * (4 * 3 * 3)
+
+
+def test_qlinear_conv_uses_input_3_as_weight() -> None:
+    types = _types(x=(1, 2, 5, 5), w=(3, 2, 1, 1), y=(1, 3, 5, 5))
+    node = Node("QLinearConv", ("x", "s", "z", "w", "ws", "wz", "ys", "yz"), ("y",))
+    assert node_macs(node, types.get) == 75 * 2
+
+
+def test_gemm_with_and_without_transpose() -> None:
+    types = _types(a=(7, 5), at=(5, 7), b=(5, 3), y=(7, 3))
+    assert node_macs(Node("Gemm", ("a", "b"), ("y",)), types.get) == 7 * 3 * 5
+    transposed = Node("Gemm", ("at", "b"), ("y",), attrs=Attrs({"transA": 1}))
+    assert node_macs(transposed, types.get) == 7 * 3 * 5
+
+
+def test_batched_matmul_and_qgemm() -> None:
+    types = _types(a=(2, 4, 6), b=(6, 5), y=(2, 4, 5))
+    assert node_macs(Node("MatMul", ("a", "b"), ("y",)), types.get) == 2 * 4 * 5 * 6
+    types = _types(a=(4, 6), y=(4, 5))
+    qgemm = Node("QGemm", ("a", "s", "z", "b", "bs", "bz"), ("y",), domain="com.microsoft")
+    assert node_macs(qgemm, types.get) == 4 * 5 * 6
+
+
+def test_other_ops_and_unknown_shapes_count_zero() -> None:
+    types = _types(x=(4,), y=(4,))
+    assert node_macs(Node("Relu", ("x",), ("y",)), types.get) == 0
+    assert node_macs(Node("MatMul", ("a", "b"), ("y",)), {}.get) == 0

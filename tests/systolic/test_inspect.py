@@ -1,0 +1,132 @@
+"""`systolic inspect`: the summary, its JSON, and one-line errors for every broken model."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from systolic.cli import main
+from systolic.commands.inspect import parse_size
+
+BAD = Path(__file__).resolve().parents[1] / "data" / "bad_models"
+MANIFEST = json.loads((BAD / "manifest.json").read_text())
+CASES = sorted(MANIFEST["cases"])
+
+
+def _model_file(folder: Path, name: str = "node-1") -> Path:
+    weight = numpy_helper.from_array(np.ones((3, 4), dtype=np.float32), "w")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Gemm", ["x", "w"], ["t"], name=name),
+            helper.make_node("Relu", ["t"], ["y"], name="relu"),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        initializer=[weight],
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 13)],
+        producer_name="tests",
+        model_version=(2 << 48) | (1 << 32) | 7,
+    )
+    helper.set_model_props(model, {"model_author": "Ada"})
+    path = folder / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def test_text_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(_model_file(tmp_path))]) == 0
+    out, err = capsys.readouterr()
+    assert "model version:  2.1.7" in out
+    assert "metadata:       model_author = Ada" in out
+    assert "  x: f32[2,3]" in out and "  y: f32[2,4]" in out
+    row = next(line for line in out.splitlines() if line.startswith("node-1"))
+    assert row.split()[:5] == ["node-1", "ai.onnx.Gemm:13", "f32[2,4]", "24", "host"]
+    assert out.rstrip().endswith("totals: 2 nodes, 24 MACs, 12 parameters")
+    assert (
+        err
+        == "systolic: warning: 1 name(s) are not C90 identifiers as the ONNX IR asks: 'node-1'\n"
+    )
+
+
+def test_json_summary_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "out" / "summary.json"
+    assert main(["inspect", str(_model_file(tmp_path, "gemm")), "--json", str(target)]) == 0
+    report = json.loads(target.read_text())
+    assert report["totals"] == {"nodes": 2, "macs": 24, "parameters": 12}
+    assert report["model_version"] == {"value": (2 << 48) | (1 << 32) | 7, "text": "2.1.7"}
+    assert [(n["op"], n["macs"], n["unit"]) for n in report["nodes"]] == [
+        ("ai.onnx.Gemm:13", 24, "host"),
+        ("ai.onnx.Relu:13", 0, "host"),
+    ]
+    assert capsys.readouterr().err == ""
+
+
+def test_json_to_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(_model_file(tmp_path, "gemm")), "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["opsets"] == [{"domain": "ai.onnx", "version": 13}]
+
+
+def test_max_memory_limits_tensors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(_model_file(tmp_path, "gemm")), "--max-memory", "40"]) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(
+        r"systolic: error: initializer 'w' of shape \[3, 4\] needs 48 bytes, more than the limit of 40: .*\n",
+        err,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "size"), [("4096", 4096), ("2KiB", 2048), ("1.5GB", 1_500_000_000), ("8GiB", 8 << 30)]
+)
+def test_parse_size(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+def test_bad_size_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(_model_file(tmp_path)), "--max-memory", "lots"]) == 2
+    assert capsys.readouterr().err == (
+        "systolic: error: --max-memory 'lots' is not a size: write bytes or a number with a unit "
+        "such as 512MiB, 8GiB or 2GB\n"
+    )
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bad_model_is_one_line_exit_2_nothing_written(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "out.json"
+    status = main(["inspect", str(BAD / case), "--json", str(target)])
+    out, err = capsys.readouterr()
+    assert status == 2
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("systolic: error: ")
+    assert re.search(MANIFEST["cases"][case]["match"], lines[0]), lines[0]
+    assert "Traceback" not in err and out == ""
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("case", ["truncated.onnx", "cycle.onnx", "external_symlink/model.onnx"])
+def test_bad_model_in_a_subprocess(case: str, tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "systolic.cli", "inspect", str(BAD / case), "--json", str(target)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr
+    assert re.search(MANIFEST["cases"][case]["match"], lines[0])
+    assert not target.exists()
