@@ -169,7 +169,8 @@ class OutputStage(wiring.Component):
             for i in range(cols):
                 amount = (self.shift[i] + 31).as_unsigned()[:SHIFT_WIDTH]
                 floor, round_up = round_shift_parts(s2.data[i], amount)
-                saturated = Mux(floor > floor_max, floor_max, Mux(floor < floor_min, floor_min, floor))
+                raised = Mux(floor < floor_min, floor_min, floor)
+                saturated = Mux(raised > floor_max, floor_max, raised)
                 m.d.sync += [s3.floor[i].eq(saturated), s3.round_up[i].eq(round_up)]
         with m.If(advance[3]):
             m.d.sync += out.last.eq(s3.last)

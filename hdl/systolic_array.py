@@ -194,7 +194,8 @@ class SystolicArray(wiring.Component):
                 _pack(lane, valid=w_take, row=w_row, data=self.i_weights.payload.data[n])
                 for n in range(cfg.cols)))),
         ]
-        meta = self._delay(m, advance, Cat(a_take, self.i_a.payload.last), cfg.rows + cfg.cols - 1, "meta")
+        meta = self._delay(m, advance, Cat(a_take, self.i_a.payload.last),
+                           cfg.rows + cfg.cols - 1, "meta")
         m.d.comb += [self.o_c.valid.eq(meta[0]), self.o_c.payload.last.eq(meta[1])]
 
     def _elaborate_os(self, m: Module, advance: Signal, west_skew: Skew, north_skew: Skew) -> None:

@@ -132,7 +132,8 @@ def requantize(
     bias_i = np.asarray(bias)
     mult_i = np.asarray(multiplier)
     shift_i = np.asarray(shift)
-    for name, array in (("acc", acc_i), ("bias", bias_i), ("multiplier", mult_i), ("shift", shift_i)):
+    arrays = {"acc": acc_i, "bias": bias_i, "multiplier": mult_i, "shift": shift_i}
+    for name, array in arrays.items():
         if array.dtype.kind not in "iu":
             raise ValueError(f"{name} must be an integer array, got dtype {array.dtype}")
     _check_range("bias", bias_i, INT32_MIN, INT32_MAX)

@@ -14,7 +14,7 @@ from systolic.errors import ModelError, UnsupportedError
 from . import registry
 from .op import Op
 
-__all__ = ["NodeHook", "make_op", "run_graph", "run_model"]
+__all__ = ["NodeHook", "make_op", "release_schedule", "run_graph", "run_model"]
 
 NodeHook = Callable[[Node, list[np.ndarray | None], list[np.ndarray]], None]
 """Called after each node runs with the node, its inputs and its outputs."""
@@ -37,6 +37,22 @@ def make_op(node: Node, opsets: Mapping[str, int]) -> Op:
     op = cls(node.attrs, version, node.label)
     op.num_outputs = len(node.outputs)
     return op
+
+
+def release_schedule(graph: Graph) -> list[list[str]]:
+    """Return, for each node, the values to drop once it has run: the inputs it is the last
+    reader of and the outputs nobody reads, never a graph output."""
+    wanted = {info.name for info in graph.outputs}
+    last_use: dict[str, int] = {}
+    for index, node in enumerate(graph.nodes):
+        for name in (*node.outputs, *node.inputs):
+            if name:
+                last_use[name] = index
+    schedule: list[list[str]] = [[] for _ in graph.nodes]
+    for name, index in last_use.items():
+        if name not in wanted:
+            schedule[index].append(name)
+    return [sorted(names) for names in schedule]
 
 
 def _check_input(name: str, value: np.ndarray, expected: TensorType | None) -> np.ndarray:
@@ -86,12 +102,7 @@ def run_graph(
             raise ModelError(f"graph input {name!r} is missing: pass it to run the graph")
 
     ops = [make_op(node, opsets) for node in graph.nodes]
-    wanted = {info.name for info in graph.outputs}
-    last_use: dict[str, int] = {}
-    for index, node in enumerate(graph.nodes):
-        for name in node.inputs:
-            if name:
-                last_use[name] = index
+    releases = release_schedule(graph)
 
     for index, (node, op) in enumerate(zip(graph.nodes, ops, strict=True)):
         args: list[np.ndarray | None] = []
@@ -115,9 +126,8 @@ def run_graph(
             values[name] = results[position]
         if on_node is not None:
             on_node(node, args, list(results))
-        for name in {*node.inputs, *node.outputs}:
-            if name and last_use.get(name, -1) <= index and name not in wanted:
-                values.pop(name, None)
+        for name in releases[index]:
+            values.pop(name, None)
 
     missing = [info.name for info in graph.outputs if info.name not in values]
     if missing:

@@ -8,12 +8,11 @@ in which each beat is taken and each result leaves when the streams are always v
 """
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from amaranth.sim import Simulator
-
-from systolic.config import ArrayConfig, Dataflow
 from systolic.hdl.systolic_array import (
     SystolicArray,
     a_payload_layout,
@@ -21,6 +20,8 @@ from systolic.hdl.systolic_array import (
     c_payload_layout,
     weights_payload_layout,
 )
+
+from systolic.config import ArrayConfig, Dataflow
 
 from .streams import field, pack, stream_get, stream_put, unpack_array
 
@@ -65,7 +66,7 @@ def _simulate(dut: SystolicArray, inputs: dict[str, list[int]], count: int, seed
     taken: dict[str, list[int]] = {}
     received: dict[str, list[int]] = {}
 
-    def producer(name: str, beats: list[int], stream_rng: random.Random):  # type: ignore[no-untyped-def]
+    def producer(name: str, beats: list[int], stream_rng: random.Random) -> Callable:
         async def testbench(ctx):  # type: ignore[no-untyped-def]
             taken[name] = await stream_put(ctx, getattr(dut, name), beats, rng=stream_rng,
                                            valid_probability=valid_probability)

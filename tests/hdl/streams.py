@@ -72,11 +72,12 @@ async def stream_get(ctx: Any, stream: Any, count: int, *, rng: random.Random | 
                      ready_probability: float = 1.0) -> tuple[list[int], list[int]]:
     """Receive `count` beats; return their raw payload bits and the cycle each was taken in.
 
-    With `rng`, `ready` is asserted in each cycle with `ready_probability`.
+    With `rng`, `ready` is asserted in each cycle with `ready_probability`. Checks the stream
+    rule that a beat, once valid, stays valid and unchanged until it is taken.
     """
     beats: list[int] = []
     cycles: list[int] = []
-    cycle, ready = 0, None
+    cycle, ready, offered = 0, None, None
     payload = stream.payload.as_value()
     while len(beats) < count:
         want = rng is None or rng.random() < ready_probability
@@ -84,6 +85,9 @@ async def stream_get(ctx: Any, stream: Any, count: int, *, rng: random.Random | 
             ready = want
             ctx.set(stream.ready, ready)
         _, _, valid, bits = await ctx.tick().sample(stream.valid, payload)
+        if offered is not None:
+            assert valid and bits == offered, f"cycle {cycle}: an untaken beat changed"
+        offered = bits if valid and not ready else None
         if valid and ready:
             beats.append(bits)
             cycles.append(cycle)

@@ -3,8 +3,8 @@
 import random
 
 import pytest
+from amaranth.lib import wiring
 from amaranth.sim import Simulator
-
 from systolic.hdl.pe import OutputStationaryPE, WeightStationaryPE
 
 
@@ -14,7 +14,8 @@ def wrap(value: int, width: int) -> int:
     return value - (1 << width) if value >> (width - 1) else value
 
 
-def _simulate(dut, inputs: dict, stimulus: list[dict], outputs: dict) -> list[dict]:  # type: ignore[no-untyped-def]
+def _simulate(dut: wiring.Component, inputs: dict, stimulus: list[dict],
+              outputs: dict) -> list[dict]:
     """Apply one dict of input values (by name in `inputs`) per cycle; return the outputs
     (by name in `outputs`) seen after each edge."""
     seen: list[dict] = []

@@ -4,10 +4,11 @@ import time
 
 import numpy as np
 import pytest
+from amaranth import Fragment
 from amaranth.back import verilog
+from systolic.hdl.systolic_array import SystolicArray
 
 from systolic.config import ArrayConfig, Dataflow
-from systolic.hdl.systolic_array import SystolicArray
 
 from .array_harness import (
     expected_os_cycles,
@@ -188,6 +189,7 @@ def test_config_must_be_an_array_config() -> None:
 def test_streams_follow_the_dataflow() -> None:
     ws = SystolicArray(ArrayConfig(rows=2, cols=3, dataflow=Dataflow.WS))
     os_ = SystolicArray(ArrayConfig(rows=2, cols=3, dataflow=Dataflow.OS))
+    Fragment.get(ws, None), Fragment.get(os_, None)  # elaborate: both build
     assert set(ws.signature.members) == {"i_weights", "i_a", "o_c"}
     assert set(os_.signature.members) == {"i_a", "i_b", "o_c"}
     assert set(os_.o_c.payload.shape().members) == {"data", "last", "row"}

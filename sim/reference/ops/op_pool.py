@@ -137,7 +137,8 @@ class _GlobalPool(Op):
 
 
 class GlobalAveragePool(_GlobalPool):
-    """GlobalAveragePool-1, -22: the mean over all spatial axes (float16 in float32)."""
+    """GlobalAveragePool-1, -22: the mean over all spatial axes, summed in float64 and rounded
+    once to X's type."""
 
     op_type = "GlobalAveragePool"
     since_versions = (1, 22)
@@ -145,9 +146,8 @@ class GlobalAveragePool(_GlobalPool):
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
         (x,) = inputs
         assert x is not None
-        acc = np.float64 if x.dtype == np.float64 else np.float32
         axes = tuple(range(2, x.ndim))
-        return [x.mean(axis=axes, dtype=acc, keepdims=True).astype(x.dtype)]
+        return [x.mean(axis=axes, dtype=np.float64, keepdims=True).astype(x.dtype)]
 
 
 class GlobalMaxPool(_GlobalPool):

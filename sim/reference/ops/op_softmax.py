@@ -2,7 +2,8 @@
 
 Before opset 13 the input is coerced to 2-D [prod(shape[:axis]), prod(shape[axis:])] and the
 normalisation runs over the whole second dimension (axis defaults to 1). From opset 13 it
-runs over the single axis `axis` (default -1). The maximum is subtracted first for stability.
+runs over the single axis `axis` (default -1). A negative axis counts from the end in every
+version (exporters emit it before 11 too). The maximum is subtracted first for stability.
 """
 
 from collections.abc import Sequence

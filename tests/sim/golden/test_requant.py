@@ -100,7 +100,8 @@ def test_shift_extremes():
         ((INT32_MAX, INT32_MAX, INT32_MAX), 2),  # just below 2
         ((1, 0, 1), 0),
     ]
-    acc, bias, multiplier = (np.array(column) for column in zip(*(c for c, _ in cases), strict=True))
+    operands = np.array([c for c, _ in cases])
+    acc, bias, multiplier = operands[:, 0], operands[:, 1], operands[:, 2]
     case = {"acc": acc, "bias": bias, "multiplier": multiplier, "shift": 31,
             "zero_point": 0, "lo": -128, "hi": 127}
     got = requantize(**case)

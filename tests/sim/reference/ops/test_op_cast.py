@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-
 from onnx import TensorProto
 
 from ..oracle import check_op, rng

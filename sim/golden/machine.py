@@ -1,0 +1,280 @@
+"""Golden model of the instruction set: a Program executed functionally on numpy state.
+
+`Machine` holds the architectural state of docs/isa.md ("Memories"): external memory (a
+uint8 array), `spad_in` and `spad_wt` (one row of `dim` signed operands each), `acc`
+(`cols` accumulators per row, wrapped to `acc_width` bits), `params` (per-lane bias,
+multiplier and shift) and the PE weights of a weight-stationary array (active and shadow).
+`execute` applies one instruction bit-exactly as docs/isa.md and docs/numeric-contract.md say;
+`run` executes a program in program order, which is the meaning the hardware's in-flight
+table preserves while it overlaps the units. The output stage is
+`systolic.sim.golden.requant.requantize`.
+"""
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from systolic.config import ArrayConfig
+from systolic.errors import SimulationError
+from systolic.sim.isa.instructions import (
+    Add,
+    Compute,
+    ComputeOS,
+    Copy,
+    Halt,
+    Instruction,
+    Load,
+    LoadTarget,
+    Pool,
+    PoolMode,
+    Preload,
+    Store,
+)
+from systolic.sim.isa.memories import PARAMS_DEPTH, Memory, depth, params_row_bytes
+from systolic.sim.isa.params import unpack_params
+from systolic.sim.isa.program import Program, TensorPlacement, TensorRole
+
+from .requant import requantize, round_shift_half_even
+
+__all__ = ["Machine", "run_program"]
+
+_FLIP = 0x80
+
+
+def _sign_extend(values: np.ndarray, width: int) -> np.ndarray:
+    """Return the low `width` bits of int64 `values` as signed numbers."""
+    if width >= 64:
+        return values
+    low = values & ((1 << width) - 1)
+    return np.where(low >= 1 << (width - 1), low - (1 << width), low)
+
+
+class Machine:
+    """The architectural state of one accelerator and the semantics of every instruction."""
+
+    def __init__(self, config: ArrayConfig, memory_size: int) -> None:
+        """Create zeroed state with `memory_size` bytes of external memory from address 0."""
+        self.config = config
+        self.memory = np.zeros(memory_size, dtype=np.uint8)
+        self.spad_in = np.zeros((depth(config, Memory.SPAD_IN), config.dim), dtype=np.int64)
+        self.spad_wt = np.zeros((depth(config, Memory.SPAD_WT), config.dim), dtype=np.int64)
+        self.acc = np.zeros((config.acc_depth, config.cols), dtype=np.int64)
+        self.bias = np.zeros((PARAMS_DEPTH, config.cols), dtype=np.int64)
+        self.multiplier = np.zeros((PARAMS_DEPTH, config.cols), dtype=np.int64)
+        self.shift = np.zeros((PARAMS_DEPTH, config.cols), dtype=np.int64)
+        self.weights = np.zeros((config.rows, config.cols), dtype=np.int64)
+        self.shadow: np.ndarray | None = None
+        self.halted = False
+
+    @classmethod
+    def for_program(cls, program: Program, memory_size: int | None = None) -> "Machine":
+        """Create a machine for `program` with its memory image loaded.
+
+        `memory_size` defaults to the end of the last byte the program touches.
+        """
+        size = program.memory_end if memory_size is None else memory_size
+        machine = cls(program.config, size)
+        for segment in program.segments:
+            machine._check_external("the memory image", segment.address, segment.end - 1)
+            machine.memory[segment.address : segment.end] = np.frombuffer(segment.data, np.uint8)
+        return machine
+
+    # -- tensors -------------------------------------------------------------------------------
+
+    def _view(self, placement: TensorPlacement) -> np.ndarray:
+        self._check_external(f"tensor {placement.name!r}", placement.address, placement.end - 1)
+        return np.ndarray(
+            placement.shape,
+            dtype=placement.dtype.numpy,
+            buffer=self.memory,
+            offset=placement.address,
+            strides=placement.strides,
+        )
+
+    def write_tensor(self, placement: TensorPlacement, values: np.ndarray) -> None:
+        """Store `values` (exactly the placement's shape) at its place in external memory."""
+        array = np.asarray(values)
+        if array.shape != placement.shape:
+            raise SimulationError(
+                f"tensor {placement.name!r} has shape {placement.shape}, "
+                f"the value given has shape {array.shape}"
+            )
+        self._view(placement)[...] = array.astype(placement.dtype.numpy)
+
+    def read_tensor(self, placement: TensorPlacement) -> np.ndarray:
+        """Return a copy of the tensor at its place in external memory."""
+        return self._view(placement).copy()
+
+    # -- execution -----------------------------------------------------------------------------
+
+    def run(self, instructions: Iterable[Instruction]) -> None:
+        """Execute instructions in order until HALT."""
+        for instr in instructions:
+            self.execute(instr)
+            if self.halted:
+                return
+        raise SimulationError("the program ended without HALT")
+
+    def execute(self, instr: Instruction) -> None:
+        """Apply one instruction to the state (it is checked against the configuration)."""
+        if self.halted:
+            raise SimulationError(f"{instr.MNEMONIC} executed after HALT")
+        instr.check(self.config)
+        handler = getattr(self, f"_exec_{type(instr).__name__.lower()}")
+        handler(instr)
+
+    def _exec_halt(self, instr: Halt) -> None:
+        self.halted = True
+
+    # -- LOAD ----------------------------------------------------------------------------------
+
+    def _exec_load(self, instr: Load) -> None:
+        config = self.config
+        bases = instr.row_pattern.addresses(instr.count)
+        if instr.mem is LoadTarget.PARAMS:
+            row_bytes = params_row_bytes(config)
+            raw = self._gather_bytes(instr, bases[:, None] + np.arange(row_bytes))
+            bias, multiplier, shift = unpack_params(raw.tobytes(), config.cols)
+            rows = slice(instr.row, instr.row + instr.count)
+            self.bias[rows], self.multiplier[rows], self.shift[rows] = bias, multiplier, shift
+            return
+        element_bytes = config.operand_bytes
+        addresses = bases[:, None] + instr.element_pattern.offsets(element_bytes)[None, :]
+        values = np.zeros(addresses.shape, dtype=np.int64)
+        for b in range(element_bytes):
+            byte = self._gather_bytes(instr, addresses + b).astype(np.int64)
+            if instr.flip_sign:
+                byte ^= _FLIP
+            values |= byte << (8 * b)
+        values = _sign_extend(values, 8 * element_bytes)
+        width = config.weight_width if instr.mem is LoadTarget.SPAD_WT else config.input_width
+        spad = self.spad_wt if instr.mem is LoadTarget.SPAD_WT else self.spad_in
+        rows = slice(instr.row, instr.row + instr.count)
+        spad[rows] = 0
+        spad[rows, : instr.length] = _sign_extend(values, width)
+
+    def _gather_bytes(self, instr: Instruction, addresses: np.ndarray) -> np.ndarray:
+        if addresses.size:
+            self._check_external(instr.MNEMONIC, int(addresses.min()), int(addresses.max()))
+        return self.memory[addresses]
+
+    def _check_external(self, what: str, first: int, last: int) -> None:
+        if first < 0 or last >= self.memory.size:
+            raise SimulationError(
+                f"{what} accesses external bytes {first}..{last}, beyond the "
+                f"{self.memory.size} bytes of simulated memory; give Machine a larger memory_size"
+            )
+
+    # -- EXECUTE -------------------------------------------------------------------------------
+
+    def _exec_preload(self, instr: Preload) -> None:
+        shadow = np.zeros((self.config.rows, self.config.cols), dtype=np.int64)
+        shadow[: instr.k, : instr.n] = self.spad_wt[instr.row : instr.row + instr.k, : instr.n]
+        self.shadow = shadow
+
+    def _accumulate(self, acc_row: int, products: np.ndarray, accumulate: bool) -> None:
+        rows = slice(acc_row, acc_row + products.shape[0])
+        total = self.acc[rows] + products if accumulate else products
+        self.acc[rows] = _sign_extend(total, self.config.acc_width)
+
+    def _exec_compute(self, instr: Compute) -> None:
+        if self.shadow is not None:  # the shadow weights become active for this COMPUTE
+            self.weights, self.shadow = self.shadow, None
+        inputs = self.spad_in[instr.in_row : instr.in_row + instr.m, : self.config.rows]
+        self._accumulate(instr.acc_row, inputs @ self.weights, instr.accumulate)
+
+    def _exec_computeos(self, instr: ComputeOS) -> None:
+        dim = self.config.dim
+        a = np.zeros((instr.m, instr.k), dtype=np.int64)
+        for chunk in range(instr.chunks(self.config)):
+            first = instr.in_row + chunk * instr.a_stride
+            width = min(dim, instr.k - chunk * dim)
+            a[:, chunk * dim : chunk * dim + width] = self.spad_in[first : first + instr.m, :width]
+        b = np.zeros((instr.k, self.config.cols), dtype=np.int64)
+        b[:, : instr.n] = self.spad_wt[instr.wt_row : instr.wt_row + instr.k, : instr.n]
+        self._accumulate(instr.acc_row, a @ b, instr.accumulate)
+
+    # -- STORE unit ----------------------------------------------------------------------------
+
+    def _write_rows(self, instr: Instruction, values: np.ndarray, flip: bool) -> None:
+        """Write row i of int `values` at row i of the instruction's row pattern, in order."""
+        element_bytes = self.config.operand_bytes
+        data = values.astype(np.int64)
+        raw = np.stack([(data >> (8 * b)) & 0xFF for b in range(element_bytes)], axis=-1)
+        raw = raw.reshape(values.shape[0], -1).astype(np.uint8)
+        if flip:
+            raw ^= np.uint8(_FLIP)
+        addresses = instr.row_pattern.addresses(values.shape[0]).tolist()
+        row_bytes = raw.shape[1]
+        if addresses:
+            self._check_external(
+                instr.MNEMONIC, min(addresses), max(addresses) + row_bytes - 1
+            )
+        for address, row in zip(addresses, raw, strict=True):
+            self.memory[address : address + row_bytes] = row
+
+    def _exec_store(self, instr: Store) -> None:
+        p, n = instr.param_row, instr.n
+        shifts = self.shift[p, :n]
+        bad = np.flatnonzero((shifts < -31) | (shifts > 31))
+        if bad.size:
+            raise SimulationError(
+                f"STORE uses params row {p} whose lane {int(bad[0])} has shift "
+                f"{int(shifts[bad[0]])}, outside -31..31; fix the params image"
+            )
+        out = requantize(
+            self.acc[instr.acc_row : instr.acc_row + instr.m, :n],
+            self.bias[p, :n],
+            self.multiplier[p, :n],
+            shifts,
+            instr.zero_point,
+            instr.lo,
+            instr.hi,
+        )
+        self._write_rows(instr, out.astype(np.int64), instr.flip_sign)
+
+    def _exec_pool(self, instr: Pool) -> None:
+        tile = self.spad_in[instr.in_row : instr.in_row + instr.h * instr.w, : instr.lanes]
+        tile = tile.reshape(instr.h, instr.w, instr.lanes)
+        out = np.zeros((instr.oh * instr.ow, instr.lanes), dtype=np.int64)
+        for oy in range(instr.oh):
+            y0 = oy * instr.sh - instr.pad_top
+            ys = slice(max(y0, 0), min(y0 + instr.kh, instr.h))
+            for ox in range(instr.ow):
+                x0 = ox * instr.sw - instr.pad_left
+                window = tile[ys, max(x0, 0) : min(x0 + instr.kw, instr.w)]
+                window = window.reshape(-1, instr.lanes)
+                if instr.mode is PoolMode.MAX:
+                    out[oy * instr.ow + ox] = window.max(axis=0)
+                else:
+                    total = (window - instr.zp_in).sum(axis=0) * instr.multiplier
+                    q = round_shift_half_even(total, 31 + instr.shift)
+                    out[oy * instr.ow + ox] = (q + instr.zp_out).astype(np.int64)
+        self._write_rows(instr, np.clip(out, instr.lo, instr.hi), instr.flip_sign)
+
+    def _exec_add(self, instr: Add) -> None:
+        a = self.spad_in[instr.a_row : instr.a_row + instr.m, : instr.lanes]
+        b = self.spad_in[instr.b_row : instr.b_row + instr.m, : instr.lanes]
+        total = (a - instr.zp_a) * instr.multiplier_a + (b - instr.zp_b) * instr.multiplier_b
+        q = round_shift_half_even(total, 31 + instr.shift).astype(np.int64)
+        self._write_rows(instr, np.clip(q + instr.zp_out, instr.lo, instr.hi), instr.flip_sign)
+
+    def _exec_copy(self, instr: Copy) -> None:
+        values = self.spad_in[instr.in_row : instr.in_row + instr.m, : instr.lanes]
+        self._write_rows(instr, values, instr.flip_sign)
+
+
+def run_program(
+    program: Program, inputs: Mapping[str, np.ndarray], memory_size: int | None = None
+) -> dict[str, np.ndarray]:
+    """Run `program` on `inputs` (by tensor name) and return its outputs by name."""
+    machine = Machine.for_program(program, memory_size)
+    expected = {t.name for t in program.placements(TensorRole.INPUT)}
+    if set(inputs) != expected:
+        raise SimulationError(
+            f"the program takes inputs {sorted(expected)}, not {sorted(inputs)}"
+        )
+    for placement in program.placements(TensorRole.INPUT):
+        machine.write_tensor(placement, inputs[placement.name])
+    machine.run(program.instructions)
+    return {t.name: machine.read_tensor(t) for t in program.placements(TensorRole.OUTPUT)}

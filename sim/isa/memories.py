@@ -1,0 +1,73 @@
+"""The accelerator's memories, their sizes for a configuration, and footprint ranges.
+
+See docs/isa.md, "Memories". On-chip memories are addressed by row, external memory by byte.
+"""
+
+import dataclasses
+import enum
+
+from systolic.config import ArrayConfig
+
+__all__ = [
+    "PARAMS_DEPTH",
+    "PARAMS_LANE_BYTES",
+    "Access",
+    "Memory",
+    "depth",
+    "params_row_bytes",
+]
+
+PARAMS_DEPTH = 512
+"""Rows in the params memory, whatever the configuration."""
+
+PARAMS_LANE_BYTES = 9
+"""External bytes per params lane: bias int32, multiplier int32, shift int8."""
+
+
+class Memory(enum.Enum):
+    """A memory an instruction reads or writes."""
+
+    SPAD_IN = "spad_in"
+    SPAD_WT = "spad_wt"
+    ACC = "acc"
+    PARAMS = "params"
+    EXTERNAL = "external"
+
+
+def depth(config: ArrayConfig, memory: Memory) -> int:
+    """Return the rows of an on-chip memory (bytes for external memory: 2**32)."""
+    if memory in (Memory.SPAD_IN, Memory.SPAD_WT):
+        return config.spad_kib * 512 // config.spad_row_bytes  # half of spad_kib each
+    if memory is Memory.ACC:
+        return config.acc_depth
+    if memory is Memory.PARAMS:
+        return PARAMS_DEPTH
+    return 2**32
+
+
+def params_row_bytes(config: ArrayConfig) -> int:
+    """Return the external bytes of one params row: 9 bytes for each of `cols` lanes."""
+    return PARAMS_LANE_BYTES * config.cols
+
+
+@dataclasses.dataclass(frozen=True)
+class Access:
+    """One footprint range: rows (bytes for external) `first` to `last` inclusive of `memory`."""
+
+    memory: Memory
+    first: int
+    last: int
+    write: bool
+
+    def conflicts(self, other: "Access") -> bool:
+        """Return whether the two ranges overlap in one memory and at least one writes."""
+        return (
+            self.memory is other.memory
+            and (self.write or other.write)
+            and self.first <= other.last
+            and other.first <= self.last
+        )
+
+    def __str__(self) -> str:
+        mode = "write" if self.write else "read"
+        return f"{mode} {self.memory.value}[{self.first}..{self.last}]"

@@ -1,0 +1,227 @@
+"""`Program`: what the mapper produces and the golden model and the hardware run.
+
+A program is the configuration it was compiled for, its instructions (ending with the only
+HALT), the initial external memory image (segments of constants: weights, params) and the
+placement of every named tensor (model inputs, outputs and constants) in external memory.
+Construction checks everything against the configuration, so a `Program` object is always
+runnable.
+"""
+
+import dataclasses
+import enum
+import math
+
+import numpy as np
+
+from systolic.config import ArrayConfig
+from systolic.errors import SystolicError
+
+from .instructions import Halt, Instruction
+from .patterns import ADDRESS_LIMIT
+
+__all__ = [
+    "ElementType",
+    "MemorySegment",
+    "Program",
+    "ProgramError",
+    "TensorPlacement",
+    "TensorRole",
+]
+
+
+class ProgramError(SystolicError, ValueError):
+    """A program that is inconsistent: overlapping segments, misplaced tensors, no HALT."""
+
+
+class ElementType(enum.IntEnum):
+    """Element types of placed tensors, numbered as ONNX's TensorProto.DataType."""
+
+    FLOAT = 1
+    UINT8 = 2
+    INT8 = 3
+    INT16 = 5
+    INT32 = 6
+
+    @property
+    def numpy(self) -> np.dtype:  # type: ignore[type-arg]
+        """The little-endian numpy dtype of the elements."""
+        return np.dtype(_NUMPY[self])
+
+
+_NUMPY = {
+    ElementType.FLOAT: "<f4",
+    ElementType.UINT8: "u1",
+    ElementType.INT8: "i1",
+    ElementType.INT16: "<i2",
+    ElementType.INT32: "<i4",
+}
+
+
+class TensorRole(enum.Enum):
+    """What a placed tensor is to the program."""
+
+    INPUT = "input"  #: written by the host before the run
+    OUTPUT = "output"  #: read by the host after the run
+    CONSTANT = "constant"  #: part of the memory image (weights, params)
+
+
+@dataclasses.dataclass(frozen=True)
+class MemorySegment:
+    """Initial external memory bytes `data` from `address`."""
+
+    address: int
+    data: bytes
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, bytes) or not self.data:
+            raise ProgramError(f"memory segment at {self.address} must hold at least one byte")
+        if not 0 <= self.address <= ADDRESS_LIMIT - len(self.data):
+            raise ProgramError(
+                f"memory segment {self.address}..{self.end - 1} lies outside the 32-bit "
+                f"external address space"
+            )
+
+    @property
+    def end(self) -> int:
+        """The first address after the segment."""
+        return self.address + len(self.data)
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorPlacement:
+    """A named tensor in external memory.
+
+    Element (i0, i1, ...) lies at `address + sum(i_d * strides[d])` (strides in bytes, not
+    negative). `scale`/`zero_point` are the quantization parameters: empty for none, one value
+    per tensor, or one per index of `axis`. uint8 tensors hold their uint8 bytes: the program's
+    LOADs and STOREs flip the sign bit (docs/isa.md, "uint8 tensors").
+    """
+
+    name: str
+    role: TensorRole
+    address: int
+    shape: tuple[int, ...]
+    dtype: ElementType
+    strides: tuple[int, ...]
+    scale: tuple[float, ...] = ()
+    zero_point: tuple[int, ...] = ()
+    axis: int | None = None
+
+    @classmethod
+    def contiguous(
+        cls,
+        name: str,
+        role: TensorRole,
+        address: int,
+        shape: tuple[int, ...],
+        dtype: ElementType,
+        **quantization: object,
+    ) -> "TensorPlacement":
+        """Place a row-major tensor with no gaps at `address`."""
+        strides = []
+        step = dtype.numpy.itemsize
+        for size in reversed(shape):
+            strides.append(step)
+            step *= size
+        return cls(name, role, address, tuple(shape), dtype, tuple(reversed(strides)),
+                   **quantization)  # type: ignore[arg-type]  # fmt: skip
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ProgramError("a tensor placement needs a name")
+        if len(self.strides) != len(self.shape):
+            raise ProgramError(
+                f"tensor {self.name!r} has {len(self.shape)} dimensions but "
+                f"{len(self.strides)} strides"
+            )
+        if any(size < 1 for size in self.shape) or any(stride < 0 for stride in self.strides):
+            raise ProgramError(
+                f"tensor {self.name!r} needs positive sizes and non-negative strides, "
+                f"not shape {self.shape} strides {self.strides}"
+            )
+        if len(self.scale) != len(self.zero_point):
+            raise ProgramError(
+                f"tensor {self.name!r} has {len(self.scale)} scales but "
+                f"{len(self.zero_point)} zero points"
+            )
+        if len(self.scale) > 1:
+            if self.axis is None or not 0 <= self.axis < len(self.shape):
+                raise ProgramError(f"tensor {self.name!r} has per-axis scales but no valid axis")
+            if len(self.scale) != self.shape[self.axis]:
+                raise ProgramError(
+                    f"tensor {self.name!r} has {len(self.scale)} scales for axis "
+                    f"{self.axis} of size {self.shape[self.axis]}"
+                )
+        if not 0 <= self.address or self.end > ADDRESS_LIMIT:
+            raise ProgramError(
+                f"tensor {self.name!r} ({self.address}..{self.end - 1}) lies outside the "
+                f"32-bit external address space"
+            )
+
+    @property
+    def end(self) -> int:
+        """The first address after the tensor's last byte."""
+        last = sum((size - 1) * stride for size, stride in zip(self.shape, self.strides))
+        return self.address + last + self.dtype.numpy.itemsize
+
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+        return math.prod(self.shape)
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """A program for one configuration; see the module docstring."""
+
+    config: ArrayConfig
+    instructions: tuple[Instruction, ...]
+    segments: tuple[MemorySegment, ...] = ()
+    tensors: tuple[TensorPlacement, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "instructions", tuple(self.instructions))
+        object.__setattr__(self, "segments", tuple(self.segments))
+        object.__setattr__(self, "tensors", tuple(self.tensors))
+        halts = [i for i, instr in enumerate(self.instructions) if isinstance(instr, Halt)]
+        if halts != [len(self.instructions) - 1]:
+            raise ProgramError(
+                "a program must end with HALT and have no other HALT "
+                f"(HALT at {halts or 'no index'} of {len(self.instructions)} instructions)"
+            )
+        for index, instr in enumerate(self.instructions):
+            if not isinstance(instr, Instruction):
+                raise ProgramError(f"instruction {index} is not an Instruction: {instr!r}")
+            instr.check(self.config)
+        ordered = sorted(self.segments, key=lambda s: s.address)
+        for before, after in zip(ordered, ordered[1:]):
+            if after.address < before.end:
+                raise ProgramError(
+                    f"memory segments at {before.address} and {after.address} overlap"
+                )
+        names = [t.name for t in self.tensors]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ProgramError(f"tensor names must be unique: {', '.join(duplicates)}")
+
+    def tensor(self, name: str) -> TensorPlacement:
+        """Return the placement of the tensor called `name`."""
+        for placement in self.tensors:
+            if placement.name == name:
+                return placement
+        known = ", ".join(t.name for t in self.tensors) or "none"
+        raise ProgramError(f"the program places no tensor {name!r} (it places: {known})")
+
+    def placements(self, role: TensorRole) -> tuple[TensorPlacement, ...]:
+        """Return the placements with `role`, in program order."""
+        return tuple(t for t in self.tensors if t.role is role)
+
+    @property
+    def memory_end(self) -> int:
+        """The first address after every byte the program's image, tensors and instructions use."""
+        end = max([s.end for s in self.segments] + [t.end for t in self.tensors] + [0])
+        for instr in self.instructions:
+            for access in instr.footprint(self.config):
+                if access.memory.value == "external":
+                    end = max(end, access.last + 1)
+        return end
