@@ -13,9 +13,6 @@ table preserves while it overlaps the units. The output stage is
 from collections.abc import Iterable, Mapping
 
 import numpy as np
-
-from systolic.config import ArrayConfig
-from systolic.errors import SimulationError
 from systolic.sim.isa.instructions import (
     Add,
     Compute,
@@ -33,6 +30,9 @@ from systolic.sim.isa.instructions import (
 from systolic.sim.isa.memories import PARAMS_DEPTH, Memory, depth, params_row_bytes
 from systolic.sim.isa.params import unpack_params
 from systolic.sim.isa.program import Program, TensorPlacement, TensorRole
+
+from systolic.config import ArrayConfig
+from systolic.errors import SimulationError
 
 from .requant import requantize, round_shift_half_even
 
@@ -103,7 +103,8 @@ class Machine:
 
     def read_tensor(self, placement: TensorPlacement) -> np.ndarray:
         """Return a copy of the tensor at its place in external memory."""
-        return self._view(placement).copy()
+        copy: np.ndarray = self._view(placement).copy()
+        return copy
 
     # -- execution -----------------------------------------------------------------------------
 
@@ -207,9 +208,7 @@ class Machine:
         addresses = instr.row_pattern.addresses(values.shape[0]).tolist()
         row_bytes = raw.shape[1]
         if addresses:
-            self._check_external(
-                instr.MNEMONIC, min(addresses), max(addresses) + row_bytes - 1
-            )
+            self._check_external(instr.MNEMONIC, min(addresses), max(addresses) + row_bytes - 1)
         for address, row in zip(addresses, raw, strict=True):
             self.memory[address : address + row_bytes] = row
 
@@ -271,9 +270,7 @@ def run_program(
     machine = Machine.for_program(program, memory_size)
     expected = {t.name for t in program.placements(TensorRole.INPUT)}
     if set(inputs) != expected:
-        raise SimulationError(
-            f"the program takes inputs {sorted(expected)}, not {sorted(inputs)}"
-        )
+        raise SimulationError(f"the program takes inputs {sorted(expected)}, not {sorted(inputs)}")
     for placement in program.placements(TensorRole.INPUT):
         machine.write_tensor(placement, inputs[placement.name])
     machine.run(program.instructions)

@@ -11,8 +11,9 @@ import dataclasses
 import enum
 from collections.abc import Iterable
 
-from systolic.config import ArrayConfig, Dataflow
 from systolic.proto import ArrayConfigProto, MemorySegmentProto, ProgramProto, TensorPlacementProto
+
+from systolic.config import ArrayConfig, Dataflow
 
 from .fields import INSTRUCTION_BYTES, InstructionError
 from .instructions import INSTRUCTION_TYPES, Instruction

@@ -9,13 +9,13 @@ parses back.
 import dataclasses
 import enum
 
-from systolic.config import ArrayConfig, Dataflow
 from systolic.proto import ArrayConfigProto, ProgramProto, TensorPlacementProto
+
+from systolic.config import ArrayConfig, Dataflow
 
 from .fields import INSTRUCTION_BYTES, InstructionError
 from .instructions import Instruction, decode
-from .program import ElementType, MemorySegment, Program, ProgramError, TensorPlacement
-from .program import TensorRole
+from .program import ElementType, MemorySegment, Program, ProgramError, TensorPlacement, TensorRole
 
 __all__ = [
     "config_from_proto",

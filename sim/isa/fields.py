@@ -58,7 +58,7 @@ class Field:
 
     def to_raw(self, value: object) -> int:
         """Return `value` as the unsigned bit pattern of the field (not yet shifted)."""
-        number = int(value)  # type: ignore[call-overload]
+        number: int = int(value)  # type: ignore[call-overload]
         return number & ((1 << self.width) - 1)
 
     def from_raw(self, raw: int) -> object:
@@ -107,7 +107,7 @@ def layout(*specs: tuple[str, int, bool, type, int | None, int | None]) -> tuple
         if kind is bool:
             high = 1
         elif kind is not int:
-            high = max(int(member) for member in kind.__members__.values())
+            high = max(int(member) for member in kind)  # type: ignore[attr-defined]
         fields.append(
             Field(
                 name,

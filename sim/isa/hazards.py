@@ -16,9 +16,7 @@ from .instructions import Halt, Instruction
 __all__ = ["dependencies"]
 
 
-def dependencies(
-    instructions: Sequence[Instruction], config: ArrayConfig
-) -> list[frozenset[int]]:
+def dependencies(instructions: Sequence[Instruction], config: ArrayConfig) -> list[frozenset[int]]:
     """Return, for each instruction, the indices of the older ones it must wait for."""
     footprints = [instr.footprint(config) for instr in instructions]
     last_of_unit: dict[object, int] = {}

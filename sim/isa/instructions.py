@@ -16,8 +16,14 @@ from systolic.config import ArrayConfig, Dataflow
 
 from .fields import INSTRUCTION_BYTES, OPCODE_BITS, Field, InstructionError, layout, spec
 from .memories import PARAMS_DEPTH, Access, Memory, depth, params_row_bytes
-from .patterns import ADDRESS_LIMIT, ElementPattern, RowPattern, Segment, gather_segments
-from .patterns import row_segments
+from .patterns import (
+    ADDRESS_LIMIT,
+    ElementPattern,
+    RowPattern,
+    Segment,
+    gather_segments,
+    row_segments,
+)
 
 __all__ = [
     "INSTRUCTION_TYPES",
@@ -94,7 +100,7 @@ class Instruction:
                 continue
             if field.kind is not int:
                 if not isinstance(value, field.kind):
-                    members = ", ".join(field.kind.__members__)
+                    members = ", ".join(m.name for m in field.kind)  # type: ignore[attr-defined]
                     self._fail(f"{field.name} must be one of {members}, not {value!r}")
                 continue
             if not isinstance(value, int) or isinstance(value, bool):
@@ -186,10 +192,10 @@ class Instruction:
 
 def _row_pattern_of(instr: object) -> RowPattern:
     return RowPattern(
-        getattr(instr, "ext"),
-        getattr(instr, "n0"),
-        getattr(instr, "row_stride0"),
-        getattr(instr, "row_stride1"),
+        instr.ext,
+        instr.n0,
+        instr.row_stride0,
+        instr.row_stride1,
     )
 
 
@@ -439,7 +445,7 @@ class ComputeOS(Instruction):
 
 
 def _check_clamp(instr: Instruction) -> None:
-    lo, hi = getattr(instr, "lo"), getattr(instr, "hi")
+    lo, hi = instr.lo, instr.hi
     if lo > hi:
         instr._fail(f"lo ({lo}) must not exceed hi ({hi})")
 
@@ -737,9 +743,7 @@ def decode(word: bytes) -> Instruction:
     bit, or a field outside its range.
     """
     if len(word) != INSTRUCTION_BYTES:
-        raise InstructionError(
-            f"an instruction word is {INSTRUCTION_BYTES} bytes, not {len(word)}"
-        )
+        raise InstructionError(f"an instruction word is {INSTRUCTION_BYTES} bytes, not {len(word)}")
     value = int.from_bytes(word, "little")
     opcode = value & ((1 << OPCODE_BITS) - 1)
     cls = _BY_OPCODE.get(opcode)

@@ -43,7 +43,7 @@ class ElementType(enum.IntEnum):
     INT32 = 6
 
     @property
-    def numpy(self) -> np.dtype:  # type: ignore[type-arg]
+    def numpy(self) -> np.dtype:
         """The little-endian numpy dtype of the elements."""
         return np.dtype(_NUMPY[self])
 

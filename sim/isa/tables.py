@@ -16,7 +16,7 @@ def _kind(field: Field) -> str:
     if field.kind is bool:
         return "flag"
     if issubclass(field.kind, enum.Enum):
-        return " / ".join(f"{m.value} {m.name}" for m in field.kind)  # type: ignore[attr-defined]
+        return " / ".join(f"{m.value} {m.name}" for m in field.kind)
     return f"{'s' if field.signed else 'u'}{field.width}"
 
 

@@ -58,7 +58,12 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="show what the tool reads from an ONNX model",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    parser.add_argument("model", metavar="MODEL", help="the .onnx file")
+    parser.add_argument(
+        "model",
+        metavar="MODEL",
+        nargs="?",
+        help="the .onnx file (default: the bundled example, a quantized LeNet)",
+    )
     parser.add_argument(
         "--json", metavar="PATH", help="also write the summary as JSON ('-': stdout)"
     )
@@ -76,11 +81,12 @@ def run(args: argparse.Namespace) -> int:
     from systolic.mapper.graph_checks import NameWarning
     from systolic.mapper.importer import load_model
     from systolic.mapper.report import model_report
+    from systolic.examples import example_path
 
     limit = parse_size(args.max_memory)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NameWarning)
-        model = load_model(args.model, max_tensor_bytes=limit)
+        model = load_model(args.model or example_path(), max_tensor_bytes=limit)
     report = model_report(model)
     for warning in caught:
         if issubclass(warning.category, NameWarning):

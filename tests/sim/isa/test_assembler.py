@@ -5,8 +5,6 @@ import re
 
 import numpy as np
 import pytest
-from systolic.config import ArrayConfig, Dataflow
-from systolic.errors import ConfigError
 from systolic.proto import ProgramProto
 from systolic.sim.isa.assembler import assemble, assemble_code, parse_instruction, parse_text
 from systolic.sim.isa.disassembler import (
@@ -39,6 +37,9 @@ from systolic.sim.isa.program import (
     TensorRole,
 )
 
+from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import ConfigError
+
 CONFIG = ArrayConfig(rows=4, cols=4, spad_kib=16, acc_kib=4)
 
 
@@ -54,17 +55,46 @@ def sample_program(config: ArrayConfig = CONFIG) -> Program:
         Load.params(0, 1, 128, 36),
         *compute,
         Store(0, 4, 4, 0, -3, -128, 127, 256, n0=2, row_stride0=4, row_stride1=16),
-        Pool(PoolMode.AVG, 0, 4, 2, 3, 2, 2, 1, 1, 0, 1, 2, 3, -100, 100, 300,
-             multiplier=2**30, shift=1, zp_in=-4, zp_out=7),  # fmt: skip
+        Pool(
+            PoolMode.AVG,
+            0,
+            4,
+            2,
+            3,
+            2,
+            2,
+            1,
+            1,
+            0,
+            1,
+            2,
+            3,
+            -100,
+            100,
+            300,
+            multiplier=2**30,
+            shift=1,
+            zp_in=-4,
+            zp_out=7,
+        ),  # fmt: skip
         Add(0, 2, 2, 4, 2**30, -(2**29), 0, 1, 2, 3, -128, 127, 400, flip_sign=True),
         Copy(1, 3, 4, 500, n0=3, row_stride0=-1, row_stride1=8),
         Halt(),
     )
     tensors = (
-        TensorPlacement.contiguous("x", TensorRole.INPUT, 0, (6, 8), ElementType.UINT8,
-                                   scale=(0.5,), zero_point=(128,)),  # fmt: skip
-        TensorPlacement.contiguous("w", TensorRole.CONSTANT, 64, (8, 4), ElementType.INT8,
-                                   scale=(0.1, 0.2, 0.3, 0.4), zero_point=(0, 0, 0, 0), axis=1),
+        TensorPlacement.contiguous(
+            "x", TensorRole.INPUT, 0, (6, 8), ElementType.UINT8, scale=(0.5,), zero_point=(128,)
+        ),  # fmt: skip
+        TensorPlacement.contiguous(
+            "w",
+            TensorRole.CONSTANT,
+            64,
+            (8, 4),
+            ElementType.INT8,
+            scale=(0.1, 0.2, 0.3, 0.4),
+            zero_point=(0, 0, 0, 0),
+            axis=1,
+        ),
         TensorPlacement("y", TensorRole.OUTPUT, 256, (4, 4), ElementType.INT8, (4, 1)),
     )
     return Program(config, instructions, (MemorySegment(64, bytes(range(32))),
@@ -104,11 +134,16 @@ def test_code_round_trip() -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("JUMP x=1", "unknown instruction 'JUMP'; use one of LOAD, PRELOAD, COMPUTE, "
-                     "COMPUTE.OS, STORE, POOL, ADD, COPY, HALT"),
+        (
+            "JUMP x=1",
+            "unknown instruction 'JUMP'; use one of LOAD, PRELOAD, COMPUTE, "
+            "COMPUTE.OS, STORE, POOL, ADD, COPY, HALT",
+        ),
         ("COMPUTE in_row=0 m=1", "COMPUTE needs the fields acc_row"),
-        ("COMPUTE in_row=0 m=1 acc_row=0 k=3",
-         "COMPUTE has no field 'k' (its fields: accumulate, in_row, m, acc_row)"),
+        (
+            "COMPUTE in_row=0 m=1 acc_row=0 k=3",
+            "COMPUTE has no field 'k' (its fields: accumulate, in_row, m, acc_row)",
+        ),
         ("COMPUTE in_row=x m=1 acc_row=0", "COMPUTE in_row='x' is not a valid value for the field"),
         ("COMPUTE in_row=0 in_row=1", "COMPUTE field in_row is given twice"),
         ("COMPUTE in_row", "COMPUTE operand 'in_row' is not name=value"),

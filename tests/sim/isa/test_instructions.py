@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from systolic.config import ArrayConfig, Dataflow
 from systolic.sim.isa.fields import INSTRUCTION_BYTES, InstructionError
 from systolic.sim.isa.instructions import (
     INSTRUCTION_TYPES,
@@ -25,6 +24,8 @@ from systolic.sim.isa.instructions import (
 )
 from systolic.sim.isa.memories import Access, Memory
 from systolic.sim.isa.tables import field_table
+
+from systolic.config import ArrayConfig, Dataflow
 
 from .random_instructions import random_instruction
 
@@ -69,7 +70,9 @@ def test_every_reserved_bit_is_rejected() -> None:
         used |= field.mask
     for bit in (b for b in range(512) if not used >> b & 1):
         word = (value | 1 << bit).to_bytes(64, "little")
-        with pytest.raises(InstructionError, match=rf"^STORE word has reserved bits set \(bit {bit}\)"):
+        with pytest.raises(
+            InstructionError, match=rf"^STORE word has reserved bits set \(bit {bit}\)"
+        ):
             decode(word)
 
 
@@ -91,38 +94,63 @@ def test_bad_words_are_rejected(word: bytes, message: str) -> None:
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: Load(LoadTarget.SPAD_IN, 0, 0, 0, length=1, run=1, n_mid=1),
-         "LOAD count must be from 1 to 4294967295, not 0"),
-        (lambda: Load(LoadTarget.SPAD_IN, 0, 1, 2**32, length=1, run=1, n_mid=1),
-         "LOAD ext must be from 0 to 4294967295, not 4294967296"),
-        (lambda: Load(LoadTarget.SPAD_IN, 0, 1, 0, row_stride0=2**31, length=1, run=1, n_mid=1),
-         "LOAD row_stride0 must be from -2147483648 to 2147483647, not 2147483648"),
-        (lambda: Load(LoadTarget.SPAD_IN, 0, 1, 0, length=1, run=0, n_mid=1),
-         "LOAD run must be at least 1 when mem is SPAD_IN, not 0"),
-        (lambda: Load(LoadTarget.PARAMS, 0, 1, 0, length=4),
-         "LOAD length must be 0 when mem is PARAMS (a params row is 9 * cols contiguous "
-         "bytes), not 4"),
-        (lambda: Load(1, 0, 1, 0),  # type: ignore[arg-type]
-         "LOAD mem must be one of SPAD_IN, SPAD_WT, PARAMS, not 1"),
-        (lambda: Load(LoadTarget.SPAD_IN, True, 1, 0),  # type: ignore[arg-type]
-         "LOAD row must be an integer, not True"),
-        (lambda: Compute(0, 1, 0, accumulate=1),  # type: ignore[arg-type]
-         "COMPUTE accumulate must be True or False, not 1"),
-        (lambda: Store(0, 1, 1, 512, 0, 0, 0, 0),
-         "STORE param_row must be from 0 to 511, not 512"),
+        (
+            lambda: Load(LoadTarget.SPAD_IN, 0, 0, 0, length=1, run=1, n_mid=1),
+            "LOAD count must be from 1 to 4294967295, not 0",
+        ),
+        (
+            lambda: Load(LoadTarget.SPAD_IN, 0, 1, 2**32, length=1, run=1, n_mid=1),
+            "LOAD ext must be from 0 to 4294967295, not 4294967296",
+        ),
+        (
+            lambda: Load(LoadTarget.SPAD_IN, 0, 1, 0, row_stride0=2**31, length=1, run=1, n_mid=1),
+            "LOAD row_stride0 must be from -2147483648 to 2147483647, not 2147483648",
+        ),
+        (
+            lambda: Load(LoadTarget.SPAD_IN, 0, 1, 0, length=1, run=0, n_mid=1),
+            "LOAD run must be at least 1 when mem is SPAD_IN, not 0",
+        ),
+        (
+            lambda: Load(LoadTarget.PARAMS, 0, 1, 0, length=4),
+            "LOAD length must be 0 when mem is PARAMS (a params row is 9 * cols contiguous "
+            "bytes), not 4",
+        ),
+        (
+            lambda: Load(1, 0, 1, 0),  # type: ignore[arg-type]
+            "LOAD mem must be one of SPAD_IN, SPAD_WT, PARAMS, not 1",
+        ),
+        (
+            lambda: Load(LoadTarget.SPAD_IN, True, 1, 0),  # type: ignore[arg-type]
+            "LOAD row must be an integer, not True",
+        ),
+        (
+            lambda: Compute(0, 1, 0, accumulate=1),  # type: ignore[arg-type]
+            "COMPUTE accumulate must be True or False, not 1",
+        ),
+        (lambda: Store(0, 1, 1, 512, 0, 0, 0, 0), "STORE param_row must be from 0 to 511, not 512"),
         (lambda: Store(0, 1, 1, 0, 0, 5, 4, 0), "STORE lo (5) must not exceed hi (4)"),
-        (lambda: Store(0, 1, 1, 0, 128, -1, 4, 0),
-         "STORE zero_point must be from -128 to 127, not 128"),
-        (lambda: Add(0, 0, 1, 1, 1, 1, 32, 0, 0, 0, 0, 0, 0),
-         "ADD shift must be from -31 to 31, not 32"),
-        (lambda: Pool(PoolMode.MAX, 0, 1, 4, 4, 2, 2, 2, 2, 0, 0, 2, 2, 0, 0, 0, multiplier=3),
-         "POOL multiplier must be 0 when mode is MAX, not 3"),
-        (lambda: Pool(PoolMode.MAX, 0, 1, 4, 4, 2, 2, 2, 2, 2, 0, 2, 2, 0, 0, 0),
-         "POOL windows must overlap the tile: with rows pad 2, kernel 2, stride 2 and 2 "
-         "outputs, a window lies outside 0..3"),
-        (lambda: Pool(PoolMode.MAX, 0, 1, 4, 4, 2, 2, 2, 2, 0, 0, 2, 4, 0, 0, 0),
-         "POOL windows must overlap the tile: with columns pad 0, kernel 2, stride 2 and 4 "
-         "outputs, a window lies outside 0..3"),
+        (
+            lambda: Store(0, 1, 1, 0, 128, -1, 4, 0),
+            "STORE zero_point must be from -128 to 127, not 128",
+        ),
+        (
+            lambda: Add(0, 0, 1, 1, 1, 1, 32, 0, 0, 0, 0, 0, 0),
+            "ADD shift must be from -31 to 31, not 32",
+        ),
+        (
+            lambda: Pool(PoolMode.MAX, 0, 1, 4, 4, 2, 2, 2, 2, 0, 0, 2, 2, 0, 0, 0, multiplier=3),
+            "POOL multiplier must be 0 when mode is MAX, not 3",
+        ),
+        (
+            lambda: Pool(PoolMode.MAX, 0, 1, 4, 4, 2, 2, 2, 2, 2, 0, 2, 2, 0, 0, 0),
+            "POOL windows must overlap the tile: with rows pad 2, kernel 2, stride 2 and 2 "
+            "outputs, a window lies outside 0..3",
+        ),
+        (
+            lambda: Pool(PoolMode.MAX, 0, 1, 4, 4, 2, 2, 2, 2, 0, 0, 2, 4, 0, 0, 0),
+            "POOL windows must overlap the tile: with columns pad 0, kernel 2, stride 2 and 4 "
+            "outputs, a window lies outside 0..3",
+        ),
     ],
 )
 def test_out_of_range_fields_are_rejected(build, message: str) -> None:
@@ -136,35 +164,72 @@ SPAD_DEPTH = 256 * 512 // 8  # half of 256 KiB in rows of 8 bytes
 @pytest.mark.parametrize(
     ("instr", "config", "message"),
     [
-        (Load.dense(LoadTarget.SPAD_IN, SPAD_DEPTH - 1, 2, 0, 8, 8), WS,
-         f"LOAD row + count must not exceed {SPAD_DEPTH} (the spad_in depth of this 8x8 "
-         f"array), not {SPAD_DEPTH + 1}"),
-        (Load.dense(LoadTarget.SPAD_WT, 0, 1, 0, 8, 9), WS,
-         "LOAD length must not exceed 8 (the scratchpad row width dim), not 9"),
-        (Load.params(511, 2, 0, 72), WS,
-         "LOAD row + count must not exceed 512 (the params depth of this 8x8 array), not 513"),
-        (Load.dense(LoadTarget.SPAD_IN, 0, 3, 2**32 - 8, 4, 4), WS,
-         "LOAD accesses external bytes 4294967288..4294967299, outside 0..4294967295; "
-         "check ext and the strides"),
-        (Load(LoadTarget.SPAD_IN, 0, 2, 4, row_stride1=-8, length=1, run=1, n_mid=1), WS,
-         "LOAD accesses external bytes -4..4, outside 0..4294967295; check ext and the strides"),
-        (Load.dense(LoadTarget.SPAD_IN, 0, 1, 0, 8, 8, flip_sign=True),
-         dataclasses.replace(WS, input_width=12),
-         "LOAD flip_sign needs 8-bit operands stored in one byte (input_width 8, "
-         "operand_bytes 1); this array has input_width 12 and operand_bytes 2"),
+        (
+            Load.dense(LoadTarget.SPAD_IN, SPAD_DEPTH - 1, 2, 0, 8, 8),
+            WS,
+            f"LOAD row + count must not exceed {SPAD_DEPTH} (the spad_in depth of this 8x8 "
+            f"array), not {SPAD_DEPTH + 1}",
+        ),
+        (
+            Load.dense(LoadTarget.SPAD_WT, 0, 1, 0, 8, 9),
+            WS,
+            "LOAD length must not exceed 8 (the scratchpad row width dim), not 9",
+        ),
+        (
+            Load.params(511, 2, 0, 72),
+            WS,
+            "LOAD row + count must not exceed 512 (the params depth of this 8x8 array), not 513",
+        ),
+        (
+            Load.dense(LoadTarget.SPAD_IN, 0, 3, 2**32 - 8, 4, 4),
+            WS,
+            "LOAD accesses external bytes 4294967288..4294967299, outside 0..4294967295; "
+            "check ext and the strides",
+        ),
+        (
+            Load(LoadTarget.SPAD_IN, 0, 2, 4, row_stride1=-8, length=1, run=1, n_mid=1),
+            WS,
+            "LOAD accesses external bytes -4..4, outside 0..4294967295; check ext and the strides",
+        ),
+        (
+            Load.dense(LoadTarget.SPAD_IN, 0, 1, 0, 8, 8, flip_sign=True),
+            dataclasses.replace(WS, input_width=12),
+            "LOAD flip_sign needs 8-bit operands stored in one byte (input_width 8, "
+            "operand_bytes 1); this array has input_width 12 and operand_bytes 2",
+        ),
         (Preload(0, 9, 8), WS, "PRELOAD k must not exceed 8 (the array's rows), not 9"),
         (Preload(0, 8, 8), OS, "PRELOAD needs a ws (dataflow ws) array; this array is os"),
         (Compute(0, 4, 0), OS, "COMPUTE needs a ws (dataflow ws) array; this array is os"),
-        (Compute(0, 4, 2047), WS,
-         "COMPUTE acc_row + m must not exceed 2048 (the acc depth of this 8x8 array), not 2051"),
-        (ComputeOS(0, 4, 8, 16, 0, 0, a_stride=2), OS,
-         "COMPUTE.OS a_stride must be at least m (4) when k > dim (8), not 2"),
-        (ComputeOS(0, 4, 8, 8, 0, 0, a_stride=4), OS,
-         "COMPUTE.OS a_stride must be 0 when k <= dim (8), not 4"),
-        (ComputeOS(0, 9, 8, 8, 0, 0), OS, "COMPUTE.OS m must not exceed 8 (the array's rows), not 9"),
-        (Store(0, 1, 9, 0, 0, -128, 127, 0), WS,
-         "STORE n must not exceed 8 (the array's cols), not 9"),
-        (Copy(0, 1, 9, 0), WS, "COPY lanes must not exceed 8 (the scratchpad row width dim), not 9"),
+        (
+            Compute(0, 4, 2047),
+            WS,
+            "COMPUTE acc_row + m must not exceed 2048 (the acc depth of this 8x8 array), not 2051",
+        ),
+        (
+            ComputeOS(0, 4, 8, 16, 0, 0, a_stride=2),
+            OS,
+            "COMPUTE.OS a_stride must be at least m (4) when k > dim (8), not 2",
+        ),
+        (
+            ComputeOS(0, 4, 8, 8, 0, 0, a_stride=4),
+            OS,
+            "COMPUTE.OS a_stride must be 0 when k <= dim (8), not 4",
+        ),
+        (
+            ComputeOS(0, 9, 8, 8, 0, 0),
+            OS,
+            "COMPUTE.OS m must not exceed 8 (the array's rows), not 9",
+        ),
+        (
+            Store(0, 1, 9, 0, 0, -128, 127, 0),
+            WS,
+            "STORE n must not exceed 8 (the array's cols), not 9",
+        ),
+        (
+            Copy(0, 1, 9, 0),
+            WS,
+            "COPY lanes must not exceed 8 (the scratchpad row width dim), not 9",
+        ),
     ],
 )
 def test_configuration_limits(instr, config: ArrayConfig, message: str) -> None:
