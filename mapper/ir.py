@@ -113,7 +113,7 @@ _NUMPY_TYPES = {
     DataType.STRING: "object",
 }
 
-Dim = Union[int, str, None]
+Dim = int | str | None
 """One dimension: a size, a symbolic dim_param name, or None when unknown."""
 
 

@@ -157,7 +157,8 @@ class Machine:
     def _gather_bytes(self, instr: Instruction, addresses: np.ndarray) -> np.ndarray:
         if addresses.size:
             self._check_external(instr.MNEMONIC, int(addresses.min()), int(addresses.max()))
-        return self.memory[addresses]
+        gathered: np.ndarray = self.memory[addresses]
+        return gathered
 
     def _check_external(self, what: str, first: int, last: int) -> None:
         if first < 0 or last >= self.memory.size:

@@ -121,8 +121,10 @@ def format_program(program: Program) -> str:
     """Return the listing of a program: a comment header, then one instruction per line."""
     config = program.config
     lines = [
-        f"# systolic program: {config.shape_text} {config.dataflow.value}, "
-        f"{len(program.instructions)} instructions, {len(program.segments)} memory segments",
+        (
+            f"# systolic program: {config.shape_text} {config.dataflow.value}, "
+            f"{len(program.instructions)} instructions, {len(program.segments)} memory segments"
+        ),
     ]
     for tensor in program.tensors:
         lines.append(

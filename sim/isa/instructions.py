@@ -10,7 +10,7 @@ ranges the in-flight table compares; `encode()` returns the 64-byte instruction 
 
 import dataclasses
 import enum
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from systolic.config import ArrayConfig, Dataflow
 
@@ -190,7 +190,7 @@ class Instruction:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
 
 
-def _row_pattern_of(instr: object) -> RowPattern:
+def _row_pattern_of(instr: Any) -> RowPattern:
     return RowPattern(
         instr.ext,
         instr.n0,
@@ -255,9 +255,18 @@ class Load(Instruction):
     ) -> "Load":
         """Row r from ext + r * row_stride, elements k0 .. k0+length-1 contiguous."""
         return cls(
-            mem, row, count, ext, n0=1, row_stride1=row_stride, k0=k0, length=length,
-            run=k0 + length, n_mid=1, flip_sign=flip_sign,
-        )  # fmt: skip
+            mem,
+            row,
+            count,
+            ext,
+            n0=1,
+            row_stride1=row_stride,
+            k0=k0,
+            length=length,
+            run=k0 + length,
+            n_mid=1,
+            flip_sign=flip_sign,
+        )
 
     @classmethod
     def params(cls, row: int, count: int, ext: int, row_stride: int) -> "Load":
@@ -289,8 +298,9 @@ class Load(Instruction):
 
     def check(self, config: ArrayConfig) -> None:
         memory = self.mem.memory
-        self._need_rows("row + count", self.row + self.count, depth(config, memory),
-                        memory.value, config)  # fmt: skip
+        self._need_rows(
+            "row + count", self.row + self.count, depth(config, memory), memory.value, config
+        )
         if self.mem is not LoadTarget.PARAMS:
             self._need_at_most("length", self.length, config.dim, "the scratchpad row width dim")
             width = "weight_width" if self.mem is LoadTarget.SPAD_WT else "input_width"
@@ -344,8 +354,9 @@ class Preload(Instruction):
         self._need_dataflow(config, Dataflow.WS)
         self._need_at_most("k", self.k, config.rows, "the array's rows")
         self._need_at_most("n", self.n, config.cols, "the array's cols")
-        self._need_rows("row + k", self.row + self.k, depth(config, Memory.SPAD_WT),
-                        "spad_wt", config)  # fmt: skip
+        self._need_rows(
+            "row + k", self.row + self.k, depth(config, Memory.SPAD_WT), "spad_wt", config
+        )
 
     def footprint(self, config: ArrayConfig) -> tuple[Access, ...]:
         return (Access(Memory.SPAD_WT, self.row, self.row + self.k - 1, False),)
@@ -372,10 +383,12 @@ class Compute(Instruction):
 
     def check(self, config: ArrayConfig) -> None:
         self._need_dataflow(config, Dataflow.WS)
-        self._need_rows("in_row + m", self.in_row + self.m, depth(config, Memory.SPAD_IN),
-                        "spad_in", config)  # fmt: skip
-        self._need_rows("acc_row + m", self.acc_row + self.m, depth(config, Memory.ACC),
-                        "acc", config)  # fmt: skip
+        self._need_rows(
+            "in_row + m", self.in_row + self.m, depth(config, Memory.SPAD_IN), "spad_in", config
+        )
+        self._need_rows(
+            "acc_row + m", self.acc_row + self.m, depth(config, Memory.ACC), "acc", config
+        )
 
     def footprint(self, config: ArrayConfig) -> tuple[Access, ...]:
         return (
@@ -429,12 +442,19 @@ class ComputeOS(Instruction):
                 f"a_stride must be at least m ({self.m}) when k > dim ({config.dim}), "
                 f"not {self.a_stride}"
             )
-        self._need_rows("in_row + (ceil(k / dim) - 1) * a_stride + m", self._in_last(config) + 1,
-                        depth(config, Memory.SPAD_IN), "spad_in", config)  # fmt: skip
-        self._need_rows("wt_row + k", self.wt_row + self.k, depth(config, Memory.SPAD_WT),
-                        "spad_wt", config)  # fmt: skip
-        self._need_rows("acc_row + m", self.acc_row + self.m, depth(config, Memory.ACC),
-                        "acc", config)  # fmt: skip
+        self._need_rows(
+            "in_row + (ceil(k / dim) - 1) * a_stride + m",
+            self._in_last(config) + 1,
+            depth(config, Memory.SPAD_IN),
+            "spad_in",
+            config,
+        )
+        self._need_rows(
+            "wt_row + k", self.wt_row + self.k, depth(config, Memory.SPAD_WT), "spad_wt", config
+        )
+        self._need_rows(
+            "acc_row + m", self.acc_row + self.m, depth(config, Memory.ACC), "acc", config
+        )
 
     def footprint(self, config: ArrayConfig) -> tuple[Access, ...]:
         return (
@@ -444,7 +464,7 @@ class ComputeOS(Instruction):
         )
 
 
-def _check_clamp(instr: Instruction) -> None:
+def _check_clamp(instr: Any) -> None:
     lo, hi = instr.lo, instr.hi
     if lo > hi:
         instr._fail(f"lo ({lo}) must not exceed hi ({hi})")
@@ -490,8 +510,9 @@ class Store(Instruction):
         _check_clamp(self)
 
     def check(self, config: ArrayConfig) -> None:
-        self._need_rows("acc_row + m", self.acc_row + self.m, depth(config, Memory.ACC),
-                        "acc", config)  # fmt: skip
+        self._need_rows(
+            "acc_row + m", self.acc_row + self.m, depth(config, Memory.ACC), "acc", config
+        )
         self._need_at_most("n", self.n, config.cols, "the array's cols")
         self._need_flip_support(config)
         written = _write_range(self, self.m, self.n * config.operand_bytes)
@@ -582,8 +603,13 @@ class Pool(Instruction):
 
     def check(self, config: ArrayConfig) -> None:
         self._need_at_most("lanes", self.lanes, config.dim, "the scratchpad row width dim")
-        self._need_rows("in_row + h * w", self.in_row + self.h * self.w,
-                        depth(config, Memory.SPAD_IN), "spad_in", config)  # fmt: skip
+        self._need_rows(
+            "in_row + h * w",
+            self.in_row + self.h * self.w,
+            depth(config, Memory.SPAD_IN),
+            "spad_in",
+            config,
+        )
         self._need_flip_support(config)
         written = _write_range(self, self.oh * self.ow, self.lanes * config.operand_bytes)
         self._need_address_space(written.first, written.last)
@@ -691,8 +717,9 @@ class Copy(Instruction):
 
     def check(self, config: ArrayConfig) -> None:
         self._need_at_most("lanes", self.lanes, config.dim, "the scratchpad row width dim")
-        self._need_rows("in_row + m", self.in_row + self.m, depth(config, Memory.SPAD_IN),
-                        "spad_in", config)  # fmt: skip
+        self._need_rows(
+            "in_row + m", self.in_row + self.m, depth(config, Memory.SPAD_IN), "spad_in", config
+        )
         self._need_flip_support(config)
         written = _write_range(self, self.m, self.lanes * config.operand_bytes)
         self._need_address_space(written.first, written.last)
@@ -718,8 +745,16 @@ class Halt(Instruction):
 
 
 INSTRUCTION_TYPES: tuple[type[Instruction], ...] = (
-    Load, Preload, Compute, ComputeOS, Store, Pool, Add, Copy, Halt,
-)  # fmt: skip
+    Load,
+    Preload,
+    Compute,
+    ComputeOS,
+    Store,
+    Pool,
+    Add,
+    Copy,
+    Halt,
+)
 """Every instruction class, in opcode order."""
 
 _BY_OPCODE = {cls.OPCODE: cls for cls in INSTRUCTION_TYPES}

@@ -9,6 +9,7 @@ runnable.
 
 import dataclasses
 import enum
+import itertools
 import math
 
 import numpy as np
@@ -194,7 +195,7 @@ class Program:
                 raise ProgramError(f"instruction {index} is not an Instruction: {instr!r}")
             instr.check(self.config)
         ordered = sorted(self.segments, key=lambda s: s.address)
-        for before, after in zip(ordered, ordered[1:]):
+        for before, after in itertools.pairwise(ordered):
             if after.address < before.end:
                 raise ProgramError(
                     f"memory segments at {before.address} and {after.address} overlap"

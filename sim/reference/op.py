@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
+from systolic.mapper.ir import Attrs, AttrValue, DataType
 
 from systolic.errors import ModelError
-from systolic.mapper.ir import AttrValue, Attrs, DataType
 
 __all__ = ["Op", "TensorInfo"]
 

@@ -78,10 +78,10 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 def run(args: argparse.Namespace) -> int:
     """Load the model, print or write its summary; return 0."""
+    from systolic.examples import example_path
     from systolic.mapper.graph_checks import NameWarning
     from systolic.mapper.importer import load_model
     from systolic.mapper.report import model_report
-    from systolic.examples import example_path
 
     limit = parse_size(args.max_memory)
     with warnings.catch_warnings(record=True) as caught:

@@ -8,7 +8,7 @@ onnxruntime in QDQ form; `lenet_float.onnx` is the same network in float. Both a
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["DEFAULT_EXAMPLE", "example_path", "example_names"]
+__all__ = ["DEFAULT_EXAMPLE", "example_names", "example_path"]
 
 DEFAULT_EXAMPLE = "lenet_qdq"
 

@@ -64,9 +64,6 @@ OPSET = 13
 SEED = 20240521
 CALIBRATION_SAMPLES = 16
 TEST_SAMPLES = 4
-# QOperator form: ops ORT quantizes into ONNX standard-domain operators only (QLinearConv,
-# QLinearMatMul; Relu/Clip folded into the preceding output range; MaxPool/Flatten on uint8).
-QOPERATOR_OPS = ["Conv", "MatMul", "Relu", "Clip", "MaxPool", "Flatten"]
 HERE = pathlib.Path(__file__).resolve().parent
 EXAMPLES = HERE.parent.parent / "systolic" / "examples"
 EXAMPLE_FILES = ("lenet_qdq.onnx", "lenet_float.onnx")
@@ -355,46 +352,6 @@ def fold_batchnorm(model: onnx.ModelProto) -> onnx.ModelProto:
     return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
 
 
-def gemm_to_matmul_add(model: onnx.ModelProto) -> onnx.ModelProto:
-    """Rewrite Gemm(x, W, b, transB=1) as MatMul(x, W^T) + b (same arithmetic, standard QOp)."""
-    model = onnx.ModelProto.FromString(model.SerializeToString())
-    graph = model.graph
-    inits = {t.name: t for t in graph.initializer}
-    nodes = []
-    for node in graph.node:
-        if node.op_type != "Gemm":
-            nodes.append(node)
-            continue
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        if (
-            attrs.get("alpha", 1.0) != 1.0
-            or attrs.get("beta", 1.0) != 1.0
-            or attrs.get("transA", 0)
-        ):
-            raise ValueError(f"Gemm {node.name} is not a plain Linear layer")
-        weight = numpy_helper.to_array(inits[node.input[1]])
-        if attrs.get("transB", 0):
-            weight = weight.T
-        weight_name = node.input[1] + "_t"
-        graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(weight), weight_name))
-        base = node.name.replace("Gemm", "")
-        product = node.output[0] + "_matmul"
-        nodes.append(
-            helper.make_node(
-                "MatMul", [node.input[0], weight_name], [product], name=base + "MatMul"
-            )
-        )
-        nodes.append(
-            helper.make_node("Add", [product, node.input[2]], [node.output[0]], name=base + "Add")
-        )
-    del graph.node[:]
-    graph.node.extend(nodes)
-    drop_unused_initializers(graph)
-    del graph.value_info[:]
-    onnx.checker.check_model(model, full_check=True)
-    return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
-
-
 def drop_unused_initializers(graph: onnx.GraphProto) -> None:
     """Remove initializers no node reads."""
     used = {name for node in graph.node for name in node.input}
@@ -429,13 +386,11 @@ def quantize(
     source = workdir / "source.onnx"
     target = workdir / "quantized.onnx"
     onnx.save(model, source)
-    op_types = QOPERATOR_OPS if fmt == QuantFormat.QOperator else None
     quantize_static(
         str(source),
         str(target),
         SeededReader(shape, seed),
         quant_format=fmt,
-        op_types_to_quantize=op_types,
         per_channel=True,
         activation_type=QuantType.QUInt8,
         weight_type=QuantType.QInt8,
@@ -470,7 +425,11 @@ def check_quantized_activity(name: str, model: onnx.ModelProto, inputs: list[np.
     """Fail when a QuantizeLinear output is constant: a dead layer after quantization."""
     probe = onnx.ModelProto.FromString(model.SerializeToString())
     q_outputs = [n.output[0] for n in probe.graph.node if n.op_type == "QuantizeLinear"]
-    q_outputs += [n.output[0] for n in probe.graph.node if n.op_type.startswith("QLinear")]
+    q_outputs += [
+        n.output[0]
+        for n in probe.graph.node
+        if n.op_type.startswith("QLinear") or n.op_type == "QGemm"
+    ]
     for out in q_outputs:
         probe.graph.output.append(onnx.ValueInfoProto(name=out))
     options = ort.SessionOptions()
@@ -525,9 +484,7 @@ def generate(outdir: pathlib.Path) -> list[str]:
         with tempfile.TemporaryDirectory() as tmp:
             work = pathlib.Path(tmp)
             forms["qdq"] = quantize(folded, shape, QuantFormat.QDQ, SEED + 200 + index, work)
-            forms["qop"] = quantize(
-                gemm_to_matmul_add(folded), shape, QuantFormat.QOperator, SEED + 200 + index, work
-            )
+            forms["qop"] = quantize(folded, shape, QuantFormat.QOperator, SEED + 200 + index, work)
         expected = float_reference(net, inputs)
         for form, model in forms.items():
             outputs = run_ort(model, inputs)

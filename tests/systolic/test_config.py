@@ -52,13 +52,17 @@ def test_config_error_is_a_value_error():
         ({"acc_kib": -1}, r"^acc_kib must be a positive whole number of KiB, not -1$"),
         (
             {"rows": 128, "cols": 128, "spad_kib": 32},
-            r"^spad_kib=32 is too small for a 128x128 array: double-buffered operand tiles "
-            r"need at least 64 KiB; raise spad_kib or use a smaller array$",
+            (
+                r"^spad_kib=32 is too small for a 128x128 array: double-buffered operand tiles "
+                r"need at least 64 KiB; raise spad_kib or use a smaller array$"
+            ),
         ),
         (
             {"rows": 128, "cols": 128, "acc_kib": 64},
-            r"^acc_kib=64 is too small for a 128x128 array: two accumulator tiles need at "
-            r"least 128 KiB; raise acc_kib or use a smaller array$",
+            (
+                r"^acc_kib=64 is too small for a 128x128 array: two accumulator tiles need at "
+                r"least 128 KiB; raise acc_kib or use a smaller array$"
+            ),
         ),
     ],
 )

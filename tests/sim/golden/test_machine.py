@@ -85,7 +85,7 @@ def ws_gemm(config: ArrayConfig, a: np.ndarray, b: np.ndarray) -> list[Instructi
                 length=k,
                 run=k_total,
                 n_mid=1,
-            ),  # fmt: skip
+            ),
             Load.dense(LoadTarget.SPAD_WT, wt_row, k, 0x1000 + k0 * n, n, n),
             Preload(wt_row, k, n),
             Compute(in_row, m, 0, accumulate=chunk > 0),
@@ -115,7 +115,7 @@ def test_ws_gemm_and_store(config: ArrayConfig, m: int, k: int, n: int) -> None:
         (
             MemorySegment(0x1000, b.astype(np.int8).tobytes()),
             MemorySegment(PARAMS_ADDR, pack_params(bias, multiplier, shift)),
-        ),  # fmt: skip
+        ),
         (placed("a", IN, 0, a), placed("y", OUT, 0x4000, (m, n))),
     )
     machine = Machine.for_program(program)
@@ -139,9 +139,12 @@ def test_ws_accumulator_wraps_around() -> None:
     rng = np.random.default_rng(5)
     a = rng.choice([-128, 127], (6, 24))
     b = rng.choice([-128, 127], (24, 8))
-    program = Program(config, (*ws_gemm(config, a, b), Halt()),
-                      (MemorySegment(0x1000, b.astype(np.int8).tobytes()),),
-                      (placed("a", IN, 0, a),))  # fmt: skip
+    program = Program(
+        config,
+        (*ws_gemm(config, a, b), Halt()),
+        (MemorySegment(0x1000, b.astype(np.int8).tobytes()),),
+        (placed("a", IN, 0, a),),
+    )
     machine = Machine.for_program(program)
     machine.write_tensor(program.tensor("a"), a)
     machine.run(program.instructions)
@@ -155,10 +158,12 @@ def test_ws_weights_stay_until_the_next_preload() -> None:
     a = rng.integers(-128, 128, (4, 8))
     b = rng.integers(-128, 128, (8, 8))
     instrs = ws_gemm(WS, a, b)  # one chunk: LOAD, LOAD, PRELOAD, COMPUTE
-    program = Program(WS, (*instrs, Compute(0, 4, 10), Compute(0, 4, 10, accumulate=True),
-                           Halt()),  # fmt: skip
-                      (MemorySegment(0x1000, b.astype(np.int8).tobytes()),),
-                      (placed("a", IN, 0, a),))  # fmt: skip
+    program = Program(
+        WS,
+        (*instrs, Compute(0, 4, 10), Compute(0, 4, 10, accumulate=True), Halt()),
+        (MemorySegment(0x1000, b.astype(np.int8).tobytes()),),
+        (placed("a", IN, 0, a),),
+    )
     machine = Machine.for_program(program)
     machine.write_tensor(program.tensor("a"), a)
     machine.run(program.instructions)
@@ -184,7 +189,7 @@ def test_os_gemm(m: int, k: int, n: int, split: int) -> None:
             length=min(dim, k - c * dim),
             run=k,
             n_mid=1,
-        )  # fmt: skip
+        )
         for c in range(-(-k // dim))
     ]
     loads.append(Load.dense(LoadTarget.SPAD_WT, 0, k, 0x1000, n, n))
@@ -201,13 +206,16 @@ def test_os_gemm(m: int, k: int, n: int, split: int) -> None:
                 2,
                 accumulate=True,
                 a_stride=a_stride if k - split > dim else 0,
-            ),  # fmt: skip
+            ),
         ]
     else:
         computes = [ComputeOS(0, m, n, k, 0, 2, a_stride=a_stride if k > dim else 0)]
-    program = Program(config, (*loads, *computes, Halt()),
-                      (MemorySegment(0x1000, b.astype(np.int8).tobytes()),),
-                      (placed("a", IN, 0, a),))  # fmt: skip
+    program = Program(
+        config,
+        (*loads, *computes, Halt()),
+        (MemorySegment(0x1000, b.astype(np.int8).tobytes()),),
+        (placed("a", IN, 0, a),),
+    )
     machine = Machine.for_program(program)
     machine.write_tensor(program.tensor("a"), a)
     machine.acc[2 : 2 + m] = 12345  # overwritten, not accumulated
@@ -231,23 +239,46 @@ def conv_program(x_pad: np.ndarray, w: np.ndarray, params, zp_out: int, folded_r
         k = min(WS.rows, k_total - k0)
         buf = chunk % 2
         element = (
-            {"run": kw * c, "n_mid": 1, "stride_mid": 0} if folded_run
+            {"run": kw * c, "n_mid": 1, "stride_mid": 0}
+            if folded_run
             else {"run": c, "n_mid": kw, "stride_mid": c}
-        )  # fmt: skip
+        )
         instrs += [
-            Load(LoadTarget.SPAD_IN, buf * pixels, pixels, x_addr, n0=ow, row_stride0=2 * c,
-                 row_stride1=2 * wp * c, k0=k0, length=k, stride_outer=wp * c, **element),
+            Load(
+                LoadTarget.SPAD_IN,
+                buf * pixels,
+                pixels,
+                x_addr,
+                n0=ow,
+                row_stride0=2 * c,
+                row_stride1=2 * wp * c,
+                k0=k0,
+                length=k,
+                stride_outer=wp * c,
+                **element,
+            ),
             Load.dense(LoadTarget.SPAD_WT, buf * WS.rows, k, w_addr + k0 * co, co, co),
             Preload(buf * WS.rows, k, co),
             Compute(buf * pixels, pixels, 0, accumulate=chunk > 0),
-        ]  # fmt: skip
+        ]
     # The output goes into the interior of a [oh+2, ow+2, co] buffer with a one-pixel halo.
     instrs += [
         Load.params(0, 1, PARAMS_ADDR, 0),
-        Store(0, pixels, co, 0, zp_out, -128, 127, y_addr + (ow + 2 + 1) * co, n0=ow,
-              row_stride0=co, row_stride1=(ow + 2) * co),
+        Store(
+            0,
+            pixels,
+            co,
+            0,
+            zp_out,
+            -128,
+            127,
+            y_addr + (ow + 2 + 1) * co,
+            n0=ow,
+            row_stride0=co,
+            row_stride1=(ow + 2) * co,
+        ),
         Halt(),
-    ]  # fmt: skip
+    ]
     segments = (
         MemorySegment(w_addr, w.astype(np.int8).tobytes()),
         MemorySegment(PARAMS_ADDR, pack_params(*params)),
@@ -305,12 +336,15 @@ def test_uint8_flip_on_load_and_store() -> None:
     # multiplier 2**30 and shift -1: q = acc * 2**30 / 2**30 = acc, clamped to int8.
     params = pack_params(np.zeros(8, np.int64), ones * 2**30, ones * -1)
     program = Program(
-        WS, instrs,
+        WS,
+        instrs,
         (MemorySegment(0x1000, b.astype(np.int8).tobytes()), MemorySegment(PARAMS_ADDR, params)),
-        (placed("a", IN, 0, a_u8, ElementType.UINT8),
-         placed("y", OUT, 0x2000, (6, 4), ElementType.UINT8),
-         placed("copy", OUT, 0x3000, (6, 8), ElementType.UINT8)),
-    )  # fmt: skip
+        (
+            placed("a", IN, 0, a_u8, ElementType.UINT8),
+            placed("y", OUT, 0x2000, (6, 4), ElementType.UINT8),
+            placed("copy", OUT, 0x3000, (6, 8), ElementType.UINT8),
+        ),
+    )
     out = run_program(program, {"a": a_u8})
     np.testing.assert_array_equal(out["copy"], a_u8)  # flipped in, flipped back out
     acc = (a_u8 - 128) @ b
@@ -332,12 +366,34 @@ POOLS = [  # kh, kw, sh, sw, pad_top, pad_left, oh, ow over a 6 x 7 tile
 def pool_program(x: np.ndarray, mode: PoolMode, geometry, **avg) -> Program:
     h, w, c = x.shape
     kh, kw, sh, sw, pt, pl, oh, ow = geometry
-    pool = Pool(mode, 0, c, h, w, kh, kw, sh, sw, pt, pl, oh, ow, -120, 125, 0x1000,
-                n0=ow, row_stride0=c, row_stride1=ow * c, **avg)  # fmt: skip
+    pool = Pool(
+        mode,
+        0,
+        c,
+        h,
+        w,
+        kh,
+        kw,
+        sh,
+        sw,
+        pt,
+        pl,
+        oh,
+        ow,
+        -120,
+        125,
+        0x1000,
+        n0=ow,
+        row_stride0=c,
+        row_stride1=ow * c,
+        **avg,
+    )
     return Program(
-        WS, (Load.dense(LoadTarget.SPAD_IN, 0, h * w, 0, c, c), pool, Halt()), (),
+        WS,
+        (Load.dense(LoadTarget.SPAD_IN, 0, h * w, 0, c, c), pool, Halt()),
+        (),
         (placed("x", IN, 0, x), placed("y", OUT, 0x1000, (oh, ow, c))),
-    )  # fmt: skip
+    )
 
 
 def windows(x: np.ndarray, geometry, fill: int):
@@ -406,11 +462,15 @@ def test_add(multiplier_a: int, multiplier_b: int, shift: int) -> None:
             hi,
             0x1000,
             row_stride1=6,
-        ),  # fmt: skip
+        ),
         Halt(),
     )
-    program = Program(WS, instrs, (), (placed("a", IN, 0, a), placed("b", IN, 0x100, b),
-                                       placed("y", OUT, 0x1000, (9, 6))))  # fmt: skip
+    program = Program(
+        WS,
+        instrs,
+        (),
+        (placed("a", IN, 0, a), placed("b", IN, 0x100, b), placed("y", OUT, 0x1000, (9, 6))),
+    )
     y = run_program(program, {"a": a, "b": b})["y"]
     expected = np.zeros_like(y)
     for (i, j), _ in np.ndenumerate(y):
@@ -422,11 +482,13 @@ def test_add(multiplier_a: int, multiplier_b: int, shift: int) -> None:
 def test_transpose_by_strided_load_and_copy() -> None:
     x = np.random.default_rng(1).integers(-128, 128, (5, 7))
     # Row j of spad_in is column j of x: element i at offset i * 7.
-    load = Load(LoadTarget.SPAD_IN, 0, 7, 0, row_stride1=1, length=5, run=1, n_mid=1,
-                stride_outer=7)  # fmt: skip
+    load = Load(
+        LoadTarget.SPAD_IN, 0, 7, 0, row_stride1=1, length=5, run=1, n_mid=1, stride_outer=7
+    )
     copy = Copy(0, 7, 5, 0x100, row_stride1=5)
-    program = Program(WS, (load, copy, Halt()), (),
-                      (placed("x", IN, 0, x), placed("t", OUT, 0x100, (7, 5))))  # fmt: skip
+    program = Program(
+        WS, (load, copy, Halt()), (), (placed("x", IN, 0, x), placed("t", OUT, 0x100, (7, 5)))
+    )
     np.testing.assert_array_equal(run_program(program, {"x": x})["t"], x.T)
 
 
@@ -442,9 +504,15 @@ def test_wide_operands_are_little_endian_and_truncated() -> None:
         Copy(0, 1, 4, 0x200, row_stride1=8),
         Halt(),
     )
-    program = Program(config, instrs, (MemorySegment(0x100, b.astype("<i2").tobytes()),),
-                      (placed("a", IN, 0, a, ElementType.INT16),
-                       placed("c", OUT, 0x200, (1, 4), ElementType.INT16)))  # fmt: skip
+    program = Program(
+        config,
+        instrs,
+        (MemorySegment(0x100, b.astype("<i2").tobytes()),),
+        (
+            placed("a", IN, 0, a, ElementType.INT16),
+            placed("c", OUT, 0x200, (1, 4), ElementType.INT16),
+        ),
+    )
     machine = Machine.for_program(program)
     machine.write_tensor(program.tensor("a"), a)
     machine.run(program.instructions)

@@ -76,7 +76,7 @@ def sample_program(config: ArrayConfig = CONFIG) -> Program:
             shift=1,
             zp_in=-4,
             zp_out=7,
-        ),  # fmt: skip
+        ),
         Add(0, 2, 2, 4, 2**30, -(2**29), 0, 1, 2, 3, -128, 127, 400, flip_sign=True),
         Copy(1, 3, 4, 500, n0=3, row_stride0=-1, row_stride1=8),
         Halt(),
@@ -84,7 +84,7 @@ def sample_program(config: ArrayConfig = CONFIG) -> Program:
     tensors = (
         TensorPlacement.contiguous(
             "x", TensorRole.INPUT, 0, (6, 8), ElementType.UINT8, scale=(0.5,), zero_point=(128,)
-        ),  # fmt: skip
+        ),
         TensorPlacement.contiguous(
             "w",
             TensorRole.CONSTANT,
@@ -97,8 +97,12 @@ def sample_program(config: ArrayConfig = CONFIG) -> Program:
         ),
         TensorPlacement("y", TensorRole.OUTPUT, 256, (4, 4), ElementType.INT8, (4, 1)),
     )
-    return Program(config, instructions, (MemorySegment(64, bytes(range(32))),
-                                          MemorySegment(128, params)), tensors)  # fmt: skip
+    return Program(
+        config,
+        instructions,
+        (MemorySegment(64, bytes(range(32))), MemorySegment(128, params)),
+        tensors,
+    )
 
 
 @pytest.mark.parametrize("dataflow", [Dataflow.WS, Dataflow.OS])
@@ -136,8 +140,10 @@ def test_code_round_trip() -> None:
     [
         (
             "JUMP x=1",
-            "unknown instruction 'JUMP'; use one of LOAD, PRELOAD, COMPUTE, "
-            "COMPUTE.OS, STORE, POOL, ADD, COPY, HALT",
+            (
+                "unknown instruction 'JUMP'; use one of LOAD, PRELOAD, COMPUTE, "
+                "COMPUTE.OS, STORE, POOL, ADD, COPY, HALT"
+            ),
         ),
         ("COMPUTE in_row=0 m=1", "COMPUTE needs the fields acc_row"),
         (
@@ -191,5 +197,13 @@ def test_program_checks() -> None:
     with pytest.raises(ProgramError, match=r"^tensor names must be unique: t$"):
         Program(CONFIG, (Halt(),), (), (placed, placed))
     with pytest.raises(ProgramError, match=r"^tensor 'q' has 2 scales for axis 0 of size 3$"):
-        TensorPlacement.contiguous("q", TensorRole.INPUT, 0, (3,), ElementType.INT8,
-                                   scale=(1.0, 2.0), zero_point=(0, 0), axis=0)  # fmt: skip
+        TensorPlacement.contiguous(
+            "q",
+            TensorRole.INPUT,
+            0,
+            (3,),
+            ElementType.INT8,
+            scale=(1.0, 2.0),
+            zero_point=(0, 0),
+            axis=0,
+        )

@@ -112,8 +112,10 @@ def test_bad_words_are_rejected(word: bytes, message: str) -> None:
         ),
         (
             lambda: Load(LoadTarget.PARAMS, 0, 1, 0, length=4),
-            "LOAD length must be 0 when mem is PARAMS (a params row is 9 * cols contiguous "
-            "bytes), not 4",
+            (
+                "LOAD length must be 0 when mem is PARAMS (a params row is 9 * cols contiguous "
+                "bytes), not 4"
+            ),
         ),
         (
             lambda: Load(1, 0, 1, 0),  # type: ignore[arg-type]
@@ -143,13 +145,17 @@ def test_bad_words_are_rejected(word: bytes, message: str) -> None:
         ),
         (
             lambda: Pool(PoolMode.MAX, 0, 1, 4, 4, 2, 2, 2, 2, 2, 0, 2, 2, 0, 0, 0),
-            "POOL windows must overlap the tile: with rows pad 2, kernel 2, stride 2 and 2 "
-            "outputs, a window lies outside 0..3",
+            (
+                "POOL windows must overlap the tile: with rows pad 2, kernel 2, stride 2 and 2 "
+                "outputs, a window lies outside 0..3"
+            ),
         ),
         (
             lambda: Pool(PoolMode.MAX, 0, 1, 4, 4, 2, 2, 2, 2, 0, 0, 2, 4, 0, 0, 0),
-            "POOL windows must overlap the tile: with columns pad 0, kernel 2, stride 2 and 4 "
-            "outputs, a window lies outside 0..3",
+            (
+                "POOL windows must overlap the tile: with columns pad 0, kernel 2, stride 2 and 4 "
+                "outputs, a window lies outside 0..3"
+            ),
         ),
     ],
 )
@@ -167,8 +173,10 @@ SPAD_DEPTH = 256 * 512 // 8  # half of 256 KiB in rows of 8 bytes
         (
             Load.dense(LoadTarget.SPAD_IN, SPAD_DEPTH - 1, 2, 0, 8, 8),
             WS,
-            f"LOAD row + count must not exceed {SPAD_DEPTH} (the spad_in depth of this 8x8 "
-            f"array), not {SPAD_DEPTH + 1}",
+            (
+                f"LOAD row + count must not exceed {SPAD_DEPTH} (the spad_in depth of this 8x8 "
+                f"array), not {SPAD_DEPTH + 1}"
+            ),
         ),
         (
             Load.dense(LoadTarget.SPAD_WT, 0, 1, 0, 8, 9),
@@ -183,8 +191,10 @@ SPAD_DEPTH = 256 * 512 // 8  # half of 256 KiB in rows of 8 bytes
         (
             Load.dense(LoadTarget.SPAD_IN, 0, 3, 2**32 - 8, 4, 4),
             WS,
-            "LOAD accesses external bytes 4294967288..4294967299, outside 0..4294967295; "
-            "check ext and the strides",
+            (
+                "LOAD accesses external bytes 4294967288..4294967299, outside 0..4294967295; "
+                "check ext and the strides"
+            ),
         ),
         (
             Load(LoadTarget.SPAD_IN, 0, 2, 4, row_stride1=-8, length=1, run=1, n_mid=1),
@@ -194,8 +204,10 @@ SPAD_DEPTH = 256 * 512 // 8  # half of 256 KiB in rows of 8 bytes
         (
             Load.dense(LoadTarget.SPAD_IN, 0, 1, 0, 8, 8, flip_sign=True),
             dataclasses.replace(WS, input_width=12),
-            "LOAD flip_sign needs 8-bit operands stored in one byte (input_width 8, "
-            "operand_bytes 1); this array has input_width 12 and operand_bytes 2",
+            (
+                "LOAD flip_sign needs 8-bit operands stored in one byte (input_width 8, "
+                "operand_bytes 1); this array has input_width 12 and operand_bytes 2"
+            ),
         ),
         (Preload(0, 9, 8), WS, "PRELOAD k must not exceed 8 (the array's rows), not 9"),
         (Preload(0, 8, 8), OS, "PRELOAD needs a ws (dataflow ws) array; this array is os"),
@@ -238,8 +250,20 @@ def test_configuration_limits(instr, config: ArrayConfig, message: str) -> None:
 
 
 def test_footprints() -> None:
-    load = Load(LoadTarget.SPAD_IN, 10, 5, 1000, n0=2, row_stride0=3, row_stride1=-100,
-                length=4, run=2, n_mid=2, stride_mid=10, stride_outer=0)  # fmt: skip
+    load = Load(
+        LoadTarget.SPAD_IN,
+        10,
+        5,
+        1000,
+        n0=2,
+        row_stride0=3,
+        row_stride1=-100,
+        length=4,
+        run=2,
+        n_mid=2,
+        stride_mid=10,
+        stride_outer=0,
+    )
     # rows: bases 1000, 1003, 900, 903, 800; element offsets 0, 1, 10, 11
     assert load.footprint(WS) == (
         Access(Memory.SPAD_IN, 10, 14, True),
@@ -261,8 +285,27 @@ def test_footprints() -> None:
         Access(Memory.SPAD_WT, 50, 69, False),
         Access(Memory.ACC, 9, 11, True),
     )
-    pool = Pool(PoolMode.MAX, 6, 8, 4, 5, 3, 3, 2, 2, 1, 1, 2, 3, -128, 127, 0, n0=3,
-                row_stride0=8, row_stride1=100)  # fmt: skip
+    pool = Pool(
+        PoolMode.MAX,
+        6,
+        8,
+        4,
+        5,
+        3,
+        3,
+        2,
+        2,
+        1,
+        1,
+        2,
+        3,
+        -128,
+        127,
+        0,
+        n0=3,
+        row_stride0=8,
+        row_stride1=100,
+    )
     assert pool.footprint(WS) == (
         Access(Memory.SPAD_IN, 6, 25, False),
         Access(Memory.EXTERNAL, 0, 100 + 16 + 8 - 1, True),

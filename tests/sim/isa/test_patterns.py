@@ -1,5 +1,7 @@
 """Address patterns against a brute-force, element-by-element enumeration."""
 
+import itertools
+
 import numpy as np
 import pytest
 from systolic.sim.isa.patterns import (
@@ -60,7 +62,7 @@ def test_segments_cover_exactly_the_element_addresses(seed: int) -> None:
         row_segments_ = segments[r * per_row : (r + 1) * per_row]
         expanded = [s.address + t for s in row_segments_ for t in range(0, s.length, eb)]
         assert expanded == expected[r]
-        for before, after in zip(row_segments_, row_segments_[1:]):  # maximal runs
+        for before, after in itertools.pairwise(row_segments_):  # maximal runs
             assert after.address != before.address + before.length
     low, high = rows.extent(count)
     bases = [row[0] - (elements.offsets(eb)[0]) for row in expected]
