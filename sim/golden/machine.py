@@ -247,7 +247,8 @@ class Machine:
                 if instr.mode is PoolMode.MAX:
                     out[oy * instr.ow + ox] = window.max(axis=0)
                 else:
-                    total = (window - instr.zp_in).sum(axis=0) * instr.multiplier
+                    window_sum = (window - instr.zp_in).sum(axis=0).astype(object)
+                    total = window_sum * instr.multiplier  # exact: Python integers
                     q = round_shift_half_even(total, 31 + instr.shift)
                     out[oy * instr.ow + ox] = (q + instr.zp_out).astype(np.int64)
         self._write_rows(instr, np.clip(out, instr.lo, instr.hi), instr.flip_sign)

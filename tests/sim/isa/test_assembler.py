@@ -2,6 +2,7 @@
 
 import dataclasses
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,6 +29,7 @@ from systolic.sim.isa.instructions import (
     Store,
 )
 from systolic.sim.isa.params import pack_params
+from systolic.sim.isa.patterns import Segment
 from systolic.sim.isa.program import (
     ElementType,
     MemorySegment,
@@ -207,3 +209,11 @@ def test_program_checks() -> None:
             zero_point=(0, 0),
             axis=0,
         )
+
+
+def test_the_documented_listing_parses() -> None:
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "isa.md").read_text()
+    listing = docs.split("back (integers in any Python base")[1].split("```")[1]
+    instructions = parse_text(listing)
+    assert [type(i) for i in instructions] == [Load, Preload, Compute, Halt]
+    assert instructions[0].segments(ArrayConfig())[:2] == [Segment(8, 1), Segment(33, 7)]
