@@ -85,17 +85,18 @@ class Accumulator(wiring.Component):
         No write is in flight: every write taken before this cycle is visible to a read request
         taken in this cycle. Registered; it does not look at `i_write.valid` in the same cycle.
 
-    A `row` at or above `depth` is a caller error: the write lands nowhere or the read returns
-    an unspecified value.
+    A `row` at or above `depth` is a caller error with an unspecified effect (the address may
+    alias another row, or the write may be dropped and the read return anything).
 
     Latency, throughput and backpressure
     ------------------------------------
-    Writes: a write taken in cycle t reads the row's old value in cycle t (RMW read port),
-    computes and writes the new value in cycle t + 1, and the new value is in the memory from
-    cycle t + 2. One write per cycle, sustained; a write to the row written in the previous
-    cycle takes its old value from a bypass register instead of the memory (which would still
-    hold the value before that write), so back-to-back accumulates are exact. Writes two or
-    more cycles apart need no bypass. `o_idle` is low in cycle t + 1 and, if no write was taken
+    Writes: a write taken in cycle t presents its row to the RMW read port in cycle t; in cycle
+    t + 1 it takes the row's old value, computes the new one and writes it, and the memory holds
+    it from cycle t + 2. One write per cycle, sustained, in any pattern of rows. When the write
+    taken in cycle t - 1 was to the same row, the RMW port (not transparent) still shows the
+    value before that write, so the old value comes from a bypass register holding the row
+    written in the previous cycle instead: back-to-back accumulates to one row are exact. Writes
+    two or more cycles apart need no bypass. `o_idle` is low in cycle t + 1 and, if no write was taken
     in cycle t + 1, high again in cycle t + 2.
 
     Reads: a request taken in cycle t is answered in cycle t + 1 (READ_LATENCY); one request per
@@ -111,8 +112,9 @@ class Accumulator(wiring.Component):
     One memory of `depth` x `cols * acc_width` bits with one write port and two synchronous
     read ports (two block RAMs of one write and one read port each, on FPGAs); `cols` adders of
     `acc_width` bits and two `cols * acc_width`-bit 2:1 multiplexers (bypass, accumulate); a
-    `row`-wide comparator; registers: one write stage and one bypass copy of a row (2 x
-    (`cols * acc_width` + row bits + 2)), and the response `valid`.
+    `row`-wide comparator; registers: the write stage and the bypass, each a row, its address
+    and a valid bit (2 x (`cols * acc_width` + row bits + 1) + 1 with `accumulate`), and the
+    response `valid`. Row addresses have max(1, ceil(log2(depth))) bits.
     """
 
     def __init__(self, *, depth: int, cols: int, acc_width: int):
@@ -146,7 +148,7 @@ class Accumulator(wiring.Component):
     def acc_width(self) -> int:
         return self._acc_width
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         row_layout = data.ArrayLayout(signed(self._acc_width), self._cols)
         write_layout = write_payload_layout(self._depth, self._cols, self._acc_width)

@@ -17,15 +17,17 @@ For each network NAME in mlp, lenet, resnet_tiny and dwsep it writes:
 - `NAME_float.onnx`: the float32 network, exported with the TorchScript exporter
   (`dynamo=False`) at opset 13, in eval mode with `TrainingMode.PRESERVE` and no constant
   folding, so BatchNormalization stays a node of its own.
-- `NAME_qdq.onnx`: `onnxruntime.quantization.quantize_static` in QDQ format: weights int8
-  symmetric per output channel, activations uint8 asymmetric (MinMax calibration on 16 seeded
-  random inputs). BatchNormalization is folded into the convolution before quantizing (as
+- `NAME_qdq.onnx`: `onnxruntime.quantization.quantize_static` in QDQ format with the default
+  operator set (QuantizeLinear/DequantizeLinear pairs on every activation, Add and
+  GlobalAveragePool included): weights int8 symmetric per output channel, activations uint8
+  asymmetric (MinMax calibration on 16 seeded random inputs). BatchNormalization is folded into the convolution before quantizing (as
   `quant_pre_process` does), so the quantized forms contain no BatchNormalization.
-- `NAME_qop.onnx`: the same in QOperator format (QLinearConv, QLinearMatMul ...). Only ONNX
-  standard-domain operators are produced: Gemm is rewritten to MatMul + Add first (QGemm would
-  be a com.microsoft operator) and only Conv and MatMul are quantized (QLinearAdd and
-  QLinearGlobalAveragePool are com.microsoft operators too), so Add and GlobalAveragePool run
-  in float between DequantizeLinear and QuantizeLinear.
+- `NAME_qop.onnx`: the same in QOperator format with onnxruntime's default operator set
+  (every operator its quantizer supports), so the files hold what onnxruntime really emits:
+  QLinearConv, com.microsoft QGemm for the Linear layers (kept as Gemm, as the exporter
+  writes them), com.microsoft QLinearAdd for residual connections, com.microsoft
+  QLinearGlobalAveragePool; Relu/Clip are folded into the preceding output range, MaxPool and
+  Flatten run on uint8. Only the graph input is quantized and only the output dequantized.
 - `NAME_inputs.npz`: 4 seeded test inputs under keys `input_0` .. `input_3` (each one batch
   shaped like the graph input).
 - `NAME_FORM_ort.npz`: onnxruntime's output on each of those inputs (`output_0` ..), so the
@@ -382,7 +384,8 @@ def quantize(
     seed: int,
     workdir: pathlib.Path,
 ) -> onnx.ModelProto:
-    """Quantize statically: int8 symmetric per-channel weights, uint8 asymmetric activations."""
+    """Quantize statically with onnxruntime's default operator set (op_types_to_quantize left
+    unset): int8 symmetric per-channel weights, uint8 asymmetric activations."""
     source = workdir / "source.onnx"
     target = workdir / "quantized.onnx"
     onnx.save(model, source)

@@ -11,10 +11,12 @@ Tolerances:
   are of order 0.1 to 1, so atol is a few float32 ulps of the largest output).
 - quantized models whose output is an integer tensor: every element within 1 of the oracle and
   at least 99% of the elements (over all four inputs) exactly equal.
-- quantized models whose output is float (all of ours: the last node is DequantizeLinear, or a
-  float Add of the bias after it): the same rule in units of the scale of the last
-  DequantizeLinear before the output: |ours - oracle| / scale <= 1 (+1e-3 for float rounding
-  of the bias Add), and at least 99% of the elements within half a unit (the same integer).
+- quantized models whose output is float (all of ours: the last node is DequantizeLinear): the
+  same rule in units of the scale of the last DequantizeLinear before the output:
+  |ours - oracle| / scale <= 1 (+1e-3 for float rounding of any float node after it), and at
+  least 99% of the elements within half a unit (the same integer).
+The `_qop` models are onnxruntime's default QOperator output, with com.microsoft QGemm,
+QLinearAdd and QLinearGlobalAveragePool beside QLinearConv.
 """
 
 import pathlib

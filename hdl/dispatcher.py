@@ -1,0 +1,214 @@
+"""The dispatcher: program-order dispatch into per-unit queues, issue gated by range hazards."""
+
+from amaranth.hdl import Array, Cat, Module, Shape, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from .range_overlap import footprint_layout, footprints_conflict
+
+__all__ = ["Dispatcher"]
+
+
+def _index_shape(count: int) -> Shape:
+    return unsigned(max(1, (count - 1).bit_length()))
+
+
+def _check_count(name: str, value: object, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an integer of at least {minimum}, not {value!r}")
+
+
+class Dispatcher(wiring.Component):
+    """Dispatch instructions in program order; issue each once the older ones it conflicts with end.
+
+    Every instruction names its unit and carries a footprint of `ranges` memory ranges. It is
+    accepted into a free entry of the in-flight table and into its unit's queue. At acceptance it
+    records, as a bitmask over table entries (Gemmini's ROB approach), every in-flight
+    instruction of *another* unit whose footprint conflicts with its own (same memory,
+    overlapping inclusive [first, last], at least one of the two a write:
+    `range_overlap.footprints_conflict`). Completions clear their bit in every mask; the head
+    of a unit's queue is offered on `o_issue[u]` when its mask is zero. Instructions of the
+    same unit are never checked against each other: a unit executes its queue in order and its
+    own pipeline keeps same-unit accesses ordered.
+
+    Parameters
+    ----------
+    units : int
+        Number of units (LD = 0, EX = 1, ST = 2 for the accelerator), at least 1.
+    table_entries : int
+        In-flight table entries: instructions accepted and not yet completed, at least 1.
+    queue_depth : int
+        Per-unit queue entries: instructions accepted and not yet issued, at least 1.
+    ranges : int
+        Ranges per footprint, at least 1.
+    addr_width : int
+        Width of `first` and `last`, at least 1.
+    payload_shape : shape-castable
+        The instruction word, passed through to the unit unchanged.
+
+    Members
+    -------
+    i_instr : ``In(stream.Signature(StructLayout({"unit": unit_shape, "ranges":
+    footprint_layout(ranges, addr_width), "payload": payload_shape})))``
+        Instructions in program order. `unit` must be below `units` (another value is never
+        accepted). Unused ranges have `valid` 0.
+    o_issue : ``Out(stream.Signature(StructLayout({"payload": payload_shape, "tag":
+    tag_shape}))).array(units)``
+        Per unit, its instructions in program order with their table entry index `tag`.
+    i_complete : ``In(stream.Signature(tag_shape)).array(units)``
+        Per unit, the tag of an issued instruction that has finished (each tag exactly once).
+        `ready` is always 1 (a stream rather than `always_ready`, which Verilog ports cannot
+        carry as a constant).
+    idle : ``Out(1)``
+        The table is empty: every accepted instruction has completed.
+
+    Latency, throughput and backpressure
+    ------------------------------------
+    All cycles are transfer cycles. An instruction accepted in cycle t occupies a table entry and
+    a queue slot from cycle t + 1 and can be issued in cycle t + 1 at the earliest. It is offered
+    in cycle s > t when it heads its queue (its same-unit predecessor was issued before s) and
+    every recorded instruction's completion was transferred before s; so a completion in cycle c
+    lets a dependant issue in cycle c + 1, and an instruction accepted in the same cycle as the
+    completion of an instruction it conflicts with does not wait for it. A completion in cycle c
+    frees the entry for an acceptance in cycle c + 1; an issue in cycle s frees the queue slot for
+    an acceptance in cycle s + 1. At most one acceptance per cycle and one issue per unit per
+    cycle. `i_instr.ready` is high when, at the start of the cycle, the table has a free entry and
+    the queue of `i_instr.payload.unit` has a free slot; it depends combinationally on that field
+    only. `o_issue[u].valid` and `idle` come from registers (through muxes); `i_complete` is
+    always ready. Free entries are allocated lowest index first.
+
+    Cost (N entries, R ranges, A = addr_width)
+    ------------------------------------------
+    Registers: N * (1 + unit bits + R * (2A + 5) + N) for the table, plus one SyncFIFO of
+    queue_depth x (payload + tag) bits per unit. Logic: N * R * R range comparisons (2 A-bit
+    magnitude comparators each). Critical path: `i_instr` footprint -> A-bit comparator ->
+    OR of R * R terms -> mask register; issue side: queue head tag -> N:1 mux of the
+    per-entry "mask is zero" bits.
+    """
+
+    def __init__(self, *, units: int = 3, table_entries: int = 16, queue_depth: int = 4,
+                 ranges: int = 3, addr_width: int = 32, payload_shape):
+        _check_count("units", units, 1)
+        _check_count("table_entries", table_entries, 1)
+        _check_count("queue_depth", queue_depth, 1)
+        _check_count("ranges", ranges, 1)
+        _check_count("addr_width", addr_width, 1)
+        try:
+            Shape.cast(payload_shape)
+        except TypeError:
+            raise ValueError(
+                f"payload_shape must be a shape (a width or a layout), not {payload_shape!r}"
+            ) from None
+        self._units = units
+        self._table_entries = table_entries
+        self._queue_depth = queue_depth
+        self._ranges = ranges
+        self._addr_width = addr_width
+        self.tag_shape = _index_shape(table_entries)
+        self.footprint_layout = footprint_layout(ranges, addr_width)
+        self.instr_layout = data.StructLayout({
+            "unit": _index_shape(units),
+            "ranges": self.footprint_layout,
+            "payload": payload_shape,
+        })
+        self.issue_layout = data.StructLayout({"payload": payload_shape, "tag": self.tag_shape})
+        super().__init__({
+            "i_instr": In(stream.Signature(self.instr_layout)),
+            "o_issue": Out(stream.Signature(self.issue_layout)).array(units),
+            "i_complete": In(stream.Signature(self.tag_shape)).array(units),
+            "idle": Out(1),
+        })
+
+    @property
+    def units(self) -> int:
+        return self._units
+
+    @property
+    def table_entries(self) -> int:
+        return self._table_entries
+
+    @property
+    def queue_depth(self) -> int:
+        return self._queue_depth
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._table_entries
+        new = self.i_instr.payload
+
+        valid = Signal(n)
+        entry_unit = [Signal(self.instr_layout["unit"].shape, name=f"unit{e}") for e in range(n)]
+        entry_ranges = [Signal(self.footprint_layout, name=f"ranges{e}") for e in range(n)]
+        entry_waits = [Signal(n, name=f"waits{e}") for e in range(n)]
+
+        # Entries whose completion is transferred this cycle.
+        completing = Signal(n)
+        for e in range(n):
+            m.d.comb += completing[e].eq(
+                Cat(c.valid & (c.payload == e) for c in self.i_complete).any()
+            )
+
+        # The lowest free entry.
+        alloc = Signal(self.tag_shape)
+        for e in reversed(range(n)):
+            with m.If(~valid[e]):
+                m.d.comb += alloc.eq(e)
+
+        queues = []
+        for u in range(self._units):
+            queue = SyncFIFO(width=self.issue_layout.size, depth=self._queue_depth)
+            m.submodules[f"queue{u}"] = queue
+            queues.append(queue)
+
+        queue_ready = Signal()
+        for u, queue in enumerate(queues):
+            with m.If(new.unit == u):
+                m.d.comb += queue_ready.eq(queue.w_rdy)
+        accept = Signal()
+        m.d.comb += [
+            self.i_instr.ready.eq(~valid.all() & queue_ready),
+            accept.eq(self.i_instr.valid & self.i_instr.ready),
+            self.idle.eq(~valid.any()),
+        ]
+        for complete in self.i_complete:
+            m.d.comb += complete.ready.eq(1)
+
+        # Hazards of the incoming instruction against in-flight entries of other units.
+        waits = Signal(n)
+        for e in range(n):
+            m.d.comb += waits[e].eq(
+                valid[e] & ~completing[e] & (entry_unit[e] != new.unit)
+                & footprints_conflict(new.ranges, entry_ranges[e])
+            )
+
+        allocated = Signal(n)
+        m.d.comb += allocated.eq(accept << alloc)
+        m.d.sync += valid.eq((valid & ~completing) | allocated)
+        for e in range(n):
+            with m.If(allocated[e]):
+                m.d.sync += [
+                    entry_unit[e].eq(new.unit),
+                    entry_ranges[e].eq(new.ranges),
+                    entry_waits[e].eq(waits),
+                ]
+            with m.Else():
+                m.d.sync += entry_waits[e].eq(entry_waits[e] & ~completing)
+
+        entry_free_to_go = Array(Signal(name=f"go{e}") for e in range(n))
+        for e in range(n):
+            m.d.comb += entry_free_to_go[e].eq(entry_waits[e] == 0)
+
+        queued = Signal(self.issue_layout)
+        m.d.comb += [queued.payload.eq(new.payload), queued.tag.eq(alloc)]
+        for u, queue in enumerate(queues):
+            issue = self.o_issue[u]
+            head = data.View(self.issue_layout, queue.r_data)
+            m.d.comb += [
+                queue.w_data.eq(queued.as_value()),
+                queue.w_en.eq(accept & (new.unit == u)),
+                issue.payload.eq(head),
+                issue.valid.eq(queue.r_rdy & entry_free_to_go[head.tag]),
+                queue.r_en.eq(issue.valid & issue.ready),
+            ]
+        return m
