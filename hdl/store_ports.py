@@ -15,7 +15,6 @@ __all__ = [
     "memory_read_signature",
     "params_row_layout",
     "write_beat_layout",
-    "write_channel_signature",
 ]
 
 PARAMS_SHIFT_WIDTH = 8
@@ -52,7 +51,3 @@ def write_beat_layout(bus_bytes: int) -> data.StructLayout:
         "strobe": unsigned(bus_bytes),
     })
 
-
-def write_channel_signature(bus_bytes: int) -> wiring.Signature:
-    """Return the external memory write channel as its master sees it (a stream of beats)."""
-    return wiring.Signature({"beat": Out(stream.Signature(write_beat_layout(bus_bytes)))})

@@ -1,0 +1,173 @@
+"""`VectorUnit`: reduces groups of rows (POOL's windows, ADD's operand pairs) to int8 rows."""
+
+from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .round_shift import round_shift_parts
+
+__all__ = ["LATENCY", "MAX", "SCALED_SUM", "VectorUnit", "element_layout"]
+
+LATENCY = 5
+"""Cycles from a group's last element transfer on `i_elem` to its row's `o_row.valid`."""
+
+MAX, SCALED_SUM = 0, 1
+"""Values of `mode`."""
+
+_COUNT_BITS = 32  # a group holds fewer than 2**32 elements (POOL: kh * kw <= (2**16 - 1)**2)
+
+
+def element_layout(input_width: int, lanes: int) -> data.StructLayout:
+    """Return one input element: a row of `lanes` operands, `sel` and the group flags."""
+    return data.StructLayout({
+        "data": data.ArrayLayout(signed(input_width), lanes),
+        "sel": 1,
+        "first": 1,
+        "last": 1,
+    })
+
+
+class VectorUnit(wiring.Component):
+    """Reduce each group of input rows lane by lane to one signed `out_width`-bit row.
+
+    A group is the rows from one with `first` to the next with `last` (one row may be both).
+    Per lane, with `x` an input element and `sel` its multiplier select::
+
+        MAX:         y = clamp(max over the group of x, lo, hi)
+        SCALED_SUM:  t = sum over the group of (x - zero_in[sel]) * multiplier[sel]   exact
+                     y = clamp(round_half_to_even(t / 2**(31 + shift)) + zero_out, lo, hi)
+
+    POOL MAX is MAX; POOL AVG is SCALED_SUM with every `sel` 0 (the window's elements); ADD is
+    SCALED_SUM over a two-row group, a (`sel` 0) then b (`sel` 1). Bit-exact with
+    `systolic.sim.golden.machine` (docs/numeric-contract.md, "Pooling", "Element-wise add").
+
+    Parameters
+    ----------
+    lanes : int
+        Elements per row, at least 1.
+    input_width : int
+        Width of the signed inputs, at least 2.
+    out_width : int
+        Width of the signed outputs, at least 2 (8).
+
+    Members
+    -------
+    i_elem : ``In(stream.Signature(element_layout(input_width, lanes)))``
+    o_row : ``Out(stream.Signature(ArrayLayout(signed(out_width), lanes)))``
+        One row per group, in order.
+    mode : ``In(1)``
+        MAX (0) or SCALED_SUM (1).
+    multiplier : ``In(ArrayLayout(signed(32), 2))``
+    zero_in : ``In(ArrayLayout(signed(8), 2))``
+        Per `sel`: the multiplier and the input zero point (SCALED_SUM).
+    shift : ``In(signed(6))``
+        s in -31..31: the exact sum is shifted right by 31 + s with ties to even.
+    zero_out, lo, hi : ``In(signed(out_width))``
+        Output zero point (SCALED_SUM only) and clamp bounds, lo <= hi.
+
+    The parameters are read combinationally by the stage that needs them: hold them from a
+    group's first element until its row has left `o_row`.
+
+    Latency, throughput and backpressure
+    ------------------------------------
+    One element per cycle. Five stages: (1) x - zero_in, (2) product, (3) group sum or max,
+    (4) rounding shift with the floor saturated to out_width + 2 bits, (5) zero point and
+    clamp. A group whose last element transfers in cycle t has its row valid on `o_row` in
+    cycle t + LATENCY (5). The whole pipeline holds while `o_row` has an untaken row:
+    `i_elem.ready = ~o_row.valid | o_row.ready`.
+
+    Cost per lane
+    -------------
+    An (input_width + 1)-bit subtractor, a signed (input_width + 1) x 32 multiplier, an
+    (input_width + 65)-bit accumulator (adder, comparator for the max), a rounding shifter of
+    that width (round_shift_parts) and two (out_width + 3)-bit adders with four comparators.
+    """
+
+    def __init__(self, *, lanes: int, input_width: int = 8, out_width: int = 8):
+        if not isinstance(lanes, int) or lanes < 1:
+            raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
+        if not isinstance(input_width, int) or input_width < 2:
+            raise ValueError(f"input_width must be an integer of at least 2, not {input_width!r}")
+        if not isinstance(out_width, int) or out_width < 2:
+            raise ValueError(f"out_width must be an integer of at least 2, not {out_width!r}")
+        self._lanes, self._input_width, self._out_width = lanes, input_width, out_width
+        super().__init__({
+            "i_elem": In(stream.Signature(element_layout(input_width, lanes))),
+            "o_row": Out(stream.Signature(data.ArrayLayout(signed(out_width), lanes))),
+            "mode": In(1),
+            "multiplier": In(data.ArrayLayout(signed(32), 2)),
+            "zero_in": In(data.ArrayLayout(signed(8), 2)),
+            "shift": In(signed(6)),
+            "zero_out": In(signed(out_width)),
+            "lo": In(signed(out_width)),
+            "hi": In(signed(out_width)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes, iw, ow = self._lanes, self._input_width, self._out_width
+        diff_width = max(iw, 8) + 1
+        product_width = diff_width + 32
+        sum_width = product_width + _COUNT_BITS
+        floor_max, floor_min = 2**ow - 1, -(2**ow) - 1
+
+        def lanes_of(width):
+            return data.ArrayLayout(signed(width), lanes)
+
+        s1 = Signal(data.StructLayout({"x": lanes_of(iw), "d": lanes_of(diff_width),
+                                       "sel": 1, "first": 1, "last": 1}))
+        s2 = Signal(data.StructLayout({"x": lanes_of(iw), "p": lanes_of(product_width),
+                                       "first": 1, "last": 1}))
+        running = Signal(lanes_of(sum_width))
+        s3 = Signal(lanes_of(sum_width))
+        s4 = Signal(data.StructLayout({"floor": lanes_of(ow + 2), "round_up": data.ArrayLayout(1, lanes)}))
+        valid = [Signal(name=f"valid{k}") for k in range(1, LATENCY + 1)]
+
+        advance = Signal()
+        m.d.comb += [
+            advance.eq(~valid[-1] | self.o_row.ready),
+            self.i_elem.ready.eq(advance),
+            self.o_row.valid.eq(valid[-1]),
+        ]
+        elem = self.i_elem.payload
+        total = [Signal(signed(sum_width), name=f"total{i}") for i in range(lanes)]
+        for i in range(lanes):
+            previous = Mux(s2.first, 0, running[i])
+            larger = Mux(s2.first | (s2.x[i] > running[i]), s2.x[i], running[i])
+            m.d.comb += total[i].eq(Mux(self.mode == MAX, larger, previous + s2.p[i]))
+
+        with m.If(advance):
+            m.d.sync += [
+                valid[0].eq(self.i_elem.valid),
+                valid[1].eq(valid[0]),
+                valid[2].eq(valid[1] & s2.last),
+                valid[3].eq(valid[2]),
+                valid[4].eq(valid[3]),
+                s1.sel.eq(elem.sel), s1.first.eq(elem.first), s1.last.eq(elem.last),
+                s2.first.eq(s1.first), s2.last.eq(s1.last),
+            ]
+            zero_in = self.zero_in[elem.sel]
+            multiplier = self.multiplier[s1.sel]
+            amount = (self.shift + 31).as_unsigned()[:6]
+            for i in range(lanes):
+                m.d.sync += [
+                    s1.x[i].eq(elem.data[i]),
+                    s1.d[i].eq(elem.data[i] - zero_in),
+                    s2.x[i].eq(s1.x[i]),
+                    s2.p[i].eq(s1.d[i] * multiplier),
+                ]
+                with m.If(valid[1]):
+                    m.d.sync += running[i].eq(total[i])
+                m.d.sync += s3[i].eq(total[i])
+                floor, round_up = round_shift_parts(s3[i], amount)
+                chosen = Mux(self.mode == MAX, s3[i], floor)
+                raised = Mux(chosen < floor_min, floor_min, chosen)
+                m.d.sync += [
+                    s4.floor[i].eq(Mux(raised > floor_max, floor_max, raised)),
+                    s4.round_up[i].eq(Mux(self.mode == MAX, 0, round_up)),
+                ]
+                offset = s4.floor[i] + s4.round_up[i] + \
+                    Mux(self.mode == MAX, 0, self.zero_out)
+                low = Mux(offset < self.lo, self.lo, offset)
+                m.d.sync += self.o_row.payload[i].eq(Mux(low > self.hi, self.hi, low))
+        return m
