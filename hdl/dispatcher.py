@@ -168,7 +168,7 @@ class Dispatcher(wiring.Component):
         accept = Signal()
         m.d.comb += [
             self.i_instr.ready.eq(~valid.all() & queue_ready),
-            accept.eq(self.i_instr.valid & self.i_instr.ready & 1),
+            accept.eq(self.i_instr.valid & self.i_instr.ready),
             self.idle.eq(~valid.any()),
         ]
         for complete in self.i_complete:

@@ -79,7 +79,7 @@ def read_external_data(
             "next to the model"
         )
     with open(path, "rb") as handle:
-        handle.seek(offset)
+        handle.seek(offset or 0)
         data = handle.read(expected)
     if len(data) != expected:
         raise ModelError(

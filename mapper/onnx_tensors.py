@@ -183,8 +183,10 @@ def _from_fields(
     else:
         raw_values = np.array(list(stored), dtype=np.int64)
     if dtype == DataType.BOOL:
-        return (raw_values != 0).reshape(shape)
-    return raw_values.astype(dtype.numpy).reshape(shape)
+        flags: np.ndarray = (raw_values != 0).reshape(shape)
+        return flags
+    converted: np.ndarray = raw_values.astype(dtype.numpy).reshape(shape)
+    return converted
 
 
 def _decode_utf8(item: bytes, where: str) -> str | bytes:

@@ -85,7 +85,7 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     return multiplier, shift
 
 
-def round_shift_half_even(value: np.ndarray, right_shift: np.ndarray) -> np.ndarray:
+def round_shift_half_even(value: np.ndarray, right_shift: np.ndarray | int) -> np.ndarray:
     """Return round_half_to_even(value / 2**right_shift) elementwise, exactly.
 
     `value` and `right_shift` are integer arrays (any dtype, object arrays of Python ints

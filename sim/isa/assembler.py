@@ -67,10 +67,10 @@ def assemble(program: Program) -> ProgramProto:
     for tensor in program.tensors:
         placed = TensorPlacementProto(
             name=tensor.name,
-            role=TensorPlacementProto.Role.Value(tensor.role.name),
+            role=tensor.role.name,
             address=tensor.address,
             shape=tensor.shape,
-            dtype=TensorPlacementProto.ElementType.Value(tensor.dtype.name),
+            dtype=tensor.dtype.name,
             strides=tensor.strides,
             scale=tensor.scale,
             zero_point=tensor.zero_point,

@@ -76,7 +76,7 @@ def ints_attr(op: Op, name: str) -> tuple[int, ...] | None:
         isinstance(v, int) and not isinstance(v, bool) for v in value
     ):
         raise op.error(f"attribute {name!r} must be a list of integers (type INTS), got {value!r}")
-    return tuple(int(v) for v in value)
+    return tuple(v for v in value if isinstance(v, int))
 
 
 def normalize_axis(op: Op, axis: int, rank: int, what: str = "axis") -> int:
