@@ -1,0 +1,302 @@
+"""`StoreUnit`: executes STORE, COPY, POOL and ADD, writing their rows to external memory."""
+
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from ..config import ArrayConfig
+from ..sim.isa.fields import INSTRUCTION_BITS
+from ..sim.isa.instructions import Add, Copy, Pool, Store
+from ..sim.isa.memories import PARAMS_DEPTH, Memory, depth
+from .accumulator import read_signature
+from .output_stage import OutputStage
+from .row_writer import RowWriter
+from .store_decode import field
+from .store_ports import memory_read_signature, params_row_layout, write_beat_layout
+from .vector_unit import SCALED_SUM, VectorUnit
+
+__all__ = ["TAG_WIDTH", "StoreUnit", "instruction_layout"]
+
+TAG_WIDTH = 4
+"""Width of an instruction's tag (its in-flight table entry)."""
+
+
+def instruction_layout() -> data.StructLayout:
+    """Return an issued instruction: the 512-bit word `payload` and its `tag`."""
+    return data.StructLayout({"payload": unsigned(INSTRUCTION_BITS), "tag": unsigned(TAG_WIDTH)})
+
+
+def _pick(options, default):
+    """Return a Mux chain: the value of the first (condition, value) pair whose condition holds."""
+    result = default
+    for condition, value in reversed(options):
+        result = Mux(condition, value, result)
+    return result
+
+
+class StoreUnit(wiring.Component):
+    """The ST unit: STORE (output stage), COPY, POOL and ADD (vector unit), one at a time.
+
+    Every instruction reads its source rows (STORE: `acc` rows and one `params` row; COPY,
+    POOL, ADD: `spad_in` rows through read port 1), turns them into output rows and writes
+    row i as `n` (STORE) or `lanes` elements of `operand_bytes` bytes at the row pattern's
+    `row_base(i)`, in aligned beats with byte strobes (`RowWriter`). Results are bit-exact with
+    `systolic.sim.golden.machine`; durations are `systolic.sim.timing.store_timing.duration`.
+
+    Parameters
+    ----------
+    config : ArrayConfig
+    fifo_depth : int
+        Output rows buffered between the datapath and the writer (at least 8, so the writer
+        never waits for the pipeline once it has started).
+
+    Members
+    -------
+    i_instr : ``In(stream.Signature(instruction_layout()))``
+        Instructions in program order; `ready` only while idle (an instruction is taken in
+        the cycle after the previous one completed, or later).
+    o_complete : ``Out(stream.Signature(unsigned(4)))``
+        The tag of the instruction that completed: every byte it writes has been transferred
+        on `o_write`. Held until taken; the next instruction is taken after that.
+    acc_read : ``Out(accumulator.read_signature(acc_depth, cols, acc_width))``
+        Accumulator rows (STORE); `resp.ready` is always 1.
+    spad_read : ``Out(memory_read_signature(depth(spad_in), ArrayLayout(signed(input_width),
+    dim)))``
+        spad_in read port 1 (COPY, POOL, ADD); data in the cycle after `en`.
+    params_read : ``Out(memory_read_signature(512, params_row_layout(cols)))``
+        Params rows (STORE); data in the cycle after `en`.
+    o_write : ``Out(stream.Signature(write_beat_layout(bus_bytes)))``
+        External memory write channel: aligned beats {addr, data, strobe}.
+    busy : ``Out(1)``
+        An instruction has been taken and has not completed.
+
+    Latency, throughput and backpressure
+    ------------------------------------
+    Reads are issued one element per cycle (STORE, COPY: one row per cycle; ADD: two cycles
+    per row; POOL: one window element per cycle, windows back to back) while fewer than
+    `fifo_depth` finished rows wait for the writer; the writer sends one beat per cycle, rows
+    back to back. Datapath latency from a row's last read: COPY 1, STORE 5, POOL/ADD 6 cycles.
+    `o_write` may stall: the unit then holds its reads and nothing is lost (the duration
+    formula assumes an always-ready write channel and `o_complete` taken at once).
+    """
+
+    def __init__(self, config: ArrayConfig, *, fifo_depth: int = 8):
+        if not isinstance(config, ArrayConfig):
+            raise TypeError(f"config must be an ArrayConfig, not {config!r}")
+        if not isinstance(fifo_depth, int) or fifo_depth < 8:
+            raise ValueError(f"fifo_depth must be an integer of at least 8, not {fifo_depth!r}")
+        if config.operand_bytes > 2:
+            raise ValueError(f"operand_bytes must be 1 or 2, not {config.operand_bytes}")
+        self._config, self._fifo_depth = config, fifo_depth
+        super().__init__({
+            "i_instr": In(stream.Signature(instruction_layout())),
+            "o_complete": Out(stream.Signature(unsigned(TAG_WIDTH))),
+            "acc_read": Out(read_signature(config.acc_depth, config.cols, config.acc_width)),
+            "spad_read": Out(memory_read_signature(
+                depth(config, Memory.SPAD_IN),
+                data.ArrayLayout(signed(config.input_width), config.dim))),
+            "params_read": Out(memory_read_signature(PARAMS_DEPTH, params_row_layout(config.cols))),
+            "o_write": Out(stream.Signature(write_beat_layout(config.bus_bytes))),
+            "busy": Out(1),
+        })
+
+    @property
+    def config(self) -> ArrayConfig:
+        return self._config
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        dim, cols, ob = cfg.dim, cfg.cols, cfg.operand_bytes
+        element = signed(8 * ob)
+        row_layout = data.ArrayLayout(element, dim)
+
+        m.submodules.stage = stage = OutputStage(cols=cols, acc_width=cfg.acc_width)
+        m.submodules.vector = vector = VectorUnit(lanes=dim, input_width=cfg.input_width)
+        m.submodules.writer = writer = RowWriter(elements=dim, element_bytes=ob,
+                                                 bus_bytes=cfg.bus_bytes)
+        m.submodules.fifo = fifo = SyncFIFO(width=row_layout.size, depth=self._fifo_depth)
+
+        word = Signal(INSTRUCTION_BITS)
+        tag = Signal(TAG_WIDTH)
+        opcode = word[:8]
+        kind = {cls: Signal(name=f"is_{cls.MNEMONIC.lower()}") for cls in (Store, Copy, Pool, Add)}
+        m.d.comb += [flag.eq(opcode == cls.OPCODE) for cls, flag in kind.items()]
+        is_store, is_copy, is_pool, is_add = (kind[c] for c in (Store, Copy, Pool, Add))
+        classes = (Store, Copy, Pool, Add)
+
+        def common(name, among=classes):
+            """Return field `name` of whichever of the classes `among` the instruction is."""
+            return _pick([(kind[c], field(word, c, name)) for c in among[:-1]],
+                         field(word, among[-1], name))
+
+        # -- control ---------------------------------------------------------------------------
+        running = Signal()
+        first_cycle = Signal()
+        done = Signal()
+        accept = self.i_instr.valid & self.i_instr.ready
+        m.d.comb += [
+            self.i_instr.ready.eq(~running & ~done),
+            self.o_complete.valid.eq(done),
+            self.o_complete.payload.eq(tag),
+            self.busy.eq(running | done),
+        ]
+        m.d.sync += first_cycle.eq(accept)
+        with m.If(accept):
+            m.d.sync += [word.eq(self.i_instr.payload.payload), tag.eq(self.i_instr.payload.tag),
+                         running.eq(1)]
+        with m.If(self.o_complete.valid & self.o_complete.ready):
+            m.d.sync += done.eq(0)
+
+        # STORE's params row: read while idle, captured in the first cycle of the instruction.
+        params = Signal(params_row_layout(cols))
+        incoming = self.i_instr.payload.payload
+        m.d.comb += [
+            self.params_read.addr.eq(field(incoming, Store, "param_row")),
+            self.params_read.en.eq(accept),
+        ]
+        with m.If(first_cycle):
+            m.d.sync += params.eq(self.params_read.data)
+
+        # -- issue: one element read per cycle -------------------------------------------------
+        pool = {name: field(word, Pool, name) for name in (
+            "h", "w", "kh", "kw", "sh", "sw", "pad_top", "pad_left", "oh", "ow", "in_row")}
+        total = Mux(is_pool, pool["oh"] * pool["ow"], common("m", (Store, Copy, Add)))
+        row_index = Signal(32)
+        issued_all = Signal()
+        pending = Signal(range(self._fifo_depth + 1))
+        phase = Signal()  # ADD: 0 reads a, 1 reads b
+        oy, ox = Signal(16), Signal(16)
+        y0, x0 = Signal(signed(20)), Signal(signed(20))
+        y, x = Signal(16), Signal(16)
+        ys = Mux(y0 < 0, 0, y0)
+        xs = Mux(x0 < 0, 0, x0)
+        ye = Mux(y0 + pool["kh"] > pool["h"], pool["h"], y0 + pool["kh"])
+        xe = Mux(x0 + pool["kw"] > pool["w"], pool["w"], x0 + pool["kw"])
+        x_last = x + 1 == xe
+        y_last = y + 1 == ye
+
+        issue = Signal()
+        issue_last = Signal()
+        m.d.comb += [
+            issue.eq(running & ~issued_all & (pending < self._fifo_depth)),
+            issue_last.eq(_pick([(is_add, phase), (is_pool, x_last & y_last)], 1)),
+        ]
+        spad_addr = _pick([
+            (is_copy, field(word, Copy, "in_row") + row_index),
+            (is_add, Mux(phase, field(word, Add, "b_row"), field(word, Add, "a_row"))
+             + row_index),
+        ], pool["in_row"] + y * pool["w"] + x)
+        m.d.comb += [
+            self.acc_read.req.valid.eq(issue & is_store),
+            self.acc_read.req.payload.row.eq(field(word, Store, "acc_row") + row_index),
+            self.acc_read.resp.ready.eq(1),
+            self.spad_read.en.eq(issue & ~is_store),
+            self.spad_read.addr.eq(spad_addr),
+        ]
+
+        # Window walk of POOL (fields read from the incoming word to start in the first cycle).
+        start_y0 = -field(incoming, Pool, "pad_top")
+        start_x0 = -field(incoming, Pool, "pad_left")
+        with m.If(accept):
+            m.d.sync += [row_index.eq(0), issued_all.eq(0), phase.eq(0), oy.eq(0), ox.eq(0),
+                         y0.eq(start_y0), x0.eq(start_x0),
+                         y.eq(Mux(start_y0 < 0, 0, start_y0)),
+                         x.eq(Mux(start_x0 < 0, 0, start_x0))]
+        with m.If(issue):
+            m.d.sync += phase.eq(~phase)
+            with m.If(issue_last):
+                m.d.sync += row_index.eq(row_index + 1)
+                with m.If(row_index + 1 == total):
+                    m.d.sync += issued_all.eq(1)
+            with m.If(~x_last):
+                m.d.sync += x.eq(x + 1)
+            with m.Elif(~y_last):
+                m.d.sync += [y.eq(y + 1), x.eq(xs)]
+            with m.Else():
+                next_y0 = Mux(ox + 1 < pool["ow"], y0, y0 + pool["sh"])
+                next_x0 = Mux(ox + 1 < pool["ow"], x0 + pool["sw"], -pool["pad_left"])
+                m.d.sync += [
+                    ox.eq(Mux(ox + 1 < pool["ow"], ox + 1, 0)),
+                    oy.eq(Mux(ox + 1 < pool["ow"], oy, oy + 1)),
+                    y0.eq(next_y0), x0.eq(next_x0),
+                    y.eq(Mux(next_y0 < 0, 0, next_y0)), x.eq(Mux(next_x0 < 0, 0, next_x0)),
+                ]
+
+        # -- datapath ----------------------------------------------------------------------------
+        read_valid = Signal()
+        read_flags = Signal(data.StructLayout({"sel": 1, "first": 1, "last": 1}))
+        m.d.sync += [
+            read_valid.eq(issue & ~is_store),
+            read_flags.sel.eq(is_add & phase),
+            read_flags.first.eq(Mux(is_add, ~phase, (y == ys) & (x == xs))),
+            read_flags.last.eq(issue_last),
+        ]
+        m.d.comb += [
+            stage.i_acc.valid.eq(self.acc_read.resp.valid),
+            stage.i_acc.payload.data.eq(self.acc_read.resp.payload.data),
+            stage.bias.eq(params.bias),
+            stage.multiplier.eq(params.multiplier),
+            stage.zero_point.eq(field(word, Store, "zero_point")),
+            stage.lo.eq(field(word, Store, "lo")),
+            stage.hi.eq(field(word, Store, "hi")),
+            stage.o_q.ready.eq(1),
+        ]
+        m.d.comb += [stage.shift[i].eq(params.shift[i][:6].as_signed())
+                     for i in range(cols)]
+
+        m.d.comb += [
+            vector.i_elem.valid.eq(read_valid & (is_pool | is_add)),
+            vector.i_elem.payload.data.eq(self.spad_read.data),
+            vector.i_elem.payload.sel.eq(read_flags.sel),
+            vector.i_elem.payload.first.eq(read_flags.first),
+            vector.i_elem.payload.last.eq(read_flags.last),
+            vector.o_row.ready.eq(1),
+            vector.mode.eq(Mux(is_add, SCALED_SUM, field(word, Pool, "mode"))),
+            vector.multiplier[0].eq(Mux(is_add, field(word, Add, "multiplier_a"),
+                                        field(word, Pool, "multiplier"))),
+            vector.multiplier[1].eq(field(word, Add, "multiplier_b")),
+            vector.zero_in[0].eq(Mux(is_add, field(word, Add, "zp_a"), field(word, Pool, "zp_in"))),
+            vector.zero_in[1].eq(field(word, Add, "zp_b")),
+            vector.shift.eq(Mux(is_add, field(word, Add, "shift"), field(word, Pool, "shift"))),
+            vector.zero_out.eq(Mux(is_add, field(word, Add, "zp_out"), field(word, Pool, "zp_out"))),
+            vector.lo.eq(Mux(is_add, field(word, Add, "lo"), field(word, Pool, "lo"))),
+            vector.hi.eq(Mux(is_add, field(word, Add, "hi"), field(word, Pool, "hi"))),
+        ]
+
+        row = Signal(row_layout)
+        for i in range(dim):
+            stored = stage.o_q.payload.data[i] if i < cols else 0
+            m.d.comb += row[i].eq(_pick([
+                (is_store, stored), (is_copy, self.spad_read.data[i])], vector.o_row.payload[i]))
+        m.d.comb += [
+            fifo.w_en.eq(stage.o_q.valid | vector.o_row.valid | (read_valid & is_copy)),
+            fifo.w_data.eq(row),
+            writer.i_row.valid.eq(fifo.r_rdy),
+            writer.i_row.payload.eq(fifo.r_data),
+            fifo.r_en.eq(writer.i_row.ready),
+        ]
+        pop = fifo.r_rdy & fifo.r_en
+        m.d.sync += pending.eq(pending + (issue & issue_last) - pop)
+
+        # -- writer ------------------------------------------------------------------------------
+        m.d.comb += [
+            writer.start.eq(first_cycle),
+            writer.ext.eq(common("ext")),
+            writer.n0.eq(common("n0")),
+            writer.stride0.eq(common("row_stride0")),
+            writer.stride1.eq(common("row_stride1")),
+            writer.row_bytes.eq(Mux(is_store, field(word, Store, "n"),
+                                     common("lanes", (Copy, Pool, Add))) * ob),
+            writer.flip.eq(common("flip_sign")),
+        ]
+        wiring.connect(m, wiring.flipped(self.o_write), writer.o_write)
+        written = Signal(32)
+        with m.If(accept):
+            m.d.sync += written.eq(0)
+        with m.Elif(writer.row_done):
+            m.d.sync += written.eq(written + 1)
+            with m.If(written + 1 == total):
+                m.d.sync += [running.eq(0), done.eq(1)]
+        return m
