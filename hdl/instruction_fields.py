@@ -16,7 +16,6 @@ instruction with a strobe of `COMPLETION_LAYOUT` ({tag}).
 
 from amaranth.hdl import Shape, signed, unsigned
 from amaranth.lib import data, stream
-
 from systolic.sim.isa.fields import INSTRUCTION_BITS, OPCODE_BITS
 from systolic.sim.isa.instructions import Instruction
 

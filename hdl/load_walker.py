@@ -72,6 +72,9 @@ class SegmentWalker(wiring.Component):
         Aligned read requests. Backpressure holds the walker.
     o_beat : Out(stream {place, meta}), always ready
         The placement and meta of the request issued in this cycle (valid = request taken).
+    o_almost_idle : Out(1)
+        At most one request of the walker's jobs is left after this cycle (none pending in
+        `i_job`): a job offered in the next cycle issues right after them, with no gap.
 
     Latency: a job taken in cycle t (walker idle) requests its first beat in cycle t + 1.
     """
@@ -87,11 +90,12 @@ class SegmentWalker(wiring.Component):
                 "place": placement_layout(bus_bytes, row_bytes),
                 "meta": meta_layout(row_width),
             }), always_ready=True)),
+            "o_almost_idle": Out(1),
         })
 
     def _next(self, m: Module, pos: data.View, k: data.View) -> tuple[dict, data.View, Signal]:
         """Return the segment starting at `pos`, the position after it and 'ends the row'."""
-        cnt_width, length_width, row_width = self.widths
+        cnt_width, length_width, _row_width = self.widths
         rest = Signal(length_width)
         m.d.comb += rest.eq(k.length - pos.done)
         last_j = pos.j_left == 1
@@ -157,7 +161,7 @@ class SegmentWalker(wiring.Component):
     def elaborate(self, platform: object) -> Module:
         """Build the job registers, the segment step and the beat counter."""
         m = Module()
-        cnt_width, length_width, row_width = self.widths
+        _cnt_width, _length_width, row_width = self.widths
         job = self.i_job.payload
         consts = Signal(consts_layout(*self.widths))
         pos = Signal(position_layout(*self.widths))
@@ -203,6 +207,13 @@ class SegmentWalker(wiring.Component):
                 ]
             with m.If(starting):
                 m.d.sync += consts.eq(job.consts)
+
+        single_last = ends_row & (src_pos.rows_left == 1) & (segment["beats_left"] == 0)
+        m.d.comb += self.o_almost_idle.eq(~self.i_job.valid & Mux(
+            more,
+            need & single_last,
+            ~seg_valid | final_beat | ((beats_left == 1) & issue),
+        ))
 
         shift = (self.bus_bytes - 1).bit_length()
         beat_out = self.o_beat.payload

@@ -6,7 +6,7 @@ ports. A memory read port follows `amaranth.lib.memory` semantics: an address pr
 """
 
 from amaranth.hdl import signed, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 

@@ -1,6 +1,6 @@
 """`StoreUnit`: executes STORE, COPY, POOL and ADD, writing their rows to external memory."""
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -10,21 +10,24 @@ from ..sim.isa.fields import INSTRUCTION_BITS
 from ..sim.isa.instructions import Add, Copy, Pool, Store
 from ..sim.isa.memories import PARAMS_DEPTH, Memory, depth
 from .accumulator import read_signature
+from .instruction_fields import (
+    TAG_WIDTH,
+    completion_signature,
+    instruction_layout,
+    instruction_signature,
+)
 from .output_stage import OutputStage
+from .pool_window import emit_window_walk
 from .row_writer import RowWriter
-from .store_decode import field
 from .store_ports import memory_read_signature, params_row_layout, write_beat_layout
 from .vector_unit import SCALED_SUM, VectorUnit
 
-__all__ = ["TAG_WIDTH", "StoreUnit", "instruction_layout"]
-
-TAG_WIDTH = 4
-"""Width of an instruction's tag (its in-flight table entry)."""
+__all__ = ["StoreUnit"]
 
 
-def instruction_layout() -> data.StructLayout:
-    """Return an issued instruction: the 512-bit word `payload` and its `tag`."""
-    return data.StructLayout({"payload": unsigned(INSTRUCTION_BITS), "tag": unsigned(TAG_WIDTH)})
+def field(word, cls, name):
+    """Return field `name` of instruction class `cls` in `word`, from the ISA's field table."""
+    return data.View(instruction_layout(cls), word)[name]
 
 
 def _pick(options, default):
@@ -53,12 +56,12 @@ class StoreUnit(wiring.Component):
 
     Members
     -------
-    i_instr : ``In(stream.Signature(instruction_layout()))``
-        Instructions in program order; `ready` only while idle (an instruction is taken in
-        the cycle after the previous one completed, or later).
-    o_complete : ``Out(stream.Signature(unsigned(4)))``
-        The tag of the instruction that completed: every byte it writes has been transferred
-        on `o_write`. Held until taken; the next instruction is taken after that.
+    i_instr : ``In(instruction_fields.instruction_signature())``
+        Instructions {payload: 512-bit word, tag} in program order; `ready` only while idle
+        (an instruction is taken in the cycle after the previous one completed, or later).
+    o_complete : ``Out(instruction_fields.completion_signature())``
+        Strobe {tag} of the instruction that completed: every byte it writes has been
+        transferred on `o_write`. Always ready.
     acc_read : ``Out(accumulator.read_signature(acc_depth, cols, acc_width))``
         Accumulator rows (STORE); `resp.ready` is always 1.
     spad_read : ``Out(memory_read_signature(depth(spad_in), ArrayLayout(signed(input_width),
@@ -78,7 +81,7 @@ class StoreUnit(wiring.Component):
     `fifo_depth` finished rows wait for the writer; the writer sends one beat per cycle, rows
     back to back. Datapath latency from a row's last read: COPY 1, STORE 5, POOL/ADD 6 cycles.
     `o_write` may stall: the unit then holds its reads and nothing is lost (the duration
-    formula assumes an always-ready write channel and `o_complete` taken at once).
+    formula assumes an always-ready write channel).
     """
 
     def __init__(self, config: ArrayConfig, *, fifo_depth: int = 8):
@@ -90,8 +93,8 @@ class StoreUnit(wiring.Component):
             raise ValueError(f"operand_bytes must be 1 or 2, not {config.operand_bytes}")
         self._config, self._fifo_depth = config, fifo_depth
         super().__init__({
-            "i_instr": In(stream.Signature(instruction_layout())),
-            "o_complete": Out(stream.Signature(unsigned(TAG_WIDTH))),
+            "i_instr": In(instruction_signature()),
+            "o_complete": Out(completion_signature()),
             "acc_read": Out(read_signature(config.acc_depth, config.cols, config.acc_width)),
             "spad_read": Out(memory_read_signature(
                 depth(config, Memory.SPAD_IN),
@@ -139,14 +142,14 @@ class StoreUnit(wiring.Component):
         m.d.comb += [
             self.i_instr.ready.eq(~running & ~done),
             self.o_complete.valid.eq(done),
-            self.o_complete.payload.eq(tag),
+            self.o_complete.payload.tag.eq(tag),
             self.busy.eq(running | done),
         ]
         m.d.sync += first_cycle.eq(accept)
         with m.If(accept):
             m.d.sync += [word.eq(self.i_instr.payload.payload), tag.eq(self.i_instr.payload.tag),
                          running.eq(1)]
-        with m.If(self.o_complete.valid & self.o_complete.ready):
+        with m.If(done):
             m.d.sync += done.eq(0)
 
         # STORE's params row: read while idle, captured in the first cycle of the instruction.
@@ -161,33 +164,26 @@ class StoreUnit(wiring.Component):
 
         # -- issue: one element read per cycle -------------------------------------------------
         pool = {name: field(word, Pool, name) for name in (
-            "h", "w", "kh", "kw", "sh", "sw", "pad_top", "pad_left", "oh", "ow", "in_row")}
+            "h", "w", "kh", "kw", "sh", "sw", "pad_left", "oh", "ow", "in_row")}
         total = Mux(is_pool, pool["oh"] * pool["ow"], common("m", (Store, Copy, Add)))
         row_index = Signal(32)
         issued_all = Signal()
         pending = Signal(range(self._fifo_depth + 1))
         phase = Signal()  # ADD: 0 reads a, 1 reads b
-        oy, ox = Signal(16), Signal(16)
-        y0, x0 = Signal(signed(20)), Signal(signed(20))
-        y, x = Signal(16), Signal(16)
-        ys = Mux(y0 < 0, 0, y0)
-        xs = Mux(x0 < 0, 0, x0)
-        ye = Mux(y0 + pool["kh"] > pool["h"], pool["h"], y0 + pool["kh"])
-        xe = Mux(x0 + pool["kw"] > pool["w"], pool["w"], x0 + pool["kw"])
-        x_last = x + 1 == xe
-        y_last = y + 1 == ye
-
         issue = Signal()
+        walk = emit_window_walk(m, pool, accept,
+                                field(incoming, Pool, "pad_top"),
+                                field(incoming, Pool, "pad_left"), issue & is_pool)
         issue_last = Signal()
         m.d.comb += [
             issue.eq(running & ~issued_all & (pending < self._fifo_depth)),
-            issue_last.eq(_pick([(is_add, phase), (is_pool, x_last & y_last)], 1)),
+            issue_last.eq(_pick([(is_add, phase), (is_pool, walk.last)], 1)),
         ]
         spad_addr = _pick([
             (is_copy, field(word, Copy, "in_row") + row_index),
             (is_add, Mux(phase, field(word, Add, "b_row"), field(word, Add, "a_row"))
              + row_index),
-        ], pool["in_row"] + y * pool["w"] + x)
+        ], pool["in_row"] + walk.y * pool["w"] + walk.x)
         m.d.comb += [
             self.acc_read.req.valid.eq(issue & is_store),
             self.acc_read.req.payload.row.eq(field(word, Store, "acc_row") + row_index),
@@ -196,33 +192,14 @@ class StoreUnit(wiring.Component):
             self.spad_read.addr.eq(spad_addr),
         ]
 
-        # Window walk of POOL (fields read from the incoming word to start in the first cycle).
-        start_y0 = -field(incoming, Pool, "pad_top")
-        start_x0 = -field(incoming, Pool, "pad_left")
         with m.If(accept):
-            m.d.sync += [row_index.eq(0), issued_all.eq(0), phase.eq(0), oy.eq(0), ox.eq(0),
-                         y0.eq(start_y0), x0.eq(start_x0),
-                         y.eq(Mux(start_y0 < 0, 0, start_y0)),
-                         x.eq(Mux(start_x0 < 0, 0, start_x0))]
+            m.d.sync += [row_index.eq(0), issued_all.eq(0), phase.eq(0)]
         with m.If(issue):
             m.d.sync += phase.eq(~phase)
             with m.If(issue_last):
                 m.d.sync += row_index.eq(row_index + 1)
                 with m.If(row_index + 1 == total):
                     m.d.sync += issued_all.eq(1)
-            with m.If(~x_last):
-                m.d.sync += x.eq(x + 1)
-            with m.Elif(~y_last):
-                m.d.sync += [y.eq(y + 1), x.eq(xs)]
-            with m.Else():
-                next_y0 = Mux(ox + 1 < pool["ow"], y0, y0 + pool["sh"])
-                next_x0 = Mux(ox + 1 < pool["ow"], x0 + pool["sw"], -pool["pad_left"])
-                m.d.sync += [
-                    ox.eq(Mux(ox + 1 < pool["ow"], ox + 1, 0)),
-                    oy.eq(Mux(ox + 1 < pool["ow"], oy, oy + 1)),
-                    y0.eq(next_y0), x0.eq(next_x0),
-                    y.eq(Mux(next_y0 < 0, 0, next_y0)), x.eq(Mux(next_x0 < 0, 0, next_x0)),
-                ]
 
         # -- datapath ----------------------------------------------------------------------------
         read_valid = Signal()
@@ -230,7 +207,7 @@ class StoreUnit(wiring.Component):
         m.d.sync += [
             read_valid.eq(issue & ~is_store),
             read_flags.sel.eq(is_add & phase),
-            read_flags.first.eq(Mux(is_add, ~phase, (y == ys) & (x == xs))),
+            read_flags.first.eq(Mux(is_add, ~phase, walk.first)),
             read_flags.last.eq(issue_last),
         ]
         m.d.comb += [

@@ -1,0 +1,144 @@
+"""Output-stationary half of the EXECUTE unit: COMPUTE.OS through double-buffered A banks.
+
+The array takes, per k, a column `A[0:rows, k]` and a row `B[k, 0:cols]`. `spad_in` holds A by
+rows (k-chunks of `dim` operands), so a *loader* reads the `m` rows of one chunk, one per cycle,
+into one of two banks of `rows x dim` registers while a *streamer* feeds the columns of the
+other bank, one per cycle, together with B's rows read from `spad_wt` (lanes `>= n` and A rows
+`>= m` as zeros). The loader starts on a bank once the streamer has issued that bank's last
+column, so chunks of one instruction and of consecutive instructions follow without a gap when
+`m <= dim` (always). Results: the array's `rows` output beats per tile; rows `i < m` go to
+`acc[acc_row + i]`, the others are dropped; the tile completes with row 0 (the array's last).
+Exact cycles: `systolic.sim.timing.execute_timing`.
+"""
+
+from amaranth import Module, Mux, Signal, signed
+from amaranth.lib import data, fifo
+
+from ..sim.isa.instructions import ComputeOS
+from .execute_ports import instruction_field, opcode
+
+__all__ = ["elaborate_os"]
+
+
+def elaborate_os(m: Module, unit, array) -> None:
+    """Write the output-stationary sequencer of `unit` (an `ExecuteUnit`) into `m`."""
+    cfg = unit.config
+    rows, dim = cfg.rows, cfg.dim
+    word, tag = unit.i_instr.payload.word, unit.i_instr.payload.tag
+
+    def field(name: str):
+        return instruction_field(word, ComputeOS, name)
+
+    tile = data.StructLayout({"acc_row": 32, "m": 16, "accumulate": 1, "tag": unit.tag_width})
+    chunk = data.StructLayout({"width": range(dim + 1), "wt": 32, "n": 16, "final": 1,
+                               "tile": tile})
+    bank_layout = data.ArrayLayout(data.ArrayLayout(signed(cfg.input_width), dim), rows)
+    banks = [Signal(bank_layout, name=f"bank{b}") for b in range(2)]
+    metas = [Signal(chunk, name=f"bank{b}_chunk") for b in range(2)]
+    full = [Signal(name=f"bank{b}_full") for b in range(2)]
+
+    # -- loader: one spad_in row per cycle into bank `l_bank`
+    l_busy, l_bank = Signal(), Signal()
+    l_addr, l_base, l_stride = Signal(32), Signal(32), Signal(32)
+    l_i, l_k_left = Signal(16), Signal(32)
+    l_chunk = Signal(chunk)  # width/final are filled in at the chunk's last row
+    l_issue, l_last_row, l_final = Signal(), Signal(), Signal()
+    lw_valid, lw_bank, lw_i, lw_full = Signal(), Signal(), Signal(range(rows)), Signal()
+    take = Signal()
+    m.d.comb += [
+        l_issue.eq(l_busy & ~Mux(l_bank, full[1], full[0])),
+        l_last_row.eq(l_i == l_chunk.tile.m - 1),
+        l_final.eq(l_k_left <= dim),
+        unit.i_instr.ready.eq((opcode(word) == ComputeOS.OPCODE) &
+                              (~l_busy | (l_issue & l_last_row & l_final))),
+        take.eq(unit.i_instr.valid & unit.i_instr.ready),
+        unit.spad_in.addr.eq(l_addr),
+        unit.spad_in.en.eq(1),
+    ]
+    m.d.sync += [lw_valid.eq(l_issue), lw_bank.eq(l_bank), lw_i.eq(l_i),
+                 lw_full.eq(l_issue & l_last_row)]
+    with m.If(l_issue):
+        m.d.sync += [l_addr.eq(l_addr + 1), l_i.eq(l_i + 1)]
+        with m.If(l_last_row):
+            for b in range(2):
+                with m.If(l_bank == b):
+                    m.d.sync += [metas[b].eq(l_chunk), metas[b].width.eq(Mux(l_final, l_k_left, dim)),
+                                 metas[b].final.eq(l_final)]
+            m.d.sync += [l_bank.eq(~l_bank), l_i.eq(0), l_base.eq(l_base + l_stride),
+                         l_addr.eq(l_base + l_stride), l_k_left.eq(l_k_left - dim),
+                         l_chunk.wt.eq(l_chunk.wt + dim)]
+            with m.If(l_final):
+                m.d.sync += l_busy.eq(0)
+    with m.If(take):
+        m.d.sync += [
+            l_busy.eq(1), l_i.eq(0), l_addr.eq(field("in_row")), l_base.eq(field("in_row")),
+            l_stride.eq(field("a_stride")), l_k_left.eq(field("k")),
+            l_chunk.wt.eq(field("wt_row")), l_chunk.n.eq(field("n")),
+            l_chunk.tile.acc_row.eq(field("acc_row")), l_chunk.tile.m.eq(field("m")),
+            l_chunk.tile.accumulate.eq(field("accumulate")), l_chunk.tile.tag.eq(tag),
+        ]
+    for b in range(2):
+        with m.If(lw_valid & (lw_bank == b)):
+            m.d.sync += banks[b][lw_i].eq(unit.spad_in.data)
+            with m.If(lw_full):
+                m.d.sync += full[b].eq(1)
+
+    # -- streamer: one column of bank `s_bank` and one spad_wt row per cycle
+    s_bank, s_col = Signal(), Signal(range(dim))
+    cur = Signal(chunk)
+    s_issue, s_advance = Signal(), Signal()
+    as_valid, as_last, as_tile = Signal(), Signal(), Signal(tile)
+    as_n, as_m = Signal(16), Signal(16)
+    as_column = Signal(data.ArrayLayout(signed(cfg.input_width), rows))
+    column = Signal.like(as_column)
+    m.d.comb += [
+        cur.eq(Mux(s_bank, metas[1], metas[0])),
+        s_advance.eq(~as_valid | array.i_a.ready),
+        s_issue.eq(s_advance & Mux(s_bank, full[1], full[0])),
+        unit.spad_wt.addr.eq(cur.wt + s_col),
+        unit.spad_wt.en.eq(s_advance),
+    ]
+    for i in range(rows):
+        m.d.comb += column[i].eq(Mux(s_bank, banks[1][i][s_col], banks[0][i][s_col]))
+    with m.If(s_advance):
+        m.d.sync += as_valid.eq(s_issue)
+    with m.If(s_issue):
+        last_col = s_col == cur.width - 1
+        m.d.sync += [as_column.eq(column), as_last.eq(last_col & cur.final),
+                     as_tile.eq(cur.tile), as_n.eq(cur.n), as_m.eq(cur.tile.m)]
+        with m.If(last_col):
+            m.d.sync += [s_col.eq(0), s_bank.eq(~s_bank)]
+            for b in range(2):
+                with m.If(s_bank == b):
+                    m.d.sync += full[b].eq(0)
+        with m.Else():
+            m.d.sync += s_col.eq(s_col + 1)
+    m.d.comb += [
+        array.i_a.valid.eq(as_valid), array.i_b.valid.eq(as_valid),
+        array.i_a.payload.last.eq(as_last),
+    ]
+    for i in range(rows):
+        m.d.comb += array.i_a.payload.data[i].eq(Mux(i < as_m, as_column[i], 0))
+    for j in range(cfg.cols):
+        m.d.comb += array.i_b.payload.data[j].eq(Mux(j < as_n, unit.spad_wt.data[j], 0))
+
+    # -- results: one tile entry per finished tile, in order
+    m.submodules.tile_fifo = tile_fifo = fifo.SyncFIFO(width=tile.size, depth=cfg.cols + 4)
+    entry = data.View(tile, tile_fifo.r_data)
+    write = Signal()
+    row_bits = len(unit.o_acc.payload.row)
+    out = array.o_c
+    m.d.comb += [
+        tile_fifo.w_data.eq(as_tile),
+        tile_fifo.w_en.eq(as_valid & array.i_a.ready & as_last),
+        write.eq(out.payload.row < entry.m),
+        unit.o_acc.valid.eq(out.valid & write),
+        unit.o_acc.payload.row.eq((entry.acc_row + out.payload.row)[:row_bits]),
+        unit.o_acc.payload.accumulate.eq(entry.accumulate),
+        unit.o_acc.payload.data.eq(out.payload.data),
+        out.ready.eq(unit.o_acc.ready | ~write),
+        tile_fifo.r_en.eq(out.valid & out.ready & out.payload.last),
+        unit.o_compute_done.valid.eq(out.valid & out.ready & out.payload.last),
+        unit.o_compute_done.tag.eq(entry.tag),
+        unit.o_preload_done.valid.eq(0),
+    ]

@@ -1,0 +1,242 @@
+"""`ExecuteUnit`: PRELOAD / COMPUTE (weight-stationary) and COMPUTE.OS on the systolic array.
+
+The exact cycle of every acceptance and completion is `systolic.sim.timing.execute_timing`
+(docs/hardware.md, "EXECUTE unit", states the rules).
+"""
+
+from amaranth import Module, Mux, Signal, signed
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..config import ArrayConfig, Dataflow
+from ..sim.isa.instructions import Compute, Preload
+from ..sim.isa.memories import Memory, depth
+from .accumulator import write_payload_layout
+from .execute_os import elaborate_os
+from .execute_ports import (
+    TAG_WIDTH,
+    done_layout,
+    instruction_field,
+    instruction_layout,
+    opcode,
+    read_port_signature,
+)
+from .systolic_array import SystolicArray
+
+__all__ = ["ExecuteUnit"]
+
+
+class ExecuteUnit(wiring.Component):
+    """The EXECUTE unit: reads `spad_in`/`spad_wt`, drives the array, writes the accumulator.
+
+    Instructions arrive in program order on `i_instr` ({`word`, `tag`}); the unit takes one when
+    the engine it needs is free (see the timing model) and reports each instruction's
+    completion with its tag. Words of other opcodes are a caller error (never taken).
+
+    Weight-stationary: a *weight engine* streams PRELOAD rows `spad_wt[row + r]` (`r < rows`;
+    rows `r >= k` and lanes `>= n` as zeros) into the array's shadow weights, while an
+    *activation engine* streams COMPUTE rows `spad_in[in_row + i]`. PRELOAD completes in the
+    cycle its last weight row is taken by the array; COMPUTE in the cycle its last result row is
+    taken by the accumulator stream. After reset the unit loads a zero weight tile (as the ISA's
+    initial weights) and the array runs one open tile: a COMPUTE continues the current tile
+    (same weights), and a PRELOAD closes it (`last` on the running COMPUTE's final row, or a
+    one-row dummy beat whose result is discarded) so that the next COMPUTE's first row activates
+    the new weights. Two PRELOADs in a row: the dummy activates the first one's weights, which no
+    COMPUTE can observe before the second one's replace them.
+
+    Output-stationary: see `execute_os.elaborate_os`.
+
+    Members
+    -------
+    i_instr: In(stream.Signature(instruction_layout()))
+        Instruction words and their table tags, in program order.
+    o_preload_done, o_compute_done: Out(done_layout())
+        Completion strobes (always ready; a PRELOAD and a COMPUTE may complete in one cycle).
+    spad_in, spad_wt: Out(read_port_signature(...))
+        Read ports (1-cycle synchronous) of the scratchpads; rows of `dim` signed operands.
+    o_acc: Out(stream.Signature(write_payload_layout(acc_depth, cols, acc_width)))
+        Accumulator writes {row, data, accumulate}; the unit holds while `ready` is low.
+    """
+
+    def __init__(self, config: ArrayConfig, *, tag_width: int = TAG_WIDTH) -> None:
+        if not isinstance(config, ArrayConfig):
+            self._MustUse__silence = True  # rejected, not unused
+            raise TypeError(f"config must be an ArrayConfig, not {config!r}")
+        self.config = config
+        self.tag_width = tag_width
+        super().__init__({
+            "i_instr": In(stream.Signature(instruction_layout(tag_width))),
+            "o_preload_done": Out(done_layout(tag_width)),
+            "o_compute_done": Out(done_layout(tag_width)),
+            "spad_in": Out(read_port_signature(
+                depth(config, Memory.SPAD_IN),
+                data.ArrayLayout(signed(config.input_width), config.dim))),
+            "spad_wt": Out(read_port_signature(
+                depth(config, Memory.SPAD_WT),
+                data.ArrayLayout(signed(config.weight_width), config.dim))),
+            "o_acc": Out(stream.Signature(
+                write_payload_layout(config.acc_depth, config.cols, config.acc_width))),
+        })
+
+    def elaborate(self, platform: object) -> Module:
+        m = Module()
+        m.submodules.array = array = SystolicArray(self.config)
+        if self.config.dataflow is Dataflow.WS:
+            self._elaborate_ws(m, array)
+        else:
+            elaborate_os(m, self, array)
+        return m
+
+    def _elaborate_ws(self, m: Module, array: SystolicArray) -> None:
+        cfg = self.config
+        word, tag = self.i_instr.payload.word, self.i_instr.payload.tag
+        is_preload = opcode(word) == Preload.OPCODE
+        is_compute = opcode(word) == Compute.OPCODE
+
+        # Weight engine: issue stage (w_*) and read stage (ws_*), `rows` beats per tile.
+        w_busy = Signal(init=1)  # the zero tile after reset
+        w_addr = Signal.like(self.spad_wt.addr)
+        w_beat = Signal(range(cfg.rows))
+        w_k, w_n = Signal(16), Signal(16)
+        w_tag = Signal(self.tag_width)
+        w_report = Signal()
+        ws_valid, ws_zero, ws_last, ws_report = Signal(), Signal(), Signal(), Signal()
+        ws_n, ws_tag = Signal(16), Signal(self.tag_width)
+
+        # Activation engine: items (a COMPUTE of m rows, or a one-row dummy) wait in `nxt`,
+        # then issue from `act`, one row read per cycle.
+        item = data.StructLayout({
+            "addr": len(self.spad_in.addr), "count": 32, "dummy": 1, "close": 1, "acc_row": 32,
+            "accumulate": 1, "tag": self.tag_width})
+        act = Signal(item, init={"count": 1, "dummy": 1})  # activates the zero tile after reset
+        a_busy = Signal(init=1)
+        nxt, n_valid = Signal(item), Signal()
+        pending = Signal()  # a PRELOAD no COMPUTE has used yet
+        meta = data.StructLayout({
+            "acc_row": 32, "accumulate": 1, "write": 1, "final": 1, "tag": self.tag_width})
+        as_valid, as_last, as_dummy = Signal(), Signal(), Signal()
+        as_meta = Signal(meta)
+
+        # Engines take new work in the cycle they issue their current item's last read.
+        w_advance, a_advance, w_free, a_free, n_free = (Signal(name=name) for name in (
+            "w_advance", "a_advance", "w_free", "a_free", "n_free"))
+        take_preload, take_compute, needs_dummy, close_tail, close_now = (
+            Signal(name=name) for name in (
+                "take_preload", "take_compute", "needs_dummy", "close_tail", "close_now"))
+        m.d.comb += [
+            w_free.eq(~w_busy | ((w_beat == cfg.rows - 1) & w_advance)),
+            a_free.eq(~a_busy | ((act.count == 1) & a_advance)),
+            n_free.eq(~n_valid | a_free),
+            needs_dummy.eq(pending | ~(n_valid | a_busy)),
+            self.i_instr.ready.eq(Mux(is_preload, w_free & (~needs_dummy | n_free),
+                                      is_compute & n_free)),
+            take_preload.eq(self.i_instr.valid & self.i_instr.ready & is_preload),
+            take_compute.eq(self.i_instr.valid & self.i_instr.ready & is_compute),
+            close_tail.eq(take_preload & ~needs_dummy),
+            close_now.eq(act.close | (close_tail & ~n_valid)),
+        ]
+
+        # -- weight engine
+        m.d.comb += [
+            w_advance.eq(~ws_valid | array.i_weights.ready),
+            self.spad_wt.addr.eq(w_addr),
+            self.spad_wt.en.eq(w_advance),
+            array.i_weights.valid.eq(ws_valid),
+        ]
+        for j in range(cfg.cols):
+            m.d.comb += array.i_weights.payload.data[j].eq(
+                Mux(ws_zero | (j >= ws_n), 0, self.spad_wt.data[j]))
+        with m.If(w_advance):
+            m.d.sync += ws_valid.eq(w_busy)
+            with m.If(w_busy):
+                m.d.sync += [
+                    ws_zero.eq(w_beat >= w_k), ws_n.eq(w_n), ws_last.eq(w_beat == cfg.rows - 1),
+                    ws_tag.eq(w_tag), ws_report.eq(w_report),
+                ]
+                with m.If(w_beat + 1 < w_k):
+                    m.d.sync += w_addr.eq(w_addr + 1)
+                with m.If(w_beat == cfg.rows - 1):
+                    m.d.sync += [w_busy.eq(0), w_beat.eq(0)]
+                with m.Else():
+                    m.d.sync += w_beat.eq(w_beat + 1)
+        with m.If(take_preload):
+            m.d.sync += [
+                w_busy.eq(1), w_addr.eq(instruction_field(word, Preload, "row")), w_beat.eq(0),
+                w_k.eq(instruction_field(word, Preload, "k")),
+                w_n.eq(instruction_field(word, Preload, "n")),
+                w_tag.eq(tag), w_report.eq(1), pending.eq(1),
+            ]
+        m.d.comb += [
+            self.o_preload_done.valid.eq(
+                ws_valid & array.i_weights.ready & ws_last & ws_report),
+            self.o_preload_done.tag.eq(ws_tag),
+        ]
+
+        # -- activation engine
+        m.d.comb += [
+            a_advance.eq(~as_valid | array.i_a.ready),
+            self.spad_in.addr.eq(act.addr),
+            self.spad_in.en.eq(a_advance),
+            array.i_a.valid.eq(as_valid),
+            array.i_a.payload.last.eq(as_last),
+        ]
+        for r in range(cfg.rows):
+            m.d.comb += array.i_a.payload.data[r].eq(Mux(as_dummy, 0, self.spad_in.data[r]))
+        with m.If(a_advance):
+            m.d.sync += as_valid.eq(a_busy)
+            with m.If(a_busy):
+                m.d.sync += [
+                    as_last.eq((act.count == 1) & close_now), as_dummy.eq(act.dummy),
+                    as_meta.acc_row.eq(act.acc_row), as_meta.accumulate.eq(act.accumulate),
+                    as_meta.write.eq(~act.dummy), as_meta.final.eq((act.count == 1) & ~act.dummy),
+                    as_meta.tag.eq(act.tag),
+                    act.addr.eq(act.addr + 1), act.count.eq(act.count - 1),
+                    act.acc_row.eq(act.acc_row + 1),
+                ]
+                with m.If(act.count == 1):
+                    m.d.sync += a_busy.eq(0)
+        with m.If(a_free & n_valid):  # move the waiting item in (it is the tail if n_valid)
+            m.d.sync += [act.eq(nxt), act.close.eq(nxt.close | close_tail), a_busy.eq(1),
+                         n_valid.eq(0)]
+        with m.Elif(close_tail & n_valid):
+            m.d.sync += nxt.close.eq(1)
+        with m.Elif(close_tail):
+            m.d.sync += act.close.eq(1)
+        with m.If(take_preload & needs_dummy):
+            m.d.sync += [nxt.eq(0), nxt.count.eq(1), nxt.dummy.eq(1), nxt.close.eq(1),
+                         n_valid.eq(1)]
+        with m.If(take_compute):
+            m.d.sync += [
+                n_valid.eq(1), nxt.dummy.eq(0), nxt.close.eq(0), pending.eq(0),
+                nxt.addr.eq(instruction_field(word, Compute, "in_row")),
+                nxt.count.eq(instruction_field(word, Compute, "m")),
+                nxt.acc_row.eq(instruction_field(word, Compute, "acc_row")),
+                nxt.accumulate.eq(instruction_field(word, Compute, "accumulate")),
+                nxt.tag.eq(tag),
+            ]
+
+        # -- results: one metadata entry per activation beat, in order
+        m.submodules.meta_fifo = meta_fifo = fifo.SyncFIFO(
+            width=meta.size, depth=cfg.rows + cfg.cols + 2)
+        entry = data.View(meta, meta_fifo.r_data)
+        m.d.comb += [
+            meta_fifo.w_data.eq(as_meta),
+            meta_fifo.w_en.eq(as_valid & array.i_a.ready),
+        ]
+        self._connect_results(m, array, meta_fifo, entry)
+
+    def _connect_results(self, m: Module, array: SystolicArray, meta_fifo: fifo.SyncFIFO,
+                         entry: data.View) -> None:
+        """Write result beats to the accumulator per their metadata entries; report the last."""
+        row_bits = len(self.o_acc.payload.row)
+        m.d.comb += [
+            self.o_acc.valid.eq(array.o_c.valid & entry.write),
+            self.o_acc.payload.row.eq(entry.acc_row[:row_bits]),
+            self.o_acc.payload.accumulate.eq(entry.accumulate),
+            self.o_acc.payload.data.eq(array.o_c.payload.data),
+            array.o_c.ready.eq(self.o_acc.ready | ~entry.write),
+            meta_fifo.r_en.eq(array.o_c.valid & array.o_c.ready),
+            self.o_compute_done.valid.eq(array.o_c.valid & array.o_c.ready & entry.final),
+            self.o_compute_done.tag.eq(entry.tag),
+        ]
+

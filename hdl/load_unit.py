@@ -1,0 +1,226 @@
+"""The LOAD unit (LD): gathers rows from external memory into spad_in, spad_wt or params.
+
+Pipeline: decode into the `job` register as the instruction is taken (divisions of `k0` by the
+element pattern, first offsets, contiguity conditions) -> `SegmentWalker` (one aligned read request per
+cycle) -> a delay line of `mem_latency` stages carrying each request's placement -> `RowGather`
+(byte shifter and row buffer) -> the write port of the target memory.
+
+Timing (exact; `systolic.sim.timing.load_timing`): an instruction taken on `i_instr` in cycle 0
+by an idle unit issues its first request in cycle 2 and its `beats` requests in consecutive
+cycles (the model memory is always ready); its last row is written, and `o_done` strobes, in
+cycle `beats + mem_latency + 2`. `i_instr.ready` rises when at most one request of the
+instructions in the unit is left after this cycle, so the next LOAD is taken in cycle
+`max(beats, 2)` and its requests follow the current one's last request with no gap.
+
+Cost note: the decode divides `k0` by `run` and the quotient by `n_mid` (32-bit,
+combinational, in the cycle the instruction is taken). A multi-cycle divider would shorten that
+path at the price of a longer setup.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+from systolic.sim.isa.instructions import Load, LoadTarget
+from systolic.sim.isa.memories import Memory, depth, params_row_bytes
+
+from systolic.config import ArrayConfig
+
+from .dma_gather import RowGather
+from .instruction_fields import completion_signature, instruction_layout, instruction_signature
+from .load_walker import SegmentWalker, job_layout, meta_layout
+
+__all__ = [
+    "SETUP_CYCLES",
+    "LoadUnit",
+    "params_row_layout",
+    "spad_row_layout",
+    "write_port_signature",
+]
+
+SETUP_CYCLES = 2
+"""Cycles from taking an instruction (idle unit) to its first read request."""
+
+
+def spad_row_layout(width: int, dim: int) -> data.ArrayLayout:
+    """Return the layout of one scratchpad row: `dim` signed `width`-bit operands."""
+    return data.ArrayLayout(signed(width), dim)
+
+
+def params_row_layout(cols: int) -> data.ArrayLayout:
+    """Return the layout of one params row: per lane {bias s32, multiplier s32, shift s8}."""
+    lane = data.StructLayout({"bias": signed(32), "multiplier": signed(32), "shift": signed(8)})
+    return data.ArrayLayout(lane, cols)
+
+
+def write_port_signature(addr_width: int, row_layout: data.Layout) -> wiring.Signature:
+    """Return a memory write port as seen by its writer: {addr, data, en} outputs."""
+    return wiring.Signature({"addr": Out(addr_width), "data": Out(row_layout), "en": Out(1)})
+
+
+def _addr_width(rows: int) -> int:
+    return max(1, (rows - 1).bit_length())
+
+
+class LoadUnit(wiring.Component):
+    """Execute LOAD instructions (docs/isa.md, "LOAD"), in order, one request per cycle.
+
+    Members
+    -------
+    i_instr : In(stream {payload: 512, tag: 4})
+        LOAD words from the dispatcher; ready from `max(beats, 2)` cycles after the previous
+        instruction was taken (`systolic.sim.timing.load_timing`), while the read channel flows.
+    o_done : Out(stream {tag}), always ready
+        Strobes in the cycle the instruction's last row is written.
+    o_req : Out(stream {addr: 32})
+        External read requests, aligned to `bus_bytes`; backpressure holds the unit.
+    i_resp : In(stream {data: bus_bytes*8}), always ready
+        Read data, exactly `mem_latency` cycles after each request was taken, in order.
+    spad_in, spad_wt, params : Out(write_port_signature(...))
+        Write ports: `en` for one cycle per row written, `addr` and `data` valid with it.
+
+    Latency and throughput: see the module docstring (duration `beats + mem_latency + 2`).
+    Buffering: the delay line holds the placements of the `mem_latency` requests in flight and
+    the row gatherer takes one response per cycle, so responses never need backpressure.
+    """
+
+    def __init__(self, config: ArrayConfig, *, mem_latency: int = 8) -> None:
+        if not isinstance(mem_latency, int) or mem_latency < 0:
+            raise ValueError(f"mem_latency must be a whole number of cycles, not {mem_latency!r}")
+        self.config = config
+        self.mem_latency = mem_latency
+        self.row_bytes = max(config.spad_row_bytes, params_row_bytes(config))
+        self.cnt_width = config.dim.bit_length() + 2
+        self.length_width = self.row_bytes.bit_length()
+        self.depths = {target: depth(config, target.memory) for target in LoadTarget}
+        self.row_width = max(_addr_width(d) for d in self.depths.values())
+        super().__init__({
+            "i_instr": In(instruction_signature()),
+            "o_done": Out(completion_signature()),
+            "o_req": Out(stream.Signature(data.StructLayout({"addr": 32}))),
+            "i_resp": In(stream.Signature(data.StructLayout({"data": 8 * config.bus_bytes}),
+                                          always_ready=True)),
+            "spad_in": Out(write_port_signature(
+                _addr_width(depth(config, Memory.SPAD_IN)),
+                spad_row_layout(config.input_width, config.dim))),
+            "spad_wt": Out(write_port_signature(
+                _addr_width(depth(config, Memory.SPAD_WT)),
+                spad_row_layout(config.weight_width, config.dim))),
+            "params": Out(write_port_signature(
+                _addr_width(depth(config, Memory.PARAMS)), params_row_layout(config.cols))),
+        })
+
+    def _decode(self, m: Module, word: data.View, tag: Signal) -> Signal:
+        """Return the job (constants and start position) of LOAD `word`, combinationally."""
+        config = self.config
+        widths = (self.cnt_width, self.length_width, self.row_width)
+        saturated = (1 << self.cnt_width) - 1
+        ob = config.operand_bytes
+
+        def sat(value):
+            return Mux(value > saturated, saturated, value)
+
+        job = Signal(job_layout(*widths))
+        k, start = job.consts, job.start
+        is_params = word.mem == int(LoadTarget.PARAMS)
+        c0 = word.k0 % word.run
+        q = word.k0 // word.run
+        j0 = q % word.n_mid
+        i0 = q // word.n_mid
+        base_i0 = (i0 * word.stride_outer)[:32]
+        base_j0 = (base_i0 + j0 * word.stride_mid)[:32]
+        off0 = (base_j0 + c0 * ob)[:32]
+        cond_c = (word.stride_mid == word.run * ob) | (word.n_mid == 1)
+        cond_j = word.stride_outer == (word.n_mid - 1) * word.stride_mid + word.run * ob
+        m.d.comb += [
+            k.length.eq(Mux(is_params, params_row_bytes(config), word.length)),
+            k.ob_shift.eq(Mux(is_params, 0, ob - 1)),
+            k.cond_c.eq(is_params | cond_c), k.cond_j.eq(is_params | cond_j),
+            k.run_sat.eq(sat(word.run)), k.n_mid_sat.eq(sat(word.n_mid)),
+            k.stride_mid.eq(word.stride_mid), k.stride_outer.eq(word.stride_outer),
+            k.off0.eq(Mux(is_params, 0, off0)),
+            k.base_i0.eq(Mux(is_params, 0, base_i0)),
+            k.base_j0.eq(Mux(is_params, 0, base_j0)),
+            k.to_cwrap0.eq(sat(word.run - c0)), k.j_left0.eq(sat(word.n_mid - j0)),
+            k.n0.eq(word.n0), k.stride0.eq(word.row_stride0), k.stride1.eq(word.row_stride1),
+            k.mem.eq(word.mem), k.flip.eq(word.flip_sign), k.tag.eq(tag),
+            start.off.eq(k.off0), start.base_i.eq(k.base_i0), start.base_j.eq(k.base_j0),
+            start.j_left.eq(k.j_left0), start.to_cwrap.eq(k.to_cwrap0), start.done.eq(0),
+            start.row_base.eq(word.ext), start.r1_base.eq(word.ext), start.r0.eq(0),
+            start.rows_left.eq(word.count), start.row.eq(word.row),
+        ]
+        return job
+
+    def _delay(self, m: Module, valid: Signal, payload: Signal) -> tuple[Signal, Signal]:
+        """Return (`valid`, `payload`) delayed by `mem_latency` cycles (a shift register)."""
+        for stage in range(self.mem_latency):
+            next_valid = Signal(name=f"flight_valid_{stage}")
+            next_payload = Signal.like(payload, name=f"flight_{stage}")
+            m.d.sync += [next_valid.eq(valid), next_payload.eq(payload)]
+            valid, payload = next_valid, next_payload
+        return valid, payload
+
+    def _write_rows(self, m: Module, row: data.View) -> None:
+        """Drive the three write ports from a completed row of bytes."""
+        config = self.config
+        ob = config.operand_bytes
+        raw = row.payload.data.as_value()
+        meta = row.payload.meta
+        for target, port, width in (
+            (LoadTarget.SPAD_IN, self.spad_in, config.input_width),
+            (LoadTarget.SPAD_WT, self.spad_wt, config.weight_width),
+        ):
+            elements = [raw[8 * ob * e:][:width] for e in range(config.dim)]
+            m.d.comb += [
+                port.en.eq(row.valid & (meta.mem == int(target))),
+                port.addr.eq(meta.row),
+                port.data.eq(Cat(*elements)),
+            ]
+        cols = config.cols
+        lanes = [Cat(raw[32 * j:][:32], raw[32 * (cols + j):][:32], raw[8 * (8 * cols + j):][:8])
+                 for j in range(cols)]
+        m.d.comb += [
+            self.params.en.eq(row.valid & (meta.mem == int(LoadTarget.PARAMS))),
+            self.params.addr.eq(meta.row),
+            self.params.data.eq(Cat(*lanes)),
+        ]
+
+    def elaborate(self, platform: object) -> Module:
+        """Build decode registers, walker, in-flight delay line, gatherer and write ports."""
+        m = Module()
+        widths = (self.cnt_width, self.length_width, self.row_width)
+        bus = self.config.bus_bytes
+        m.submodules.walker = walker = SegmentWalker(
+            bus_bytes=bus, row_bytes=self.row_bytes, cnt_width=self.cnt_width,
+            length_width=self.length_width, row_width=self.row_width)
+        m.submodules.gather = gather = RowGather(
+            bus_bytes=bus, row_bytes=self.row_bytes, meta_layout=meta_layout(self.row_width))
+
+        # The job register: the instruction decoded as it is taken.
+        word = data.View(instruction_layout(Load), self.i_instr.payload.payload)
+        decoded = self._decode(m, word, self.i_instr.payload.tag)
+        job_valid = Signal()
+        job = Signal(job_layout(*widths))
+        m.d.comb += self.i_instr.ready.eq(walker.o_almost_idle)
+        with m.If(walker.i_job.ready):
+            m.d.sync += job_valid.eq(0)
+        with m.If(self.i_instr.valid & self.i_instr.ready):
+            m.d.sync += [job_valid.eq(1), job.eq(decoded)]
+        m.d.comb += [walker.i_job.valid.eq(job_valid), walker.i_job.payload.eq(job)]
+
+        wiring.connect(m, wiring.flipped(self.o_req), walker.o_req)
+
+        valid, beat = self._delay(m, walker.o_beat.valid, walker.o_beat.payload.as_value())
+        beat_view = data.View(walker.o_beat.payload.shape(), beat)
+        m.d.comb += [
+            gather.i_beat.valid.eq(valid & self.i_resp.valid),
+            gather.i_beat.payload.data.eq(self.i_resp.payload.data),
+            gather.i_beat.payload.place.eq(beat_view.place),
+            gather.i_beat.payload.meta.eq(beat_view.meta),
+        ]
+
+        self._write_rows(m, gather.o_row)
+        m.d.comb += [
+            self.o_done.valid.eq(gather.o_row.valid & gather.o_row.payload.meta.last),
+            self.o_done.payload.tag.eq(gather.o_row.payload.meta.tag),
+        ]
+        return m

@@ -1,0 +1,75 @@
+"""Exact durations of the STORE unit's instructions (`systolic.hdl.store_unit.StoreUnit`).
+
+The unit takes one instruction at a time. For an instruction taken in cycle s (its transfer
+on `i_instr`), with an always-ready write channel and its completion taken at once:
+
+- it reports completion (`o_complete` transfers) in cycle s + `duration(instr, config)`;
+- it takes its next instruction in cycle s + duration + 1 at the earliest
+  (`unit_timing(...).busy`): instructions do not overlap inside the unit.
+
+The duration is a max-plus closed form of the fields. Output row i costs the reader `c_i`
+cycles (STORE, COPY: 1; ADD: 2; POOL: the window's element count, padding excluded) and the
+writer `b_i` aligned beats (docs/isa.md, "Beats"). The reader starts in cycle s + 1 and never
+waits, so row j leaves the reader at `C_j = c_0 + ... + c_j`; a datapath of fixed latency then
+hands it to the writer, which writes one beat per cycle, rows back to back::
+
+    duration = max over j of (C_j + b_j + b_{j+1} + ... + b_{last}) + K
+
+with K = 3 + the datapath latency: COPY 3, STORE 7 (OutputStage), POOL and ADD 8
+(VectorUnit). For STORE and COPY (c_i = 1 <= b_i) the maximum is at j = 0: 1 + sum(b) + K.
+"""
+
+from itertools import accumulate
+
+from systolic.config import ArrayConfig
+
+from ..isa.instructions import Add, Copy, Instruction, Pool, Store
+from ..isa.patterns import beats
+from .dispatch_model import UnitTiming
+
+__all__ = ["FIXED_CYCLES", "duration", "reader_cycles", "row_beats", "unit_timing"]
+
+FIXED_CYCLES: dict[type[Instruction], int] = {Copy: 3, Store: 7, Pool: 8, Add: 8}
+"""K of the duration formula, per instruction class."""
+
+
+def _check(instr: Instruction) -> None:
+    if type(instr) not in FIXED_CYCLES:
+        raise TypeError(f"the STORE unit does not execute {instr.MNEMONIC}")
+
+
+def _window_span(start: int, kernel: int, size: int) -> int:
+    return min(start + kernel, size) - max(start, 0)
+
+
+def reader_cycles(instr: Instruction) -> list[int]:
+    """Return, per output row, the cycles the reader spends on it (c_i)."""
+    _check(instr)
+    if isinstance(instr, Pool):
+        rows = [_window_span(oy * instr.sh - instr.pad_top, instr.kh, instr.h)
+                for oy in range(instr.oh)]
+        cols = [_window_span(ox * instr.sw - instr.pad_left, instr.kw, instr.w)
+                for ox in range(instr.ow)]
+        return [r * c for r in rows for c in cols]
+    count: int = instr.m  # type: ignore[attr-defined]
+    return [2 if isinstance(instr, Add) else 1] * count
+
+
+def row_beats(instr: Instruction, config: ArrayConfig) -> list[int]:
+    """Return, per output row, the aligned write beats it takes (b_i)."""
+    _check(instr)
+    return [beats(segment, config.bus_bytes) for segment in instr.segments(config)]
+
+
+def duration(instr: Instruction, config: ArrayConfig) -> int:
+    """Return the cycles from taking `instr` to its completion transfer (see the module doc)."""
+    reads = list(accumulate(reader_cycles(instr)))
+    writes = row_beats(instr, config)
+    remaining = list(accumulate(reversed(writes)))[::-1]  # b_j + ... + b_last
+    return max(c + b for c, b in zip(reads, remaining, strict=True)) + FIXED_CYCLES[type(instr)]
+
+
+def unit_timing(instr: Instruction, config: ArrayConfig) -> UnitTiming:
+    """Return the unit's timing for the dispatcher model: busy = duration + 1, latency = duration."""
+    cycles = duration(instr, config)
+    return UnitTiming(busy=cycles + 1, latency=cycles)
