@@ -4,9 +4,9 @@ The array takes, per k, a column `A[0:rows, k]` and a row `B[k, 0:cols]`. `spad_
 rows (k-chunks of `dim` operands), so a *loader* reads the `m` rows of one chunk, one per cycle,
 into one of two banks of `rows x dim` registers while a *streamer* feeds the columns of the
 other bank, one per cycle, together with B's rows read from `spad_wt` (lanes `>= n` and A rows
-`>= m` as zeros). The loader starts on a bank once the streamer has issued that bank's last
-column, so chunks of one instruction and of consecutive instructions follow without a gap when
-`m <= dim` (always). Results: the array's `rows` output beats per tile; rows `i < m` go to
+`>= m` as zeros). The loader starts on a bank in the cycle the streamer issues that bank's last
+column, so chunks (of one instruction or of consecutive ones) follow without a gap as long as
+each chunk is at least `m` columns wide (a chunk is streamed while the next one loads). Results: the array's `rows` output beats per tile; rows `i < m` go to
 `acc[acc_row + i]`, the others are dropped; the tile completes with row 0 (the array's last).
 Exact cycles: `systolic.sim.timing.execute_timing`.
 """
@@ -37,6 +37,10 @@ def elaborate_os(m: Module, unit, array) -> None:
     metas = [Signal(chunk, name=f"bank{b}_chunk") for b in range(2)]
     full = [Signal(name=f"bank{b}_full") for b in range(2)]
 
+    s_bank, s_col = Signal(), Signal(range(dim))
+    cur = Signal(chunk)
+    s_issue, s_advance, s_release = Signal(), Signal(), Signal()
+
     # -- loader: one spad_in row per cycle into bank `l_bank`
     l_busy, l_bank = Signal(), Signal()
     l_addr, l_base, l_stride = Signal(32), Signal(32), Signal(32)
@@ -46,7 +50,8 @@ def elaborate_os(m: Module, unit, array) -> None:
     lw_valid, lw_bank, lw_i, lw_full = Signal(), Signal(), Signal(range(rows)), Signal()
     take = Signal()
     m.d.comb += [
-        l_issue.eq(l_busy & ~Mux(l_bank, full[1], full[0])),
+        # a bank is free, or its last column is taken from it in this cycle (writes land later)
+        l_issue.eq(l_busy & (~Mux(l_bank, full[1], full[0]) | (s_release & (s_bank == l_bank)))),
         l_last_row.eq(l_i == l_chunk.tile.m - 1),
         l_final.eq(l_k_left <= dim),
         unit.i_instr.ready.eq((opcode(word) == ComputeOS.OPCODE) &
@@ -84,9 +89,6 @@ def elaborate_os(m: Module, unit, array) -> None:
                 m.d.sync += full[b].eq(1)
 
     # -- streamer: one column of bank `s_bank` and one spad_wt row per cycle
-    s_bank, s_col = Signal(), Signal(range(dim))
-    cur = Signal(chunk)
-    s_issue, s_advance = Signal(), Signal()
     as_valid, as_last, as_tile = Signal(), Signal(), Signal(tile)
     as_n, as_m = Signal(16), Signal(16)
     as_column = Signal(data.ArrayLayout(signed(cfg.input_width), rows))
@@ -102,8 +104,9 @@ def elaborate_os(m: Module, unit, array) -> None:
         m.d.comb += column[i].eq(Mux(s_bank, banks[1][i][s_col], banks[0][i][s_col]))
     with m.If(s_advance):
         m.d.sync += as_valid.eq(s_issue)
+    last_col = s_col == cur.width - 1
+    m.d.comb += s_release.eq(s_issue & last_col)
     with m.If(s_issue):
-        last_col = s_col == cur.width - 1
         m.d.sync += [as_column.eq(column), as_last.eq(last_col & cur.final),
                      as_tile.eq(cur.tile), as_n.eq(cur.n), as_m.eq(cur.tile.m)]
         with m.If(last_col):

@@ -161,7 +161,7 @@ class ExecuteTiming:
             load_start = last_read + 1
             issue = max(last_read + 2, self._beat_taken)  # first column
             last_issue = issue + width - 1
-            self._bank_free[bank] = last_issue + 1
+            self._bank_free[bank] = last_issue
             self._beat_taken = last_issue + 1
         self._loader_free = load_start - 1
         final = max(self._beat_taken, self._tile_end + rows)

@@ -92,11 +92,14 @@ def test_ws_no_idle_array_cycles(rows: int, cols: int) -> None:
 
 @pytest.mark.parametrize("rows,cols", [(2, 3), (4, 4), (8, 8)])
 def test_os_no_idle_array_cycles(rows: int, cols: int) -> None:
-    """COMPUTE.OS tiles with k >= rows back to back: each completes `k` cycles after the last."""
+    """COMPUTE.OS tiles with k >= rows back to back: each completes `k` cycles after the last.
+
+    (Every k-chunk is at least `m = rows` wide: a chunk streams while the next one loads.)
+    """
     config = small_config(rows, cols, Dataflow.OS)
     dim = config.dim
     rng = random.Random(rows)
-    ks = [rng.randint(rows, 2 * dim) for _ in range(6)]
+    ks = [rng.choice([rng.randint(rows, dim), rng.randint(dim + rows, 2 * dim)]) for _ in range(6)]
     program: list[Instruction] = [
         ComputeOS(in_row=index * 2 * rows, m=rows, n=cols, k=k, wt_row=0, acc_row=rows * index,
                   a_stride=0 if k <= dim else rows)
