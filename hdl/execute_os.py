@@ -15,7 +15,7 @@ from amaranth import Module, Mux, Signal, signed
 from amaranth.lib import data, fifo
 
 from ..sim.isa.instructions import ComputeOS
-from .execute_ports import instruction_field, opcode
+from .instruction_fields import instruction_layout
 
 __all__ = ["elaborate_os"]
 
@@ -24,10 +24,8 @@ def elaborate_os(m: Module, unit, array) -> None:
     """Write the output-stationary sequencer of `unit` (an `ExecuteUnit`) into `m`."""
     cfg = unit.config
     rows, dim = cfg.rows, cfg.dim
-    word, tag = unit.i_instr.payload.word, unit.i_instr.payload.tag
-
-    def field(name: str):
-        return instruction_field(word, ComputeOS, name)
+    tag = unit.i_instr.payload.tag
+    instr = data.View(instruction_layout(ComputeOS), unit.i_instr.payload.payload)
 
     tile = data.StructLayout({"acc_row": 32, "m": 16, "accumulate": 1, "tag": unit.tag_width})
     chunk = data.StructLayout({"width": range(dim + 1), "wt": 32, "n": 16, "final": 1,
@@ -54,7 +52,7 @@ def elaborate_os(m: Module, unit, array) -> None:
         l_issue.eq(l_busy & (~Mux(l_bank, full[1], full[0]) | (s_release & (s_bank == l_bank)))),
         l_last_row.eq(l_i == l_chunk.tile.m - 1),
         l_final.eq(l_k_left <= dim),
-        unit.i_instr.ready.eq((opcode(word) == ComputeOS.OPCODE) &
+        unit.i_instr.ready.eq((instr.opcode == ComputeOS.OPCODE) &
                               (~l_busy | (l_issue & l_last_row & l_final))),
         take.eq(unit.i_instr.valid & unit.i_instr.ready),
         unit.spad_in.addr.eq(l_addr),
@@ -76,11 +74,11 @@ def elaborate_os(m: Module, unit, array) -> None:
                 m.d.sync += l_busy.eq(0)
     with m.If(take):
         m.d.sync += [
-            l_busy.eq(1), l_i.eq(0), l_addr.eq(field("in_row")), l_base.eq(field("in_row")),
-            l_stride.eq(field("a_stride")), l_k_left.eq(field("k")),
-            l_chunk.wt.eq(field("wt_row")), l_chunk.n.eq(field("n")),
-            l_chunk.tile.acc_row.eq(field("acc_row")), l_chunk.tile.m.eq(field("m")),
-            l_chunk.tile.accumulate.eq(field("accumulate")), l_chunk.tile.tag.eq(tag),
+            l_busy.eq(1), l_i.eq(0), l_addr.eq(instr.in_row), l_base.eq(instr.in_row),
+            l_stride.eq(instr.a_stride), l_k_left.eq(instr.k),
+            l_chunk.wt.eq(instr.wt_row), l_chunk.n.eq(instr.n),
+            l_chunk.tile.acc_row.eq(instr.acc_row), l_chunk.tile.m.eq(instr.m),
+            l_chunk.tile.accumulate.eq(instr.accumulate), l_chunk.tile.tag.eq(tag),
         ]
     for b in range(2):
         with m.If(lw_valid & (lw_bank == b)):

@@ -1,39 +1,23 @@
-"""Interfaces of the EXECUTE unit: instruction stream, completion strobes, scratchpad read ports.
+"""Port signatures of the EXECUTE unit that `hdl/instruction_fields.py` does not provide.
 
-Until a shared `hdl/ports.py` exists, the EXECUTE unit defines the signatures it needs here.
-Field values of an instruction word are sliced from the same table as `sim/isa/fields.py`
-(`instruction_field`), so the HDL and the Python encoder cannot disagree.
+Until a shared `hdl/ports.py` exists, the EXECUTE unit defines its completion strobe and its
+scratchpad read ports here.
 """
 
-from amaranth import Value, unsigned
+from amaranth import unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..sim.isa.fields import INSTRUCTION_BITS, OPCODE_BITS
+from .instruction_fields import TAG_WIDTH
 
-__all__ = [
-    "TAG_WIDTH",
-    "done_layout",
-    "instruction_field",
-    "instruction_layout",
-    "opcode",
-    "read_port_signature",
-]
-
-TAG_WIDTH = 4
-"""Bits of an in-flight table entry index (16 entries)."""
-
-
-def instruction_layout(tag_width: int = TAG_WIDTH) -> data.StructLayout:
-    """Return the payload of a unit's instruction stream: the 512-bit `word` and its `tag`."""
-    return data.StructLayout({"word": unsigned(INSTRUCTION_BITS), "tag": unsigned(tag_width)})
+__all__ = ["done_layout", "read_port_signature"]
 
 
 def done_layout(tag_width: int = TAG_WIDTH) -> data.StructLayout:
     """Return a completion strobe {`valid`, `tag`}: valid for one cycle per instruction.
 
-    (A strobe, not an always-ready stream: a constant `ready` cannot be a port of a converted
-    design.)
+    (A strobe, not an always-ready stream: a constant `ready` cannot be a port of a design
+    converted on its own.)
     """
     return data.StructLayout({"valid": 1, "tag": unsigned(tag_width)})
 
@@ -50,17 +34,3 @@ def read_port_signature(depth: int, row_shape: data.Layout) -> wiring.Signature:
         "en": Out(1),
         "data": In(row_shape),
     })
-
-
-def opcode(word: Value) -> Value:
-    """Return the opcode bits of an instruction word."""
-    return word[:OPCODE_BITS]
-
-
-def instruction_field(word: Value, cls: type, name: str) -> Value:
-    """Return field `name` of instruction class `cls` (from its `FIELDS` table) in `word`."""
-    for field in cls.FIELDS:  # type: ignore[attr-defined]
-        if field.name == name:
-            bits = word[field.offset:field.offset + field.width]
-            return bits.as_signed() if field.signed else bits
-    raise KeyError(f"{cls.__name__} has no field {name!r}")

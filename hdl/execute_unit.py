@@ -13,14 +13,8 @@ from ..sim.isa.instructions import Compute, Preload
 from ..sim.isa.memories import Memory, depth
 from .accumulator import write_payload_layout
 from .execute_os import elaborate_os
-from .execute_ports import (
-    TAG_WIDTH,
-    done_layout,
-    instruction_field,
-    instruction_layout,
-    opcode,
-    read_port_signature,
-)
+from .execute_ports import done_layout, read_port_signature
+from .instruction_fields import INSTRUCTION_STREAM_LAYOUT, instruction_layout
 from .systolic_array import SystolicArray
 
 __all__ = ["ExecuteUnit"]
@@ -29,9 +23,9 @@ __all__ = ["ExecuteUnit"]
 class ExecuteUnit(wiring.Component):
     """The EXECUTE unit: reads `spad_in`/`spad_wt`, drives the array, writes the accumulator.
 
-    Instructions arrive in program order on `i_instr` ({`word`, `tag`}); the unit takes one when
-    the engine it needs is free (see the timing model) and reports each instruction's
-    completion with its tag. Words of other opcodes are a caller error (never taken).
+    Instructions arrive in program order on `i_instr` ({`payload`: the word, `tag`}); the unit
+    takes one when the engine it needs is free (see the timing model) and reports each
+    instruction's completion with its tag. Words of other opcodes are a caller error (never taken).
 
     Weight-stationary: a *weight engine* streams PRELOAD rows `spad_wt[row + r]` (`r < rows`;
     rows `r >= k` and lanes `>= n` as zeros) into the array's shadow weights, while an
@@ -48,24 +42,32 @@ class ExecuteUnit(wiring.Component):
 
     Members
     -------
-    i_instr: In(stream.Signature(instruction_layout()))
-        Instruction words and their table tags, in program order.
+    i_instr: In(stream.Signature(INSTRUCTION_STREAM_LAYOUT))
+        Instruction words (`payload`) and their table tags, in program order.
     o_preload_done, o_compute_done: Out(done_layout())
-        Completion strobes (always ready; a PRELOAD and a COMPUTE may complete in one cycle).
+        Completion strobes {valid, tag}, one cycle each (a PRELOAD and a COMPUTE may complete
+        in the same cycle, hence two).
     spad_in, spad_wt: Out(read_port_signature(...))
         Read ports (1-cycle synchronous) of the scratchpads; rows of `dim` signed operands.
     o_acc: Out(stream.Signature(write_payload_layout(acc_depth, cols, acc_width)))
         Accumulator writes {row, data, accumulate}; the unit holds while `ready` is low.
+
+    Latency, throughput, backpressure: `systolic.sim.timing.execute_timing` gives the exact
+    cycles (with an always-ready accumulator): one array row per cycle, PRELOAD overlapping the
+    previous COMPUTE, no idle array cycle back to back when `m >= rows` (WS) or every k-chunk is
+    at least `m` wide (OS). While `o_acc.ready` is low the array and both engines hold; results
+    stay exact. `i_instr.ready` depends combinationally on `i_instr.payload` (the opcode) and on
+    the array's input `ready`s (hence on `o_acc.ready`).
     """
 
-    def __init__(self, config: ArrayConfig, *, tag_width: int = TAG_WIDTH) -> None:
+    def __init__(self, config: ArrayConfig) -> None:
         if not isinstance(config, ArrayConfig):
             self._MustUse__silence = True  # rejected, not unused
             raise TypeError(f"config must be an ArrayConfig, not {config!r}")
         self.config = config
-        self.tag_width = tag_width
+        self.tag_width = tag_width = INSTRUCTION_STREAM_LAYOUT["tag"].width
         super().__init__({
-            "i_instr": In(stream.Signature(instruction_layout(tag_width))),
+            "i_instr": In(stream.Signature(INSTRUCTION_STREAM_LAYOUT)),
             "o_preload_done": Out(done_layout(tag_width)),
             "o_compute_done": Out(done_layout(tag_width)),
             "spad_in": Out(read_port_signature(
@@ -89,9 +91,11 @@ class ExecuteUnit(wiring.Component):
 
     def _elaborate_ws(self, m: Module, array: SystolicArray) -> None:
         cfg = self.config
-        word, tag = self.i_instr.payload.word, self.i_instr.payload.tag
-        is_preload = opcode(word) == Preload.OPCODE
-        is_compute = opcode(word) == Compute.OPCODE
+        word, tag = self.i_instr.payload.payload, self.i_instr.payload.tag
+        preload = data.View(instruction_layout(Preload), word)
+        compute = data.View(instruction_layout(Compute), word)
+        is_preload = preload.opcode == Preload.OPCODE
+        is_compute = compute.opcode == Compute.OPCODE
 
         # Weight engine: issue stage (w_*) and read stage (ws_*), `rows` beats per tile.
         w_busy = Signal(init=1)  # the zero tile after reset
@@ -161,9 +165,9 @@ class ExecuteUnit(wiring.Component):
                     m.d.sync += w_beat.eq(w_beat + 1)
         with m.If(take_preload):
             m.d.sync += [
-                w_busy.eq(1), w_addr.eq(instruction_field(word, Preload, "row")), w_beat.eq(0),
-                w_k.eq(instruction_field(word, Preload, "k")),
-                w_n.eq(instruction_field(word, Preload, "n")),
+                w_busy.eq(1), w_addr.eq(preload.row), w_beat.eq(0),
+                w_k.eq(preload.k),
+                w_n.eq(preload.n),
                 w_tag.eq(tag), w_report.eq(1), pending.eq(1),
             ]
         m.d.comb += [
@@ -208,10 +212,10 @@ class ExecuteUnit(wiring.Component):
         with m.If(take_compute):
             m.d.sync += [
                 n_valid.eq(1), nxt.dummy.eq(0), nxt.close.eq(0), pending.eq(0),
-                nxt.addr.eq(instruction_field(word, Compute, "in_row")),
-                nxt.count.eq(instruction_field(word, Compute, "m")),
-                nxt.acc_row.eq(instruction_field(word, Compute, "acc_row")),
-                nxt.accumulate.eq(instruction_field(word, Compute, "accumulate")),
+                nxt.addr.eq(compute.in_row),
+                nxt.count.eq(compute.m),
+                nxt.acc_row.eq(compute.acc_row),
+                nxt.accumulate.eq(compute.accumulate),
                 nxt.tag.eq(tag),
             ]
 

@@ -17,7 +17,7 @@ in the current c-run (`to_cwrap`); counts are saturated to `2**cnt_width - 1` (m
 Params rows are one segment each (`cond_c = cond_j = 1`, one-byte elements).
 """
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Module, Mux, Signal, Value, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -93,7 +93,7 @@ class SegmentWalker(wiring.Component):
             "o_almost_idle": Out(1),
         })
 
-    def _next(self, m: Module, pos: data.View, k: data.View) -> tuple[dict, data.View, Signal]:
+    def _next(self, m: Module, pos: data.View, k: data.View) -> tuple[dict[str, Value], data.View, Signal]:
         """Return the segment starting at `pos`, the position after it and 'ends the row'."""
         cnt_width, length_width, _row_width = self.widths
         rest = Signal(length_width)

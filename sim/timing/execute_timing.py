@@ -8,33 +8,49 @@ is closed form per instruction: it keeps, for each of the unit's two engines, wh
 and when its last beat was taken, and for the array the cycles in which weight tiles finished
 loading and were activated (docs/hardware.md, "EXECUTE unit").
 
-Weight-stationary, with `L = rows + cols - 1` (the array's latency):
+Weight-stationary, with `L = rows + cols - 1` (the array's latency). Each engine issues one
+memory read per cycle into a one-entry stage that the array takes from; it can take new work in
+the cycle it issues its current item's last read (`I_last`).
 
-- An *item* of the activation engine (a COMPUTE of `m` rows, or a one-row dummy) started in
-  cycle `s` issues its first row read in `I0 = max(s + 1, T_prev)` (`T_prev`: the cycle the
-  previous item's last row was taken) and that row is taken in `T0 = max(I0 + 1, gate)`, where
-  `gate = D + 1` when the row activates new weights (`D`: the cycle the last row of those
-  weights was taken) and nothing otherwise; row `i` is taken in `T0 + i`. The engine is free
-  from `I_last + 1`, `I_last = I0` if `m == 1` else `T0 + m - 2`.
-- A weight tile (PRELOAD, `rows` beats) started in `s` issues in `I0 = max(s + 1, Tw_prev)`,
-  its first beat is taken in `T0 = max(I0 + 1, F)` (`F`: the cycle the previous weight tile was
-  activated), the last in `D = T0 + rows - 1`; the engine is free from `I_last + 1` as above.
+- Activation items (a COMPUTE of `m` rows, or a one-row dummy) wait in a one-item slot. An item
+  taken in cycle `c` moves to the engine in `s = max(c + 1, I_last of the item before)`, the slot
+  takes the next item from `s` on. Its first row read issues in `I0 = max(s + 1, T_prev)`
+  (`T_prev`: the cycle the previous item's last row was taken) and is taken in
+  `T0 = max(I0 + 1, gate)`, where `gate = D + 1` when the row activates new weights (`D`: the
+  cycle the last row of those weights was taken), else none; row `i` is taken in `T0 + i`.
+  `I_last = I0` if `m == 1` else `T0 + m - 2`.
+- A weight tile (PRELOAD, or the zero tile after reset; `rows` beats) started in `s` issues in
+  `I0 = max(s + 1, Tw_prev)`, its first beat is taken in `T0 = max(I0 + 1, F)` (`F`: the cycle the
+  previous weight tile was activated), the last in `D = T0 + rows - 1`.
 - A PRELOAD is taken in the first cycle `p >= max(available, previous take + 1)` in which the
-  weight engine is free and, if the previous PRELOAD has not been used by a COMPUTE yet, the
-  activation engine is free too. If the activation engine is busy then, its item's last row
-  closes the array tile; otherwise a dummy item starts in `p` (it activates the unused weights
-  if any). PRELOAD completes in `D`.
-- A COMPUTE is taken in the first cycle `c >= max(available, previous take + 1)` in which the
-  activation engine is free; it starts an item in `c` whose first row activates the newest
-  weights if the previous item closed the tile. It completes in `T0 + m - 1 + L`.
-- After reset the weight engine loads a zero tile (started in cycle -1) and the activation
-  engine runs a dummy item (started in -1, activating it), so the unit can take its first
-  instructions from cycle 0, with the first real weights loaded no earlier than cycle
-  `rows + 1`.
+  weight engine is free (`p >= I_last` of the previous tile) and, if the previous PRELOAD has not
+  been used by a COMPUTE yet, the slot is free. If the newest activation item has not issued its
+  last row before `p` (and no PRELOAD is unused), that row closes the array tile; otherwise a
+  dummy item taken in `p` closes it (activating the unused weights, if any). It completes in `D`.
+- A COMPUTE is taken in the first cycle `c >= max(available, previous take + 1)` in which the slot
+  is free; its first row activates the newest weights if the item before closed the tile. It
+  completes in `T0 + m - 1 + L`.
+- After reset the weight engine loads a zero tile and the activation engine runs a dummy row
+  that activates it (both started in cycle -1), so the first PRELOAD is taken no earlier than
+  cycle `rows - 1` and its weights are taken from cycle `rows + 1`.
 
-Back to back: PRELOAD of the next tile is taken while the current COMPUTE streams and its weights
-load behind the current tile's first row, so `PRELOAD, COMPUTE, PRELOAD, COMPUTE, ...` keeps the
-array busy every cycle when `m >= rows` and instructions are offered in time.
+Back to back: a COMPUTE is taken while the previous one streams, the next PRELOAD right after it,
+and its weights load behind the current tile's first row, so `PRELOAD, COMPUTE, PRELOAD, ...`
+keeps the array busy every cycle when every `m >= rows` and instructions are offered in time;
+COMPUTEs without PRELOAD between them follow each other with no idle cycle for any `m`.
+
+Output-stationary (`rows` x `cols`, `dim = max(rows, cols)`): a COMPUTE.OS of `ceil(k / dim)`
+chunks is taken in the first cycle `>= max(available, previous take + 1)` in which the loader
+issues its previous instruction's last read (or is idle). Chunk `g` (counting over all
+instructions; it uses bank `g mod 2`) reads its `m` rows in consecutive cycles from
+`max(previous read + 1, B)` (`taken + 1` for an instruction's first chunk), where `B` is the
+cycle the streamer issued the last column of chunk `g - 2`; its first column issues in
+`max(last read + 2, T_prev)` (`T_prev`: the cycle the streamer's previous column was taken), the
+others in the following cycles, each taken one cycle after its issue, except that a tile's last
+column is taken no earlier than `rows` cycles after the previous tile's last column. The tile
+completes `2 * rows + cols - 1` cycles after its last column is taken (row 0 of the array's
+drain). Back to back, tiles follow with no idle cycle when every chunk has at least `m` columns:
+a tile of `k` steps then occupies the array for `max(k, rows)` cycles.
 """
 
 import dataclasses

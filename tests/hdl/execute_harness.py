@@ -128,7 +128,7 @@ def run_rtl(config: ArrayConfig, spad_in: np.ndarray, spad_wt: np.ndarray,
             while cycle < available[index]:
                 await ctx.tick()
                 cycle += 1
-            ctx.set(ex.i_instr.payload, {"word": word, "tag": index % 16})
+            ctx.set(ex.i_instr.payload, {"payload": word, "tag": index % 16})
             ctx.set(ex.i_instr.valid, 1)
             while True:
                 _, _, ready = await ctx.tick().sample(ex.i_instr.ready)

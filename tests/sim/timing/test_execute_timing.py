@@ -1,0 +1,79 @@
+"""execute_timing: hand-derived schedules and the back-to-back properties (RTL equality is
+tested in tests/hdl/test_execute_unit.py)."""
+
+import itertools
+import random
+
+import pytest
+from systolic.sim.isa.instructions import Compute, ComputeOS, Load, LoadTarget, Preload
+from systolic.sim.timing.execute_timing import ExecuteTiming, InstructionTiming
+
+from systolic.config import ArrayConfig, Dataflow
+
+
+def config(rows: int, cols: int, dataflow: Dataflow) -> ArrayConfig:
+    return ArrayConfig(rows=rows, cols=cols, dataflow=dataflow, spad_kib=1, acc_kib=1)
+
+
+def test_ws_first_preload_and_compute_by_hand() -> None:
+    # 2x3: the zero tile's beats are taken in cycles 1, 2 (issued 0, 1), the reset dummy row in 3.
+    # PRELOAD: taken in 1 (the weight engine issues its last zero beat), a dummy closes the
+    # reset tile; its beats issue in 2, 3 and are taken in 3 (the dummy's activation) and 4.
+    # COMPUTE: taken in 2, waits in the slot until 3, issues from 4; its first row activates
+    # the weights loaded in 4, so it is taken in 5, rows in 5, 6, 7; results 4 cycles later.
+    model = ExecuteTiming(config(2, 3, Dataflow.WS))
+    assert model.issue(Preload(row=0, k=2, n=3), 0) == InstructionTiming(1, 4)
+    assert model.issue(Compute(in_row=0, m=3, acc_row=0), 0) == InstructionTiming(2, 11)
+
+
+def test_os_chunks_by_hand() -> None:
+    # 2x3 (dim 3): k = 4 is two chunks (3 + 1 columns). Chunk 0: rows read in 1, 2, columns
+    # issued 4..6; chunk 1: rows read 3, 4, column issued 7, taken in 8 (the tile's end);
+    # row 0 of the result 2*2 + 3 - 1 = 6 cycles later.
+    model = ExecuteTiming(config(2, 3, Dataflow.OS))
+    first = ComputeOS(in_row=0, m=2, n=3, k=4, wt_row=0, acc_row=0, a_stride=2)
+    assert model.issue(first, 0) == InstructionTiming(0, 14)
+    # Next tile: taken when the loader issues its last read (4); bank 0 is free from 6; its
+    # column is issued in 8 but a tile end waits `rows` cycles after the previous one: 10.
+    second = ComputeOS(in_row=8, m=1, n=1, k=1, wt_row=0, acc_row=4)
+    assert model.issue(second, 0) == InstructionTiming(4, 16)
+
+
+@pytest.mark.parametrize("rows,cols", [(1, 1), (2, 3), (4, 4), (8, 8), (16, 4)])
+def test_ws_back_to_back_keeps_the_array_busy(rows: int, cols: int) -> None:
+    rng = random.Random(rows * 100 + cols)
+    model = ExecuteTiming(config(rows, cols, Dataflow.WS))
+    sizes = [rng.randint(rows, rows + 5) for _ in range(10)]
+    completions = []
+    for m in sizes:
+        model.issue(Preload(row=0, k=rng.randint(1, rows), n=rng.randint(1, cols)), 0)
+        completions.append(model.issue(Compute(in_row=0, m=m, acc_row=0), 0).completed)
+    assert [b - a for a, b in itertools.pairwise(completions)] == sizes[1:]
+
+
+@pytest.mark.parametrize("rows,cols", [(1, 1), (2, 3), (4, 4), (8, 8)])
+def test_ws_computes_without_preload_stream_back_to_back(rows: int, cols: int) -> None:
+    model = ExecuteTiming(config(rows, cols, Dataflow.WS))
+    times = [model.issue(Compute(in_row=0, m=1 + i % 3, acc_row=0), 0) for i in range(9)]
+    assert [b.completed - a.completed for a, b in itertools.pairwise(times)] == [
+        1 + i % 3 for i in range(1, 9)]
+
+
+@pytest.mark.parametrize("rows,cols", [(1, 1), (2, 3), (4, 4), (8, 8)])
+def test_os_tile_period_is_max_of_k_and_rows(rows: int, cols: int) -> None:
+    dim = max(rows, cols)
+    model = ExecuteTiming(config(rows, cols, Dataflow.OS))
+    rng = random.Random(rows)
+    ks = [rng.randint(1, dim) for _ in range(10)]  # one chunk each
+    done = [model.issue(ComputeOS(in_row=0, m=1, n=1, k=k, wt_row=0, acc_row=0), 0).completed
+            for k in ks]
+    assert [b - a for a, b in itertools.pairwise(done)] == [max(k, rows) for k in ks[1:]]
+
+
+def test_rejects_instructions_of_other_units_or_dataflows() -> None:
+    ws = ExecuteTiming(config(2, 2, Dataflow.WS))
+    with pytest.raises(ValueError, match=r"^COMPUTE.OS is not an EXECUTE instruction of a ws "
+                                         r"array$"):
+        ws.issue(ComputeOS(in_row=0, m=1, n=1, k=1, wt_row=0, acc_row=0), 0)
+    with pytest.raises(ValueError, match=r"^LOAD is not an EXECUTE instruction of a ws array$"):
+        ws.issue(Load.dense(LoadTarget.SPAD_IN, row=0, count=1, ext=0, row_stride=1, length=1), 0)
