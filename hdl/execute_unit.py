@@ -4,7 +4,7 @@ The exact cycle of every acceptance and completion is `systolic.sim.timing.execu
 (docs/hardware.md, "EXECUTE unit", states the rules).
 """
 
-from amaranth import Module, Mux, Signal, signed
+from amaranth import Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -13,8 +13,9 @@ from ..sim.isa.instructions import Compute, Preload
 from ..sim.isa.memories import Memory, depth
 from .accumulator import write_payload_layout
 from .execute_os import elaborate_os
-from .execute_ports import done_layout, read_port_signature
+from .execute_ports import done_layout
 from .instruction_fields import INSTRUCTION_STREAM_LAYOUT, instruction_layout
+from .ports import memory_read_signature, spad_row_layout
 from .systolic_array import SystolicArray
 
 __all__ = ["ExecuteUnit"]
@@ -47,7 +48,7 @@ class ExecuteUnit(wiring.Component):
     o_preload_done, o_compute_done: Out(done_layout())
         Completion strobes {valid, tag}, one cycle each (a PRELOAD and a COMPUTE may complete
         in the same cycle, hence two).
-    spad_in, spad_wt: Out(read_port_signature(...))
+    spad_in, spad_wt: Out(memory_read_signature(...))
         Read ports (1-cycle synchronous) of the scratchpads; rows of `dim` signed operands.
     o_acc: Out(stream.Signature(write_payload_layout(acc_depth, cols, acc_width)))
         Accumulator writes {row, data, accumulate}; the unit holds while `ready` is low.
@@ -70,12 +71,10 @@ class ExecuteUnit(wiring.Component):
             "i_instr": In(stream.Signature(INSTRUCTION_STREAM_LAYOUT)),
             "o_preload_done": Out(done_layout(tag_width)),
             "o_compute_done": Out(done_layout(tag_width)),
-            "spad_in": Out(read_port_signature(
-                depth(config, Memory.SPAD_IN),
-                data.ArrayLayout(signed(config.input_width), config.dim))),
-            "spad_wt": Out(read_port_signature(
-                depth(config, Memory.SPAD_WT),
-                data.ArrayLayout(signed(config.weight_width), config.dim))),
+            "spad_in": Out(memory_read_signature(
+                depth(config, Memory.SPAD_IN), spad_row_layout(config.input_width, config.dim))),
+            "spad_wt": Out(memory_read_signature(
+                depth(config, Memory.SPAD_WT), spad_row_layout(config.weight_width, config.dim))),
             "o_acc": Out(stream.Signature(
                 write_payload_layout(config.acc_depth, config.cols, config.acc_width))),
         })

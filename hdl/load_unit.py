@@ -17,7 +17,7 @@ combinational, in the cycle the instruction is taken). A multi-cycle divider wou
 path at the price of a longer setup.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from systolic.sim.isa.instructions import Load, LoadTarget
@@ -28,37 +28,12 @@ from systolic.config import ArrayConfig
 from .dma_gather import RowGather
 from .instruction_fields import completion_signature, instruction_layout, instruction_signature
 from .load_walker import SegmentWalker, job_layout, meta_layout
+from .ports import addr_width, memory_write_signature, params_row_layout, spad_row_layout
 
-__all__ = [
-    "SETUP_CYCLES",
-    "LoadUnit",
-    "params_row_layout",
-    "spad_row_layout",
-    "write_port_signature",
-]
+__all__ = ["SETUP_CYCLES", "LoadUnit"]
 
 SETUP_CYCLES = 2
 """Cycles from taking an instruction (idle unit) to its first read request."""
-
-
-def spad_row_layout(width: int, dim: int) -> data.ArrayLayout:
-    """Return the layout of one scratchpad row: `dim` signed `width`-bit operands."""
-    return data.ArrayLayout(signed(width), dim)
-
-
-def params_row_layout(cols: int) -> data.ArrayLayout:
-    """Return the layout of one params row: per lane {bias s32, multiplier s32, shift s8}."""
-    lane = data.StructLayout({"bias": signed(32), "multiplier": signed(32), "shift": signed(8)})
-    return data.ArrayLayout(lane, cols)
-
-
-def write_port_signature(addr_width: int, row_layout: data.Layout) -> wiring.Signature:
-    """Return a memory write port as seen by its writer: {addr, data, en} outputs."""
-    return wiring.Signature({"addr": Out(addr_width), "data": Out(row_layout), "en": Out(1)})
-
-
-def _addr_width(rows: int) -> int:
-    return max(1, (rows - 1).bit_length())
 
 
 class LoadUnit(wiring.Component):
@@ -75,7 +50,7 @@ class LoadUnit(wiring.Component):
         External read requests, aligned to `bus_bytes`; backpressure holds the unit.
     i_resp : In(stream {data: bus_bytes*8}), always ready
         Read data, exactly `mem_latency` cycles after each request was taken, in order.
-    spad_in, spad_wt, params : Out(write_port_signature(...))
+    spad_in, spad_wt, params : Out(memory_write_signature(...))
         Write ports: `en` for one cycle per row written, `addr` and `data` valid with it.
 
     Latency and throughput: see the module docstring (duration `beats + mem_latency + 2`).
@@ -92,21 +67,19 @@ class LoadUnit(wiring.Component):
         self.cnt_width = config.dim.bit_length() + 2
         self.length_width = self.row_bytes.bit_length()
         self.depths = {target: depth(config, target.memory) for target in LoadTarget}
-        self.row_width = max(_addr_width(d) for d in self.depths.values())
+        self.row_width = max(addr_width(d) for d in self.depths.values())
         super().__init__({
             "i_instr": In(instruction_signature()),
             "o_done": Out(completion_signature()),
             "o_req": Out(stream.Signature(data.StructLayout({"addr": 32}))),
             "i_resp": In(stream.Signature(data.StructLayout({"data": 8 * config.bus_bytes}),
                                           always_ready=True)),
-            "spad_in": Out(write_port_signature(
-                _addr_width(depth(config, Memory.SPAD_IN)),
-                spad_row_layout(config.input_width, config.dim))),
-            "spad_wt": Out(write_port_signature(
-                _addr_width(depth(config, Memory.SPAD_WT)),
-                spad_row_layout(config.weight_width, config.dim))),
-            "params": Out(write_port_signature(
-                _addr_width(depth(config, Memory.PARAMS)), params_row_layout(config.cols))),
+            "spad_in": Out(memory_write_signature(
+                depth(config, Memory.SPAD_IN), spad_row_layout(config.input_width, config.dim))),
+            "spad_wt": Out(memory_write_signature(
+                depth(config, Memory.SPAD_WT), spad_row_layout(config.weight_width, config.dim))),
+            "params": Out(memory_write_signature(
+                depth(config, Memory.PARAMS), params_row_layout(config.cols))),
         })
 
     def _decode(self, m: Module, word: data.View, tag: Signal) -> Signal:
@@ -175,13 +148,12 @@ class LoadUnit(wiring.Component):
                 port.addr.eq(meta.row),
                 port.data.eq(Cat(*elements)),
             ]
-        cols = config.cols
-        lanes = [Cat(raw[32 * j:][:32], raw[32 * (cols + j):][:32], raw[8 * (8 * cols + j):][:8])
-                 for j in range(cols)]
+        # A params row's bytes (biases, multipliers, shifts) are its layout's bits, in order.
+        params_bits = params_row_layout(config.cols).size
         m.d.comb += [
             self.params.en.eq(row.valid & (meta.mem == int(LoadTarget.PARAMS))),
             self.params.addr.eq(meta.row),
-            self.params.data.eq(Cat(*lanes)),
+            self.params.data.eq(raw[:params_bits]),
         ]
 
     def elaborate(self, platform: object) -> Module:

@@ -18,8 +18,8 @@ from .instruction_fields import (
 )
 from .output_stage import OutputStage
 from .pool_window import emit_window_walk
+from .ports import memory_read_signature, params_row_layout, write_beat_layout
 from .row_writer import RowWriter
-from .store_ports import memory_read_signature, params_row_layout, write_beat_layout
 from .vector_unit import SCALED_SUM, VectorUnit
 
 __all__ = ["StoreUnit"]

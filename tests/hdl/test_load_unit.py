@@ -133,11 +133,11 @@ def apply_writes(config: ArrayConfig, machine: Machine, writes) -> None:
         machine.spad_in[addr] = unpack_array(bits, config.input_width, config.dim)
     for addr, bits in writes["spad_wt"]:
         machine.spad_wt[addr] = unpack_array(bits, config.weight_width, config.dim)
-    for addr, bits in writes["params"]:
-        lanes = [(bits >> (72 * j)) for j in range(config.cols)]
-        machine.bias[addr] = [unpack_array(v, 32, 1)[0] for v in lanes]
-        machine.multiplier[addr] = [unpack_array(v >> 32, 32, 1)[0] for v in lanes]
-        machine.shift[addr] = [unpack_array(v >> 64, 8, 1)[0] for v in lanes]
+    cols = config.cols
+    for addr, bits in writes["params"]:  # hdl.ports.params_row_layout: biases, multipliers, shifts
+        machine.bias[addr] = unpack_array(bits, 32, cols)
+        machine.multiplier[addr] = unpack_array(bits >> (32 * cols), 32, cols)
+        machine.shift[addr] = unpack_array(bits >> (64 * cols), 8, cols)
 
 
 def check_program(config: ArrayConfig, program: list[Load], mem_latency: int, seed: int,
