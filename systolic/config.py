@@ -56,6 +56,9 @@ class ArrayConfig:
         Accumulator memory size in KiB.
     bus_bytes:
         External memory bus width in bytes per cycle, a power of two from 1 to 256.
+    mem_latency:
+        Cycles from an external read request to its data (default 8), 0 to 1024. The hardware's
+        read buffering is sized by it, and every cycle count depends on it.
     """
 
     rows: int = 8
@@ -67,6 +70,7 @@ class ArrayConfig:
     spad_kib: int = 256
     acc_kib: int = 64
     bus_bytes: int = 16
+    mem_latency: int = 8
 
     def __post_init__(self) -> None:
         for name in ("rows", "cols"):
@@ -92,6 +96,15 @@ class ArrayConfig:
         ):
             raise ConfigError(
                 f"bus_bytes must be a power of two from 1 to 256, not {self.bus_bytes!r}"
+            )
+        if (
+            not isinstance(self.mem_latency, int)
+            or isinstance(self.mem_latency, bool)
+            or not 0 <= self.mem_latency <= 1024
+        ):
+            raise ConfigError(
+                f"mem_latency must be a whole number of cycles from 0 to 1024, "
+                f"not {self.mem_latency!r}"
             )
         for name in ("spad_kib", "acc_kib"):
             value = getattr(self, name)

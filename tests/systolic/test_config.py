@@ -48,6 +48,8 @@ def test_config_error_is_a_value_error():
         ({"acc_width": 65}, r"^acc_width must be from .* to 64 bits, not 65$"),
         ({"bus_bytes": 12}, r"^bus_bytes must be a power of two from 1 to 256, not 12$"),
         ({"bus_bytes": 512}, r"^bus_bytes must be a power of two from 1 to 256, not 512$"),
+        ({"mem_latency": -1}, r"^mem_latency must be a whole number of cycles from 0 to 1024, not -1$"),
+        ({"mem_latency": 2000}, r"^mem_latency must be a whole number of cycles from 0 to 1024, not 2000$"),
         ({"spad_kib": 0}, r"^spad_kib must be a positive whole number of KiB, not 0$"),
         ({"acc_kib": -1}, r"^acc_kib must be a positive whole number of KiB, not -1$"),
         (
@@ -102,4 +104,5 @@ def test_to_dict_is_json_ready():
         "spad_kib": 256,
         "acc_kib": 64,
         "bus_bytes": 16,
+        "mem_latency": 8,
     }
