@@ -11,15 +11,11 @@ Conventions (the numeric contract the hardware matches):
   multiplication by a reciprocal, and not float64); requantizing an int32 accumulator is
   `rint(float32(acc) * float32(multiplier)) + zero_point`, where `float32(acc)` itself rounds
   (to nearest even) once |acc| > 2**24.
-- `quantize_multiplier` / `requantize_fixed_point` are the pure-integer output stage of the
-  hardware: acc * M >> (31 + shift), rounding half to even at the dropped bits. For a float32
-  multiplier the decomposition is exact (M carries all 24 significand bits), so the fixed-point
-  result is the exactly rounded rint(acc * multiplier); the float32 formula above rounds the
-  product to 24 bits first and can therefore differ by one, only where acc * multiplier lies
-  within 2**-24 (relative) of a half-integer. See `requantize_fixed_point`.
+- The hardware computes the requantization in pure integers instead
+  (`systolic.sim.golden.requant`), rounding the exact product once; with a float32 multiplier
+  it differs from the float32 formula above by at most one, and only where acc * multiplier
+  lies within 2**-24 (relative) of a half-integer.
 """
-
-import math
 
 import numpy as np
 import numpy.typing as npt
@@ -31,9 +27,7 @@ __all__ = [
     "fma_float32",
     "integer_range",
     "quantize",
-    "quantize_multiplier",
     "requantize",
-    "requantize_fixed_point",
     "round_half_to_even",
     "saturate",
 ]
@@ -147,86 +141,6 @@ def requantize(
         product = a32 * m32
     rounded = round_half_to_even(product).astype(np.float64)
     return saturate(rounded + np.asarray(zero_point, dtype=np.float64), dtype)
-
-
-# -- the hardware's pure-integer output stage ------------------------------------------------
-
-MULTIPLIER_BITS = 31
-"""The integer multiplier M lies in [2**30, 2**31): a positive int32 with its top bit set."""
-
-
-def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
-    """Return (M, shift) with real_multiplier ~= M * 2**-(31 + shift), 2**30 <= M < 2**31.
-
-    M is real_multiplier's significand rounded (half to even) to 31 bits, so the relative error
-    is at most 2**-31, and zero for any float32 `real_multiplier` (24 significand bits). The
-    total right shift 31 + shift must be at least 0: real_multiplier < 2**31. Raises ValueError
-    for a multiplier that is not a finite positive number below 2**31.
-    """
-    if not (math.isfinite(real_multiplier) and 0.0 < real_multiplier < 2.0**31):
-        raise ValueError(
-            f"a requantization multiplier must be finite, positive and below 2**31, "
-            f"got {real_multiplier!r}"
-        )
-    fraction, exponent = math.frexp(real_multiplier)  # fraction in [0.5, 1)
-    scaled = fraction * 2.0**MULTIPLIER_BITS  # exact: a power-of-two scaling of a float64
-    m = _round_half_even_float(scaled)
-    if m == 2**MULTIPLIER_BITS:  # rounded up out of range: 2**31 * 2**-k == 2**30 * 2**-(k-1)
-        m //= 2
-        exponent += 1
-    return m, -exponent
-
-
-def _round_half_even_float(value: float) -> int:
-    """Round a float to the nearest int, ties to even (Python's round does exactly this)."""
-    return round(value)
-
-
-def requantize_fixed_point(
-    acc: np.ndarray,
-    multiplier: int | np.ndarray,
-    shift: int | np.ndarray,
-    zero_point: int | np.ndarray,
-    dtype: np.dtype | type,
-    clamp_min: int | None = None,
-    clamp_max: int | None = None,
-) -> np.ndarray:
-    """Return clamp(round_half_to_even(acc * multiplier / 2**(31 + shift)) + zero_point).
-
-    Pure integer arithmetic, as the hardware output stage computes it: the 64-bit product
-    acc * multiplier (|acc| <= 2**31, multiplier < 2**31, so |product| < 2**62) is shifted
-    right by n = 31 + shift bits, rounding half to even on the dropped bits (n >= 63 always
-    gives 0, since |product| < 2**62 <= 2**(n - 1)). The zero point is added and the result
-    clamped to [clamp_min, clamp_max] (defaults: `dtype`'s range; a fused Relu passes the zero
-    point as clamp_min) and to `dtype`'s range. `multiplier` and `shift` may be arrays that
-    broadcast against `acc` (per-channel).
-
-    Against `requantize` with the float32 multiplier M * 2**-(31 + shift): equal whenever the
-    float32 path is exact (|acc| <= 2**24 and acc * multiplier needs at most 24 significand
-    bits); otherwise the two differ by at most 1, only where the exact product lies within
-    2**-24 relative (about 2**-16 absolute for outputs within the 8-bit range) of a
-    half-integer, because the float path rounds the product to 24 bits before `rint`.
-    """
-    a = np.asarray(acc).astype(np.int64)
-    m = np.asarray(multiplier, dtype=np.int64)
-    n = np.asarray(shift, dtype=np.int64) + MULTIPLIER_BITS
-    if np.any(n < 0):
-        raise ValueError("the total right shift 31 + shift must not be negative")
-    if np.any((m < 0) | (m >= 2**MULTIPLIER_BITS)):
-        raise ValueError("the fixed-point multiplier must lie in [0, 2**31)")
-    product = a * m
-    n_capped = np.minimum(n, 62)
-    floor = product >> n_capped
-    remainder = product - (floor << n_capped)
-    half = np.left_shift(np.int64(1), np.maximum(n_capped - 1, 0))
-    round_up = (remainder > half) | ((remainder == half) & ((floor & 1) == 1))
-    rounded = np.where(n_capped == 0, product, floor + round_up.astype(np.int64))
-    rounded = np.where(n >= 63, 0, rounded)
-    result = rounded + np.asarray(zero_point, dtype=np.int64)
-    lo, hi = integer_range(dtype)
-    lo = lo if clamp_min is None else max(lo, clamp_min)
-    hi = hi if clamp_max is None else min(hi, clamp_max)
-    return np.asarray(np.clip(result, lo, hi).astype(dtype))
 
 
 def fma_float32(x: npt.ArrayLike, y: npt.ArrayLike, z: npt.ArrayLike) -> np.ndarray:
