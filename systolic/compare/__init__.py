@@ -1,0 +1,1 @@
+"""`systolic compare`: cycle counts across configurations, and SCALE-Sim interoperability."""

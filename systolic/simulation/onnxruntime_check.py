@@ -1,0 +1,80 @@
+"""Compare a model's final outputs with onnxruntime's, when onnxruntime is installed.
+
+The comparison is in each output's own units (integer steps for quantized outputs, real values
+for float ones): `max_abs_diff` is the largest |ours − onnxruntime| over every element of every
+output, `equal_fraction` the fraction of elements that are exactly equal.
+"""
+
+import dataclasses
+import importlib.util
+import os
+from collections.abc import Mapping
+
+import numpy as np
+
+from systolic.errors import SimulationError
+
+__all__ = ["OnnxruntimeComparison", "compare_outputs", "onnxruntime_available", "run_onnxruntime"]
+
+
+@dataclasses.dataclass(frozen=True)
+class OnnxruntimeComparison:
+    """How the final outputs compare with onnxruntime's (see the module docstring)."""
+
+    max_abs_diff: float
+    equal_fraction: float
+    elements: int
+
+
+def onnxruntime_available() -> bool:
+    """True when the `onnxruntime` package can be imported."""
+    return importlib.util.find_spec("onnxruntime") is not None
+
+
+def run_onnxruntime(
+    model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Run the ONNX file at `model_path` on onnxruntime's CPU provider; outputs by name."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    try:
+        session = onnxruntime.InferenceSession(
+            os.fspath(model_path), options, providers=["CPUExecutionProvider"]
+        )
+        names = [output.name for output in session.get_outputs()]
+        results = session.run(names, dict(inputs))
+    except Exception as err:  # onnxruntime raises its own exception types
+        raise SimulationError(
+            f"onnxruntime could not run the model for the comparison ({str(err).splitlines()[0]})"
+            f"; rerun with --no-onnxruntime to skip it"
+        ) from None
+    return dict(zip(names, results, strict=True))
+
+
+def compare_outputs(
+    ours: Mapping[str, np.ndarray], theirs: Mapping[str, np.ndarray]
+) -> OnnxruntimeComparison:
+    """Compare the outputs both sides computed (by name; shapes must agree)."""
+    worst = 0.0
+    equal = 0
+    total = 0
+    for name, value in ours.items():
+        if name not in theirs:
+            continue
+        other = np.asarray(theirs[name])
+        if other.shape != value.shape:
+            raise SimulationError(
+                f"output {name!r}: onnxruntime gives shape {list(other.shape)}, the simulation "
+                f"{list(value.shape)}"
+            )
+        a = value.astype(np.float64)
+        b = other.astype(np.float64)
+        if a.size:
+            worst = max(worst, float(np.max(np.abs(a - b))))
+        equal += int(np.count_nonzero(a == b))
+        total += a.size
+    return OnnxruntimeComparison(
+        max_abs_diff=worst, equal_fraction=equal / total if total else 1.0, elements=total
+    )

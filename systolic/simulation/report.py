@@ -1,0 +1,175 @@
+"""The result of `systolic simulate`: the per-layer table and the JSON document.
+
+The JSON is a stable interface (README, "simulate JSON"): keys are only ever added. Schema
+`systolic.simulate/1`:
+
+- `schema`, `model` (path or "bundled:NAME"), `backend`, `config` (`ArrayConfig.to_dict()`),
+  `inputs` (name -> {shape, dtype}), `input_source` ("random seed N" or the file),
+- `total_cycles`: cycles of every accelerator run, summed,
+- `layers`: in execution order, each {`name`, `op`, `unit` (array | vector | host), `macs`,
+  `cycles`, `ideal_cycles` (MACs / (rows·cols), rounded up; 0 off the array), `stall_cycles`,
+  `utilization` (MACs / (cycles·rows·cols) for array layers, else 0), `note`},
+- `totals`: {`macs`, `cycles`, `array_cycles`, `ideal_cycles`, `utilization`},
+- `checks`: {`reference_bit_exact` (bool), `mismatch` (null or {layer, tile, element, expected,
+  actual}), `onnxruntime_ran` (bool), and when it ran `onnxruntime_max_abs_diff`,
+  `onnxruntime_equal_fraction`}; float models add `quantization` {max_abs_error,
+  cosine_similarity, top1_agreement (null when the output is not a class vector)}.
+"""
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["SCHEMA", "LayerResult", "Mismatch", "SimulationReport", "render_table"]
+
+SCHEMA = "systolic.simulate/1"
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerResult:
+    """One executed layer (a node of the integer graph) and what it cost."""
+
+    name: str
+    op: str
+    unit: str  # "array", "vector" or "host"
+    macs: int
+    cycles: int
+    ideal_cycles: int = 0
+    stall_cycles: int = 0
+    note: str = ""
+
+    def utilization(self, pes: int) -> float:
+        """MACs per PE-cycle while this layer ran (0 for layers off the array)."""
+        if self.unit != "array" or self.cycles == 0:
+            return 0.0
+        return self.macs / (self.cycles * pes)
+
+    def to_json(self, pes: int) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "op": self.op,
+            "unit": self.unit,
+            "macs": self.macs,
+            "cycles": self.cycles,
+            "ideal_cycles": self.ideal_cycles,
+            "stall_cycles": self.stall_cycles,
+            "utilization": round(self.utilization(pes), 6),
+            "note": self.note,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Mismatch:
+    """The first accelerator value that differs from the reference."""
+
+    layer: str
+    tile: str
+    element: tuple[int, ...]
+    expected: int | float
+    actual: int | float
+
+    def text(self) -> str:
+        index = ",".join(str(i) for i in self.element)
+        return (
+            f"layer {self.layer!r}, {self.tile}, element [{index}]: reference {self.expected}, "
+            f"accelerator {self.actual}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class SimulationReport:
+    """Everything `systolic simulate` reports."""
+
+    model: str
+    backend: str
+    config: Mapping[str, object]
+    inputs: Mapping[str, Mapping[str, object]]
+    input_source: str
+    layers: Sequence[LayerResult]
+    mismatch: Mismatch | None
+    onnxruntime: Mapping[str, float] | None = None
+    quantization: Mapping[str, float | None] | None = None
+
+    @property
+    def pes(self) -> int:
+        return int(self.config["rows"]) * int(self.config["cols"])  # type: ignore[call-overload]
+
+    @property
+    def total_cycles(self) -> int:
+        return sum(layer.cycles for layer in self.layers if layer.unit != "host")
+
+    def totals(self) -> dict[str, Any]:
+        array = [layer for layer in self.layers if layer.unit == "array"]
+        array_cycles = sum(layer.cycles for layer in array)
+        array_macs = sum(layer.macs for layer in array)
+        return {
+            "macs": sum(layer.macs for layer in self.layers),
+            "cycles": self.total_cycles,
+            "array_cycles": array_cycles,
+            "ideal_cycles": sum(layer.ideal_cycles for layer in array),
+            "utilization": round(array_macs / (array_cycles * self.pes), 6) if array_cycles else 0.0,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        checks: dict[str, Any] = {
+            "reference_bit_exact": self.mismatch is None,
+            "mismatch": None if self.mismatch is None else {
+                "layer": self.mismatch.layer,
+                "tile": self.mismatch.tile,
+                "element": list(self.mismatch.element),
+                "expected": self.mismatch.expected,
+                "actual": self.mismatch.actual,
+            },
+            "onnxruntime_ran": self.onnxruntime is not None,
+        }
+        if self.onnxruntime is not None:
+            checks["onnxruntime_max_abs_diff"] = self.onnxruntime["max_abs_diff"]
+            checks["onnxruntime_equal_fraction"] = self.onnxruntime["equal_fraction"]
+        if self.quantization is not None:
+            checks["quantization"] = dict(self.quantization)
+        return {
+            "schema": SCHEMA,
+            "model": self.model,
+            "backend": self.backend,
+            "config": dict(self.config),
+            "inputs": {name: dict(info) for name, info in self.inputs.items()},
+            "input_source": self.input_source,
+            "total_cycles": self.total_cycles,
+            "layers": [layer.to_json(self.pes) for layer in self.layers],
+            "totals": self.totals(),
+            "checks": checks,
+        }
+
+
+def render_table(report: SimulationReport) -> str:
+    """Return the per-layer table and totals as `systolic simulate` prints them."""
+    header = ("layer", "op", "unit", "MACs", "cycles", "stalls", "util")
+    rows = [
+        (
+            layer.name,
+            layer.op,
+            layer.unit,
+            f"{layer.macs:,}",
+            f"{layer.cycles:,}" if layer.unit != "host" else "-",
+            f"{layer.stall_cycles:,}" if layer.unit != "host" else "-",
+            f"{100 * layer.utilization(report.pes):.1f}%" if layer.unit == "array" else "-",
+        )
+        for layer in report.layers
+    ]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+    lines = []
+    for cells in (header, *rows):
+        lines.append(
+            "  ".join(
+                cell.rjust(widths[i]) if i >= 3 else cell.ljust(widths[i])
+                for i, cell in enumerate(cells)
+            ).rstrip()
+        )
+    totals = report.totals()
+    lines.append("")
+    lines.append(
+        f"total: {totals['cycles']:,} cycles, {totals['macs']:,} MACs; array "
+        f"{totals['array_cycles']:,} cycles (ideal {totals['ideal_cycles']:,}), utilization "
+        f"{100 * totals['utilization']:.1f}%"
+    )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,58 @@
+import pytest
+
+from systolic.compare.topology import TopologyLayer, format_topology, parse_topology
+from systolic.errors import ModelError
+
+SCALESIM_RESNET_HEAD = """Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,,,Eh,Ew,e2
+,,,,,,,,,,,,
+Conv1,224,224,7,7,3,64,2,,,110,110,12100
+CB2a_2,56,56,3,3,64,64,1,,,,,
+FC6,1,1,1,1,2048,1000,1,,,,,
+"""
+
+
+def test_reads_scalesim_conv_form_with_spacers_and_extra_columns():
+    conv1, cb, fc = parse_topology(SCALESIM_RESNET_HEAD)
+    assert conv1 == TopologyLayer("Conv1", 224, 224, 7, 7, 3, 64, 2)
+    assert (conv1.ofmap_h, conv1.ofmap_w) == (109, 109)
+    assert cb.gemm_shape == (54 * 54, 64, 3 * 3 * 64)
+    assert fc.macs == 2048 * 1000
+
+
+def test_reads_mnk_form():
+    (layer,) = parse_topology("Layer Name, M, N, K,\nTest 1, 256, 128, 64,\n")
+    assert layer.gemm_shape == (256, 128, 64)
+
+
+def test_write_then_read_is_identity():
+    layers = [
+        TopologyLayer("a,b", 30, 31, 3, 5, 7, 9, 2),
+        TopologyLayer.gemm("fc", 4, 10, 128),
+    ]
+    text = format_topology(layers)
+    assert text.splitlines()[0].startswith("Layer name, IFMAP Height")
+    again = parse_topology(text)
+    assert again[0] == dataclasses_replace_name(layers[0], "a_b")
+    assert again[1] == layers[1]
+
+
+def dataclasses_replace_name(layer, name):
+    import dataclasses
+
+    return dataclasses.replace(layer, name=name)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "the topology file is empty"),
+        ("a,b,c\n1,2,3\n", "is not a SCALE-Sim header"),
+        ("Layer Name, M, N, K,\n", "has no layers"),
+        ("Layer Name, M, N, K,\nx, 2, y, 3,\n", "line 2: N is 'y', not an integer"),
+        ("Layer Name, M, N, K,\nx, 2, 0, 3,\n", "must be a positive integer"),
+        (SCALESIM_RESNET_HEAD.splitlines()[0] + "\nc,3,3,5,5,1,1,1,\n", "larger than the 3x3"),
+    ],
+)
+def test_bad_topologies_name_the_problem(text, message):
+    with pytest.raises(ModelError, match=message):
+        parse_topology(text)
