@@ -1,0 +1,201 @@
+"""Run a `Program` on the `Accelerator` RTL in the Amaranth simulator (pysim).
+
+One testbench does everything in each cycle (so the design re-settles as rarely as possible):
+it offers the precomputed commands in program order (instruction i from the cycle after
+instruction i - 1 was accepted), answers the external read channel from an `ExternalMemory`
+exactly `config.mem_latency` cycles after each request (in the same cycle for latency 0),
+applies write beats, and records every instruction's accept, issue and complete cycle from the
+trace port (tags map back to program indices: a unit issues its instructions in program order,
+and a tag names the same instruction from its issue to its completion). Cycle 0 is the cycle
+`start` is high (docs/hardware.md, "Accelerator").
+"""
+
+from pathlib import Path
+from typing import Any
+
+from amaranth.hdl import Cat
+from amaranth.sim import Simulator
+from systolic.hdl.accelerator import HALT_UNIT, UNITS, Accelerator
+from systolic.sim.isa.disassembler import format_instruction
+from systolic.sim.isa.program import Program
+from systolic.sim.run.result import UNIT_NAMES, InstructionTimes, RunResult
+
+from systolic.errors import SimulationError
+
+from .commands import encode_program, unit_index
+from .external_memory import ExternalMemory
+
+__all__ = ["DEFAULT_WATCHDOG", "run_pysim"]
+
+DEFAULT_WATCHDOG = 2_000_000
+"""Cycles after which a run counts as hung when no watchdog is given."""
+
+_STROBE_BITS = 5  # trace strobes: {valid (bit 0), tag (bits 1..4)}
+
+
+class _Recorder:
+    """Per-instruction cycles, filled from the trace strobes."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        count = len(program.instructions)
+        self.units = [unit_index(i) for i in program.instructions]
+        self.unit_order = [[i for i, u in enumerate(self.units) if u == unit]
+                           for unit in range(UNITS)]
+        self.accept: list[int | None] = [None] * count
+        self.issue: list[int | None] = [None] * count
+        self.complete: list[int | None] = [None] * count
+        self.accept_tags: list[int | None] = [None] * count
+        self.accepted = 0
+        self.issued = [0] * UNITS
+        self.by_tag: dict[int, int] = {}
+        self.last_issue: tuple[int, int] | None = None  # (cycle, index)
+
+    def record(self, cycle: int, trace: int) -> None:
+        """Apply the trace strobes of `cycle` (bits of Cat(accept, issue[0..2], complete[0..2]))."""
+        if trace & 1:
+            index = self.accepted
+            self.accepted += 1
+            self.accept[index] = cycle
+            self.accept_tags[index] = trace >> 1 & 0xF
+            if self.units[index] == HALT_UNIT:
+                self.issue[index] = self.complete[index] = cycle
+        for u in range(UNITS):
+            strobe = trace >> (_STROBE_BITS * (1 + u))
+            if strobe & 1:
+                index = self.unit_order[u][self.issued[u]]
+                self.issued[u] += 1
+                tag = strobe >> 1 & 0xF
+                if self.accept_tags[index] != tag:
+                    raise SimulationError(
+                        f"trace: instruction {index} issued with tag {tag}, accepted with "
+                        f"{self.accept_tags[index]}")
+                self.by_tag[tag] = index
+                self.issue[index] = cycle
+                self.last_issue = (cycle, index)
+            strobe = trace >> (_STROBE_BITS * (1 + UNITS + u))
+            if strobe & 1:
+                tag = strobe >> 1 & 0xF
+                index = self.by_tag.pop(tag)
+                self.complete[index] = cycle
+
+    def hang_message(self, cycle: int) -> str:
+        """Return the watchdog's message: the last instruction issued and the cycle."""
+        if self.last_issue is None:
+            last = "no instruction was issued"
+        else:
+            issued_at, index = self.last_issue
+            text = format_instruction(self.program.instructions[index])
+            last = f"the last instruction issued was {index} ({text}) in cycle {issued_at}"
+        waiting = sum(c is None for c in self.complete)
+        return (
+            f"the program did not finish within {cycle} cycles: {last}; {self.accepted} of "
+            f"{len(self.units)} instructions accepted, {waiting} not completed; raise the "
+            f"watchdog if the program is just long"
+        )
+
+    def times(self) -> tuple[InstructionTimes, ...]:
+        """Return the recorded times (every instruction must have all three)."""
+        result = []
+        for index, (a, i, c) in enumerate(zip(self.accept, self.issue, self.complete)):
+            if a is None or i is None or c is None:
+                raise SimulationError(f"instruction {index} finished without a complete trace")
+            result.append(InstructionTimes(a, i, c))
+        return tuple(result)
+
+
+def run_pysim(program: Program, memory: bytes | bytearray, *, watchdog: int | None = None,
+              vcd: str | Path | None = None) -> RunResult:
+    """Run `program` to HALT from the external memory image `memory` (not modified).
+
+    Raises SimulationError when HALT has not been accepted by cycle `watchdog` - 1 (so a
+    program with `total_cycles` = T needs `watchdog` > T), naming the last instruction issued
+    and the cycle. With `vcd`, writes a VCD waveform of the whole run to that path.
+    """
+    config = program.config
+    limit = DEFAULT_WATCHDOG if watchdog is None else watchdog
+    if limit < 1:
+        raise ValueError(f"watchdog must be a positive number of cycles, not {watchdog!r}")
+    dut = Accelerator(config)
+    commands = encode_program(program)
+    recorder = _Recorder(program)
+    external = ExternalMemory(bytearray(memory), bus_bytes=config.bus_bytes,
+                              latency=config.mem_latency)
+    counters: dict[str, int] = {}
+    latency = config.mem_latency
+
+    trace = Cat(dut.trace.accept.as_value(),
+                *(s.as_value() for s in dut.trace.issue),
+                *(s.as_value() for s in dut.trace.complete))
+    req, resp, write = dut.o_mem_req, dut.i_mem_resp, dut.o_mem_write
+    resp_data = resp.payload.data
+    command_port = dut.i_instr.payload.as_value()
+    write_bits = write.payload.as_value()
+    bus_bits = 8 * config.bus_bytes
+
+    async def testbench(ctx: Any) -> None:
+        ctx.set(dut.start, 1)
+        ctx.set(dut.i_instr.valid, 1)
+        ctx.set(command_port, commands[0])
+        ctx.set(req.ready, 1)
+        ctx.set(write.ready, 1)
+        offered = 0
+        resp_valid = False
+        cycle = 0
+        while True:
+            if latency == 0:  # answer in the request's own cycle
+                if ctx.get(req.valid):
+                    external.request(cycle, ctx.get(req.payload.addr))
+                data = external.response(cycle)
+                if data is not None or resp_valid:
+                    resp_valid = data is not None
+                    ctx.set(resp.valid, resp_valid)
+                    if resp_valid:
+                        ctx.set(resp_data, data)
+            _, _, accepted, req_valid, req_addr, w_valid, w_bits, events = await ctx.tick().sample(
+                dut.i_instr.ready, req.valid, req.payload.addr, write.valid, write_bits, trace)
+            if cycle == 0:
+                ctx.set(dut.start, 0)
+            if latency and req_valid:
+                external.request(cycle, req_addr)
+            if w_valid:
+                external.write_beat(w_bits & 0xFFFF_FFFF, w_bits >> 32 & ((1 << bus_bits) - 1),
+                                    w_bits >> (32 + bus_bits))
+            if events:
+                recorder.record(cycle, events)
+            if accepted:
+                offered += 1
+                if offered == len(commands):
+                    break
+                ctx.set(command_port, commands[offered])
+            cycle += 1
+            if cycle >= limit:
+                raise SimulationError(recorder.hang_message(cycle))
+            if latency:
+                data = external.response(cycle)
+                if data is not None or resp_valid:
+                    resp_valid = data is not None
+                    ctx.set(resp.valid, resp_valid)
+                    if resp_valid:
+                        ctx.set(resp_data, data)
+        ctx.set(dut.i_instr.valid, 0)
+        if not ctx.get(dut.done):
+            raise SimulationError(f"HALT was accepted in cycle {cycle} but done did not rise")
+        counters["cycles"] = ctx.get(dut.cycles)
+        counters["instructions"] = ctx.get(dut.instructions)
+        counters["dispatch_stall"] = ctx.get(dut.dispatch_stall)
+        for u, name in enumerate(UNIT_NAMES):
+            counters[f"unit_busy_{name}"] = ctx.get(dut.unit_busy[u])
+            counters[f"hazard_stall_{name}"] = ctx.get(dut.hazard_stall[u])
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(testbench)
+    if vcd is None:
+        sim.run()
+    else:
+        with sim.write_vcd(str(vcd)):
+            sim.run()
+    times = recorder.times()
+    return RunResult(memory=external.image, total_cycles=counters["cycles"], times=times,
+                     counters=counters)

@@ -1,0 +1,63 @@
+"""The "model" backend: golden-model values with the analytic cycle model's times.
+
+`run_model(program, memory)` executes the program on `systolic.sim.golden.machine.Machine`
+(bit-exact, program order) for the memory image, and times it with
+`systolic.sim.timing.program_model.ProgramModel`, which gives the same accept, issue and
+complete cycles, total cycles and counters as the RTL (`backend="rtl"`), without simulating
+cycles: fast enough for whole networks.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from systolic.errors import SimulationError
+from systolic.sim.golden.machine import Machine
+from systolic.sim.isa.disassembler import format_instruction
+from systolic.sim.isa.program import Program
+from systolic.sim.timing.program_model import ProgramModel, ProgramTiming
+
+from .result import InstructionTimes, RunResult
+
+__all__ = ["run_model"]
+
+
+def run_model(program: Program, memory: bytes | bytearray, *, watchdog: int | None = None,
+              vcd: str | Path | None = None) -> RunResult:
+    """Run `program` from the external memory image `memory` (not modified) to HALT.
+
+    Like the RTL backend, raises SimulationError when HALT would not be accepted by cycle
+    `watchdog` - 1, naming the last instruction issued before and the cycle. `vcd` is ignored
+    (the model has no waveforms).
+    """
+    if watchdog is not None and watchdog < 1:
+        raise ValueError(f"watchdog must be a positive number of cycles, not {watchdog!r}")
+    timing = ProgramModel(program.config).run(program.instructions)
+    if watchdog is not None and timing.total_cycles >= watchdog:
+        raise SimulationError(_hang_message(program, timing, watchdog))
+    machine = Machine(program.config, len(memory))
+    machine.memory[:] = np.frombuffer(bytes(memory), dtype=np.uint8)
+    machine.run(program.instructions)
+    times = tuple(InstructionTimes(*cycles)
+                  for cycles in zip(timing.accept, timing.issue, timing.complete, strict=True))
+    return RunResult(memory=bytearray(machine.memory.tobytes()),
+                     total_cycles=timing.total_cycles, times=times,
+                     counters=dict(timing.counters))
+
+
+def _hang_message(program: Program, timing: ProgramTiming, limit: int) -> str:
+    """Return the RTL driver's watchdog message for a run stopped after cycle `limit` - 1."""
+    issued = [(cycle, index) for index, cycle in enumerate(timing.issue[:-1]) if cycle < limit]
+    if issued:
+        cycle, index = max(issued)
+        text = format_instruction(program.instructions[index])
+        last = f"the last instruction issued was {index} ({text}) in cycle {cycle}"
+    else:
+        last = "no instruction was issued"
+    accepted = sum(cycle < limit for cycle in timing.accept)
+    waiting = sum(cycle >= limit for cycle in timing.complete)
+    return (
+        f"the program did not finish within {limit} cycles: {last}; {accepted} of "
+        f"{len(timing.accept)} instructions accepted, {waiting} not completed; raise the "
+        f"watchdog if the program is just long"
+    )

@@ -1,0 +1,53 @@
+"""The pysim driver: watchdog, VCD output, the input image left untouched."""
+
+import numpy as np
+import pytest
+from systolic.sim.rtl.pysim_driver import run_pysim
+
+from systolic.config import Dataflow
+from systolic.errors import SimulationError
+
+from ...hdl.accelerator_programs import (
+    gemm_program,
+    golden_image,
+    operands,
+    program_image,
+    small_config,
+)
+
+
+def small_program():
+    config = small_config(2, 2, Dataflow.WS, mem_latency=2)
+    rng = np.random.default_rng(1)
+    a, b = operands(rng, 3, 3, 2)
+    return gemm_program(config, a, b, rng)
+
+
+def test_watchdog_names_the_last_issued_instruction() -> None:
+    program = small_program()
+    image = program_image(program)
+    finished = run_pysim(program, image)
+    total = finished.total_cycles
+    assert run_pysim(program, image, watchdog=total + 1).total_cycles == total
+    limit = total - 12
+    last_issue = max((t.issue, i) for i, t in enumerate(finished.times[:-1]) if t.issue < limit)
+    index = last_issue[1]
+    mnemonic = program.instructions[index].MNEMONIC
+    with pytest.raises(SimulationError, match=(
+            rf"^the program did not finish within {limit} cycles: the last instruction issued "
+            rf"was {index} \({mnemonic} .*\) in cycle {last_issue[0]}; ")):
+        run_pysim(program, image, watchdog=limit)
+    with pytest.raises(SimulationError, match=r"within 1 cycles: no instruction was issued"):
+        run_pysim(program, image, watchdog=1)
+
+
+def test_vcd_and_untouched_input(tmp_path) -> None:
+    program = small_program()
+    image = bytes(program_image(program))
+    path = tmp_path / "run.vcd"
+    result = run_pysim(program, image, vcd=path)
+    assert bytes(result.memory) == golden_image(program, image)
+    assert bytes(result.memory) != image
+    text = path.read_text()
+    assert "$enddefinitions" in text and "trace" in text
+    assert text.count("#") > result.total_cycles  # a timestamp per clock edge at least
