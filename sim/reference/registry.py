@@ -14,6 +14,7 @@ __all__ = ["SUPPORTED_OPSETS", "canonical_domain", "resolve", "versions_of"]
 SUPPORTED_OPSETS: dict[str, tuple[int, int]] = {
     "": (1, 23),
     "com.microsoft": (1, 1),
+    "systolic": (1, 1),
 }
 """For each domain, the lowest and highest opset version a model may import."""
 

@@ -1,0 +1,62 @@
+"""Calibration for post-training quantization: the range of every value over a set of
+inputs, and the seeded random set used when the caller gives none."""
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+from systolic.mapper.ir import DataType, Graph, Model, Node
+from systolic.sim.reference.executor import run_model
+
+__all__ = ["RANDOM_SAMPLES", "calibrate", "random_calibration"]
+
+RANDOM_SAMPLES = 8
+"""Inputs in the random calibration set."""
+
+
+def random_calibration(graph: Graph, seed: int) -> list[dict[str, np.ndarray]]:
+    """Return RANDOM_SAMPLES feeds drawn from numpy's default_rng(seed): float inputs
+    standard normal (mean 0, deviation 1) in the input's shape (symbolic dimensions taken
+    as 1), other inputs zero. Inputs that have an initializer keep it (no feed)."""
+    rng = np.random.default_rng(seed)
+    frozen = {t.name for t in graph.initializers}
+    feeds = []
+    for _ in range(RANDOM_SAMPLES):
+        feed = {}
+        for info in graph.inputs:
+            if info.name in frozen:
+                continue
+            shape = tuple(d if isinstance(d, int) else 1 for d in info.type.shape or ())
+            if info.type.dtype in (DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16):
+                feed[info.name] = rng.standard_normal(shape).astype(info.type.dtype.numpy)
+            else:
+                feed[info.name] = np.zeros(shape, info.type.dtype.numpy)
+        feeds.append(feed)
+    return feeds
+
+
+def calibrate(
+    model: Model, feeds: Sequence[Mapping[str, np.ndarray]], names: Iterable[str]
+) -> dict[str, tuple[float, float]]:
+    """Return (min, max) of each value in `names` over all `feeds` (graph inputs included),
+    running the model with the reference executor."""
+    wanted = set(names)
+    ranges: dict[str, tuple[float, float]] = {}
+
+    def observe(name: str, value: np.ndarray) -> None:
+        if name not in wanted or value.size == 0:
+            return
+        low, high = float(np.min(value)), float(np.max(value))
+        if name in ranges:
+            low, high = min(low, ranges[name][0]), max(high, ranges[name][1])
+        ranges[name] = (low, high)
+
+    def on_node(node: Node, _inputs: list[np.ndarray | None], outputs: list[np.ndarray]) -> None:
+        for name, value in zip(node.outputs, outputs, strict=False):
+            if name:
+                observe(name, value)
+
+    for feed in feeds:
+        for name, value in feed.items():
+            observe(name, np.asarray(value))
+        run_model(model, feed, on_node=on_node)
+    return ranges

@@ -1,0 +1,87 @@
+"""Constant folding: evaluate every node whose inputs are all known before running.
+
+A node folds when all its inputs are constants (initializers, or values folded before it),
+or when shape inference alone gives its outputs' values (Shape, Size of a statically shaped
+tensor, and what follows from them: Gather, Unsqueeze, Concat ...). The values come from the
+reference operator itself (`run`, or `infer` for the shape-only case), so folding computes
+exactly what the executor would. Graph inputs that have an initializer are frozen to it
+first (the integer graph has fixed weights). QuantizeLinear and DequantizeLinear are never
+folded: they mark the quantization the later passes fuse. Nodes producing graph outputs stay.
+"""
+
+import dataclasses
+
+import numpy as np
+from systolic.mapper.ir import DataType, Model, Node, Tensor, TensorType
+from systolic.sim.reference.executor import make_op
+from systolic.sim.reference.op import TensorInfo
+
+from .graph_tools import constants_of, tensor
+from .report import FOLDED, PassReport
+
+__all__ = ["fold_constants"]
+
+NEVER_FOLDED = frozenset({"QuantizeLinear", "DequantizeLinear"})
+"""Quantization markers: folding DequantizeLinear(int8 weights) would hide the weights'
+integer values from the fusion passes."""
+
+
+def fold_constants(model: Model, report: PassReport) -> Model:
+    """Return `model` with every foldable node replaced by initializers."""
+    graph = model.graph
+    opsets = dict(model.opsets)
+    constants = constants_of(graph)
+    types = {info.name: info.type for info in (*graph.inputs, *graph.value_info,
+                                                 *graph.outputs)}
+    outputs = {info.name for info in graph.outputs}
+    kept: list[Node] = []
+    folded: list[Tensor] = []
+    for node in graph.nodes:
+        values = None
+        if node.op_type not in NEVER_FOLDED and not outputs.intersection(node.outputs):
+            values = _evaluate(node, opsets, constants, types)
+        if values is None:
+            kept.append(node)
+            continue
+        for name, value in zip(node.outputs, values, strict=False):
+            if name:
+                constants[name] = value
+                folded.append(tensor(name, np.asarray(value)))
+        report.record(node.label, FOLDED)
+    frozen = {t.name for t in graph.initializers}
+    inputs = tuple(info for info in graph.inputs if info.name not in frozen)
+    new_graph = dataclasses.replace(graph, nodes=tuple(kept), inputs=inputs,
+                                    initializers=graph.initializers + tuple(folded))
+    return dataclasses.replace(model, graph=new_graph)
+
+
+def _evaluate(
+    node: Node,
+    opsets: dict[str, int],
+    constants: dict[str, np.ndarray],
+    types: dict[str, TensorType],
+) -> list[np.ndarray] | None:
+    """Return the node's output values when they are known before running, else None."""
+    op = make_op(node, opsets)
+    names = [name for name in node.inputs if name]
+    if all(name in constants for name in names):
+        results = op.run([constants[name] if name else None for name in node.inputs])
+        return [np.asarray(r) for r in results]
+    infos: list[TensorInfo | None] = []
+    for name in node.inputs:
+        if not name:
+            infos.append(None)
+        elif name in constants:
+            value = constants[name]
+            infos.append(TensorInfo(DataType.from_numpy(value.dtype), tuple(value.shape), value))
+        else:
+            declared = types.get(name)
+            if declared is None or declared.shape is None or not declared.is_static:
+                return None
+            infos.append(TensorInfo(declared.dtype, tuple(int(d) for d in declared.shape
+                                                          if isinstance(d, int))))
+    results_info = op.infer(infos)
+    if any(info.value is None for info in results_info):
+        return None
+    return [np.asarray(info.value) for info in results_info]
+

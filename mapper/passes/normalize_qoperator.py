@@ -1,0 +1,305 @@
+"""QOperator normalisation: onnxruntime's QOperator-format nodes become the systolic ops.
+
+- QLinearConv -> QConv; QLinearMatMul, com.microsoft QGemm (quantized output) -> QMatMul;
+- MatMulInteger / ConvInteger followed by Cast(float) -> Mul(constant scale) -> [Add(constant
+  bias)] -> [Relu|Clip] -> QuantizeLinear -> QMatMul / QConv (other forms stay on the host);
+- com.microsoft QLinearAdd -> QAdd; QLinearGlobalAveragePool, QLinearAveragePool
+  (channels_last = 0) -> QAveragePool; MaxPool on uint8/int8 -> QMaxPool.
+
+Requantization multipliers are computed in float32 in onnxruntime's order (so that the
+fixed-point (M, s), exact for a float32 multiplier, rounds the same products onnxruntime
+rounds, up to a float32 rounding of the product) and decomposed with the hardware's
+`quantize_multiplier`. Weight zero points are subtracted (the result must fit 8 bits).
+"""
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+from systolic.mapper.ir import DataType, Model, Node
+from systolic.sim.reference.kernels.conv import resolve_auto_pad
+
+from .fusion_context import FusionContext
+from .graph_tools import attr_float, attr_int, attr_ints, attr_str
+from .pool_geometry import pool_geometry
+from .quant_params import (
+    EIGHT_BIT,
+    NotFusable,
+    QuantParams,
+    activation_bounds,
+    add_multipliers,
+    bias_to_int32,
+    effective_weights,
+    is_activation,
+    output_multipliers,
+    per_tensor_params,
+)
+from .report import PassReport
+
+__all__ = ["normalize_qoperator"]
+
+
+def normalize_qoperator(model: Model, report: PassReport) -> Model:
+    """Return `model` with QOperator nodes replaced by systolic ops where they fit."""
+    ctx = FusionContext(model.graph)
+    for node in model.graph.nodes:
+        handler = _HANDLERS.get((node.domain, node.op_type))
+        if handler is None or ctx.is_scheduled(node):
+            continue
+        try:
+            handler(ctx, node, report)
+        except NotFusable as reason:
+            report.note(node.label, str(reason))
+    return dataclasses.replace(model, graph=ctx.result())
+
+
+def _input(node: Node, index: int) -> str:
+    return node.inputs[index] if len(node.inputs) > index else ""
+
+
+def _params(ctx: FusionContext, node: Node, scale: int, zp: int, what: str) -> QuantParams:
+    return per_tensor_params(ctx.constants, _input(node, scale), _input(node, zp) or None, what)
+
+
+def _weights(ctx: FusionContext, node: Node, index: int, scale_index: int, zp_index: int,
+             channels_axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return (int8 weights minus zero point, float32 scale per output channel)."""
+    w = ctx.constants.get(_input(node, index))
+    scale = ctx.constants.get(_input(node, scale_index))
+    zp_name = _input(node, zp_index)
+    zp = ctx.constants.get(zp_name) if zp_name else None
+    if w is None or scale is None or (zp_name and zp is None):
+        raise NotFusable("the weights, their scale or zero point are not constants")
+    channels = w.shape[channels_axis]
+    if scale.size not in (1, channels) or (zp is not None and zp.size not in (1, channels)):
+        raise NotFusable("weight scale or zero point is neither per tensor nor per channel")
+    full = np.broadcast_to(scale.astype(np.float32).reshape(-1), (channels,)).copy()
+    return effective_weights(w, zp, channels_axis), full
+
+
+def _finish(ctx: FusionContext, report: PassReport, op_type: str, inputs: list[str],
+            chain: list[Node], attrs: dict[str, object]) -> None:
+    anchor, last = chain[0], chain[-1]
+    new = ctx.systolic_node(op_type, inputs, last.outputs[0], anchor.name or anchor.label,
+                            attrs)
+    ctx.replace(chain, new, at=last)
+    report.fused([n.label for n in chain], f"systolic.{op_type} {new.name!r}")
+
+
+def _stage(out: QuantParams, lo: int | None = None, hi: int | None = None) -> dict[str, object]:
+    low, high = out.range
+    return {"y_zero_point": out.zero_point, "y_type": int(out.dtype),
+            "y_lo": low if lo is None else lo, "y_hi": high if hi is None else hi}
+
+
+def _conv_attrs(ctx: FusionContext, node: Node, kernel: tuple[int, ...]) -> dict[str, object]:
+    shape = ctx.shape_of(node.inputs[0])
+    if shape is None or len(shape) not in (3, 4):
+        raise NotFusable("only 1-D and 2-D convolutions of static shape are fused")
+    rank = len(kernel)
+    strides = (attr_ints(node, "strides") or (1,) * rank)
+    dilations = (attr_ints(node, "dilations") or (1,) * rank)
+    pads = resolve_auto_pad(attr_str(node, "auto_pad", "NOTSET"), shape[2:], kernel,
+                            strides, dilations, attr_ints(node, "pads"))
+    return {"strides": strides, "pads": tuple(pads), "dilations": dilations,
+            "group": attr_int(node, "group", 1)}
+
+
+def _int32_bias(ctx: FusionContext, name: str, channels: int) -> list[str]:
+    if not name:
+        return []
+    bias = ctx.constants.get(name)
+    if bias is None or bias.dtype != np.int32 or bias.size not in (1, channels):
+        raise NotFusable("the bias is not a constant int32 per output channel")
+    full = np.broadcast_to(bias.reshape(-1), (channels,)).astype(np.int32)
+    return [ctx.constant(f"{name}_i32", full)]
+
+
+def _qlinear_conv(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    xp = _params(ctx, node, 1, 2, "input")
+    yp = _params(ctx, node, 6, 7, "output")
+    weights, w_scale = _weights(ctx, node, 3, 4, 5, 0)
+    real = (np.float32(xp.scale) * w_scale) / np.float32(yp.scale)
+    mult, shift = output_multipliers([float(r) for r in real])
+    attrs = {**_conv_attrs(ctx, node, tuple(weights.shape[2:])), "x_zero_point": xp.zero_point,
+             "multiplier": mult, "shift": shift, **_stage(yp)}
+    inputs = [node.inputs[0], ctx.constant(f"{node.label}_weight_i8", weights),
+              *_int32_bias(ctx, _input(node, 8), weights.shape[0])]
+    _finish(ctx, report, "QConv", inputs, [node], attrs)
+
+
+def _qlinear_matmul(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    ap = _params(ctx, node, 1, 2, "input")
+    yp = _params(ctx, node, 6, 7, "output")
+    b = ctx.constants.get(node.inputs[3])
+    if b is None or b.ndim != 2:
+        raise NotFusable("B is not a constant matrix")
+    weights, b_scale = _weights(ctx, node, 3, 4, 5, 1)
+    real = (np.float32(ap.scale) * b_scale) / np.float32(yp.scale)
+    mult, shift = output_multipliers([float(r) for r in real])
+    attrs = {"a_zero_point": ap.zero_point, "multiplier": mult, "shift": shift, **_stage(yp)}
+    inputs = [node.inputs[0], ctx.constant(f"{node.label}_weight_i8", weights)]
+    _finish(ctx, report, "QMatMul", inputs, [node], attrs)
+
+
+def _qgemm(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    if not _input(node, 7) or not _input(node, 8):
+        raise NotFusable("QGemm with a float output runs on the host")
+    if attr_int(node, "transA", 0):
+        raise NotFusable("QGemm with transA is not fused")
+    ap = _params(ctx, node, 1, 2, "input")
+    yp = _params(ctx, node, 7, 8, "output")
+    trans_b = bool(attr_int(node, "transB", 0))
+    b = ctx.constants.get(node.inputs[3])
+    if b is None or b.ndim != 2:
+        raise NotFusable("B is not a constant matrix")
+    weights, b_scale = _weights(ctx, node, 3, 4, 5, 0 if trans_b else 1)
+    if trans_b:
+        weights = np.ascontiguousarray(weights.T)
+    alpha = np.float32(attr_float(node, "alpha", 1.0))
+    if alpha <= 0:
+        raise NotFusable("QGemm with alpha <= 0 is not fused")
+    real = (alpha * np.float32(ap.scale) * b_scale) / np.float32(yp.scale)
+    mult, shift = output_multipliers([float(r) for r in real])
+    attrs = {"a_zero_point": ap.zero_point, "multiplier": mult, "shift": shift, **_stage(yp)}
+    inputs = [node.inputs[0], ctx.constant(f"{node.label}_weight_i8", weights),
+              *_int32_bias(ctx, _input(node, 6), weights.shape[1])]
+    _finish(ctx, report, "QMatMul", inputs, [node], attrs)
+
+
+def _integer_chain(ctx: FusionContext, node: Node) -> tuple[list[Node], np.ndarray,
+                                                            np.ndarray | None, Node | None,
+                                                            QuantParams]:
+    """Match Cast(float) -> Mul(const) -> [Add(const)] -> [Relu|Clip] -> QuantizeLinear after
+    an integer product; return (nodes, scale, float bias or None, activation, out params)."""
+    cast = ctx.sole_reader(node.outputs[0])
+    if cast.op_type != "Cast" or attr_int(cast, "to", 0) != DataType.FLOAT:
+        raise NotFusable("the integer accumulator is not cast to float for requantization "
+                         "(only Cast -> Mul -> [Add] -> QuantizeLinear is fused)")
+    mul = ctx.sole_reader(cast.outputs[0])
+    scale_name = next((n for n in mul.inputs if n != cast.outputs[0]), "")
+    if mul.op_type != "Mul" or scale_name not in ctx.constants:
+        raise NotFusable("the accumulator is not multiplied by a constant scale")
+    chain = [node, cast, mul]
+    bias = None
+    reader = ctx.sole_reader(mul.outputs[0])
+    if reader.op_type == "Add":
+        other = next((n for n in reader.inputs if n != mul.outputs[0]), "")
+        if other not in ctx.constants:
+            raise NotFusable("the bias added after requantization is not a constant")
+        bias = ctx.constants[other]
+        chain.append(reader)
+        reader = ctx.sole_reader(reader.outputs[0])
+    act = None
+    if is_activation(reader, ctx.constants):
+        act = reader
+        chain.append(reader)
+        reader = ctx.sole_reader(reader.outputs[0])
+    if reader.op_type != "QuantizeLinear":
+        raise NotFusable("the requantized result is not quantized by a QuantizeLinear")
+    chain.append(reader)
+    zp = _input(reader, 2) or None
+    out = per_tensor_params(ctx.constants, reader.inputs[1], zp, "output")
+    return chain, ctx.constants[scale_name], bias, act, out
+
+
+def _integer_product(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    conv = node.op_type == "ConvInteger"
+    w = ctx.constants.get(node.inputs[1])
+    if w is None:
+        raise NotFusable("the weights are not a constant")
+    channels_axis = 0 if conv else 1
+    channels = w.shape[channels_axis]
+    a_zp_name = _input(node, 2)
+    a_zp = ctx.constants.get(a_zp_name) if a_zp_name else np.zeros((), np.uint8)
+    if a_zp is None or a_zp.size != 1:
+        raise NotFusable("the input zero point is not a constant scalar")
+    w_zp_name = _input(node, 3)
+    w_zp = ctx.constants.get(w_zp_name) if w_zp_name else None
+    if w_zp_name and w_zp is None:
+        raise NotFusable("the weight zero point is not a constant")
+    weights = effective_weights(w, w_zp, channels_axis)
+    chain, scale, bias, act, out = _integer_chain(ctx, node)
+    if scale.size not in (1, channels):
+        raise NotFusable("the requantization scale is neither per tensor nor per channel")
+    acc_scale = np.broadcast_to(scale.astype(np.float64).reshape(-1), (channels,))
+    mult, shift = output_multipliers(list(acc_scale / np.float64(out.scale)))
+    lo, hi = activation_bounds(act, ctx.constants, out)
+    bias_inputs: list[str] = []
+    if bias is not None:
+        if bias.size not in (1, channels):
+            raise NotFusable("the bias is not per channel")
+        full = np.broadcast_to(bias.reshape(-1), (channels,))
+        bias_inputs = [ctx.constant(f"{node.label}_bias_i32", bias_to_int32(full, acc_scale))]
+    w_name = ctx.constant(f"{node.label}_weight_i8", weights)
+    if conv:
+        attrs = {**_conv_attrs(ctx, node, tuple(weights.shape[2:])),
+                 "x_zero_point": int(a_zp.reshape(())), "multiplier": mult, "shift": shift,
+                 **_stage(out, lo, hi)}
+        _finish(ctx, report, "QConv", [node.inputs[0], w_name, *bias_inputs], chain, attrs)
+    else:
+        if weights.ndim != 2:
+            raise NotFusable("B is not a constant matrix")
+        attrs = {"a_zero_point": int(a_zp.reshape(())), "multiplier": mult, "shift": shift,
+                 **_stage(out, lo, hi)}
+        _finish(ctx, report, "QMatMul", [node.inputs[0], w_name, *bias_inputs], chain, attrs)
+
+
+def _qlinear_add(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    ap = _params(ctx, node, 1, 2, "first input")
+    bp = _params(ctx, node, 4, 5, "second input")
+    yp = _params(ctx, node, 6, 7, "output")
+    shape_a, shape_b = ctx.shape_of(node.inputs[0]), ctx.shape_of(node.inputs[3])
+    if shape_a is None or shape_a != shape_b:
+        raise NotFusable("the inputs do not have the same static shape (broadcasting add)")
+    ma, mb, shift = add_multipliers(float(np.float32(ap.scale) / np.float32(yp.scale)),
+                                    float(np.float32(bp.scale) / np.float32(yp.scale)))
+    attrs = {"a_zero_point": ap.zero_point, "b_zero_point": bp.zero_point,
+             "multiplier_a": ma, "multiplier_b": mb, "shift": shift, **_stage(yp)}
+    _finish(ctx, report, "QAdd", [node.inputs[0], node.inputs[3]], [node], attrs)
+
+
+def _qlinear_pool(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    if attr_int(node, "channels_last", 0):
+        raise NotFusable("channels_last pooling runs on the host")
+    xp = _params(ctx, node, 1, 2, "input")
+    yp = _params(ctx, node, 3, 4, "output")
+    shape = ctx.shape_of(node.inputs[0])
+    if shape is None or len(shape) < 3:
+        raise NotFusable("pooling of a non-static or non-spatial input")
+    count_pad = bool(attr_int(node, "count_include_pad", 0))
+    geometry = pool_geometry(node, shape, global_pool=node.op_type == "QLinearGlobalAveragePool",
+                             count_include_pad=count_pad)
+    attrs = {**geometry, "count_include_pad": int(count_pad), "x_zero_point": xp.zero_point,
+             "scale": float(np.float32(xp.scale) / np.float32(yp.scale)), **_stage(yp)}
+    _finish(ctx, report, "QAveragePool", [node.inputs[0]], [node], attrs)
+
+
+def _integer_max_pool(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    dtype = ctx.dtype_of(node.inputs[0])
+    if dtype not in EIGHT_BIT:
+        return  # a float MaxPool: the QDQ fusion's business
+    shape = ctx.shape_of(node.inputs[0])
+    if shape is None or len(shape) < 3:
+        raise NotFusable("pooling of a non-static or non-spatial input")
+    if len([o for o in node.outputs if o]) != 1:
+        raise NotFusable("MaxPool's Indices output runs on the host")
+    geometry = pool_geometry(node, shape, global_pool=False, count_include_pad=False)
+    assert dtype is not None
+    info = np.iinfo(dtype.numpy)
+    attrs = {**geometry, "y_lo": int(info.min), "y_hi": int(info.max)}
+    _finish(ctx, report, "QMaxPool", [node.inputs[0]], [node], attrs)
+
+
+Handler = Callable[[FusionContext, Node, PassReport], None]
+_HANDLERS: dict[tuple[str, str], Handler] = {
+    ("", "QLinearConv"): _qlinear_conv,
+    ("", "QLinearMatMul"): _qlinear_matmul,
+    ("com.microsoft", "QGemm"): _qgemm,
+    ("", "MatMulInteger"): _integer_product,
+    ("", "ConvInteger"): _integer_product,
+    ("com.microsoft", "QLinearAdd"): _qlinear_add,
+    ("com.microsoft", "QLinearGlobalAveragePool"): _qlinear_pool,
+    ("com.microsoft", "QLinearAveragePool"): _qlinear_pool,
+    ("", "MaxPool"): _integer_max_pool,
+}

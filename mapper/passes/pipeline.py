@@ -1,0 +1,106 @@
+"""The explicit, ordered pass pipeline that turns an imported model into the integer graph.
+
+    run_passes(model, *, calibration=None, seed=0) -> (Model, PassReport)
+
+Order (each pass one module):
+ 1. name_nodes          every node gets a unique name (the report follows names)
+ 2. remove_identities   Identity, inference-mode Dropout
+ 3. fold_constants      nodes computable before running (shape chains, Constant ...)
+ 4. fold_batchnorm      BatchNormalization into the preceding Conv/Gemm (float)
+ 5. quantize_float      only for float models (no quantization in the graph): post-training
+                        quantization, expressed as QuantizeLinear/DequantizeLinear pairs
+                        (types are inferred again afterwards)
+ 6. normalize_qoperator QLinearConv, QGemm, QLinearAdd ... -> systolic ops
+ 7. fuse_qdq            DQ -> op -> [Relu|Clip] -> Q -> systolic ops, integer layout ops
+ 8. fuse_activations    quantized-domain Relu/Clip after a systolic op -> its y_lo/y_hi
+ 9. eliminate_dead      unread nodes and constants
+Then the graph is rebound to operator versions and its shapes inferred again; the model
+imports the "systolic" domain (version 1) when it uses the fused ops. Every original node
+without a recorded outcome ends up "host" (with the reason a pattern gave, if any) or
+"layout" (an integer layout op).
+"""
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from systolic.mapper.binding import bind_graph
+from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES
+from systolic.mapper.ir import DataType, Model
+from systolic.mapper.shape_inference import infer_shapes
+from systolic.sim.reference.ops._systolic import SYSTOLIC_DOMAIN
+
+from .eliminate_dead import eliminate_dead
+from .fold_batchnorm import fold_batchnorm
+from .fold_constants import fold_constants
+from .fuse_activations import fuse_activations
+from .fuse_qdq import LAYOUT_OPS, fuse_qdq
+from .name_nodes import name_nodes
+from .normalize_qoperator import normalize_qoperator
+from .quantize_float import is_quantized, quantize_float
+from .remove_identities import remove_identities
+from .report import HOST, LAYOUT, PassReport
+
+__all__ = ["finalize", "run_passes"]
+
+DEFAULT_HOST_REASON = "no fused integer pattern applies: runs on the host"
+
+
+def run_passes(
+    model: Model,
+    *,
+    calibration: Sequence[Mapping[str, np.ndarray]] | None = None,
+    seed: int = 0,
+) -> tuple[Model, "PassReport"]:
+    """Return the integer graph of `model` and the report of what happened to each node.
+
+    `calibration` (float models only): input feeds for post-training quantization; None
+    calibrates on a seeded random set (see `quantize_float`). `seed` seeds that set.
+    """
+    model = name_nodes(model)
+    report = PassReport((node.name, node.op_id) for node in model.graph.nodes)
+    model = remove_identities(model, report)
+    model = fold_constants(model, report)
+    model = fold_batchnorm(model, report)
+    if not is_quantized(model):
+        model = finalize(quantize_float(model, report, calibration=calibration, seed=seed))
+    model = normalize_qoperator(model, report)
+    model = fuse_qdq(model, report)
+    model = fuse_activations(model, report)
+    model = eliminate_dead(model, report)
+    model = finalize(model)
+    _settle_report(model, report)
+    return model, report
+
+
+def finalize(model: Model) -> Model:
+    """Return `model` importing the systolic domain if it uses it, every node bound to its
+    operator version and every value's type inferred again."""
+    graph = model.graph
+    opsets = dict(model.opsets)
+    if any(node.domain == SYSTOLIC_DOMAIN for node in graph.nodes):
+        opsets[SYSTOLIC_DOMAIN] = 1
+    graph = dataclasses.replace(graph, value_info=())
+    graph, ops = bind_graph(graph, opsets)
+    graph = infer_shapes(graph, ops, max_tensor_bytes=DEFAULT_MAX_TENSOR_BYTES)
+    return dataclasses.replace(model, graph=graph, opsets=tuple(opsets.items()))
+
+
+def _settle_report(model: Model, report: PassReport) -> None:
+    graph = model.graph
+    for node in graph.nodes:
+        if report.fate(node.name) is not None:
+            continue
+        first_type = graph.type_of(node.inputs[0]) if node.inputs and node.inputs[0] else None
+        dtype = first_type.dtype if first_type is not None else None
+        if node.op_type in LAYOUT_OPS and dtype in (DataType.UINT8, DataType.INT8):
+            report.record(node.name, LAYOUT, reason="runs on integers (addressing or COPY)")
+        else:
+            report.record(node.name, HOST, reason=report.note_of(node.name)
+                          or _HOST_REASONS.get(node.op_type, DEFAULT_HOST_REASON))
+
+
+_HOST_REASONS = {
+    "QuantizeLinear": "quantizes a float value (a graph input) for the integer ops",
+    "DequantizeLinear": "dequantizes an integer result for a float reader (a graph output)",
+}

@@ -1,0 +1,258 @@
+"""Post-training quantization of a float model, expressed as QuantizeLinear/DequantizeLinear
+pairs that `fuse_qdq` then fuses (the same form onnxruntime's QDQ quantizer writes).
+
+- Weights of Conv, Gemm and MatMul (constants): int8, symmetric (zero point 0), per output
+  channel: scale = max|W| / 127 over the channel (1.0 for an all-zero channel), values
+  round_half_to_even(W / scale) clamped to [-127, 127]. They are read through a
+  DequantizeLinear (axis = the output-channel axis). Biases stay float: the fusion quantizes
+  them with scale input_scale * weight_scale.
+- Activations: uint8, asymmetric, per tensor, from the (min, max) over the calibration set
+  widened to include 0: scale = (max - min) / 255 (1.0 when both are 0), zero point =
+  round_half_to_even(-min / scale). The quantized activations are the inputs of Conv, Gemm,
+  MatMul, Add (and two-input Sum: two computed inputs of the same shape), AveragePool and GlobalAveragePool, and
+  their results; a Relu or Clip (constant bounds) that is the only reader of a Conv, Gemm,
+  MatMul or Add is absorbed: the quantized result is the activation's output (likewise the
+  Add of a constant bias after a MatMul). MaxPool and
+  the layout ops (Flatten, Reshape, Transpose, Squeeze, Unsqueeze) of a quantized value keep
+  its parameters.
+- Calibration: the caller's feeds, or `calibration.random_calibration(graph, seed)` (8 seeded
+  standard-normal inputs) when none is given.
+"""
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from systolic.mapper.ir import DataType, Graph, Model, Node
+
+from .calibration import calibrate, random_calibration
+from .graph_tools import Namer, attr_int, constants_of, make_node, tensor
+from .quant_params import is_activation
+from .report import PassReport
+
+__all__ = ["QUANTIZED_OP_TYPES", "is_quantized", "quantize_float"]
+
+QUANTIZED_OP_TYPES = frozenset({
+    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv",
+    "QLinearMatMul", "MatMulInteger", "ConvInteger", "QGemm", "QLinearAdd", "QLinearMul",
+    "QLinearAveragePool", "QLinearGlobalAveragePool", "QLinearConcat", "QLinearSigmoid",
+    "QLinearLeakyRelu", "QLinearSoftmax",
+})
+"""Operators that show a model is quantized already (it is then left to the fusions)."""
+
+COMPUTE_OPS = frozenset({"Conv", "Gemm", "MatMul", "Add", "Sum", "AveragePool",
+                         "GlobalAveragePool"})
+PASS_THROUGH_OPS = frozenset({"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze",
+                              "Unsqueeze"})
+WEIGHT_MAX = 127
+QDQ_VERSION = 13
+"""The inserted QuantizeLinear/DequantizeLinear are bound to version 13 (per-axis support)
+whatever opset the model imports: older models (opset 9) have no such operators."""
+
+
+def is_quantized(model: Model) -> bool:
+    """True when the model already holds quantization operators."""
+    return any(node.op_type in QUANTIZED_OP_TYPES for node in model.graph.nodes)
+
+
+@dataclasses.dataclass
+class _Plan:
+    values: list[str]  # activations to quantize, in discovery order
+    shared: dict[str, str]  # value -> the value whose parameters it reuses
+    weights: dict[str, int]  # node name -> channel axis of its weight (input 1)
+
+
+def quantize_float(
+    model: Model,
+    report: PassReport,
+    *,
+    calibration: Sequence[Mapping[str, np.ndarray]] | None = None,
+    seed: int = 0,
+) -> Model:
+    """Return `model` with quantization inserted as QuantizeLinear/DequantizeLinear pairs."""
+    graph = model.graph
+    plan = _plan(graph)
+    if not plan.values:
+        return model
+    feeds = list(calibration) if calibration is not None else random_calibration(graph, seed)
+    own = [v for v in plan.values if v not in plan.shared]
+    ranges = calibrate(model, feeds, own)
+    params: dict[str, tuple[np.float32, np.uint8]] = {}
+    for value in plan.values:
+        source = value
+        while source in plan.shared:
+            source = plan.shared[source]
+        params[value] = _activation_params(*ranges.get(source, (0.0, 0.0)))
+    del report  # PTQ adds nodes; outcomes are recorded by the fusions
+    return dataclasses.replace(model, graph=_rewrite(graph, plan, params))
+
+
+def _float(graph: Graph, name: str) -> bool:
+    found = graph.type_of(name)
+    return found is not None and found.dtype == DataType.FLOAT
+
+
+def _plan(graph: Graph) -> _Plan:
+    constants = constants_of(graph)
+    consumers = graph.consumers()
+    outputs = {info.name for info in graph.outputs}
+    plan = _Plan([], {}, {})
+    chosen: set[str] = set()
+
+    def add(name: str) -> None:
+        if name not in chosen:
+            chosen.add(name)
+            plan.values.append(name)
+
+    for node in graph.nodes:
+        if node.domain != "" or not node.inputs or not node.outputs:
+            continue
+        if node.op_type in COMPUTE_OPS:
+            activations = _activation_inputs(node, constants, graph)
+            if activations is None:
+                continue
+            for name in activations:
+                add(name)
+            if node.op_type in ("Conv", "Gemm", "MatMul"):
+                plan.weights[node.name] = _weight_axis(node)
+            result = node.outputs[0]
+            if node.op_type == "MatMul":
+                result = _bias_add_output(result, consumers, constants, outputs)
+            readers = consumers.get(result, [])
+            if (node.op_type in ("Conv", "Gemm", "MatMul", "Add", "Sum") and len(readers) == 1
+                    and result not in outputs and is_activation(readers[0], constants)):
+                result = readers[0].outputs[0]
+            if _float(graph, result):
+                add(result)
+        elif (node.op_type in PASS_THROUGH_OPS and node.inputs[0] in chosen
+              and len([o for o in node.outputs if o]) == 1 and _float(graph, node.outputs[0])):
+            add(node.outputs[0])
+            plan.shared[node.outputs[0]] = node.inputs[0]
+    return plan
+
+
+def _bias_add_output(result: str, consumers: Mapping[str, list[Node]],
+                     constants: Mapping[str, np.ndarray], outputs: set[str]) -> str:
+    """Return the output of an Add of a constant bias that is the only reader of a MatMul's
+    result (the bias belongs to the fused product), else the result itself."""
+    readers = consumers.get(result, [])
+    if len(readers) != 1 or result in outputs or readers[0].op_type != "Add":
+        return result
+    others = [name for name in readers[0].inputs if name != result]
+    if len(others) != 1 or others[0] not in constants:
+        return result
+    return readers[0].outputs[0]
+
+
+def _activation_inputs(node: Node, constants: Mapping[str, np.ndarray],
+                       graph: Graph) -> list[str] | None:
+    """Return the float activation inputs of a compute op that PTQ handles, or None."""
+    x = node.inputs[0]
+    if x in constants or not _float(graph, x):
+        return None
+    if node.op_type in ("Add", "Sum"):
+        if len(node.inputs) != 2 or node.inputs[1] in constants or not _float(graph,
+                                                                             node.inputs[1]):
+            return None
+        shape_a, shape_b = graph.type_of(x), graph.type_of(node.inputs[1])
+        if shape_a is None or shape_b is None or shape_a.shape != shape_b.shape:
+            return None
+        return [x, node.inputs[1]]
+    if node.op_type in ("AveragePool", "GlobalAveragePool"):
+        return [x]
+    weight = constants.get(node.inputs[1]) if len(node.inputs) > 1 else None
+    if weight is None or weight.dtype != np.float32:
+        return None
+    bias = node.inputs[2] if len(node.inputs) > 2 else ""
+    if bias and bias not in constants:
+        return None
+    if node.op_type == "Conv" and weight.ndim not in (3, 4):
+        return None
+    if node.op_type in ("Gemm", "MatMul") and weight.ndim != 2:
+        return None
+    if node.op_type == "Gemm" and attr_int(node, "transA", 0):
+        return None
+    return [x]
+
+
+def _weight_axis(node: Node) -> int:
+    if node.op_type == "Conv":
+        return 0
+    if node.op_type == "Gemm" and attr_int(node, "transB", 0):
+        return 0
+    return 1
+
+
+def _activation_params(low: float, high: float) -> tuple[np.float32, np.uint8]:
+    low, high = min(low, 0.0), max(high, 0.0)
+    scale = np.float32((high - low) / 255.0)
+    if not scale > 0:
+        scale = np.float32(1.0)
+    zero = int(np.clip(np.rint(-low / float(scale)), 0, 255))
+    return scale, np.uint8(zero)
+
+
+def quantize_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return (int8 values, float32 scale per channel along `axis`), symmetric."""
+    moved = np.moveaxis(w.astype(np.float64), axis, 0)
+    peak = np.abs(moved.reshape(moved.shape[0], -1)).max(axis=1)
+    scale = np.where(peak > 0, peak / WEIGHT_MAX, 1.0).astype(np.float32)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    q = np.clip(np.rint(w.astype(np.float64) / scale.astype(np.float64).reshape(shape)),
+                -WEIGHT_MAX, WEIGHT_MAX)
+    return q.astype(np.int8), scale
+
+
+def _rewrite(graph: Graph, plan: _Plan, params: dict[str, tuple[np.float32, np.uint8]]) -> Graph:
+    namer = Namer(graph)
+    constants = constants_of(graph)
+    new_tensors = []
+    inputs = {info.name for info in graph.inputs}
+    quantized = set(plan.values)
+    rename_in: dict[str, str] = {}  # graph input -> its dequantized copy
+    pairs: dict[str, list[Node]] = {}  # value -> its Q and DQ nodes
+    produced_as: dict[str, str] = {}  # value -> the float name its producer now writes
+    for value in plan.values:
+        scale, zero = params[value]
+        s_name, z_name = namer(f"{value}_scale"), namer(f"{value}_zero_point")
+        new_tensors += [tensor(s_name, np.array(scale, np.float32)),
+                        tensor(z_name, np.array(zero, np.uint8))]
+        q_name = namer(f"{value}_quantized")
+        if value in inputs:
+            source, target = value, namer(f"{value}_dequantized")
+            rename_in[value] = target
+        else:
+            source, target = namer(f"{value}_float"), value
+            produced_as[value] = source
+        pairs[value] = [
+            make_node("QuantizeLinear", (source, s_name, z_name), (q_name,),
+                      name=namer(f"{value}_QuantizeLinear"), version=QDQ_VERSION),
+            make_node("DequantizeLinear", (q_name, s_name, z_name), (target,),
+                      name=namer(f"{value}_DequantizeLinear"), version=QDQ_VERSION),
+        ]
+    nodes: list[Node] = []
+    for info in graph.inputs:
+        nodes += pairs.get(info.name, [])
+    for node in graph.nodes:
+        node = dataclasses.replace(node, inputs=tuple(rename_in.get(n, n) for n in node.inputs))
+        axis = plan.weights.get(node.name)
+        if axis is not None:
+            w_name = node.inputs[1]
+            q, w_scale = quantize_weights(constants[w_name], axis)
+            q_name, s_name = namer(f"{w_name}_quantized"), namer(f"{w_name}_scale")
+            z_name, dq_name = namer(f"{w_name}_zero_point"), namer(f"{w_name}_dequantized")
+            new_tensors += [tensor(q_name, q), tensor(s_name, w_scale),
+                            tensor(z_name, np.zeros(w_scale.shape, np.int8))]
+            nodes.append(make_node("DequantizeLinear", (q_name, s_name, z_name), (dq_name,),
+                                   name=namer(f"{w_name}_DequantizeLinear"),
+                                   version=QDQ_VERSION, attrs={"axis": axis}))
+            node = dataclasses.replace(node, inputs=(node.inputs[0], dq_name, *node.inputs[2:]))
+        outs = tuple(produced_as.get(o, o) for o in node.outputs)
+        nodes.append(dataclasses.replace(node, outputs=outs))
+        for out in node.outputs:
+            if out in quantized and out not in inputs:
+                nodes += pairs[out]
+    return dataclasses.replace(graph, nodes=tuple(nodes),
+                               initializers=graph.initializers + tuple(new_tensors))
+

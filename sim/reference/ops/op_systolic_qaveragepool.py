@@ -1,0 +1,107 @@
+"""systolic.QAveragePool: average pooling of a quantized tensor as the accelerator's POOL
+instruction computes it: an exact integer window sum, requantized once."""
+
+from collections.abc import Sequence
+
+import numpy as np
+from systolic.mapper.ir import Attrs
+from systolic.sim.golden.requant import quantize_multiplier
+
+from ..kernels.conv import conv_output_shape
+from ..kernels.pool import pool_windows, window_counts
+from ..op import Op, TensorInfo
+from ._shared import float_attr, int_attr, ints_attr
+from ._systolic import (
+    SYSTOLIC_DOMAIN,
+    OutputStage,
+    check_eight_bit,
+    int_list_attr,
+    output_stage,
+    type_range,
+)
+
+
+class QAveragePool(Op):
+    """systolic.QAveragePool-1: Y = QAveragePool(X), X uint8/int8 [N, C, *spatial].
+
+    Attributes: kernel_shape, strides (default 1), pads (begins then ends, default 0),
+    count_include_pad (default 0), x_zero_point (in X's type), y_zero_point, scale (float:
+    x_scale / y_scale), y_type, y_lo, y_hi. Global average pooling is kernel = spatial shape.
+
+    Per output: count = the window's cells (padding included when count_include_pad, else
+    the input cells it covers); (M, s) = quantize_multiplier(float32(scale) / count) (float64
+    division of the attribute's float32 value); y = clamp(round_half_to_even(sum of
+    (x - x_zero_point) over the input cells * M / 2**(31 + s)) + y_zero_point, y_lo, y_hi).
+    """
+
+    domain = SYSTOLIC_DOMAIN
+    op_type = "QAveragePool"
+    since_versions = (1,)
+
+    def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
+        super().__init__(attrs, version, node_label)
+        self.kernel = int_list_attr(self, "kernel_shape")
+        rank = len(self.kernel)
+        self.strides = ints_attr(self, "strides") or (1,) * rank
+        self.pads = ints_attr(self, "pads") or (0,) * (2 * rank)
+        if len(self.strides) != rank or len(self.pads) != 2 * rank:
+            raise self.error(f"strides need {rank} values and pads {2 * rank}, as kernel_shape")
+        if min((*self.kernel, *self.strides)) < 1 or min(self.pads) < 0:
+            raise self.error("kernel_shape and strides must be positive, pads not negative")
+        if any(p >= k for p, k in zip(self.pads, self.kernel * 2, strict=True)):
+            raise self.error(f"pads {list(self.pads)} must be smaller than kernel_shape "
+                             f"{list(self.kernel)}")
+        self.count_include_pad = bool(int_attr(self, "count_include_pad", 0))
+        self.x_zero_point = int_attr(self, "x_zero_point", 0)
+        self.scale = float(np.float32(float_attr(self, "scale", 0.0)))
+        if "scale" not in attrs or not 0.0 < self.scale < float("inf"):
+            raise self.error(f"scale must be set to a positive finite x_scale / y_scale, "
+                             f"got {attrs.get('scale')!r}")
+        self.stage = OutputStage(self)
+
+    def _out(self, shape: Sequence[int]) -> tuple[int, ...]:
+        if len(shape) != len(self.kernel) + 2:
+            raise self.error(f"X {list(shape)} must be [N, C] plus {len(self.kernel)} spatial "
+                             "axes, as kernel_shape")
+        ones = (1,) * len(self.kernel)
+        out = conv_output_shape(shape[2:], self.kernel, self.strides, self.pads, ones)
+        if min(out) < 1:
+            raise self.error(f"kernel {list(self.kernel)} does not fit input {list(shape)}")
+        return out
+
+    def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
+        (x,) = inputs
+        assert x is not None
+        check_eight_bit(self, x, "X")
+        lo, hi = type_range(x.dtype)
+        if not lo <= self.x_zero_point <= hi:
+            raise self.error(f"x_zero_point {self.x_zero_point} is outside X's range")
+        return [TensorInfo(self.stage.dtype, (*x.shape[:2], *self._out(x.shape)))]
+
+    def multipliers(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return per-output (M, s) arrays for an array of window counts."""
+        table = {int(c): quantize_multiplier(self.scale / int(c)) for c in np.unique(counts)}
+        m = np.vectorize(lambda c: table[int(c)][0], otypes=[np.int64])(counts)
+        s = np.vectorize(lambda c: table[int(c)][1], otypes=[np.int64])(counts)
+        return m, s
+
+    def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+        (x,) = inputs
+        assert x is not None
+        self._out(x.shape)
+        rank = len(self.kernel)
+        ones = (1,) * rank
+        centered = x.astype(np.int64) - self.x_zero_point  # padding cells add 0
+        windows = pool_windows(centered, self.kernel, self.strides, self.pads, ones,
+                               ceil_mode=False, fill=0)
+        total = windows.sum(axis=tuple(range(windows.ndim - rank, windows.ndim)))
+        counts = window_counts(x.shape[2:], self.kernel, self.strides, self.pads, ones,
+                               ceil_mode=False, count_pads=self.count_include_pad)
+        m, s = self.multipliers(counts)
+        shape = (1, 1, *counts.shape)
+        y = output_stage(total, 0, m.reshape(shape), s.reshape(shape), self.stage,
+                         channel_axis=None)
+        return [y]
+
+
+OPS = (QAveragePool,)

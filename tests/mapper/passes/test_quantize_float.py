@@ -1,0 +1,88 @@
+import pathlib
+
+import numpy as np
+from systolic.mapper.importer import load_model
+from systolic.mapper.passes.accuracy import quantization_accuracy
+from systolic.mapper.passes.calibration import RANDOM_SAMPLES, random_calibration
+from systolic.mapper.passes.pipeline import run_passes
+from systolic.mapper.passes.quantize_float import is_quantized, quantize_float, quantize_weights
+from systolic.mapper.passes.report import PassReport
+
+from .model_builder import build, node
+
+MODELS = pathlib.Path(__file__).resolve().parents[2] / "models"
+
+
+def test_weights_are_symmetric_int8_per_output_channel():
+    w = np.array([[0.5, -1.0, 0.25], [0.0, 0.0, 0.0], [2.0, 1.0, -0.5]], np.float32)
+    q, scale = quantize_weights(w, axis=0)
+    np.testing.assert_array_equal(scale, np.float32([1.0 / 127, 1.0, 2.0 / 127]))
+    np.testing.assert_array_equal(q, [[64, -127, 32], [0, 0, 0], [127, 64, -32]])
+    q1, scale1 = quantize_weights(w.T, axis=1)
+    np.testing.assert_array_equal(q1, q.T)
+    np.testing.assert_array_equal(scale1, scale)
+
+
+def test_random_calibration_is_seeded_standard_normal():
+    model = load_model(MODELS / "lenet_float.onnx")
+    feeds = random_calibration(model.graph, seed=3)
+    assert len(feeds) == RANDOM_SAMPLES == 8
+    again = random_calibration(model.graph, seed=3)
+    np.testing.assert_array_equal(feeds[5]["input"], again[5]["input"])
+    rng = np.random.default_rng(3)
+    np.testing.assert_array_equal(feeds[0]["input"],
+                                  rng.standard_normal((1, 1, 16, 16)).astype(np.float32))
+
+
+def test_activations_get_uint8_ranges_including_zero():
+    nodes = [node("Gemm", ["x", "w", "b"], ["g"], transB=1, name="fc"),
+             node("Relu", ["g"], ["y"], name="relu")]
+    w = np.array([[1.0, 2.0], [-1.0, 0.5]], np.float32)
+    model = build(nodes, [("x", np.float32, [1, 2])], [("y", np.float32, [1, 2])],
+                  {"w": w, "b": np.zeros(2, np.float32)})
+    feeds = [{"x": np.array([[1.0, 1.0]], np.float32)},
+             {"x": np.array([[2.0, 0.5]], np.float32)}]
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    quantized = quantize_float(model, report, calibration=feeds)
+    assert is_quantized(quantized) and not is_quantized(model)
+    consts = {t.name: t.data for t in quantized.graph.initializers}
+    # x spans [0, 2] -> scale 2/255, zero point 0; relu output spans [0, 3] (3 = 1*1 + 2*1)
+    np.testing.assert_array_equal(consts["x_scale"], np.float32(2.0 / 255))
+    assert consts["x_zero_point"] == 0 and consts["x_zero_point"].dtype == np.uint8
+    np.testing.assert_array_equal(consts["y_scale"], np.float32(3.0 / 255))
+    fused, _ = run_passes(model, calibration=feeds)
+    assert [n.op_type for n in fused.graph.nodes] == ["QuantizeLinear", "QMatMul",
+                                                       "DequantizeLinear"]
+    assert fused.graph.nodes[1].attrs["y_lo"] == 0
+
+
+def test_random_calibration_keeps_a_float_model_usable():
+    model = load_model(MODELS / "lenet_float.onnx")
+    fused, _ = run_passes(model, seed=1)
+    again, _ = run_passes(model, seed=1)
+    assert fused.graph.text() == again.graph.text()
+    data = np.load(MODELS / "lenet_inputs.npz")
+    accuracy = quantization_accuracy(model, fused, [{"input": data[k]} for k in data.files])
+    assert accuracy["cosine_similarity"] > 0.99
+
+
+def test_matmul_with_bias_add_and_relu_becomes_one_qmatmul():
+    r = np.random.default_rng(13)
+    nodes = [node("MatMul", ["x", "w"], ["m"], name="matmul"),
+             node("Add", ["m", "b"], ["a"], name="bias"),
+             node("Relu", ["a"], ["h"], name="relu"),
+             node("MatMul", ["h", "w2"], ["y"], name="head")]
+    constants = {"w": r.standard_normal((6, 5)).astype(np.float32),
+                 "b": r.standard_normal(5).astype(np.float32),
+                 "w2": r.standard_normal((5, 3)).astype(np.float32)}
+    model = build(nodes, [("x", np.float32, [2, 4, 6])], [("y", np.float32, [2, 4, 3])],
+                  constants)
+    feeds = [{"x": r.standard_normal((2, 4, 6)).astype(np.float32)} for _ in range(4)]
+    fused, report = run_passes(model, calibration=feeds)
+    assert [n.op_type for n in fused.graph.nodes] == ["QuantizeLinear", "QMatMul", "QMatMul",
+                                                       "DequantizeLinear"]
+    assert {report.fate(n).into for n in ("matmul", "bias", "relu")} == {
+        "systolic.QMatMul 'matmul'"}
+    accuracy = quantization_accuracy(model, fused, feeds)
+    assert accuracy["cosine_similarity"] > 0.999
+    assert accuracy["top1_agreement"] >= 0.75
