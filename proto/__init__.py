@@ -31,6 +31,8 @@ from .onnx_ir_pb2 import (
 )
 from .program_pb2 import (
     ArrayConfigProto,
+    HostStepProto,
+    LayerProto,
     MemorySegmentProto,
     ProgramProto,
     TensorPlacementProto,
@@ -57,6 +59,8 @@ __all__ = [
     "DataType",
     "FunctionProto",
     "GraphProto",
+    "HostStepProto",
+    "LayerProto",
     "MemorySegmentProto",
     "ModelProto",
     "NodeProto",

@@ -1,3 +1,4 @@
+from systolic.proto import onnx_ir_pb2 as _onnx_ir_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -8,7 +9,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ArrayConfigProto(_message.Message):
-    __slots__ = ("rows", "cols", "dataflow", "input_width", "weight_width", "acc_width", "spad_kib", "acc_kib", "bus_bytes")
+    __slots__ = ("rows", "cols", "dataflow", "input_width", "weight_width", "acc_width", "spad_kib", "acc_kib", "bus_bytes", "mem_latency")
     class Dataflow(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         DATAFLOW_UNSPECIFIED: _ClassVar[ArrayConfigProto.Dataflow]
@@ -26,6 +27,7 @@ class ArrayConfigProto(_message.Message):
     SPAD_KIB_FIELD_NUMBER: _ClassVar[int]
     ACC_KIB_FIELD_NUMBER: _ClassVar[int]
     BUS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MEM_LATENCY_FIELD_NUMBER: _ClassVar[int]
     rows: int
     cols: int
     dataflow: ArrayConfigProto.Dataflow
@@ -35,7 +37,8 @@ class ArrayConfigProto(_message.Message):
     spad_kib: int
     acc_kib: int
     bus_bytes: int
-    def __init__(self, rows: _Optional[int] = ..., cols: _Optional[int] = ..., dataflow: _Optional[_Union[ArrayConfigProto.Dataflow, str]] = ..., input_width: _Optional[int] = ..., weight_width: _Optional[int] = ..., acc_width: _Optional[int] = ..., spad_kib: _Optional[int] = ..., acc_kib: _Optional[int] = ..., bus_bytes: _Optional[int] = ...) -> None: ...
+    mem_latency: int
+    def __init__(self, rows: _Optional[int] = ..., cols: _Optional[int] = ..., dataflow: _Optional[_Union[ArrayConfigProto.Dataflow, str]] = ..., input_width: _Optional[int] = ..., weight_width: _Optional[int] = ..., acc_width: _Optional[int] = ..., spad_kib: _Optional[int] = ..., acc_kib: _Optional[int] = ..., bus_bytes: _Optional[int] = ..., mem_latency: _Optional[int] = ...) -> None: ...
 
 class MemorySegmentProto(_message.Message):
     __slots__ = ("address", "data")
@@ -53,10 +56,12 @@ class TensorPlacementProto(_message.Message):
         INPUT: _ClassVar[TensorPlacementProto.Role]
         OUTPUT: _ClassVar[TensorPlacementProto.Role]
         CONSTANT: _ClassVar[TensorPlacementProto.Role]
+        ACTIVATION: _ClassVar[TensorPlacementProto.Role]
     ROLE_UNSPECIFIED: TensorPlacementProto.Role
     INPUT: TensorPlacementProto.Role
     OUTPUT: TensorPlacementProto.Role
     CONSTANT: TensorPlacementProto.Role
+    ACTIVATION: TensorPlacementProto.Role
     class ElementType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         UNDEFINED: _ClassVar[TensorPlacementProto.ElementType]
@@ -91,18 +96,68 @@ class TensorPlacementProto(_message.Message):
     axis: int
     def __init__(self, name: _Optional[str] = ..., role: _Optional[_Union[TensorPlacementProto.Role, str]] = ..., address: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., dtype: _Optional[_Union[TensorPlacementProto.ElementType, str]] = ..., strides: _Optional[_Iterable[int]] = ..., scale: _Optional[_Iterable[float]] = ..., zero_point: _Optional[_Iterable[int]] = ..., axis: _Optional[int] = ...) -> None: ...
 
+class LayerProto(_message.Message):
+    __slots__ = ("name", "op", "unit", "first_instruction", "instruction_count", "macs", "inputs", "outputs", "reason")
+    class Unit(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        UNIT_UNSPECIFIED: _ClassVar[LayerProto.Unit]
+        ARRAY: _ClassVar[LayerProto.Unit]
+        VECTOR: _ClassVar[LayerProto.Unit]
+        LAYOUT: _ClassVar[LayerProto.Unit]
+        HOST: _ClassVar[LayerProto.Unit]
+    UNIT_UNSPECIFIED: LayerProto.Unit
+    ARRAY: LayerProto.Unit
+    VECTOR: LayerProto.Unit
+    LAYOUT: LayerProto.Unit
+    HOST: LayerProto.Unit
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    UNIT_FIELD_NUMBER: _ClassVar[int]
+    FIRST_INSTRUCTION_FIELD_NUMBER: _ClassVar[int]
+    INSTRUCTION_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MACS_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUTS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    op: str
+    unit: LayerProto.Unit
+    first_instruction: int
+    instruction_count: int
+    macs: int
+    inputs: _containers.RepeatedScalarFieldContainer[str]
+    outputs: _containers.RepeatedScalarFieldContainer[str]
+    reason: str
+    def __init__(self, name: _Optional[str] = ..., op: _Optional[str] = ..., unit: _Optional[_Union[LayerProto.Unit, str]] = ..., first_instruction: _Optional[int] = ..., instruction_count: _Optional[int] = ..., macs: _Optional[int] = ..., inputs: _Optional[_Iterable[str]] = ..., outputs: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class HostStepProto(_message.Message):
+    __slots__ = ("layer", "node", "version", "constants")
+    LAYER_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    CONSTANTS_FIELD_NUMBER: _ClassVar[int]
+    layer: int
+    node: _onnx_ir_pb2.NodeProto
+    version: int
+    constants: _containers.RepeatedCompositeFieldContainer[_onnx_ir_pb2.TensorProto]
+    def __init__(self, layer: _Optional[int] = ..., node: _Optional[_Union[_onnx_ir_pb2.NodeProto, _Mapping]] = ..., version: _Optional[int] = ..., constants: _Optional[_Iterable[_Union[_onnx_ir_pb2.TensorProto, _Mapping]]] = ...) -> None: ...
+
 class ProgramProto(_message.Message):
-    __slots__ = ("format_version", "config", "instruction_bytes", "code", "segments", "tensors")
+    __slots__ = ("format_version", "config", "instruction_bytes", "code", "segments", "tensors", "layers", "host_steps")
     FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTION_BYTES_FIELD_NUMBER: _ClassVar[int]
     CODE_FIELD_NUMBER: _ClassVar[int]
     SEGMENTS_FIELD_NUMBER: _ClassVar[int]
     TENSORS_FIELD_NUMBER: _ClassVar[int]
+    LAYERS_FIELD_NUMBER: _ClassVar[int]
+    HOST_STEPS_FIELD_NUMBER: _ClassVar[int]
     format_version: int
     config: ArrayConfigProto
     instruction_bytes: int
     code: bytes
     segments: _containers.RepeatedCompositeFieldContainer[MemorySegmentProto]
     tensors: _containers.RepeatedCompositeFieldContainer[TensorPlacementProto]
-    def __init__(self, format_version: _Optional[int] = ..., config: _Optional[_Union[ArrayConfigProto, _Mapping]] = ..., instruction_bytes: _Optional[int] = ..., code: _Optional[bytes] = ..., segments: _Optional[_Iterable[_Union[MemorySegmentProto, _Mapping]]] = ..., tensors: _Optional[_Iterable[_Union[TensorPlacementProto, _Mapping]]] = ...) -> None: ...
+    layers: _containers.RepeatedCompositeFieldContainer[LayerProto]
+    host_steps: _containers.RepeatedCompositeFieldContainer[HostStepProto]
+    def __init__(self, format_version: _Optional[int] = ..., config: _Optional[_Union[ArrayConfigProto, _Mapping]] = ..., instruction_bytes: _Optional[int] = ..., code: _Optional[bytes] = ..., segments: _Optional[_Iterable[_Union[MemorySegmentProto, _Mapping]]] = ..., tensors: _Optional[_Iterable[_Union[TensorPlacementProto, _Mapping]]] = ..., layers: _Optional[_Iterable[_Union[LayerProto, _Mapping]]] = ..., host_steps: _Optional[_Iterable[_Union[HostStepProto, _Mapping]]] = ...) -> None: ...

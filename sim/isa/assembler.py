@@ -11,11 +11,18 @@ import dataclasses
 import enum
 from collections.abc import Iterable
 
-from systolic.proto import ArrayConfigProto, MemorySegmentProto, ProgramProto, TensorPlacementProto
+from systolic.proto import (
+    ArrayConfigProto,
+    LayerProto,
+    MemorySegmentProto,
+    ProgramProto,
+    TensorPlacementProto,
+)
 
 from systolic.config import ArrayConfig, Dataflow
 
 from .fields import INSTRUCTION_BYTES, InstructionError
+from .host_nodes import host_step_to_proto
 from .instructions import INSTRUCTION_TYPES, Instruction
 from .program import Program
 
@@ -51,6 +58,7 @@ def config_to_proto(config: ArrayConfig) -> ArrayConfigProto:
         spad_kib=config.spad_kib,
         acc_kib=config.acc_kib,
         bus_bytes=config.bus_bytes,
+        mem_latency=config.mem_latency,
     )
 
 
@@ -78,6 +86,21 @@ def assemble(program: Program) -> ProgramProto:
         if tensor.axis is not None:
             placed.axis = tensor.axis
         message.tensors.append(placed)
+    for layer in program.layers:
+        message.layers.append(
+            LayerProto(
+                name=layer.name,
+                op=layer.op,
+                unit=layer.unit.name,
+                first_instruction=layer.first,
+                instruction_count=layer.count,
+                macs=layer.macs,
+                inputs=layer.inputs,
+                outputs=layer.outputs,
+                reason=layer.reason,
+            )
+        )
+    message.host_steps.extend(host_step_to_proto(step) for step in program.host_steps)
     return message
 
 

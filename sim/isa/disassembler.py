@@ -9,13 +9,23 @@ parses back.
 import dataclasses
 import enum
 
-from systolic.proto import ArrayConfigProto, ProgramProto, TensorPlacementProto
+from systolic.proto import ArrayConfigProto, LayerProto, ProgramProto, TensorPlacementProto
 
 from systolic.config import ArrayConfig, Dataflow
 
 from .fields import INSTRUCTION_BYTES, InstructionError
+from .host_nodes import host_step_from_proto
 from .instructions import Instruction, decode
-from .program import ElementType, MemorySegment, Program, ProgramError, TensorPlacement, TensorRole
+from .program import (
+    ElementType,
+    LayerUnit,
+    MemorySegment,
+    Program,
+    ProgramError,
+    ProgramLayer,
+    TensorPlacement,
+    TensorRole,
+)
 
 __all__ = [
     "config_from_proto",
@@ -59,6 +69,7 @@ def config_from_proto(message: ArrayConfigProto) -> ArrayConfig:
         spad_kib=message.spad_kib,
         acc_kib=message.acc_kib,
         bus_bytes=message.bus_bytes,
+        mem_latency=message.mem_latency,
     )
 
 
@@ -80,6 +91,23 @@ def _placement(message: TensorPlacementProto) -> TensorPlacement:
     )
 
 
+def _layer(message: LayerProto) -> ProgramLayer:
+    unit_name = LayerProto.Unit.Name(message.unit)
+    if unit_name not in LayerUnit.__members__:
+        raise ProgramError(f"layer {message.name!r} names no unit (array, vector, layout, host)")
+    return ProgramLayer(
+        name=message.name,
+        op=message.op,
+        unit=LayerUnit[unit_name],
+        first=message.first_instruction,
+        count=message.instruction_count,
+        macs=message.macs,
+        inputs=tuple(message.inputs),
+        outputs=tuple(message.outputs),
+        reason=message.reason,
+    )
+
+
 def disassemble(message: ProgramProto) -> Program:
     """Return the `Program` a message holds; raise ProgramError/InstructionError if invalid."""
     if message.format_version != _FORMAT_VERSION:
@@ -97,6 +125,8 @@ def disassemble(message: ProgramProto) -> Program:
         instructions=decode_code(message.code),
         segments=tuple(MemorySegment(s.address, s.data) for s in message.segments),
         tensors=tuple(_placement(t) for t in message.tensors),
+        layers=tuple(_layer(layer) for layer in message.layers),
+        host_steps=tuple(host_step_from_proto(step) for step in message.host_steps),
     )
 
 

@@ -2,7 +2,10 @@
 
 A program is the configuration it was compiled for, its instructions (ending with the only
 HALT), the initial external memory image (segments of constants: weights, params) and the
-placement of every named tensor (model inputs, outputs and constants) in external memory.
+placement of every named tensor (model inputs, outputs, constants and intermediate
+activations) in external memory. A compiled model adds its layer table (`ProgramLayer`: which
+instructions run which node of the integer graph) and the operators the host runs between
+accelerator runs (`HostStep`).
 Construction checks everything against the configuration, so a `Program` object is always
 runnable.
 """
@@ -13,6 +16,7 @@ import itertools
 import math
 
 import numpy as np
+from systolic.mapper.ir import Node, Tensor
 
 from systolic.config import ArrayConfig
 from systolic.errors import SystolicError
@@ -22,9 +26,12 @@ from .patterns import ADDRESS_LIMIT
 
 __all__ = [
     "ElementType",
+    "HostStep",
+    "LayerUnit",
     "MemorySegment",
     "Program",
     "ProgramError",
+    "ProgramLayer",
     "TensorPlacement",
     "TensorRole",
 ]
@@ -64,6 +71,47 @@ class TensorRole(enum.Enum):
     INPUT = "input"  #: written by the host before the run
     OUTPUT = "output"  #: read by the host after the run
     CONSTANT = "constant"  #: part of the memory image (weights, params)
+    ACTIVATION = "activation"  #: an intermediate value written and read during the run
+
+
+class LayerUnit(enum.Enum):
+    """Where a layer of a compiled model runs."""
+
+    ARRAY = "array"  #: the systolic array (QConv, QMatMul)
+    VECTOR = "vector"  #: the STORE unit's vector datapath (POOL, ADD)
+    LAYOUT = "layout"  #: addressing alone or COPY (Reshape, Transpose, Concat, ...)
+    HOST = "host"  #: numpy on the host between accelerator runs (no instructions)
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramLayer:
+    """One layer of a compiled model: node `name` (operator `op`) runs on `unit` as
+    instructions `first .. first + count - 1`; `reason` says why it runs there."""
+
+    name: str
+    op: str
+    unit: LayerUnit
+    first: int
+    count: int
+    macs: int = 0
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    reason: str = ""
+
+    @property
+    def end(self) -> int:
+        """The index after the layer's last instruction."""
+        return self.first + self.count
+
+
+@dataclasses.dataclass(frozen=True)
+class HostStep:
+    """The operator of host layer number `layer`: `node` (bound to its version) and the
+    constants it reads; its other inputs and outputs are read and written through placements."""
+
+    layer: int
+    node: Node
+    constants: tuple[Tensor, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,11 +227,15 @@ class Program:
     instructions: tuple[Instruction, ...]
     segments: tuple[MemorySegment, ...] = ()
     tensors: tuple[TensorPlacement, ...] = ()
+    layers: tuple[ProgramLayer, ...] = ()
+    host_steps: tuple[HostStep, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "instructions", tuple(self.instructions))
         object.__setattr__(self, "segments", tuple(self.segments))
         object.__setattr__(self, "tensors", tuple(self.tensors))
+        object.__setattr__(self, "layers", tuple(self.layers))
+        object.__setattr__(self, "host_steps", tuple(self.host_steps))
         halts = [i for i, instr in enumerate(self.instructions) if isinstance(instr, Halt)]
         if halts != [len(self.instructions) - 1]:
             raise ProgramError(
@@ -204,6 +256,30 @@ class Program:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ProgramError(f"tensor names must be unique: {', '.join(duplicates)}")
+        self._check_layers()
+
+    def _check_layers(self) -> None:
+        position = 0
+        for index, layer in enumerate(self.layers):
+            if layer.first != position or layer.count < 0:
+                raise ProgramError(
+                    f"layer {index} ({layer.name!r}) must start at instruction {position} "
+                    f"(layers cover the program in order), not {layer.first}"
+                )
+            if layer.unit is LayerUnit.HOST and layer.count:
+                raise ProgramError(f"host layer {layer.name!r} must have no instructions")
+            position = layer.end
+        if self.layers and position != len(self.instructions) - 1:
+            raise ProgramError(
+                f"the layers cover instructions 0..{position - 1} but the program has "
+                f"{len(self.instructions) - 1} before its HALT"
+            )
+        hosts = [i for i, layer in enumerate(self.layers) if layer.unit is LayerUnit.HOST]
+        if sorted(step.layer for step in self.host_steps) != hosts:
+            raise ProgramError(
+                f"every host layer needs exactly one host step: host layers {hosts}, "
+                f"steps for {[step.layer for step in self.host_steps]}"
+            )
 
     def tensor(self, name: str) -> TensorPlacement:
         """Return the placement of the tensor called `name`."""

@@ -6,6 +6,6 @@ taking the parsed arguments and returning the exit status.
 
 from types import ModuleType
 
-from . import inspect
+from . import compile, disasm, inspect
 
-COMMANDS: tuple[ModuleType, ...] = (inspect,)
+COMMANDS: tuple[ModuleType, ...] = (inspect, compile, disasm)

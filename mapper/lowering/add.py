@@ -1,0 +1,81 @@
+"""Lower QAdd (residual connections) to LOAD A, LOAD B, ADD.
+
+A, B and Y have one shape; each is seen as images of pixels (`feature_map`), possibly with
+different strides (halos). Per image and chunk of `dim` channels, blocks of whole image rows
+are loaded, A and B into two of four spad_in quarters (double-buffered), and added with one ADD
+that writes the block of Y.
+"""
+
+import numpy as np
+from systolic.mapper.ir import DataType, Node
+from systolic.sim.isa.instructions import Add, Instruction
+from systolic.sim.isa.memories import Memory, depth
+
+from systolic.errors import ResourceError
+
+from .context import LayerContext
+from .feature_map import feature_map, load_pixels
+from .node_attrs import int_attr
+
+__all__ = ["lower_add"]
+
+_FLIP = 128
+
+
+def lower_add(node: Node, ctx: LayerContext) -> list[Instruction]:
+    """Return the instructions of a systolic.QAdd node."""
+    a_name, b_name = node.inputs[0], node.inputs[1]
+    y_name = node.outputs[0]
+    shape = ctx.shape(y_name)
+    types = [ctx.dtype(n) for n in (a_name, b_name, y_name)]
+    flips = [_FLIP if t == DataType.UINT8 else 0 for t in types]
+    maps = [
+        feature_map(ctx.placement(n), ctx.plan.channel_last(n, t, shape))
+        for n, t in zip((a_name, b_name, y_name), types, strict=True)
+    ]
+    a_map, b_map, y_map = maps
+    info = np.iinfo(types[2].numpy)
+    quarter = depth(ctx.config, Memory.SPAD_IN) // 4
+    block = min(y_map.height, quarter // y_map.width)
+    if block == 0:
+        raise ResourceError(
+            f"QAdd {node.label!r}: an image row of {y_map.width} pixels does not fit a quarter "
+            f"of spad_in ({quarter} rows); raise spad_kib"
+        )
+    dim = ctx.config.dim
+    code: list[Instruction] = []
+    buffer = 0
+    for image in range(len(y_map.image_addresses)):
+        for c0 in range(0, y_map.channels, dim):
+            lanes = min(dim, y_map.channels - c0)
+            for y0 in range(0, y_map.height, block):
+                rows = min(block, y_map.height - y0)
+                a_row = buffer * 2 * quarter
+                b_row = a_row + quarter
+                buffer ^= 1
+                code.append(load_pixels(a_map, image, y0, rows, c0, lanes, a_row,
+                                        flip_sign=bool(flips[0])))  # fmt: skip
+                code.append(load_pixels(b_map, image, y0, rows, c0, lanes, b_row,
+                                        flip_sign=bool(flips[1])))  # fmt: skip
+                code.append(
+                    Add(
+                        a_row=a_row,
+                        b_row=b_row,
+                        m=rows * y_map.width,
+                        lanes=lanes,
+                        multiplier_a=int_attr(node, "multiplier_a"),
+                        multiplier_b=int_attr(node, "multiplier_b"),
+                        shift=int_attr(node, "shift"),
+                        zp_a=int_attr(node, "a_zero_point", 0) - flips[0],
+                        zp_b=int_attr(node, "b_zero_point", 0) - flips[1],
+                        zp_out=int_attr(node, "y_zero_point", 0) - flips[2],
+                        lo=int_attr(node, "y_lo", int(info.min)) - flips[2],
+                        hi=int_attr(node, "y_hi", int(info.max)) - flips[2],
+                        ext=y_map.pixel(image, y0, 0, c0),
+                        n0=y_map.width,
+                        row_stride0=y_map.pixel_stride if y_map.width > 1 else 0,
+                        row_stride1=y_map.row_stride if rows > 1 else 0,
+                        flip_sign=bool(flips[2]),
+                    )
+                )
+    return code

@@ -1,0 +1,468 @@
+"""Compile an integer graph (the mapper passes' output) for one accelerator configuration.
+
+`compile_model(model, config)` places every value once in external memory (`MemoryPlan`:
+inputs, outputs, intermediate activations, constants) and turns each node into a layer:
+
+- **array**: systolic.QConv / systolic.QMatMul, lowered by `lower_qconv` / `lower_qmatmul`
+  (`systolic.mapper.lowering.conv` / `.matmul`) through a `LayerContext`;
+- **vector**: systolic.QMaxPool / QAveragePool (`lower_pool`) and QAdd (`lower_add`);
+- **layout**: Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Identity, Concat
+  (`decide_layout`: re-interpretation, permuted weights, or LOAD + COPY);
+- **host**: everything else, and any accelerator layer whose lowering is not possible (the
+  layer records why): the node runs with the reference operator between accelerator runs.
+
+The result is one instruction stream ending in HALT with each layer's instruction range, the
+memory image and placements, and the host steps (`CompiledModel`).
+"""
+
+import dataclasses
+import importlib
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from systolic.mapper.binding import bind_graph
+from systolic.mapper.ir import Graph, Model, Node, Tensor
+from systolic.mapper.macs import node_macs
+from systolic.mapper.shape_inference import infer_shapes
+from systolic.sim.isa.instructions import Halt, Instruction
+from systolic.sim.isa.program import (
+    HostStep,
+    LayerUnit,
+    Program,
+    ProgramLayer,
+    TensorPlacement,
+    TensorRole,
+)
+
+from systolic.config import ArrayConfig
+from systolic.errors import ModelError, ResourceError, UnsupportedError
+
+from .add import lower_add
+from .compiled import CompiledModel, MemoryView
+from .context import LayerContext
+from .layout import LAYOUT_OPS, decide_layout
+from .memory_plan import EIGHT_BIT, MemoryPlan, element_type
+from .node_attrs import int_attr, ints_attr
+from .pool import lower_pool
+
+__all__ = ["compile_model", "layer_unit"]
+
+SYSTOLIC = "systolic"
+
+_ARRAY = {"QConv": ("conv", "lower_qconv"), "QMatMul": ("matmul", "lower_qmatmul")}
+_VECTOR: dict[str, Callable[[Node, LayerContext], list[Instruction]]] = {
+    "QMaxPool": lower_pool,
+    "QAveragePool": lower_pool,
+    "QAdd": lower_add,
+}
+
+
+def layer_unit(node: Node) -> LayerUnit:
+    """Return the unit a node is meant for (before any fallback to the host)."""
+    if node.domain == SYSTOLIC and node.op_type in _ARRAY:
+        return LayerUnit.ARRAY
+    if node.domain == SYSTOLIC and node.op_type in _VECTOR:
+        return LayerUnit.VECTOR
+    if node.domain == "" and node.op_type in LAYOUT_OPS:
+        return LayerUnit.LAYOUT
+    return LayerUnit.HOST
+
+
+class _PlanAllocator:
+    """The `ConstantAllocator` the array lowerings take, backed by the memory plan."""
+
+    def __init__(self, plan: MemoryPlan) -> None:
+        self.plan = plan
+
+    def allocate(self, size: int, align: int, name: str) -> int:
+        """Return the address of `size` fresh bytes aligned to `align`."""
+        return self.plan.allocate(size, align)
+
+
+def _array_lowering(op_type: str) -> Callable[..., Any] | None:
+    module_name, function = _ARRAY[op_type]
+    try:
+        module = importlib.import_module(f"systolic.mapper.lowering.{module_name}")
+    except ModuleNotFoundError:
+        return None
+    lowering: Callable[..., Any] | None = getattr(module, function, None)
+    return lowering
+
+
+def _typed(graph: Graph, opsets: Mapping[str, int]) -> Graph:
+    names = [out for node in graph.nodes for out in node.outputs if out]
+    if all((t := graph.type_of(n)) is not None and t.is_static for n in names):
+        return graph
+    bound, ops = bind_graph(graph, opsets)
+    return infer_shapes(bound, ops, max_tensor_bytes=1 << 40)
+
+
+def _halos(graph: Graph) -> dict[str, tuple[int, int]]:
+    """Map each value a padded QConv reads to (halo width, fill value)."""
+    halos: dict[str, tuple[int, int]] = {}
+    for node in graph.nodes:
+        if node.domain != SYSTOLIC or node.op_type != "QConv":
+            continue
+        pad = max(ints_attr(node, "pads", (0,)))
+        if pad == 0:
+            continue
+        fill = int_attr(node, "x_zero_point", 0)
+        name = node.inputs[0]
+        width, known_fill = halos.get(name, (0, fill))
+        if known_fill != fill:
+            raise UnsupportedError(
+                f"value {name!r} is read by padded convolutions with different zero points "
+                f"({known_fill} and {fill}); quantize them alike"
+            )
+        halos[name] = (max(width, pad), fill)
+    return halos
+
+
+_SPATIAL_OPS = frozenset({"QConv", "QMaxPool", "QAveragePool"})
+
+
+def _spatial(graph: Graph) -> frozenset[str]:
+    """Return the values 1-D/2-D convolutions and pooling read or write, and (through QAdd)
+    the values added to them: the rank-3 ones among them are stored channel-last."""
+    spatial = {
+        name
+        for node in graph.nodes
+        if node.domain == SYSTOLIC and node.op_type in _SPATIAL_OPS
+        for name in (node.inputs[0], node.outputs[0])
+    }
+    adds = [n for n in graph.nodes if n.domain == SYSTOLIC and n.op_type == "QAdd"]
+    changed = True
+    while changed:
+        changed = False
+        for node in adds:
+            names = {n for n in (*node.inputs[:2], node.outputs[0]) if n}
+            if names & spatial and not names <= spatial:
+                spatial |= names
+                changed = True
+    return frozenset(spatial)
+
+
+def _macs(node: Node, ctx: LayerContext) -> int:
+    if node.domain != SYSTOLIC or node.op_type not in _ARRAY:
+        return node_macs(node, ctx.graph.type_of)
+    out = math.prod(ctx.shape(node.outputs[0]))
+    if node.op_type == "QConv":
+        return out * math.prod(ctx.shape(node.inputs[1])[1:])
+    return out * ctx.shape(node.inputs[0])[-1]
+
+
+class _Compiler:
+    def __init__(self, graph: Graph, config: ArrayConfig, opsets: Mapping[str, int]) -> None:
+        self.graph = graph
+        self.config = config
+        self.opsets = dict(opsets)
+        self.plan = MemoryPlan(config, spatial=_spatial(graph))
+        self.halos = _halos(graph)
+        self.consumers = graph.consumers()
+        self.outputs = {info.name for info in graph.outputs}
+        self.inputs = {info.name for info in graph.inputs}
+        self.instructions: list[Instruction] = []
+        self.layers: list[ProgramLayer] = []
+        self.host_steps: list[HostStep] = []
+        self.overrides: dict[int, dict[str, np.ndarray]] = {}
+        self.views: dict[str, MemoryView] = {}
+        self.slices = self._concat_slices()
+
+    def _concat_slices(self) -> dict[str, tuple[str, int, int]]:
+        """Map each value written straight into its slice of a Concat's output to (output,
+        offset along the axis, axis): values only that Concat reads, made by an accelerator or
+        host node (not a layout node, which may alias), laid out like the output."""
+        producers = self.graph.producers()
+        slices: dict[str, tuple[str, int, int]] = {}
+        for node in self.graph.nodes:
+            if node.domain != "" or node.op_type != "Concat" or len(node.outputs) != 1:
+                continue
+            out = node.outputs[0]
+            out_type = self.graph.type_of(out)
+            if out_type is None or not out_type.is_static or out_type.shape is None:
+                continue
+            if element_type(out_type.dtype) is None or len(set(node.inputs)) != len(node.inputs):
+                continue
+            shape = tuple(int(d) for d in out_type.shape)  # type: ignore[arg-type]
+            axis = int_attr(node, "axis", 0) % len(shape)
+            eligible = []
+            offset = 0
+            for name in node.inputs:
+                producer = producers.get(name)
+                in_type = self.graph.type_of(name)
+                if in_type is None or in_type.shape is None or not in_type.is_static:
+                    break
+                ok = (
+                    producer is not None
+                    and layer_unit(producer) is not LayerUnit.LAYOUT
+                    and len([o for o in producer.outputs if o]) == 1
+                    and [u.label for u in self.consumers.get(name, [])] == [node.label]
+                    and name not in self.outputs
+                    and name not in self.halos
+                    and in_type.dtype == out_type.dtype
+                    and self.plan.channel_last(name, in_type.dtype, in_type.shape)  # type: ignore[arg-type]
+                    == self.plan.channel_last(out, out_type.dtype, shape)
+                )
+                if ok:
+                    eligible.append((name, offset))
+                offset += int(in_type.shape[axis])  # type: ignore[arg-type]
+            else:
+                for name, start in eligible:
+                    slices[name] = (out, start, axis)
+        return slices
+
+    def place_slice(self, name: str) -> TensorPlacement:
+        """Place `name` as its slice of the Concat output it is written into."""
+        out, offset, axis = self.slices[name]
+        target = self.place(out)
+        assert target is not None
+        shape = self.graph.type_of(name).shape  # type: ignore[union-attr]
+        placement = TensorPlacement(
+            name,
+            TensorRole.ACTIVATION,
+            target.address + offset * target.strides[axis],
+            tuple(int(d) for d in shape),  # type: ignore[arg-type, union-attr]
+            target.dtype,
+            target.strides,
+        )
+        return self.plan.alias(placement)
+
+    def ctx(self, node_index: int | None = None) -> LayerContext:
+        overrides = self.overrides.get(node_index, {}) if node_index is not None else {}
+        return LayerContext(self.config, self.graph, self.plan, overrides)
+
+    def role(self, name: str) -> TensorRole:
+        if name in self.outputs:
+            return TensorRole.OUTPUT
+        if name in self.inputs:
+            return TensorRole.INPUT
+        return TensorRole.ACTIVATION
+
+    def place(self, name: str) -> TensorPlacement | None:
+        """Place value `name` by the layout rules (None when its type cannot be placed)."""
+        if name in self.plan.placements:
+            return self.plan.placements[name]
+        if name in self.slices:
+            return self.place_slice(name)
+        tensor_type = self.graph.type_of(name)
+        if tensor_type is None or not tensor_type.is_static or tensor_type.shape is None:
+            raise ModelError(f"value {name!r} has no static shape; give the inputs fixed shapes")
+        if element_type(tensor_type.dtype) is None:
+            if name in self.outputs or name in self.inputs:
+                raise UnsupportedError(
+                    f"graph input or output {name!r} has type {tensor_type.dtype.name}, which "
+                    "the program format cannot place"
+                )
+            return None
+        initializer = self.graph.initializer(name)
+        if initializer is not None and name not in self.inputs:
+            return self.plan.place_constant(name, initializer.dtype, initializer.data)
+        shape = tuple(int(d) for d in tensor_type.shape)  # type: ignore[arg-type]
+        halo, fill = self.halos.get(name, (0, 0))
+        if halo and (tensor_type.dtype not in EIGHT_BIT or len(shape) not in (3, 4)):
+            raise UnsupportedError(f"padded convolution input {name!r} must be a u8/i8 map")
+        return self.plan.place(name, tensor_type.dtype, shape, self.role(name), halo=halo,
+                               fill=fill)  # fmt: skip
+
+    def run(self) -> CompiledModel:
+        for info in self.graph.inputs:
+            if self.graph.initializer(info.name) is None:
+                self.place(info.name)
+        for index, node in enumerate(self.graph.nodes):
+            self.compile_node(index, node)
+        tensors = tuple(p for name, p in self.plan.placements.items() if name not in self.views)
+        program = Program(
+            config=self.config,
+            instructions=(*self.instructions, Halt()),
+            segments=tuple(self.plan.segments),
+            tensors=tensors,
+            layers=tuple(self.layers),
+            host_steps=tuple(self.host_steps),
+        )
+        return CompiledModel(program, graph=self.graph, opsets=self.opsets,
+                             views=dict(self.views))  # fmt: skip
+
+    def add_layer(
+        self, node: Node, unit: LayerUnit, code: list[Instruction], reason: str, macs: int
+    ) -> None:
+        self.layers.append(
+            ProgramLayer(
+                name=node.label,
+                op=node.op_type,
+                unit=unit,
+                first=len(self.instructions),
+                count=len(code),
+                macs=macs,
+                inputs=tuple(n for n in node.inputs if n),
+                outputs=tuple(n for n in node.outputs if n),
+                reason=reason,
+            )
+        )
+        self.instructions += code
+
+    def compile_node(self, index: int, node: Node) -> None:
+        unit = layer_unit(node)
+        ctx = self.ctx(index)
+        macs = _macs(node, ctx)
+        if unit is LayerUnit.LAYOUT:
+            if self.compile_layout(index, node):
+                return
+            self.host(node, "the layout operator needs the host here", macs)
+            return
+        if unit is LayerUnit.HOST:
+            self.host(node, "not an accelerator operator", macs)
+            return
+        if unit is LayerUnit.ARRAY and _array_lowering(node.op_type) is None:
+            self.host(node, "the array lowering is not available", macs)
+            return
+        data_inputs = [n for n in node.inputs if n]
+        if unit is LayerUnit.ARRAY:
+            data_inputs = data_inputs[:1]
+        for name in data_inputs:
+            if self.place(name) is None:
+                self.host(node, f"input {name!r} lives on the host", macs)
+                return
+        for name in node.outputs:
+            if name and self.place(name) is None:
+                self.host(node, f"output {name!r} cannot be placed", macs)
+                return
+        try:
+            if unit is LayerUnit.ARRAY:
+                code, macs = self.lower_array(node, ctx)
+            else:
+                code = _VECTOR[node.op_type](node, ctx)
+        except (UnsupportedError, ResourceError) as err:
+            self.host(node, str(err), macs)
+            return
+        self.add_layer(node, unit, code, f"{node.op_type} on the {unit.value} unit", macs)
+
+    def lower_array(self, node: Node, ctx: LayerContext) -> tuple[list[Instruction], int]:
+        """Call `lower_qconv` / `lower_qmatmul`; return the instructions and useful MACs."""
+        lowering = _array_lowering(node.op_type)
+        assert lowering is not None
+        constants = {
+            name: ctx.constant(name)
+            for name in node.inputs[1:]
+            if name and (name in ctx.overrides or self.graph.initializer(name) is not None)
+        }
+        x = ctx.placement(node.inputs[0])
+        y = ctx.placement(node.outputs[0])
+        alloc = _PlanAllocator(self.plan)
+        if node.op_type == "QConv":
+            halo = self.halos.get(node.inputs[0], (0, 0))[0]
+            x_halo = (halo,) * (2 * (len(x.shape) - 2)) if halo else ()
+            code = lowering(node, x, y, x_halo, self.config, alloc, constants=constants)
+        else:
+            code = lowering(node, x, y, self.config, alloc, constants=constants)
+        self.plan.segments.extend(code.segments)
+        return list(code.instructions), int(code.stats.macs)
+
+    def compile_layout(self, index: int, node: Node) -> bool:
+        out = node.outputs[0]
+        if len(node.outputs) != 1 or not node.inputs or not node.inputs[0]:
+            return False
+        for name in node.inputs[:1] if node.op_type != "Concat" else node.inputs:
+            if name and self.place(name) is None:
+                return False
+        if node.inputs[0] in self.views:
+            return False
+        users = self.consumers.get(out, [])
+        matmul_only = bool(users) and all(
+            u.domain == SYSTOLIC
+            and u.op_type == "QMatMul"
+            and u.inputs[0] == out
+            and u.inputs[1] not in (out,)
+            and self.graph.initializer(u.inputs[1]) is not None
+            for u in users
+        )
+        may_alias = out not in self.outputs and out not in self.halos
+        decision = decide_layout(node, self.ctx(index), self.opsets, may_alias=may_alias,
+                                 matmul_only=matmul_only,
+                                 out_placement=lambda: self._must_place(out))  # fmt: skip
+        if decision.kind == "host":
+            return False
+        assert decision.placement is not None
+        if decision.kind == "alias":
+            self.plan.alias(decision.placement)
+            reason = f"re-interprets the bytes of {node.inputs[0]!r}"
+        elif decision.kind == "permuted":
+            self.plan.alias(decision.placement)
+            assert decision.permutation is not None
+            self.views[out] = MemoryView(decision.placement, decision.permutation)
+            for position, user in enumerate(self.graph.nodes):
+                if user in users:
+                    weights = self.graph.initializer(user.inputs[1])
+                    assert weights is not None
+                    overrides = self.overrides.setdefault(position, {})
+                    overrides[user.inputs[1]] = weights.data[decision.permutation]
+            reason = f"reads {node.inputs[0]!r} in memory order; the QMatMul weights are permuted"
+        else:
+            reason = "LOAD + COPY"
+        code = decision.instructions(self.ctx(index))
+        if node.op_type == "Concat":
+            moved = len(decision.sources)
+            reason = f"{len(node.inputs) - moved} inputs written in place, {moved} copied"
+        self.add_layer(node, LayerUnit.LAYOUT, code, reason, 0)
+        return True
+
+    def _must_place(self, name: str) -> TensorPlacement:
+        placement = self.place(name)
+        if placement is None:
+            raise UnsupportedError(f"value {name!r} cannot be placed")
+        return placement
+
+    def host(self, node: Node, reason: str, macs: int) -> None:
+        """Make `node` a host layer. A QMatMul reading a Flatten in memory order (whose array
+        lowering failed) reads it as "NAME:memory_order" with its permuted B, so it computes
+        the same product."""
+        overrides = self.overrides.get(self.graph.nodes.index(node), {})
+        inputs = list(node.inputs)
+        for position, name in enumerate(inputs):
+            if name in self.views:
+                renamed = f"{name}:memory_order"
+                if renamed not in self.plan.placements:
+                    self.plan.alias(dataclasses.replace(self.views[name].placement, name=renamed))
+                inputs[position] = renamed
+        node = dataclasses.replace(node, inputs=tuple(inputs))
+        constants = []
+        for name in node.inputs:
+            if not name:
+                continue
+            initializer = self.graph.initializer(name)
+            if initializer is not None and name not in self.inputs:
+                if name in overrides:
+                    initializer = Tensor(name, initializer.dtype, overrides[name])
+                constants.append(initializer)
+        for name in node.outputs:
+            if name:
+                self.place(name)
+        self.host_steps.append(HostStep(len(self.layers), node, tuple(constants)))
+        self.add_layer(node, LayerUnit.HOST, [], reason, macs)
+
+
+def compile_model(
+    model: Model | Graph,
+    config: ArrayConfig,
+    *,
+    opsets: Mapping[str, int] | None = None,
+) -> CompiledModel:
+    """Compile an integer graph (or a model holding one) for `config`; see the module docstring.
+
+    Raises UnsupportedError for a configuration the lowering cannot target (operands must be
+    8-bit) or a value it cannot place, ModelError for values without static shapes,
+    ResourceError when the model does not fit the 32-bit external address space.
+    """
+    if config.input_width != 8 or config.weight_width != 8:
+        raise UnsupportedError(
+            f"the compiler targets 8-bit operands; this configuration has input_width "
+            f"{config.input_width} and weight_width {config.weight_width}: use 8 and 8"
+        )
+    if isinstance(model, Model):
+        graph, known = model.graph, dict(model.opsets)
+    else:
+        graph, known = model, {}
+    known.setdefault(SYSTOLIC, 1)
+    known.update(opsets or {})
+    return _Compiler(_typed(graph, known), config, known).run()

@@ -1,0 +1,262 @@
+"""`CompiledModel`: a compiled program with its layer table, and how to run it.
+
+A compiled model is one `Program` (instructions ending in HALT, memory image, placements,
+layer table, host steps) plus, when it was compiled in this process, the integer graph it came
+from. It runs as a sequence of steps (`steps()`): accelerator segments — the instructions
+between two host layers, each a runnable `Program` ending in its own HALT — and host steps,
+which read their operands from external memory through the placements, run the reference
+operator and write their results back. `simulate` runs the steps on any backend.
+"""
+
+import dataclasses
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+from google.protobuf.message import DecodeError
+from systolic.mapper.ir import Graph
+from systolic.proto import ProgramProto
+from systolic.sim.golden.machine import Machine
+from systolic.sim.isa.assembler import assemble
+from systolic.sim.isa.disassembler import disassemble
+from systolic.sim.isa.instructions import Halt
+from systolic.sim.isa.program import (
+    HostStep,
+    Program,
+    ProgramLayer,
+    TensorPlacement,
+    TensorRole,
+)
+from systolic.sim.reference.executor import make_op
+
+from systolic.config import ArrayConfig
+from systolic.errors import ModelError, SimulationError
+from systolic.fileio import write_atomically
+
+__all__ = [
+    "AcceleratorStep",
+    "CompiledModel",
+    "MemoryView",
+    "Runner",
+    "golden_runner",
+    "read_value",
+    "run_host_step",
+    "simulate",
+    "write_value",
+]
+
+Runner = Callable[[Program, bytearray], bytearray]
+"""Runs an accelerator segment on a memory image and returns the image after it."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MemoryView:
+    """A value held in memory in another order than its logical one: `placement` describes
+    the bytes in memory order and `permutation[p]` is the logical index of the last axis at
+    memory position p (a Flatten of an NHWC map read by a QMatMul)."""
+
+    placement: TensorPlacement
+    permutation: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
+class AcceleratorStep:
+    """Instructions `first .. first + len - 1` of the whole program, as a runnable program."""
+
+    first: int
+    program: Program
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CompiledModel:
+    """See the module docstring. `program` is everything a program file holds; `graph` and
+    `views` exist only for a model compiled in this process (for checking)."""
+
+    program: Program
+    graph: Graph | None = None
+    opsets: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    views: Mapping[str, MemoryView] = dataclasses.field(default_factory=dict)
+
+    @property
+    def config(self) -> ArrayConfig:
+        """The configuration compiled for."""
+        return self.program.config
+
+    @property
+    def layers(self) -> tuple[ProgramLayer, ...]:
+        """The layer table, in execution order."""
+        return self.program.layers
+
+    @property
+    def inputs(self) -> tuple[TensorPlacement, ...]:
+        """Placements of the model inputs."""
+        return self.program.placements(TensorRole.INPUT)
+
+    @property
+    def outputs(self) -> tuple[TensorPlacement, ...]:
+        """Placements of the model outputs."""
+        return self.program.placements(TensorRole.OUTPUT)
+
+    @functools.cached_property
+    def memory_size(self) -> int:
+        """Bytes of external memory the model uses from address 0."""
+        return self.program.memory_end
+
+    def memory_image(self) -> bytearray:
+        """Return the initial external memory: zeros with the image segments."""
+        memory = bytearray(self.memory_size)
+        for segment in self.program.segments:
+            memory[segment.address : segment.end] = segment.data
+        return memory
+
+    def steps(self) -> Iterator[AcceleratorStep | HostStep]:
+        """Yield the accelerator segments and host steps in execution order."""
+        program = self.program
+        by_layer = {step.layer: step for step in program.host_steps}
+        start = 0
+        for index, layer in enumerate(program.layers):
+            if index in by_layer:
+                if layer.first > start:
+                    yield self._segment(start, layer.first)
+                start = layer.first
+                yield by_layer[index]
+        end = len(program.instructions) - 1
+        if end > start or not program.layers:
+            yield self._segment(start, end)
+
+    def _segment(self, first: int, end: int) -> AcceleratorStep:
+        program = self.program
+        code = (*program.instructions[first:end], Halt())
+        return AcceleratorStep(first, Program(program.config, code))
+
+    def to_proto(self) -> ProgramProto:
+        """Return the program message (what `save` writes)."""
+        return assemble(self.program)
+
+    def save(self, path: str | Path) -> None:
+        """Write the program file atomically."""
+        write_atomically(path, self.to_proto().SerializeToString())
+
+    @classmethod
+    def load(cls, path: str | Path) -> "CompiledModel":
+        """Read a program file written by `save`."""
+        message = ProgramProto()
+        data = Path(path).read_bytes()
+        try:
+            message.ParseFromString(data)
+        except DecodeError as err:
+            raise ModelError(f"{path} is not a program file: {err}") from None
+        return cls(disassemble(message))
+
+
+def _view(memory: np.ndarray, placement: TensorPlacement) -> np.ndarray:
+    if placement.end > memory.size:
+        raise SimulationError(f"tensor {placement.name!r} lies beyond the simulated memory")
+    return np.ndarray(placement.shape, dtype=placement.dtype.numpy, buffer=memory,
+                      offset=placement.address, strides=placement.strides)  # fmt: skip
+
+
+def read_value(memory: np.ndarray, placement: TensorPlacement) -> np.ndarray:
+    """Return a copy of a placed value from a uint8 memory array."""
+    return _view(memory, placement).copy()
+
+
+def write_value(memory: np.ndarray, placement: TensorPlacement, value: np.ndarray) -> None:
+    """Store a value at its placement in a uint8 memory array."""
+    array = np.asarray(value)
+    if array.shape != placement.shape:
+        raise SimulationError(
+            f"value {placement.name!r} has shape {list(array.shape)}; its placement holds "
+            f"{list(placement.shape)}"
+        )
+    _view(memory, placement)[...] = array.astype(placement.dtype.numpy)
+
+
+def run_host_step(
+    step: HostStep,
+    program: Program,
+    memory: np.ndarray,
+    host_values: dict[str, np.ndarray],
+    opsets: Mapping[str, int] | None = None,
+) -> list[np.ndarray]:
+    """Run one host step on `memory` (uint8 array, updated in place); values that cannot be
+    placed live in `host_values`. Returns the step's outputs."""
+    placed = {t.name: t for t in program.tensors}
+    constants = {t.name: t.data for t in step.constants}
+    args: list[np.ndarray | None] = []
+    for name in step.node.inputs:
+        if not name:
+            args.append(None)
+        elif name in constants:
+            args.append(constants[name])
+        elif name in host_values:
+            args.append(host_values[name])
+        elif name in placed:
+            args.append(read_value(memory, placed[name]))
+        else:
+            raise SimulationError(f"host step {step.node.label!r} reads {name!r}, never made")
+    op = make_op(step.node, opsets or {})
+    results = op.run(args)
+    for name, value in zip(step.node.outputs, results, strict=False):
+        if not name:
+            continue
+        if name in placed:
+            write_value(memory, placed[name], value)
+        else:
+            host_values[name] = value
+    return list(results)
+
+
+def golden_runner(program: Program, memory: bytearray) -> bytearray:
+    """Run an accelerator segment on the golden machine."""
+    machine = Machine(program.config, len(memory))
+    machine.memory[:] = np.frombuffer(bytes(memory), dtype=np.uint8)
+    machine.run(program.instructions)
+    return bytearray(machine.memory.tobytes())
+
+
+def backend_runner(backend: str) -> Runner:
+    """Return the runner of a simulation backend: "golden" or any `run_program` backend."""
+    if backend == "golden":
+        return golden_runner
+    from systolic.sim.run.backends import run_program
+
+    def runner(program: Program, memory: bytearray) -> bytearray:
+        result = run_program(program, memory, backend=backend)
+        return bytearray(result.memory)
+
+    return runner
+
+
+def simulate(
+    compiled: CompiledModel,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    backend: str = "golden",
+    runner: Runner | None = None,
+) -> dict[str, np.ndarray]:
+    """Run a compiled model on `inputs` (by name) and return its outputs by name.
+
+    Accelerator segments run on `runner` (default: the runner of `backend`), host steps with
+    the reference operators.
+    """
+    run_segment = runner or backend_runner(backend)
+    expected = {t.name for t in compiled.inputs}
+    if set(inputs) != expected:
+        raise SimulationError(f"the model takes inputs {sorted(expected)}, not {sorted(inputs)}")
+    image = compiled.memory_image()
+    memory = np.frombuffer(image, dtype=np.uint8)
+    for placement in compiled.inputs:
+        write_value(memory, placement, inputs[placement.name])
+    host_values: dict[str, np.ndarray] = {}
+    for step in compiled.steps():
+        if isinstance(step, AcceleratorStep):
+            image = run_segment(step.program, image)
+            memory = np.frombuffer(image, dtype=np.uint8)
+        else:
+            if not memory.flags.writeable:
+                image = bytearray(image)
+                memory = np.frombuffer(image, dtype=np.uint8)
+            run_host_step(step, compiled.program, memory, host_values, compiled.opsets)
+    return {t.name: read_value(memory, t) for t in compiled.outputs}

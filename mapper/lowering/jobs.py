@@ -1,0 +1,39 @@
+"""Turn a layer's `GemmJob`s into its `LayerCode`: constants placed, instructions emitted."""
+
+from collections.abc import Sequence
+
+from systolic.sim.isa.program import MemorySegment
+
+from systolic.config import ArrayConfig
+
+from .estimate import array_cycles, ideal_cycles
+from .gemm import GemmJob
+from .layer_code import ConstantAllocator, LayerCode, LayerStats
+from .params_rows import check_accumulator, check_weight_width, params_image, weight_image
+from .schedule import JobImage, Scheduler
+
+__all__ = ["lower_jobs"]
+
+
+def lower_jobs(
+    jobs: Sequence[GemmJob], macs: int, config: ArrayConfig, alloc: ConstantAllocator
+) -> LayerCode:
+    """Check each job's weights, place its constants through `alloc`, emit its instructions."""
+    scheduler = Scheduler(config)
+    segments: list[MemorySegment] = []
+    for index, job in enumerate(jobs):
+        check_weight_width(job.weights, config, job.label)
+        check_accumulator(job.weights, config, job.label)
+        weights = weight_image(job.weights, config)
+        params = params_image(job.bias, job.multiplier, job.shift, config)
+        suffix = f"{job.label}#{index}" if len(jobs) > 1 else job.label
+        image = JobImage(
+            weights=alloc.allocate(len(weights), config.bus_bytes, f"{suffix}.weights"),
+            params=alloc.allocate(len(params), config.bus_bytes, f"{suffix}.params"),
+        )
+        segments += [MemorySegment(image.weights, weights), MemorySegment(image.params, params)]
+        scheduler.emit(job, image)
+    instructions = scheduler.finish()
+    cycles = array_cycles(instructions, config)
+    stats = LayerStats(macs, ideal_cycles(macs, config), cycles.busy, cycles.occupied)
+    return LayerCode(tuple(instructions), tuple(segments), stats)

@@ -1,0 +1,189 @@
+"""Layout operators (Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Identity, Concat).
+
+The element each output position takes from the input is found by running the reference
+operator on the input's array of byte addresses. Then, in order of preference:
+
+1. **alias**: the output's addresses follow the layout rules for its shape (its canonical
+   strides, no halo): the output is the input's bytes re-interpreted, no instruction;
+2. **permuted**: the output is [N, K], every consumer is a QMatMul reading it as A with a
+   constant B, and each row's K addresses are a permutation of a contiguous range (a Flatten
+   of an NHWC tensor): A is read in memory order and the consumers' B rows are permuted to
+   that order (`LayoutDecision.permutation`), no instruction;
+3. **copy**: the addresses are strided: LOAD + COPY into the output's own placement
+   (`copy_strided`); Concat copies each input into its slice of the output;
+4. otherwise the layer runs on the host.
+"""
+
+import dataclasses
+from collections.abc import Callable, Mapping
+
+import numpy as np
+from systolic.mapper.ir import Node
+from systolic.sim.isa.instructions import Instruction
+from systolic.sim.isa.program import TensorPlacement, TensorRole
+from systolic.sim.reference.executor import make_op
+
+from .context import LayerContext
+from .copy import copy_strided
+from .node_attrs import int_attr
+
+__all__ = ["LAYOUT_OPS", "LayoutDecision", "address_array", "decide_layout", "strides_of"]
+
+LAYOUT_OPS = frozenset(
+    {"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Concat"}
+)
+"""Standard operators (default domain) the lowering treats as layout operators."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LayoutDecision:
+    """How a layout node runs: `kind` is "alias", "permuted", "copy" or "host".
+
+    alias/permuted: `placement` is the output's (memory-order) placement; permuted:
+    `permutation[p]` is the logical column held at memory position p of each row.
+    copy: `sources` lists (source address, source strides, shape, destination address,
+    destination strides) per move. host: `reason` says why.
+    """
+
+    kind: str
+    placement: TensorPlacement | None = None
+    permutation: np.ndarray | None = None
+    sources: tuple[tuple[int, tuple[int, ...], tuple[int, ...], int, tuple[int, ...]], ...] = ()
+    reason: str = ""
+
+    def instructions(self, ctx: LayerContext) -> list[Instruction]:
+        """Return the copy instructions (none for an alias)."""
+        code: list[Instruction] = []
+        for src, src_strides, shape, dst, dst_strides in self.sources:
+            code += copy_strided(ctx.config, shape, src, src_strides, dst, dst_strides,
+                                 element=ctx.config.operand_bytes)  # fmt: skip
+        return code
+
+
+def address_array(placement: TensorPlacement) -> np.ndarray:
+    """Return the byte address of every element of a placement, in its logical shape."""
+    addresses = np.full(placement.shape, placement.address, dtype=np.int64)
+    for axis, (size, stride) in enumerate(zip(placement.shape, placement.strides, strict=True)):
+        shape = [1] * len(placement.shape)
+        shape[axis] = size
+        addresses = addresses + (np.arange(size, dtype=np.int64) * stride).reshape(shape)
+    return addresses
+
+
+def strides_of(addresses: np.ndarray) -> tuple[int, ...] | None:
+    """Return the non-negative strides that generate `addresses` from its first element, or
+    None when no strides do."""
+    if addresses.size == 0:
+        return None
+    origin = addresses.reshape(-1)[0]
+    strides = []
+    rebuilt = np.full(addresses.shape, origin, dtype=np.int64)
+    for axis, size in enumerate(addresses.shape):
+        index = [0] * addresses.ndim
+        stride = 0
+        if size > 1:
+            index[axis] = 1
+            stride = int(addresses[tuple(index)] - origin)
+        if stride < 0:
+            return None
+        strides.append(stride)
+        shape = [1] * addresses.ndim
+        shape[axis] = size
+        rebuilt = rebuilt + (np.arange(size, dtype=np.int64) * stride).reshape(shape)
+    return tuple(strides) if np.array_equal(rebuilt, addresses) else None
+
+
+def _output_addresses(node: Node, ctx: LayerContext, opsets: Mapping[str, int]) -> np.ndarray:
+    op = make_op(node, opsets)
+    args: list[np.ndarray | None] = []
+    for position, name in enumerate(node.inputs):
+        if not name:
+            args.append(None)
+        elif position == 0:
+            args.append(address_array(ctx.placement(name)))
+        else:
+            args.append(np.asarray(ctx.constant(name)))
+    return np.asarray(op.run(args)[0])
+
+
+def decide_layout(
+    node: Node,
+    ctx: LayerContext,
+    opsets: Mapping[str, int],
+    *,
+    may_alias: bool,
+    matmul_only: bool,
+    out_placement: Callable[[], TensorPlacement],
+) -> LayoutDecision:
+    """Decide how layout node `node` runs (see the module docstring).
+
+    `may_alias` is False when the output must own its bytes (a graph output, or a value a
+    padded QConv reads inside a halo); `matmul_only` is True when every consumer is a QMatMul
+    reading the output as A with a constant B. `out_placement()` places the output by the
+    layout rules when it needs its own bytes.
+    """
+    out_name = node.outputs[0]
+    dtype, shape = ctx.dtype(out_name), ctx.shape(out_name)
+    element = ctx.config.operand_bytes
+    if node.op_type == "Concat":
+        return _concat(node, ctx, out_placement)
+    missing = [n for n in node.inputs[1:] if n and ctx.graph.initializer(n) is None]
+    if missing or node.inputs[0] not in ctx.plan.placements:
+        return LayoutDecision("host", reason="its shape operands are not constants")
+    addresses = _output_addresses(node, ctx, opsets)
+    strides = strides_of(addresses)
+    source = ctx.placement(node.inputs[0])
+    canonical = ctx.plan.canonical(out_name, dtype, shape)
+    if may_alias and strides is not None and _same_strides(strides, canonical, shape):
+        placement = TensorPlacement(out_name, TensorRole.ACTIVATION, int(addresses.flat[0]),
+                                    shape, source.dtype, canonical)  # fmt: skip
+        return LayoutDecision("alias", placement=placement)
+    if may_alias and matmul_only and len(shape) == 2:
+        permutation = _row_permutation(addresses, element)
+        if permutation is not None:
+            row = shape[1] * element
+            placement = TensorPlacement(out_name, TensorRole.ACTIVATION,
+                                        int(addresses.min()), shape, source.dtype,
+                                        (row, element))  # fmt: skip
+            return LayoutDecision("permuted", placement=placement, permutation=permutation)
+    if strides is None:
+        return LayoutDecision("host", reason="its element order is not a strided view of its input")
+    target = out_placement()
+    move = (int(addresses.flat[0]), strides, shape, target.address, target.strides)
+    return LayoutDecision("copy", placement=target, sources=(move,))
+
+
+def _same_strides(a: tuple[int, ...], b: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """True when strides a and b address the same bytes (they may differ on size-1 axes)."""
+    return all(x == y for x, y, size in zip(a, b, shape, strict=True) if size > 1)
+
+
+def _row_permutation(addresses: np.ndarray, element: int) -> np.ndarray | None:
+    rows, cols = addresses.shape
+    base = int(addresses.min())
+    order = np.argsort(addresses[0], kind="stable")
+    for n in range(rows):
+        start = base + n * cols * element
+        if not np.array_equal(addresses[n][order], start + np.arange(cols) * element):
+            return None
+    return order
+
+
+def _concat(
+    node: Node, ctx: LayerContext, out_placement: Callable[[], TensorPlacement]
+) -> LayoutDecision:
+    if any(n not in ctx.plan.placements for n in node.inputs if n):
+        return LayoutDecision("host", reason="an input is not in external memory")
+    target = out_placement()
+    axis = int_attr(node, "axis", 0) % len(target.shape)
+    moves = []
+    offset = 0
+    for name in node.inputs:
+        if not name:
+            continue
+        source = ctx.placement(name)
+        dst = target.address + offset * target.strides[axis]
+        if (source.address, source.strides) != (dst, target.strides):  # else written in place
+            moves.append((source.address, source.strides, source.shape, dst, target.strides))
+        offset += source.shape[axis]
+    return LayoutDecision("copy", placement=target, sources=tuple(moves))

@@ -1,0 +1,404 @@
+"""Emit the instructions of `GemmJob`s: the weight-stationary and output-stationary loop nests.
+
+On-chip memories are used as rings (`Ring`): each tile of operands gets the next free span,
+so consecutive tiles land in different rows and the hardware's hazard tracking lets the LOAD
+of the next tile run while this one computes (docs/isa.md, "Hazards"); a span remembers what
+it holds, so a tile still resident (all the weights of a small layer, say) is not loaded again.
+The accumulator alternates between two halves, so one group's STOREs overlap the next group's
+COMPUTEs. Programs are meant in program order; no barrier is ever needed.
+
+Weight-stationary nest (`WsPlan` m, group):
+    for each row tile (m rows of A):
+      for each group of column tiles:
+        for each K chunk c (`rows` elements): LOAD A chunk; LOAD the group's weight tiles
+          for each column tile t: PRELOAD (c, t); COMPUTE m rows into t's accumulators
+        STORE each column tile (requantized with its params row)
+Output-stationary nest (`OsPlan` group, block, k_super):
+    for each group of column tiles:
+      for each block of row tiles:
+        for each K range (k_super): LOAD the group's weights for it (unless resident)
+          for each row tile (<= rows rows): LOAD its A chunks
+            for each column tile t: COMPUTE.OS (accumulating after the first K range)
+            (after the last K range) STORE the row tile of each column tile
+"""
+
+import bisect
+import dataclasses
+from collections.abc import Hashable, Iterator, Sequence
+
+from systolic.sim.isa.instructions import (
+    Compute,
+    ComputeOS,
+    Instruction,
+    Load,
+    LoadTarget,
+    Preload,
+    Store,
+    Unit,
+)
+from systolic.sim.isa.memories import PARAMS_DEPTH, Memory, depth, params_row_bytes
+
+from systolic.config import ArrayConfig, Dataflow
+
+from .gemm import GemmJob, RowPiece, split_rows
+from .tiling import OsPlan, WsPlan, plan_os, plan_ws
+
+__all__ = ["JobImage", "Ring", "Scheduler"]
+
+
+class Ring:
+    """Spans of an on-chip memory handed out one after the other, wrapping at the end.
+
+    `take(size, key)` returns the first row of `size` rows after the previous span (or row 0
+    when they do not fit before the end) and forgets every cached span it overlaps;
+    `find(key)` returns the first row of a span still holding `key`, or None.
+    """
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+        self._next = 0
+        self._starts: list[int] = []  # first rows of the held spans, ascending (disjoint)
+        self._spans: dict[int, tuple[int, Hashable]] = {}  # first row -> (size, key)
+        self._where: dict[Hashable, int] = {}  # key -> first row
+
+    def find(self, key: Hashable) -> int | None:
+        """Return the first row of the span still holding `key`, or None."""
+        return self._where.get(key)
+
+    def fits(self, size: int, avoid: Sequence[tuple[int, int]]) -> int | None:
+        """Return where a span of `size` rows would go clear of `avoid`, or None.
+
+        The candidates are the ring position, then the end of each avoided span, then row 0.
+        """
+        if not 1 <= size <= self.rows:
+            raise AssertionError(f"a span of {size} rows does not fit a ring of {self.rows}")
+        for start in self._candidates(avoid):
+            end = start + size
+            if end > self.rows:
+                continue
+            for s, n in avoid:
+                if s < end and start < s + n:
+                    break
+            else:
+                return start
+        return None
+
+    def _candidates(self, avoid: Sequence[tuple[int, int]]) -> Iterator[int]:
+        yield self._next
+        yield from sorted(s + n for s, n in avoid)
+        yield 0
+
+    def take(self, size: int, key: Hashable, avoid: Sequence[tuple[int, int]] = ()) -> int:
+        """Return the first row of a fresh span of `size` rows now holding `key`.
+
+        The span overlaps none of the `avoid` spans ((start, size) pairs still in use).
+        """
+        start = self.fits(size, avoid)
+        if start is None:
+            raise AssertionError(f"no span of {size} rows free in a ring of {self.rows}")
+        end = start + size
+        first = bisect.bisect_left(self._starts, start)
+        if first and self._starts[first - 1] + self._spans[self._starts[first - 1]][0] > start:
+            first -= 1  # the span before `start` reaches into the new one
+        last = first
+        while last < len(self._starts) and self._starts[last] < end:
+            del self._where[self._spans.pop(self._starts[last])[1]]
+            last += 1
+        self._starts[first:last] = [start]
+        old = self._where.pop(key, None)
+        if old is not None:  # a key taken again: its older span is forgotten
+            self._starts.remove(old)
+            del self._spans[old]
+        self._spans[start] = (size, key)
+        self._where[key] = start
+        self._next = end
+        return start
+
+
+@dataclasses.dataclass(frozen=True)
+class JobImage:
+    """Where a job's constants lie in external memory (layouts of `params_rows.py`)."""
+
+    weights: int
+    params: int
+
+
+@dataclasses.dataclass
+class _Step:
+    """One tile of work: the LOADs it needs (each with how many steps early it may run),
+    then its EXECUTE and STORE instructions, and the on-chip spans it reads."""
+
+    loads: list[tuple[Instruction, int]] = dataclasses.field(default_factory=list)
+    body: list[Instruction] = dataclasses.field(default_factory=list)
+    spans: dict[str, list[tuple[int, int]]] = dataclasses.field(
+        default_factory=lambda: {"in": [], "wt": []}
+    )
+
+
+_HOIST = {"in": 2, "wt": 4}
+"""How many steps early a tile's LOAD may run, at most, per scratchpad (when rows allow)."""
+
+
+class Scheduler:
+    """Emits the instructions of jobs one after the other, sharing the rings between them.
+
+    Work is built as steps (one K chunk of a WS tile group, one OS row tile of a K range);
+    `finish` lays them out with each step's LOADs spread between the EXECUTE instructions of
+    an earlier step (up to `_HOIST` steps). Dispatch is in program order with short queues,
+    so a LOAD placed right before its first use could start only a few instructions ahead
+    of the array; earlier, it overlaps whole steps. A LOAD that runs d steps early gets rows
+    that none of those d + 1 steps reads (`_span`), so moving it is safe.
+    """
+
+    def __init__(self, config: ArrayConfig) -> None:
+        self.config = config
+        self.spad_in = Ring(depth(config, Memory.SPAD_IN))
+        self.spad_wt = Ring(depth(config, Memory.SPAD_WT))
+        self.params = Ring(PARAMS_DEPTH)
+        self._acc_half = config.acc_depth // 2
+        self._acc_side = 0
+        self._active: Hashable = None  # which weight tile the WS array holds (after PRELOAD)
+        self._pending: list[Instruction] = []  # STOREs of the previous group or tile
+        self._jobs = 0
+        self._steps: list[_Step] = [_Step()]
+        self._params_in_use: list[tuple[int, int]] = []  # this group's and the previous one's
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def _new_step(self) -> None:
+        self._steps.append(_Step())
+
+    def _body(self, instr: Instruction) -> None:
+        self._steps[-1].body.append(instr)
+
+    def _span(self, ring: Ring, name: str, key: Hashable, size: int) -> tuple[int, int | None]:
+        """Return (first row, steps early its LOAD may run, None when already loaded)."""
+        current = self._steps[-1]
+        found = ring.find(key)
+        hoist: int | None = None
+        if found is None:
+            for hoist in range(min(_HOIST[name], len(self._steps) - 1), -1, -1):
+                avoid = [span for step in self._steps[-1 - hoist :] for span in step.spans[name]]
+                if ring.fits(size, avoid) is not None:
+                    break
+            found = ring.take(size, key, avoid)
+        current.spans[name].append((found, size))
+        return found, hoist
+
+    def finish(self) -> list[Instruction]:
+        """Return every instruction emitted, LOADs placed early (class docstring)."""
+        self._flush()
+        early: list[list[Instruction]] = [[] for _ in self._steps]
+        prologue: list[Instruction] = []
+        for index, step in enumerate(self._steps):
+            for instr, hoist in step.loads:
+                if hoist and index - hoist >= 0:
+                    early[index - hoist].append(instr)
+                elif hoist:
+                    prologue.append(instr)
+        out = prologue
+        for index, step in enumerate(self._steps):
+            out += [instr for instr, hoist in step.loads if not hoist]
+            ahead = early[index]
+            slots = sum(1 for instr in step.body if instr.UNIT is Unit.EX)
+            share = -(-len(ahead) // max(slots, 1))
+            cursor = 0
+            for instr in step.body:
+                out.append(instr)
+                if instr.UNIT is Unit.EX:
+                    out += ahead[cursor : cursor + share]
+                    cursor += share
+            out += ahead[cursor:]
+        return out
+
+    # -- shared pieces -------------------------------------------------------------------------
+
+    def _add_load(self, hoist: int, instr: Instruction) -> None:
+        self._steps[-1].loads.append((instr, hoist))
+
+    def _next_acc(self) -> int:
+        self._acc_side ^= 1
+        return self._acc_side * self._acc_half
+
+    def _load_a(
+        self, job: GemmJob, pieces: list[RowPiece], row: int, k0: int, length: int, hoist: int
+    ) -> None:
+        walk = job.walk
+        for piece in pieces:
+            self._add_load(
+                hoist,
+                Load(
+                    LoadTarget.SPAD_IN, row + piece.offset, piece.count, piece.ext,
+                    n0=piece.n0, row_stride0=piece.stride0, row_stride1=piece.stride1,
+                    k0=k0, length=length, run=walk.run, n_mid=walk.n_mid,
+                    stride_mid=walk.stride_mid, stride_outer=walk.stride_outer,
+                    flip_sign=job.flip_in,
+                ),
+            )  # fmt: skip
+
+    def _load_weights(
+        self,
+        job: GemmJob,
+        image: JobImage,
+        key: Hashable,
+        t0: int,
+        tiles: int,
+        k0: int,
+        k: int,
+    ) -> int:
+        """Return the spad_wt row of weight rows k0..k0+k-1 of column tiles t0.. (tile-major)."""
+        row, hoist = self._span(self.spad_wt, "wt", key, tiles * k)
+        if hoist is not None:
+            cols, ob = self.config.cols, self.config.operand_bytes
+            self._add_load(
+                hoist,
+                Load(
+                    LoadTarget.SPAD_WT, row, tiles * k,
+                    image.weights + (t0 * job.k + k0) * cols * ob,
+                    n0=k, row_stride0=cols * ob, row_stride1=job.k * cols * ob,
+                    length=cols, run=cols, n_mid=1,
+                ),
+            )  # fmt: skip
+        return row
+
+    def _load_params(self, image: JobImage, t0: int, tiles: int) -> int:
+        key = (self._jobs, "params", t0, tiles)
+        found = self.params.find(key)
+        if found is None:
+            found = self.params.take(tiles, key, self._params_in_use)
+            step = params_row_bytes(self.config)
+            self._add_load(1, Load.params(found, tiles, image.params + t0 * step, step))
+        self._params_in_use = [*self._params_in_use[-1:], (found, tiles)]
+        return found
+
+    def _store(
+        self, job: GemmJob, start: int, stop: int, acc_row: int, t: int, param_row: int,
+        out: list[Instruction],
+    ) -> None:  # fmt: skip
+        cols, ob = self.config.cols, self.config.operand_bytes
+        n = min(cols, job.n - t * cols)
+        for piece in split_rows(job.y_rows, start, stop):
+            out.append(
+                Store(
+                    acc_row + piece.offset, piece.count, n, param_row, job.zero_point, job.lo,
+                    job.hi, piece.ext + t * cols * ob, n0=piece.n0, row_stride0=piece.stride0,
+                    row_stride1=piece.stride1, flip_sign=job.flip_out,
+                )
+            )  # fmt: skip
+
+    def _flush(self) -> None:
+        self._steps[-1].body += self._pending
+        self._pending = []
+
+    def _interleave(self) -> None:
+        """Emit one STORE of the previous group or tile (between this one's COMPUTEs).
+
+        A run of STOREs would fill the STORE queue and stall dispatch in program order, and
+        a STORE right after its COMPUTE holds an in-flight table entry until the result
+        lands; spread over the next group's (tile's) COMPUTEs, which write other accumulator
+        rows, they overlap the array's work instead.
+        """
+        if self._pending:
+            self._body(self._pending.pop(0))
+
+    # -- jobs ----------------------------------------------------------------------------------
+
+    def emit(self, job: GemmJob, image: JobImage) -> None:
+        """Add the instructions computing `job` (its constants at `image`)."""
+        self._jobs += 1
+        if self.config.dataflow is Dataflow.WS:
+            self._emit_ws(job, image, plan_ws(job, self.config))
+        else:
+            self._emit_os(job, image, plan_os(job, self.config))
+
+    def _emit_ws(self, job: GemmJob, image: JobImage, plan: WsPlan) -> None:
+        rows, cols = self.config.rows, self.config.cols
+        total, k = job.rows, job.k
+        tiles_n = -(-job.n // cols)
+        chunks = -(-k // rows)
+        tiles_m = -(-total // plan.m)
+        m_size = -(-total // tiles_m)
+        for start in range(0, total, m_size):
+            stop = min(total, start + m_size)
+            m = stop - start
+            a_pieces = split_rows(job.a_rows, start, stop)
+            for t0 in range(0, tiles_n, plan.group):
+                tiles = min(plan.group, tiles_n - t0)
+                self._new_step()
+                param_row = self._load_params(image, t0, tiles)
+                acc = self._next_acc()
+                stores: list[Instruction] = []
+                for c in range(chunks):
+                    if c:
+                        self._new_step()
+                    k0 = c * rows
+                    kc = min(rows, k - k0)
+                    a_key = (self._jobs, "a", start, c)
+                    a_row, hoist = self._span(self.spad_in, "in", a_key, m)
+                    if hoist is not None:
+                        self._load_a(job, a_pieces, a_row, k0, kc, hoist)
+                    w_key = (self._jobs, "w", t0, tiles, c)
+                    w_row = self._load_weights(job, image, w_key, t0, tiles, k0, kc)
+                    for i in range(tiles):
+                        n = min(cols, job.n - (t0 + i) * cols)
+                        weights = (self._jobs, t0 + i, c)  # the PEs keep them across LOADs
+                        if weights != self._active:
+                            self._body(Preload(w_row + i * kc, kc, n))
+                            self._active = weights
+                        self._body(Compute(a_row, m, acc + i * m, accumulate=c > 0))
+                        self._interleave()
+                for i in range(tiles):
+                    self._store(job, start, stop, acc + i * m, t0 + i, param_row + i, stores)
+                self._flush()  # the next group writes the other half of acc, then this one
+                self._pending = stores
+
+    def _emit_os(self, job: GemmJob, image: JobImage, plan: OsPlan) -> None:
+        rows, cols, dim = self.config.rows, self.config.cols, self.config.dim
+        total, k = job.rows, job.k
+        tiles_n = -(-job.n // cols)
+        tiles_m = -(-total // rows)
+        m_size = -(-total // tiles_m)
+        for t0 in range(0, tiles_n, plan.group):
+            tiles = min(plan.group, tiles_n - t0)
+            self._new_step()
+            param_row = self._load_params(image, t0, tiles)
+            for b0 in range(0, total, plan.block):
+                b1 = min(total, b0 + plan.block)
+                acc = self._next_acc()
+                for s0 in range(0, k, plan.k_super):
+                    ks = min(plan.k_super, k - s0)
+                    last = s0 + ks == k
+                    chunks = -(-ks // dim)
+                    for start in range(b0, b1, m_size):
+                        if start != 0 or s0 != 0 or b0 != 0:
+                            self._new_step()
+                        w_key = (self._jobs, "w", t0, tiles, s0, ks)
+                        w_row = self._load_weights(job, image, w_key, t0, tiles, s0, ks)
+                        stop = min(b1, start + m_size)
+                        m = stop - start
+                        a_key = (self._jobs, "a", start, s0)
+                        a_row, hoist = self._span(self.spad_in, "in", a_key, chunks * m)
+                        if hoist is not None:
+                            pieces = split_rows(job.a_rows, start, stop)
+                            for ch in range(chunks):
+                                k0 = s0 + ch * dim
+                                length = min(dim, s0 + ks - k0)
+                                self._load_a(job, pieces, a_row + ch * m, k0, length, hoist)
+                        stores: list[Instruction] = []
+                        for i in range(tiles):
+                            n = min(cols, job.n - (t0 + i) * cols)
+                            acc_row = acc + i * plan.block + (start - b0)
+                            self._body(
+                                ComputeOS(
+                                    a_row, m, n, ks, w_row + i * ks, acc_row,
+                                    a_stride=m if chunks > 1 else 0, accumulate=s0 > 0,
+                                )
+                            )  # fmt: skip
+                            self._interleave()
+                            if last:
+                                self._store(job, start, stop, acc_row, t0 + i, param_row + i,
+                                            stores)  # fmt: skip
+                        # This tile's STOREs go between the next tile's COMPUTE.OS (which write
+                        # other accumulator rows), so they never wait long in the table.
+                        self._flush()
+                        self._pending = stores

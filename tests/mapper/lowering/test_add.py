@@ -1,0 +1,78 @@
+"""QAdd lowered to LOAD A, LOAD B, ADD, on the golden machine against the reference, bit for
+bit: channel-last maps (also inside a halo), row-major matrices, tiles, mixed types."""
+
+import numpy as np
+import pytest
+from systolic.mapper.ir import DataType
+from systolic.mapper.lowering import check_on_golden, compile_model, first_failure, simulate
+from systolic.sim.isa.instructions import Add
+from systolic.sim.isa.program import LayerUnit
+from systolic.sim.reference.executor import run_graph
+
+from systolic.config import ArrayConfig, Dataflow
+
+from .graphs import OPSETS, graph, node, qconv, random_input
+
+U8, I8 = DataType.UINT8, DataType.INT8
+
+CONFIGS = {
+    "4x4": ArrayConfig(rows=4, cols=4),
+    "8x8-os": ArrayConfig(rows=8, cols=8, dataflow=Dataflow.OS),
+    "2x3-tiny-spad": ArrayConfig(rows=2, cols=3, spad_kib=1),
+}
+
+
+def _add(a_type, b_type, y_type, **extra):  # type: ignore[no-untyped-def]
+    attrs = {
+        "a_zero_point": 9 if a_type == U8 else -4,
+        "b_zero_point": 200 if b_type == U8 else 3,
+        "multiplier_a": 1_518_500_250,
+        "multiplier_b": -1_073_741_824,
+        "shift": 0,
+        "y_zero_point": 128 if y_type == U8 else -2,
+        "y_type": int(y_type),
+    }
+    attrs.update(extra)
+    return node("QAdd", ["a", "b"], "y", **attrs)
+
+
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS.keys())
+@pytest.mark.parametrize("shape", [(1, 5, 6, 7), (2, 9, 3, 4), (1, 6, 10), (3, 13), (17,)])
+@pytest.mark.parametrize("types", [(U8, U8, U8), (I8, I8, I8), (U8, I8, U8)],
+                         ids=["u8", "i8", "mixed"])  # fmt: skip
+def test_add_matches_the_reference(config, shape, types):  # type: ignore[no-untyped-def]
+    a_type, b_type, y_type = types
+    g = graph({"a": (a_type, shape), "b": (b_type, shape)}, {"y": y_type},
+              [_add(*types, shift=-1)])  # fmt: skip
+    compiled = compile_model(g, config)
+    assert [layer.unit for layer in compiled.layers] == [LayerUnit.VECTOR]
+    inputs = {"a": random_input(a_type, shape, 1), "b": random_input(b_type, shape, 2)}
+    assert first_failure(check_on_golden(compiled, inputs)) is None
+    expected = run_graph(compiled.graph, inputs, opsets=OPSETS)["y"]
+    np.testing.assert_array_equal(simulate(compiled, inputs)["y"], expected)
+
+
+def test_add_of_a_map_inside_a_halo_with_clamping():
+    conv, constants = qconv("y", "z", 6, 4, seed=5, x_zp=128)
+    add = _add(U8, U8, U8, y_lo=30, y_hi=220)
+    g = graph({"a": (U8, (1, 6, 5, 5)), "b": (U8, (1, 6, 5, 5))}, {"z": U8}, [add, conv],
+              constants)  # fmt: skip
+    compiled = compile_model(g, ArrayConfig(rows=4, cols=4))
+    y = compiled.program.tensor("y")
+    assert y.strides == (6 * 7 * 7, 1, 7 * 6, 6)  # inside a one-pixel halo
+    inputs = {"a": random_input(U8, (1, 6, 5, 5), 3), "b": random_input(U8, (1, 6, 5, 5), 4)}
+    checks = check_on_golden(compiled, inputs)
+    assert first_failure(checks) is None
+    assert [c.layer for c in checks] == ["y", "z"]
+
+
+def test_rows_are_tiled_to_fit_the_scratchpad():
+    shape = (1, 3, 40, 30)
+    g = graph({"a": (I8, shape), "b": (I8, shape)}, {"y": I8}, [_add(I8, I8, I8)])
+    config = ArrayConfig(rows=4, cols=4, spad_kib=1)
+    compiled = compile_model(g, config)
+    adds = [i for i in compiled.program.instructions if isinstance(i, Add)]
+    assert len(adds) > 1
+    assert all(a.m <= 128 // 4 for a in adds)  # a quarter of spad_in each
+    inputs = {"a": random_input(I8, shape, 5), "b": random_input(I8, shape, 6)}
+    assert first_failure(check_on_golden(compiled, inputs)) is None
