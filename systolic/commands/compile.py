@@ -49,11 +49,12 @@ def integer_model(model: Model) -> Model:
 
 def run(args: argparse.Namespace) -> int:
     """Compile and write the program; return 0."""
-    from systolic.mapper.importer import load_model
     from systolic.mapper.lowering import compile_model
 
+    from .model_loading import load_user_model
+
     config = config_from_args(args)
-    model = integer_model(load_model(args.model))
+    model = integer_model(load_user_model(args.model))
     compiled = compile_model(model, config)
     compiled.save(args.output)
     if not args.quiet:
