@@ -10,14 +10,14 @@ cycles: fast enough for whole networks.
 from pathlib import Path
 
 import numpy as np
-
-from systolic.errors import SimulationError
 from systolic.sim.golden.machine import Machine
 from systolic.sim.isa.disassembler import format_instruction
 from systolic.sim.isa.program import Program
 from systolic.sim.timing.program_model import ProgramModel, ProgramTiming
 
-from .result import InstructionTimes, RunResult
+from systolic.errors import SimulationError
+
+from .result import UNIT_NAMES, InstructionTimes, RunResult
 
 __all__ = ["run_model"]
 
@@ -47,9 +47,10 @@ def run_model(program: Program, memory: bytes | bytearray, *, watchdog: int | No
 
 def _hang_message(program: Program, timing: ProgramTiming, limit: int) -> str:
     """Return the RTL driver's watchdog message for a run stopped after cycle `limit` - 1."""
-    issued = [(cycle, index) for index, cycle in enumerate(timing.issue[:-1]) if cycle < limit]
-    if issued:
-        cycle, index = max(issued)
+    issued = [(cycle, UNIT_NAMES.index(program.instructions[index].UNIT.value.lower()), index)
+              for index, cycle in enumerate(timing.issue[:-1]) if cycle < limit]
+    if issued:  # the latest issue; in one cycle, the highest unit's (as the trace is read)
+        cycle, _, index = max(issued)
         text = format_instruction(program.instructions[index])
         last = f"the last instruction issued was {index} ({text}) in cycle {cycle}"
     else:

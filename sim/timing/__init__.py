@@ -1,4 +1,6 @@
 """Timing models: cycle-exact Python models of the hardware's scheduling, equal to the RTL.
 
-`dispatch_model` models the dispatcher and its units (docs/hardware.md, "Dispatcher").
+`dispatch_model` models the dispatcher and its units (docs/hardware.md, "Dispatcher");
+`load_timing`, `execute_timing` and `store_timing` time the units; `program_model` composes
+them into the whole accelerator's per-instruction cycles (the "model" simulation backend).
 """

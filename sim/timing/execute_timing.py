@@ -53,6 +53,7 @@ drain). Back to back, tiles follow with no idle cycle when every chunk has at le
 a tile of `k` steps then occupies the array for `max(k, rows)` cycles.
 """
 
+import copy
 import dataclasses
 
 from systolic.config import ArrayConfig, Dataflow
@@ -132,6 +133,30 @@ class ExecuteTiming:
                 f"{self.config.dataflow.value} array")
         self._last_taken = timing.taken
         return timing
+
+    def copy(self) -> "ExecuteTiming":
+        """Return an independent copy of the schedule so far (a checkpoint)."""
+        clone = copy.copy(self)
+        if self.config.dataflow is Dataflow.WS:
+            clone._weights = dataclasses.replace(self._weights)
+            clone._acts = dataclasses.replace(self._acts)
+        else:
+            clone._bank_free = list(self._bank_free)
+        return clone
+
+    def ready_from(self, instr: Instruction) -> int:
+        """Return the first cycle the unit would take `instr` if it were offered from then on.
+
+        This is the unit's `i_instr.ready` for `instr` (it stays high once it rises, until the
+        unit takes an instruction); the state is not changed.
+        """
+        earliest = self._last_taken + 1
+        if isinstance(instr, ComputeOS):
+            return max(earliest, self._loader_free)
+        if isinstance(instr, Preload):
+            ready = max(earliest, self._weights.free)
+            return max(ready, self._slot_free) if self._pending else ready
+        return max(earliest, self._slot_free)
 
     def _start_item(self, taken: int, beats: int) -> int:
         """Queue an activation item taken in `taken`; return the cycle its first row is taken."""

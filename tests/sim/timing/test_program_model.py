@@ -1,0 +1,239 @@
+"""The whole-accelerator cycle model against the RTL, the dispatcher model and the unit timings.
+
+The RTL tests run random realistic programs (tiled GEMMs and im2col convolutions with
+double-buffered LOADs and accumulated K chunks, STOREs, POOLs, ADDs and COPYs) on random
+configurations under the Amaranth simulator and require the model backend to report the same
+cycles for every instruction, the same total and counters, and the same memory image.
+"""
+
+import numpy as np
+import pytest
+from systolic.sim.golden.machine import Machine
+from systolic.sim.isa.instructions import (
+    Compute,
+    Copy,
+    Halt,
+    Load,
+    LoadTarget,
+    Preload,
+    Store,
+)
+from systolic.sim.isa.program import Program
+from systolic.sim.run.backends import run_program
+from systolic.sim.timing.dispatch_model import MEMORY_ID, DispatchModel, Job
+from systolic.sim.timing.load_timing import load_beats, load_timing
+from systolic.sim.timing.program_model import ProgramModel, _Describer
+from systolic.sim.timing.store_timing import duration, unit_timing
+from systolic.sim.timing.synthetic_programs import (
+    SyntheticProgram,
+    random_program,
+    synthetic_program,
+)
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import SimulationError
+
+MAX_RTL_INSTRUCTIONS = 60  # keeps one pysim run around a second
+
+
+def random_config(rng: np.random.Generator, dataflow: Dataflow, *, largest: int = 4
+                  ) -> ArrayConfig:
+    """A configuration with small arrays and every bus width and latency of interest."""
+    return ArrayConfig(
+        rows=int(rng.integers(1, largest + 1)), cols=int(rng.integers(1, largest + 1)),
+        dataflow=dataflow, input_width=int(rng.choice([8, 8, 8, 12])),
+        spad_kib=int(rng.integers(1, 3)), acc_kib=int(rng.integers(1, 3)),
+        bus_bytes=int(2 ** rng.integers(0, 7)), mem_latency=int(rng.integers(0, 21)))
+
+
+def small_case(seed: int, *, largest: int = 4, layers: int = 2,
+               limit: int = MAX_RTL_INSTRUCTIONS) -> SyntheticProgram:
+    """A random configuration and program of at most `limit` instructions."""
+    rng = np.random.default_rng(seed)
+    config = random_config(rng, (Dataflow.WS, Dataflow.OS)[seed % 2], largest=largest)
+    while True:
+        case = random_program(config, rng, layers=layers)
+        if len(case.program.instructions) <= limit:
+            return case
+
+
+def assert_same_as_rtl(case: SyntheticProgram) -> None:
+    rtl = run_program(case.program, case.memory, backend="rtl")
+    model = run_program(case.program, case.memory, backend="model")
+    assert model.times == rtl.times
+    assert model.total_cycles == rtl.total_cycles
+    assert dict(model.counters) == dict(rtl.counters)
+    assert model.memory == rtl.memory
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_random_programs_match_the_rtl(seed: int) -> None:
+    assert_same_as_rtl(small_case(seed))
+
+
+def test_merged_execute_completions_match_the_rtl() -> None:
+    # Programs where a PRELOAD's completion strobe delays an older COMPUTE's in the merge
+    # after a younger instruction used it: the model has to return to a checkpoint.
+    found = 0
+    for seed in range(0, 4000, 2):  # weight-stationary
+        case = small_case(seed, layers=1, limit=120)
+        if ProgramModel(case.program.config).run(case.program.instructions).rollbacks:
+            assert_same_as_rtl(case)
+            found += 1
+            if found == 3:
+                return
+    pytest.fail("no program needed the merge's rollback")
+
+
+def test_a_full_table_matches_the_rtl() -> None:
+    # One-beat LOADs issue every 2 cycles and take 43 to complete: with COPYs waiting for them,
+    # all 16 table entries fill and dispatch stalls on the table as well as on the LOAD queue.
+    config = ArrayConfig(rows=2, cols=2, spad_kib=1, acc_kib=1, bus_bytes=8, mem_latency=40)
+    instrs: list = []
+    for i in range(24):
+        instrs.append(Load.dense(LoadTarget.SPAD_IN, row=i, count=1, ext=8 * i, row_stride=8,
+                                 length=2))
+        if i % 6 == 5:
+            instrs.append(Copy(in_row=i - 5, m=6, lanes=2, ext=512 + 16 * i, n0=1,
+                               row_stride1=2))
+    program = Program(config, (*instrs, Halt()))
+    memory = bytearray(np.random.default_rng(0).integers(0, 256, 1024, np.uint8).tobytes())
+    assert_same_as_rtl(SyntheticProgram(program, memory))
+    times = ProgramModel(config).run(program.instructions)
+    in_flight = [sum(times.accept[j] < times.accept[i] - 1 <= times.complete[j] for j in range(i))
+                 for i in range(len(instrs))]
+    assert max(in_flight) == 16
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(1000, 1200))
+def test_bigger_random_programs_match_the_rtl(seed: int) -> None:
+    assert_same_as_rtl(small_case(seed, largest=8, layers=2, limit=200))
+
+
+# -- the composition against the unit-level models ------------------------------------------
+
+
+def test_load_and_store_programs_equal_the_dispatch_model() -> None:
+    # Without EXECUTE the program model is the dispatcher model with the units' timings and
+    # the host's arrival rule (the first command in cycle 1, each after the previous one).
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        config = random_config(rng, Dataflow.WS)
+        instrs = [i for i in random_program(config, rng, layers=3).program.instructions
+                  if type(i).__name__ in ("Load", "Pool", "Add", "Copy")]
+        jobs = []
+        for instr in instrs:
+            timing = (load_timing(instr, config, config.mem_latency) if isinstance(instr, Load)
+                      else unit_timing(instr, config))
+            jobs.append(Job(0 if isinstance(instr, Load) else 2, instr.footprint(config),
+                            timing, arrival=1))
+        expected = DispatchModel().run(jobs)
+        got = ProgramModel(config).run([*instrs, Halt()])
+        assert [(t.dispatch, t.issue, t.complete) for t in expected] == list(
+            zip(got.accept, got.issue, got.complete))[:-1]
+        assert got.total_cycles == max([1, *(t.complete + 1 for t in expected),
+                                        expected[-1].dispatch + 1 if expected else 1])
+
+
+def test_one_layer_by_hand() -> None:
+    config = ArrayConfig(rows=2, cols=2, spad_kib=1, acc_kib=1, bus_bytes=4, mem_latency=3)
+    load_w = Load.dense(LoadTarget.SPAD_WT, row=0, count=2, ext=0, row_stride=2, length=2)
+    load_a = Load.dense(LoadTarget.SPAD_IN, row=0, count=3, ext=8, row_stride=2, length=2)
+    store = Store(acc_row=0, m=3, n=2, param_row=0, zero_point=0, lo=-128, hi=127, ext=64,
+                  n0=1, row_stride1=2)
+    program = [load_w, load_a, Preload(row=0, k=2, n=2), Compute(in_row=0, m=3, acc_row=0),
+               store, Halt()]
+    timing = ProgramModel(config).run(program)
+    # LOAD w: accepted 1, issued 2, one beat per row (2 bytes inside a 4-byte beat): done
+    # 2 + 2 + 3 + 2 = 9. LOAD a follows in the LOAD unit from 2 + max(2, 2) = 4: 4 + 3 + 5 = 12.
+    assert timing.accept[:2] == (1, 2) and timing.issue[:2] == (2, 4)
+    assert timing.complete[:2] == (9, 12)
+    # PRELOAD waits for its weights (LOAD w completes in 9): issued 10; COMPUTE waits for A.
+    assert timing.issue[2] == 10 and timing.issue[3] == 13
+    # STORE waits for COMPUTE and takes duration() cycles; HALT follows the last completion.
+    assert timing.issue[4] == timing.complete[3] + 1
+    assert timing.complete[4] == timing.issue[4] + duration(store, config)
+    assert timing.total_cycles == timing.complete[4] + 1
+    assert timing.accept[5] == timing.issue[5] == timing.complete[5] == timing.total_cycles
+    assert timing.counters["cycles"] == timing.total_cycles
+    assert timing.counters["instructions"] == 6
+    assert timing.counters["hazard_stall_ex"] == (10 - 4) + (13 - 11)  # heads ready from 4, 11
+
+
+def test_a_full_table_and_queue_stall_dispatch() -> None:
+    config = ArrayConfig(rows=2, cols=2, spad_kib=1, acc_kib=1, bus_bytes=1, mem_latency=20)
+    loads = [Load.dense(LoadTarget.SPAD_IN, row=i, count=1, ext=4 * i, row_stride=2, length=2)
+             for i in range(8)]
+    timing = ProgramModel(config).run([*loads, Halt()])
+    # One LOAD issued every 2 cycles (2 beats each), one accepted every cycle: in cycle 8 the
+    # LOAD queue holds four unissued LOADs (3 to 6), so the 8th waits for the 4th's issue (8).
+    assert timing.issue[:8] == tuple(2 + 2 * i for i in range(8))
+    assert timing.accept[:8] == (1, 2, 3, 4, 5, 6, 7, 9)
+    assert timing.counters["dispatch_stall"] == 1
+    model = ProgramModel(config, table_entries=2)
+    small_table = model.run([*loads, Halt()])
+    assert small_table.accept[2] == small_table.complete[0] + 1
+
+
+def test_describer_cache_equals_the_instruction_model() -> None:
+    for dataflow in Dataflow:
+        config = ArrayConfig(rows=4, cols=3, dataflow=dataflow, bus_bytes=8)
+        describer = _Describer(config)
+        for instr in synthetic_program(config, 3000, seed=dataflow is Dataflow.OS,
+                                       scale=2).instructions[:-1]:
+            unit, ranges, cost = describer.describe(instr)
+            assert ranges == tuple((MEMORY_ID[a.memory], a.first, a.last, a.write)
+                                   for a in instr.footprint(config))
+            if isinstance(instr, Load):
+                assert cost == load_beats(instr, config)
+            elif unit == 2:
+                assert cost == duration(instr, config)
+
+
+def test_model_backend_memory_is_the_golden_models() -> None:
+    case = small_case(7, layers=3, limit=400)
+    result = run_program(case.program, case.memory, backend="model")
+    machine = Machine(case.program.config, len(case.memory))
+    machine.memory[:] = np.frombuffer(bytes(case.memory), np.uint8)
+    machine.run(case.program.instructions)
+    assert result.memory == bytearray(machine.memory.tobytes())
+    assert len(result.times) == len(case.program.instructions)
+
+
+def test_model_backend_watchdog_names_the_last_issue() -> None:
+    case = small_case(3)
+    total = run_program(case.program, case.memory, backend="model").total_cycles
+    run_program(case.program, case.memory, backend="model", watchdog=total + 1)
+    with pytest.raises(SimulationError, match=rf"^the program did not finish within {total} "
+                                              r"cycles: the last instruction issued was \d+ "):
+        run_program(case.program, case.memory, backend="model", watchdog=total)
+
+
+@pytest.mark.parametrize("cut", [1, 5, 20])
+def test_watchdog_message_equals_the_rtls(cut: int) -> None:
+    case = small_case(11)
+    total = run_program(case.program, case.memory, backend="model").total_cycles
+    messages = []
+    for backend in ("rtl", "model"):
+        with pytest.raises(SimulationError) as caught:
+            run_program(case.program, case.memory, backend=backend, watchdog=total - cut)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+
+
+def test_the_model_uses_the_accelerators_sizes_and_counter_names() -> None:
+    from systolic.hdl import accelerator
+    from systolic.sim.run.result import COUNTER_NAMES as RESULT_COUNTERS
+    from systolic.sim.timing import program_model
+
+    assert program_model.TABLE_ENTRIES == accelerator.TABLE_ENTRIES
+    assert program_model.QUEUE_DEPTH == accelerator.QUEUE_DEPTH
+    assert program_model.COUNTER_NAMES == RESULT_COUNTERS
+
+
+def test_programs_must_end_with_halt() -> None:
+    config = ArrayConfig(rows=2, cols=2, spad_kib=1, acc_kib=1)
+    with pytest.raises(ValueError, match=r"^a program must end with HALT$"):
+        ProgramModel(config).run([Preload(row=0, k=1, n=1)])
+    assert ProgramModel(config).run(Program(config, (Halt(),)).instructions).total_cycles == 1
