@@ -1,9 +1,11 @@
 """A model's summary as plain data (JSON-ready): metadata, signature, one row per node with
-its bound operator, output shapes, MACs and the unit that will run it, and totals.
+its bound operator, output shapes, MACs and the unit that will run it (array, vector, host,
+or none for nodes the mapper removes: `systolic.mapper.coverage.node_units`) and why, and totals.
 
 `systolic inspect` prints it as text or writes it as JSON.
 """
 
+from collections.abc import Sequence
 from typing import Any
 
 from systolic.mapper.ir import Model, Node, TensorType, ValueInfo
@@ -15,14 +17,19 @@ __all__ = ["model_report"]
 HOST_REASON = "not mapped yet (the mapper will choose array, vector or host)"
 
 
-def model_report(model: Model) -> dict[str, Any]:
-    """Return the summary of `model` as a dict of str, int, list and dict values only."""
+def model_report(model: Model, units: Sequence[tuple[str, str]] | None = None) -> dict[str, Any]:
+    """Return the summary of `model` as a dict of str, int, list and dict values only.
+
+    `units`: (unit, reason) per node in graph order (`node_units`); without it every node
+    says "host" with the reason that it is not mapped yet."""
     graph = model.graph
     types: dict[str, TensorType] = {t.name: t.type for t in graph.initializers}
     types.update(
         (info.name, info.type) for info in (*graph.inputs, *graph.value_info, *graph.outputs)
     )
     nodes = [_node_row(node, types) for node in graph.nodes]
+    for row, (unit, reason) in zip(nodes, units or (), strict=False):
+        row["unit"], row["reason"] = unit, reason
     return {
         "ir_version": model.ir_version,
         "opsets": [{"domain": d or "ai.onnx", "version": v} for d, v in model.opsets],

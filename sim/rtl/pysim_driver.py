@@ -18,6 +18,7 @@ from amaranth.sim import Simulator
 from systolic.hdl.accelerator import HALT_UNIT, UNITS, Accelerator
 from systolic.sim.isa.disassembler import format_instruction
 from systolic.sim.isa.program import Program
+from systolic.sim.run.progress import report_cycle
 from systolic.sim.run.result import UNIT_NAMES, InstructionTimes, RunResult
 
 from systolic.errors import SimulationError
@@ -169,6 +170,8 @@ def run_pysim(program: Program, memory: bytes | bytearray, *, watchdog: int | No
                     break
                 ctx.set(command_port, commands[offered])
             cycle += 1
+            if not cycle & 1023:
+                report_cycle(cycle)
             if cycle >= limit:
                 raise SimulationError(recorder.hang_message(cycle))
             if latency:

@@ -6,6 +6,6 @@ taking the parsed arguments and returning the exit status.
 
 from types import ModuleType
 
-from . import compile, disasm, inspect
+from . import compile, disasm, inspect, simulate
 
-COMMANDS: tuple[ModuleType, ...] = (inspect, compile, disasm)
+COMMANDS: tuple[ModuleType, ...] = (inspect, compile, simulate, disasm)

@@ -2,7 +2,7 @@
 
 Prints the IR version, operator sets, producer, model version, metadata, the inputs and
 outputs with their shapes, and a table of nodes (bound operator, output shape, MACs, the unit
-that runs it and why), with totals. `--json PATH` writes the same as JSON (`-`: standard
+that runs it: array, vector or host (none: removed by the mapper), and why), with totals. `--json PATH` writes the same as JSON (`-`: standard
 output). Name warnings go to standard error as `systolic: warning: ...`, only when the model
 loads; any error is one line and nothing is written.
 """
@@ -16,6 +16,8 @@ from typing import Any
 
 from systolic.errors import ConfigError
 from systolic.fileio import write_atomically
+
+from .config_args import add_config_arguments, config_from_args
 
 __all__ = ["parse_size", "register", "render_text", "run"]
 
@@ -73,21 +75,24 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         default="8GiB",
         help="largest tensor the model may hold (default 8GiB); larger ones are refused",
     )
+    add_config_arguments(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Load the model, print or write its summary; return 0."""
     from systolic.examples import example_path
+    from systolic.mapper.coverage import node_units
     from systolic.mapper.graph_checks import NameWarning
     from systolic.mapper.importer import load_model
     from systolic.mapper.report import model_report
 
     limit = parse_size(args.max_memory)
+    config = config_from_args(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NameWarning)
         model = load_model(args.model or example_path(), max_tensor_bytes=limit)
-    report = model_report(model)
+    report = model_report(model, node_units(model, config))
     for warning in caught:
         if issubclass(warning.category, NameWarning):
             print(f"systolic: warning: {warning.message}", file=sys.stderr)

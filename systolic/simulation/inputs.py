@@ -7,7 +7,6 @@ input and says what the model expects.
 
 import os
 import zipfile
-from collections.abc import Mapping
 
 import numpy as np
 

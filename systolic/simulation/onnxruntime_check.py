@@ -35,7 +35,7 @@ def run_onnxruntime(
     model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
     """Run the ONNX file at `model_path` on onnxruntime's CPU provider; outputs by name."""
-    import onnxruntime
+    import onnxruntime  # type: ignore[import-untyped]
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
@@ -45,7 +45,7 @@ def run_onnxruntime(
         )
         names = [output.name for output in session.get_outputs()]
         results = session.run(names, dict(inputs))
-    except Exception as err:  # onnxruntime raises its own exception types
+    except Exception as err:  # noqa: BLE001 (onnxruntime raises its own exception types)
         raise SimulationError(
             f"onnxruntime could not run the model for the comparison ({str(err).splitlines()[0]})"
             f"; rerun with --no-onnxruntime to skip it"

@@ -12,8 +12,13 @@ The JSON is a stable interface (README, "simulate JSON"): keys are only ever add
 - `totals`: {`macs`, `cycles`, `array_cycles`, `ideal_cycles`, `utilization`},
 - `checks`: {`reference_bit_exact` (bool), `mismatch` (null or {layer, tile, element, expected,
   actual}), `onnxruntime_ran` (bool), and when it ran `onnxruntime_max_abs_diff`,
-  `onnxruntime_equal_fraction`}; float models add `quantization` {max_abs_error,
-  cosine_similarity, top1_agreement (null when the output is not a class vector)}.
+  `onnxruntime_equal_fraction`, and for quantized models whose outputs are dequantized with
+  one scale `onnxruntime_max_diff_steps` (the largest difference in quantization steps)};
+  float models add `quantization` {max_abs_error, cosine_similarity, top1_agreement (null
+  when the output is not a class vector)},
+- `runs`: the accelerator runs in order (host layers separate them), each
+  {`first_instruction`, `instructions` (HALT included), `total_cycles`, `counters` (the
+  Accelerator's counters by name)}.
 """
 
 import dataclasses
@@ -89,10 +94,13 @@ class SimulationReport:
     mismatch: Mismatch | None
     onnxruntime: Mapping[str, float] | None = None
     quantization: Mapping[str, float | None] | None = None
+    runs: Sequence[Mapping[str, object]] = ()
 
     @property
     def pes(self) -> int:
-        return int(self.config["rows"]) * int(self.config["cols"])  # type: ignore[call-overload]
+        rows, cols = self.config["rows"], self.config["cols"]
+        assert isinstance(rows, int) and isinstance(cols, int)
+        return rows * cols
 
     @property
     def total_cycles(self) -> int:
@@ -107,13 +115,17 @@ class SimulationReport:
             "cycles": self.total_cycles,
             "array_cycles": array_cycles,
             "ideal_cycles": sum(layer.ideal_cycles for layer in array),
-            "utilization": round(array_macs / (array_cycles * self.pes), 6) if array_cycles else 0.0,
+            "utilization": round(array_macs / (array_cycles * self.pes), 6)
+            if array_cycles
+            else 0.0,
         }
 
     def to_json(self) -> dict[str, Any]:
         checks: dict[str, Any] = {
             "reference_bit_exact": self.mismatch is None,
-            "mismatch": None if self.mismatch is None else {
+            "mismatch": None
+            if self.mismatch is None
+            else {
                 "layer": self.mismatch.layer,
                 "tile": self.mismatch.tile,
                 "element": list(self.mismatch.element),
@@ -125,6 +137,8 @@ class SimulationReport:
         if self.onnxruntime is not None:
             checks["onnxruntime_max_abs_diff"] = self.onnxruntime["max_abs_diff"]
             checks["onnxruntime_equal_fraction"] = self.onnxruntime["equal_fraction"]
+            if "max_diff_steps" in self.onnxruntime:
+                checks["onnxruntime_max_diff_steps"] = self.onnxruntime["max_diff_steps"]
         if self.quantization is not None:
             checks["quantization"] = dict(self.quantization)
         return {
@@ -138,6 +152,7 @@ class SimulationReport:
             "layers": [layer.to_json(self.pes) for layer in self.layers],
             "totals": self.totals(),
             "checks": checks,
+            "runs": [dict(run) for run in self.runs],
         }
 
 

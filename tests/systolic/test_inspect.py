@@ -49,7 +49,7 @@ def test_text_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "metadata:       model_author = Ada" in out
     assert "  x: f32[2,3]" in out and "  y: f32[2,4]" in out
     row = next(line for line in out.splitlines() if line.startswith("node-1"))
-    assert row.split()[:5] == ["node-1", "ai.onnx.Gemm:13", "f32[2,4]", "24", "host"]
+    assert row.split()[:5] == ["node-1", "ai.onnx.Gemm:13", "f32[2,4]", "24", "array"]
     assert out.rstrip().endswith("totals: 2 nodes, 24 MACs, 12 parameters")
     assert (
         err
@@ -64,8 +64,8 @@ def test_json_summary_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert report["totals"] == {"nodes": 2, "macs": 24, "parameters": 12}
     assert report["model_version"] == {"value": (2 << 48) | (1 << 32) | 7, "text": "2.1.7"}
     assert [(n["op"], n["macs"], n["unit"]) for n in report["nodes"]] == [
-        ("ai.onnx.Gemm:13", 24, "host"),
-        ("ai.onnx.Relu:13", 0, "host"),
+        ("ai.onnx.Gemm:13", 24, "array"),
+        ("ai.onnx.Relu:13", 0, "array"),
     ]
     assert capsys.readouterr().err == ""
 

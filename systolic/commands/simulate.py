@@ -1,0 +1,152 @@
+"""`systolic simulate [MODEL]`: run a model on the simulated accelerator and check it.
+
+Maps the model (float models are quantized first), runs the program on the simulated
+hardware, checks every accelerator output bit for bit against the numpy reference and, when
+onnxruntime is installed, compares the final outputs with onnxruntime on the original model.
+Prints a per-layer table (unit, MACs, cycles, stalls, array utilization) and totals. Without
+MODEL it runs the bundled example (a quantized LeNet). Exit status 0 when every check
+passes, 1 when the accelerator differs from the reference; any error is one line (exit 2)
+and then nothing is written.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from systolic.errors import ConfigError
+from systolic.simulation.report import SimulationReport, render_table
+
+from .config_args import add_config_arguments, config_from_args
+
+__all__ = ["register", "run"]
+
+EXIT_MISMATCH = 1
+
+
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the `simulate` subcommand."""
+    parser = subparsers.add_parser(
+        "simulate",
+        help="run a model on the simulated accelerator and check it bit for bit",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.add_argument(
+        "model", metavar="MODEL", nargs="?",
+        help="the .onnx file (default: the bundled example, a quantized LeNet)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--backend", metavar="rtl|verilator|model", default="rtl",
+        help="rtl: the Amaranth simulator (default); verilator: the emitted Verilog under "
+        "Verilator; model: the analytic cycle model with golden values (fast)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--input", metavar="FILE",
+        help=".npy (one-input models) or .npz (one array per input name); default: a seeded "
+        "random input",
+    )  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")
+    parser.add_argument(
+        "--output", metavar="FILE.npz",
+        help="write the model's final outputs (by output name, in the model's output types)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--json", metavar="PATH", help="write the report and the checks as JSON ('-': stdout)"
+    )
+    parser.add_argument(
+        "--vcd", metavar="PATH",
+        help="write the waveform of the run (rtl backend; several runs: PATH-1.vcd, ...)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-onnxruntime", action="store_true",
+        help="skip the comparison with onnxruntime even when it is installed",
+    )  # fmt: skip
+    parser.add_argument("--quiet", action="store_true", help="print only errors and mismatches")
+    add_config_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    if args.output is not None and not args.output.endswith(".npz"):
+        raise ConfigError(f"--output {args.output!r} must name a .npz file (one array per output)")
+    if args.vcd is not None and not args.vcd.endswith(".vcd"):
+        raise ConfigError(f"--vcd {args.vcd!r} must name a .vcd file")
+    targets = [p for p in (args.output, args.json, args.vcd) if p is not None and p != "-"]
+    if len(set(targets)) != len(targets):
+        raise ConfigError("--output, --json and --vcd must name different files")
+    for target in targets:
+        if Path(target).is_dir():
+            raise ConfigError(f"{target!r} is a folder: name a file to write")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Simulate, print the table, write the requested files; return the exit status."""
+    from systolic.examples import DEFAULT_EXAMPLE, example_path
+    from systolic.simulation.outputs import PendingFiles, npz_bytes
+    from systolic.simulation.run import simulate_model
+
+    config = config_from_args(args)
+    _check_paths(args)
+    if args.model is None:
+        model_path, label = example_path(), f"bundled:{DEFAULT_EXAMPLE}"
+    else:
+        model_path, label = args.model, args.model
+    with PendingFiles() as files:
+        outcome = simulate_model(
+            model_path, config, label=label, backend=args.backend, input_path=args.input,
+            seed=args.seed, vcd=args.vcd, files=files,
+            compare_onnxruntime=not args.no_onnxruntime,
+        )  # fmt: skip
+        report = outcome.report
+        text = json.dumps(report.to_json(), indent=2) + "\n"
+        if args.output is not None:
+            files.stage(args.output, npz_bytes(outcome.outputs))
+        if args.json is not None and args.json != "-":
+            files.stage(args.json, text)
+        written = files.commit()
+    if args.json == "-":
+        sys.stdout.write(text)
+    elif not args.quiet:
+        sys.stdout.write(_summary(report, label, written))
+    if report.mismatch is not None:
+        print(f"systolic: mismatch: {report.mismatch.text()}", file=sys.stderr)
+        return EXIT_MISMATCH
+    return 0
+
+
+def _summary(report: SimulationReport, label: str, written: list[Path]) -> str:
+    config = report.config
+    heading = (
+        f"{label}: {config['rows']}x{config['cols']} {config['dataflow']}, backend "
+        f"{report.backend}, input {report.input_source}"
+    )
+    lines = [
+        heading,
+        "",
+        render_table(report).rstrip("\n"),
+    ]
+    checks = report.to_json()["checks"]
+    lines.append(
+        "reference: bit-exact"
+        if checks["reference_bit_exact"]
+        else f"reference: MISMATCH at {report.mismatch.text() if report.mismatch else '?'}"
+    )
+    if checks["onnxruntime_ran"]:
+        steps = checks.get("onnxruntime_max_diff_steps")
+        detail = f" ({steps} quantization steps)" if steps is not None else ""
+        lines.append(
+            f"onnxruntime: max |diff| {checks['onnxruntime_max_abs_diff']:.6g}{detail}, "
+            f"{100 * checks['onnxruntime_equal_fraction']:.2f}% of elements equal"
+        )
+    else:
+        lines.append("onnxruntime: not compared")
+    quant = checks.get("quantization")
+    if quant is not None:
+        top1 = quant["top1_agreement"]
+        lines.append(
+            f"quantization vs float model: max |error| {quant['max_abs_error']:.6g}, cosine "
+            f"{quant['cosine_similarity']:.6f}"
+            + (f", top-1 agreement {100 * top1:.1f}%" if top1 is not None else "")
+        )
+    lines += [f"wrote {path}" for path in written]
+    return "\n".join(lines) + "\n"

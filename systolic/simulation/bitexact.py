@@ -1,0 +1,124 @@
+"""Compare every accelerator-computed tensor with the reference executor, bit for bit.
+
+`reference_values(compiled, inputs)` runs the integer graph with the reference operators and
+keeps every value; `compare_layer(...)` reads one accelerator layer's outputs from the
+simulated memory (through their placements, or the memory-order view of a permuted value)
+and returns the first differing element as a `Mismatch`, naming the tile it belongs to:
+
+- array layers (QConv, QMatMul): the output-channel block one array pass computes (the
+  `cols` output channels / columns of a column tile) and the GEMM row (the output pixel
+  `n, h, w` of a convolution, the row of a matrix product); output-stationary runs also name
+  the row tile (`rows` GEMM rows per COMPUTE.OS);
+- vector and layout layers: the channel and row of the element.
+"""
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import ModelError
+from systolic.mapper.ir import Node
+from systolic.mapper.lowering.compiled import CompiledModel, read_value
+from systolic.sim.isa.program import LayerUnit, ProgramLayer, TensorPlacement
+from systolic.sim.reference.executor import run_graph
+
+from .report import Mismatch
+
+__all__ = ["compare_layer", "reference_values", "tile_text"]
+
+
+def reference_values(
+    compiled: CompiledModel, inputs: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Return every value of the integer graph as the reference executor computes it."""
+    if compiled.graph is None:
+        raise ModelError("the bit-exactness check needs the integer graph of the model")
+    values: dict[str, np.ndarray] = dict(inputs)
+
+    def keep(node: Node, args: list[np.ndarray | None], results: list[np.ndarray]) -> None:
+        for name, value in zip(node.outputs, results, strict=False):
+            if name:
+                values[name] = np.asarray(value)
+
+    run_graph(compiled.graph, inputs, opsets=compiled.opsets, on_node=keep)
+    return values
+
+
+def _accelerator_value(
+    compiled: CompiledModel, memory: np.ndarray, placed: Mapping[str, TensorPlacement], name: str
+) -> np.ndarray | None:
+    if name in compiled.views:
+        view = compiled.views[name]
+        in_memory = read_value(memory, view.placement)
+        logical = np.empty_like(in_memory)
+        logical[..., view.permutation] = in_memory
+        return logical
+    if name in placed:
+        return read_value(memory, placed[name])
+    return None
+
+
+def tile_text(
+    layer: ProgramLayer, shape: tuple[int, ...], index: tuple[int, ...], config: ArrayConfig
+) -> str:
+    """Describe the tile of output element `index` (of a tensor of `shape`) of `layer`."""
+    if layer.unit is LayerUnit.ARRAY and len(shape) >= 2:
+        if layer.op == "QConv":
+            channel, channels = index[1], shape[1]
+            pixel = (index[0], *index[2:])
+            row = int(np.ravel_multi_index(pixel, (shape[0], *shape[2:])))
+            where = (
+                f"GEMM row {row} (output pixel n,{'h,w' if len(shape) == 4 else 'w'} = "
+                f"{','.join(map(str, pixel))})"
+            )
+        else:
+            channel, channels = index[-1], shape[-1]
+            row = int(np.ravel_multi_index(index[:-1], shape[:-1])) if len(shape) > 1 else 0
+            where = f"GEMM row {row}"
+        block = channel // config.cols
+        first, last = block * config.cols, min(channels, (block + 1) * config.cols) - 1
+        text = (
+            f"tile: output channels {first}..{last} (column tile {block} of "
+            f"{math.ceil(channels / config.cols)}), {where}"
+        )
+        if config.dataflow is Dataflow.OS:
+            text += f", row tile {row // config.rows} ({config.rows} rows each)"
+        return text
+    if len(shape) >= 3:
+        return f"tile: channel {index[1]}, row {index[2]}"
+    return "tile: the whole tensor"
+
+
+def compare_layer(
+    compiled: CompiledModel,
+    layer: ProgramLayer,
+    memory: np.ndarray,
+    reference: Mapping[str, np.ndarray],
+) -> Mismatch | None:
+    """Return the first element of `layer`'s outputs that differs from the reference."""
+    placed = {t.name: t for t in compiled.program.tensors}
+    for name in layer.outputs:
+        got = _accelerator_value(compiled, memory, placed, name)
+        want = reference.get(name)
+        if got is None or want is None:
+            continue
+        if got.shape != want.shape:
+            return Mismatch(layer.name, f"output {name!r} has shape {list(got.shape)}, the "
+                            f"reference {list(want.shape)}", (), 0, 0)  # fmt: skip
+        where = np.argwhere(got != want)
+        if not where.size:
+            continue
+        index = tuple(int(i) for i in where[0])
+        tile = tile_text(layer, got.shape, index, compiled.config)
+        if len(layer.outputs) > 1:
+            tile = f"output {name!r}, {tile}"
+        differing = f" ({len(where)} of {got.size} elements differ)"
+        return Mismatch(layer.name, tile + differing, index, _number(want[index]),
+                        _number(got[index]))  # fmt: skip
+    return None
+
+
+def _number(value: np.generic) -> int | float:
+    return float(value) if np.issubdtype(value.dtype, np.floating) else int(value)

@@ -1,0 +1,64 @@
+"""Per-layer cycles from per-instruction times: the end rule, busy unions and stalls."""
+
+from systolic.sim.isa.instruction_base import Unit
+from systolic.sim.isa.program import LayerUnit, ProgramLayer
+from systolic.sim.run.result import InstructionTimes
+
+from systolic.config import ArrayConfig
+from systolic.simulation.layer_timing import RunTimes, ideal_array_cycles, layer_timings
+
+CONFIG = ArrayConfig(rows=4, cols=4)
+LD, EX, ST = Unit.LD, Unit.EX, Unit.ST
+
+
+def test_layers_add_up_to_the_run_and_stalls_are_the_unit_idle_time() -> None:
+    # layer a: LD, EX, ST (instructions 0..2); layer b: LD, EX, ST (3..5); HALT 6
+    units = [LD, EX, ST, LD, EX, ST, Unit.DISPATCH]
+    layers = [
+        ProgramLayer("a", "QMatMul", LayerUnit.ARRAY, 0, 3, macs=100),
+        ProgramLayer("b", "QMaxPool", LayerUnit.VECTOR, 3, 3),
+    ]
+    times = [
+        InstructionTimes(1, 2, 10),  # LD a
+        InstructionTimes(2, 10, 30),  # EX a: busy 20 of a's 40 cycles
+        InstructionTimes(3, 30, 40),  # ST a
+        InstructionTimes(4, 11, 20),  # LD b, overlapping a
+        InstructionTimes(5, 40, 45),  # EX b (not b's unit: b is a vector layer)
+        InstructionTimes(6, 45, 55),  # ST b: busy 10 of b's 18 cycles
+        InstructionTimes(58, 58, 58),  # HALT
+    ]
+    (a, b) = layer_timings(layers, units, [RunTimes(0, times, 58)])
+    assert (a.cycles, a.busy, a.stall_cycles) == (40, 20, 20)
+    assert (b.cycles, b.busy, b.stall_cycles) == (18, 10, 8)  # ends at the HALT, cycle 58
+
+
+def test_host_layers_split_runs_and_take_no_cycles() -> None:
+    units = [EX, EX, Unit.DISPATCH]
+    layers = [
+        ProgramLayer("a", "QMatMul", LayerUnit.ARRAY, 0, 1, macs=16),
+        ProgramLayer("h", "Softmax", LayerUnit.HOST, 1, 0),
+        ProgramLayer("b", "QMatMul", LayerUnit.ARRAY, 1, 1, macs=16),
+    ]
+    first = RunTimes(0, [InstructionTimes(1, 2, 12), InstructionTimes(13, 13, 13)], 13)
+    second = RunTimes(1, [InstructionTimes(1, 3, 9), InstructionTimes(10, 10, 10)], 10)
+    (a, h, b) = layer_timings(layers, units, [first, second])
+    assert (a.cycles, a.busy) == (13, 10)
+    assert (h.cycles, h.busy) == (0, 0)
+    assert (b.cycles, b.busy) == (10, 6)
+
+
+def test_a_layer_finishing_before_its_predecessor_takes_no_cycles() -> None:
+    units = [EX, ST, Unit.DISPATCH]
+    layers = [
+        ProgramLayer("a", "QMatMul", LayerUnit.ARRAY, 0, 1, macs=16),
+        ProgramLayer("b", "Flatten", LayerUnit.LAYOUT, 1, 1),
+    ]
+    times = [InstructionTimes(1, 2, 30), InstructionTimes(2, 3, 8), InstructionTimes(31, 31, 31)]
+    (a, b) = layer_timings(layers, units, [RunTimes(0, times, 31)])
+    assert (a.cycles, b.cycles, b.busy) == (30, 1, 0)
+
+
+def test_ideal_cycles_round_up() -> None:
+    assert ideal_array_cycles(16, CONFIG) == 1
+    assert ideal_array_cycles(17, CONFIG) == 2
+    assert ideal_array_cycles(0, CONFIG) == 0
