@@ -115,8 +115,9 @@ class ExecuteUnit(wiring.Component):
         a_busy = Signal(init=1)
         nxt, n_valid = Signal(item), Signal()
         pending = Signal()  # a PRELOAD no COMPUTE has used yet
-        meta = data.StructLayout({
-            "acc_row": 32, "accumulate": 1, "write": 1, "final": 1, "tag": self.tag_width})
+        meta = data.StructLayout({  # the accumulator takes only the low bits of a row number
+            "acc_row": len(self.o_acc.payload.row), "accumulate": 1, "write": 1, "final": 1,
+            "tag": self.tag_width})
         as_valid, as_last, as_dummy = Signal(), Signal(), Signal()
         as_meta = Signal(meta)
 

