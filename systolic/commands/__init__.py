@@ -6,6 +6,6 @@ taking the parsed arguments and returning the exit status.
 
 from types import ModuleType
 
-from . import compile, disasm, inspect, simulate, verilog
+from . import compare, compile, disasm, inspect, simulate, verilog
 
-COMMANDS: tuple[ModuleType, ...] = (inspect, compile, simulate, disasm, verilog)
+COMMANDS: tuple[ModuleType, ...] = (inspect, compile, simulate, compare, disasm, verilog)

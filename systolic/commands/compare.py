@@ -1,0 +1,198 @@
+"""`systolic compare [MODEL]`: cycles, stalls and utilization of one model on many configurations.
+
+Runs the mapper passes once, then compiles and runs the model for every combination of the
+listed array sizes, dataflows, scratchpad, accumulator and bus sizes (default backend: the
+analytic cycle model, which equals the RTL cycle for cycle), and prints a summary and a
+per-layer table with the configurations side by side. `--csv`, `--json` and `--plot` write
+the results; `--scalesim-topology` writes the model's conv and GEMM layers as a SCALE-Sim
+topology CSV, and `--topology` reports our cycles for a SCALE-Sim topology instead of a model.
+Without MODEL it runs the bundled example (a quantized LeNet). Any error is one line (exit 2)
+and then nothing is written.
+"""
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from systolic.config import ArrayConfig
+from systolic.errors import ConfigError
+
+if TYPE_CHECKING:
+    from systolic.compare.result import ConfigResult
+
+__all__ = ["register", "run"]
+
+_DEFAULT = ArrayConfig()
+PLOT_FORMATS = ("png", "svg", "pdf")
+
+
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the `compare` subcommand."""
+    parser = subparsers.add_parser(
+        "compare",
+        help="compare cycles, stalls and utilization of a model across configurations",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.add_argument(
+        "model", metavar="MODEL", nargs="?",
+        help="the .onnx file (default: the bundled example, a quantized LeNet)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--topology", metavar="IN.csv",
+        help="report our cycles for the layers of a SCALE-Sim topology CSV instead of a model "
+        "(seeded random weights)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--scalesim-topology", metavar="OUT.csv",
+        help="also write the model's conv and GEMM layers as a SCALE-Sim topology CSV",
+    )  # fmt: skip
+    grid = parser.add_argument_group("configurations (comma-separated lists; every combination)")
+    grid.add_argument("--array", metavar="RxC,...", default=_DEFAULT.shape_text,
+                      help=f"array sizes (default {_DEFAULT.shape_text})")  # fmt: skip
+    grid.add_argument("--dataflow", metavar="ws,os", default="ws,os",
+                      help="dataflows (default ws,os)")  # fmt: skip
+    for name, help_text in (
+        ("spad_kib", "scratchpad sizes in KiB"),
+        ("acc_kib", "accumulator memory sizes in KiB"),
+        ("bus_bytes", "external bus widths in bytes"),
+    ):
+        default = getattr(_DEFAULT, name)
+        grid.add_argument("--" + name.replace("_", "-"), metavar="N,...", default=str(default),
+                          help=f"{help_text} (default {default})")  # fmt: skip
+    grid.add_argument(
+        "--mem-latency", metavar="N", type=int, default=_DEFAULT.mem_latency,
+        help=f"external memory read latency in cycles, one value (default {_DEFAULT.mem_latency})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--backend", metavar="model|rtl|verilator", default="model",
+        help="model: the analytic cycle model (default, fast); rtl: the Amaranth simulator; "
+        "verilator: the emitted Verilog under Verilator (same cycles, much slower)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--input", metavar="FILE",
+        help=".npy/.npz input: calibrates float models and feeds the simulating backends "
+        "(default: a seeded random input)",
+    )  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the random input or topology weights (default 0)")  # fmt: skip
+    parser.add_argument("--csv", metavar="PATH", help="write one row per configuration and layer")
+    parser.add_argument("--json", metavar="PATH", help="write the results as JSON ('-': stdout)")
+    parser.add_argument(
+        "--plot", metavar="PATH",
+        help="draw total cycles and utilization per configuration (.png, .svg or .pdf; needs "
+        "matplotlib: pip install 'systolic[plot]')",
+    )  # fmt: skip
+    parser.add_argument("--quiet", action="store_true", help="print only errors")
+    parser.set_defaults(run=run)
+
+
+def _configs(args: argparse.Namespace) -> list[ArrayConfig]:
+    from systolic.compare.grid import config_grid, parse_int_list, parse_list
+
+    base = dataclasses.replace(_DEFAULT, mem_latency=args.mem_latency)
+    return config_grid(
+        base,
+        arrays=parse_list("--array", args.array),
+        dataflows=parse_list("--dataflow", args.dataflow),
+        spad_kib=parse_int_list("--spad-kib", args.spad_kib),
+        acc_kib=parse_int_list("--acc-kib", args.acc_kib),
+        bus_bytes=parse_int_list("--bus-bytes", args.bus_bytes),
+    )
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    if args.topology is not None:
+        if args.model is not None:
+            raise ConfigError("give a MODEL or --topology, not both")
+        if args.scalesim_topology is not None:
+            raise ConfigError(
+                "--scalesim-topology writes a model's layers and --topology reads a topology: "
+                "use one of them"
+            )
+        if args.input is not None:
+            raise ConfigError("--input feeds a model; a --topology runs on random values")
+    if args.plot is not None and Path(args.plot).suffix.lstrip(".").lower() not in PLOT_FORMATS:
+        raise ConfigError(f"--plot {args.plot!r} must name a .png, .svg or .pdf file")
+    targets = [p for p in (args.csv, args.json, args.plot, args.scalesim_topology)
+               if p is not None and p != "-"]  # fmt: skip
+    if len({Path(p).resolve() for p in targets}) != len(targets):
+        raise ConfigError("--csv, --json, --plot and --scalesim-topology must name different files")
+    if args.csv == "-" or args.plot == "-" or args.scalesim_topology == "-":
+        raise ConfigError("only --json can write to standard output ('-')")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compare, print the tables, write the requested files; return the exit status."""
+    from systolic.compare.from_topology import topology_sweep
+    from systolic.compare.layer_cycles import check_backend
+    from systolic.compare.plot import check_plot_available, plot_bytes
+    from systolic.compare.result import CompareReport
+    from systolic.compare.sweep import prepare_model, sweep
+    from systolic.compare.tables import to_csv
+    from systolic.compare.to_topology import model_topology
+    from systolic.compare.topology import format_topology, read_topology
+    from systolic.examples import DEFAULT_EXAMPLE, example_path
+    from systolic.simulation.outputs import PendingFiles
+
+    configs = _configs(args)
+    check_backend(args.backend)
+    _check_arguments(args)
+    if args.plot is not None:
+        check_plot_available()
+    chatty = not args.quiet and args.json != "-"
+
+    def progress(label: str) -> None:
+        if chatty:
+            print(f"compare: {label} ...", file=sys.stderr, flush=True)
+
+    topology_text = None
+    if args.topology is not None:
+        layers = read_topology(args.topology)
+        results = topology_sweep(layers, configs, backend=args.backend, seed=args.seed,
+                                 progress=progress)  # fmt: skip
+        report = CompareReport("topology", args.topology, args.backend,
+                               f"random weights seed {args.seed}", results)  # fmt: skip
+    else:
+        if args.model is None:
+            model_path, label = example_path(), f"bundled:{DEFAULT_EXAMPLE}"
+        else:
+            model_path, label = Path(args.model), args.model
+        prepared = prepare_model(model_path, input_path=args.input, seed=args.seed)
+        if args.scalesim_topology is not None:
+            topology_text = format_topology(model_topology(prepared.integer))
+        results = sweep(prepared, configs, backend=args.backend, progress=progress)
+        report = CompareReport("model", label, args.backend, prepared.input_source, results)
+
+    text = json.dumps(report.to_json(), indent=2) + "\n"
+    with PendingFiles() as files:
+        if args.csv is not None:
+            files.stage(args.csv, to_csv(results))
+        if args.json is not None and args.json != "-":
+            files.stage(args.json, text)
+        if args.plot is not None:
+            suffix = Path(args.plot).suffix.lstrip(".").lower()
+            files.stage(args.plot, plot_bytes(results, report.model, suffix))
+        if topology_text is not None:
+            files.stage(args.scalesim_topology, topology_text)
+        written = files.commit()
+    if args.json == "-":
+        sys.stdout.write(text)
+    elif not args.quiet:
+        sys.stdout.write(_summary(report.model, args.backend, results, written))
+    return 0
+
+
+def _summary(
+    model: str, backend: str, results: Sequence["ConfigResult"], written: list[Path]
+) -> str:
+    from systolic.compare.tables import render_layers, render_summary
+
+    lines = [f"{model}: {len(results)} configurations, backend {backend}", "",
+             render_summary(results).rstrip("\n"), "",
+             render_layers(results).rstrip("\n")]  # fmt: skip
+    lines += [f"wrote {path}" for path in written]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,125 @@
+"""`systolic compare`: the bundled example end to end with every output file, --topology,
+and errors (one line, exit 2, nothing written)."""
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from systolic.cli import main
+from systolic.compare.topology import parse_topology
+
+SMALL_TOPOLOGY = """Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,
+Conv1,14,14,5,5,3,8,2,
+CB2a_2,8,8,3,3,8,8,1,
+FC,1,1,1,1,32,10,1,
+"""
+
+
+def test_bundled_example_writes_every_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    files = {name: tmp_path / name for name in ("r.csv", "r.json", "r.png", "topo.csv")}
+    status = main(["compare", "--array", "4x4,8x8", "--bus-bytes", "16",
+                   "--csv", str(files["r.csv"]), "--json", str(files["r.json"]),
+                   "--plot", str(files["r.png"]),
+                   "--scalesim-topology", str(files["topo.csv"])])  # fmt: skip
+    assert status == 0
+    out = capsys.readouterr().out
+    assert out.startswith("bundled:lenet_qdq: 4 configurations, backend model\n")
+    for label in ("4x4 ws", "4x4 os", "8x8 ws", "8x8 os"):
+        assert f"\n{label} " in out and f"{label}: cycles" in out
+    report = json.loads(files["r.json"].read_text())
+    assert report["schema"] == "systolic.compare/1" and report["source"] == "model"
+    assert [c["label"] for c in report["configurations"]] == ["4x4 ws", "4x4 os", "8x8 ws",
+                                                              "8x8 os"]  # fmt: skip
+    rows = list(csv.DictReader(files["r.csv"].read_text().splitlines()))
+    totals = {r["configuration"]: int(r["cycles"]) for r in rows if r["layer"] == "(total)"}
+    assert totals == {c["label"]: c["total_cycles"] for c in report["configurations"]}
+    for config in report["configurations"]:
+        for layer in config["layers"]:
+            row = next(r for r in rows
+                       if r["configuration"] == config["label"] and r["layer"] == layer["name"])
+            assert int(row["cycles"]) == layer["cycles"]
+            assert int(row["stall_cycles"]) == layer["stall_cycles"]
+    assert files["r.png"].read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    layers = parse_topology(files["topo.csv"].read_text())
+    assert [layer.name for layer in layers] == ["conv1_Conv", "conv2_Conv", "fc1_Gemm",
+                                                "fc2_Gemm"]  # fmt: skip
+    assert sum(layer.macs for layer in layers) == report["configurations"][0]["macs"]
+    for path in files.values():
+        assert f"wrote {path}" in out
+
+
+def test_json_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "--array", "4x4", "--dataflow", "os", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert [c["label"] for c in report["configurations"]] == ["4x4 os"]
+    assert captured.err == ""
+
+
+def test_topology_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    topology = tmp_path / "in.csv"
+    topology.write_text(SMALL_TOPOLOGY)
+    target = tmp_path / "r.json"
+    assert main(["compare", "--topology", str(topology), "--array", "4x4,8x8",
+                 "--dataflow", "ws", "--json", str(target), "--quiet"]) == 0  # fmt: skip
+    assert capsys.readouterr().out == ""
+    report = json.loads(target.read_text())
+    assert report["source"] == "topology" and report["model"] == str(topology)
+    assert report["input_source"] == "random weights seed 0"
+    small, large = report["configurations"]
+    assert [layer["name"] for layer in small["layers"]] == ["Conv1", "CB2a_2", "FC"]
+    assert all(layer["cycles"] > 0 for layer in small["layers"])
+    assert large["total_cycles"] < small["total_cycles"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--array", "4y4"], "array size '4y4' is not of the form RxC"),
+        (["--dataflow", "ws,xs"], "unknown dataflow 'xs'"),
+        (["--bus-bytes", "3"], "bus_bytes must be a power of two"),
+        (["--spad-kib", "a"], "--spad-kib: 'a' is not a whole number"),
+        (["--backend", "spice"], "unknown simulation backend 'spice'"),
+        (["--plot", "{tmp}/p.bmp"], "must name a .png, .svg or .pdf file"),
+        (["--csv", "{tmp}/same", "--json", "{tmp}/same"], "must name different files"),
+        (["--topology", "{tmp}/t.csv", "MODEL"], "give a MODEL or --topology, not both"),
+        (["--topology", "{tmp}/t.csv", "--scalesim-topology", "{tmp}/o.csv"], "use one of them"),
+        (["--topology", "{tmp}/bad.csv"], "not a SCALE-Sim header"),
+        (["--topology", "{tmp}/missing.csv"], "No such file"),
+        (["{tmp}/missing.onnx"], "missing.onnx"),
+    ],
+)
+def test_errors_are_one_line_and_write_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    (tmp_path / "t.csv").write_text(SMALL_TOPOLOGY)
+    (tmp_path / "bad.csv").write_text("name,a,b\nx,1,2\n")
+    before = set(tmp_path.iterdir())
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    if "MODEL" in argv:
+        argv[argv.index("MODEL")] = str(Path(__file__))
+    out_csv = tmp_path / "out.csv"
+    if "--csv" not in argv:
+        argv += ["--csv", str(out_csv)]
+    assert main(["compare", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("systolic: error: ") and err.count("\n") == 1
+    assert message in err
+    assert set(tmp_path.iterdir()) == before
+
+
+def test_missing_matplotlib_fails_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    status = main(["compare", "--plot", str(tmp_path / "p.png"),
+                   "--json", str(tmp_path / "r.json")])  # fmt: skip
+    assert status == 2
+    assert "pip install 'systolic[plot]'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
