@@ -8,9 +8,18 @@ multiplier and shift) and the PE weights of a weight-stationary array (active an
 `run` executes a program in program order, which is the meaning the hardware's in-flight
 table preserves while it overlaps the units. The output stage is
 `systolic.sim.golden.requant.requantize`.
+
+Speed (whole networks run here): instructions are checked once per configuration object
+(`Instruction.check_once`: a Program's instructions were checked when it was built); matrix
+products run in float64 when a bound on the operands proves every partial sum exact (else in
+int64), rounding in int64 when the operands leave headroom (else with Python integers), so
+the values are the same integers either way. The machine replaces `weights` on activation and
+never modifies that array in place; code that writes `weights` directly must assign a new
+array too.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 from systolic.sim.isa.instructions import (
@@ -29,24 +38,51 @@ from systolic.sim.isa.instructions import (
 )
 from systolic.sim.isa.memories import PARAMS_DEPTH, Memory, depth, params_row_bytes
 from systolic.sim.isa.params import unpack_params
+from systolic.sim.isa.patterns import element_offsets
 from systolic.sim.isa.program import Program, TensorPlacement, TensorRole
 
 from systolic.config import ArrayConfig
 from systolic.errors import SimulationError
 
-from .requant import requantize, round_shift_half_even
+from .requant import extremes, requantize, round_shift_int64, scaled_round_shift
 
 __all__ = ["Machine", "run_program"]
 
 _FLIP = 0x80
+_FLOAT_EXACT = 2**53
+"""Integers of magnitude up to this are exact in float64, and so are sums of products below it."""
 
 
 def _sign_extend(values: np.ndarray, width: int) -> np.ndarray:
     """Return the low `width` bits of int64 `values` as signed numbers."""
     if width >= 64:
         return values
+    half = 1 << (width - 1)
     low = values & ((1 << width) - 1)
-    return np.where(low >= 1 << (width - 1), low - (1 << width), low)
+    low ^= half
+    low -= half
+    return low
+
+
+def _magnitude(values: np.ndarray) -> int:
+    """Return the largest absolute value of an int64 array (0 for an empty one)."""
+    if not values.size:
+        return 0
+    least, most = extremes(values)
+    return max(most, -least)
+
+
+def _matmul(a: np.ndarray, b: np.ndarray, b_magnitude: int | None = None) -> np.ndarray:
+    """Return the exact int64 product of int64 matrices: in float64 when every partial sum is
+    provably exact there (much faster than numpy's integer matmul), else in int64.
+    `b_magnitude` is `_magnitude(b)` when the caller knows it."""
+    if b_magnitude is None:
+        b_magnitude = _magnitude(b)
+    if _magnitude(a) * b_magnitude * a.shape[1] < _FLOAT_EXACT:
+        product: np.ndarray = (a.astype(np.float64) @ b).astype(np.int64)
+        return product
+    exact: np.ndarray = a @ b
+    return exact
 
 
 class Machine:
@@ -64,7 +100,12 @@ class Machine:
         self.shift = np.zeros((PARAMS_DEPTH, config.cols), dtype=np.int64)
         self.weights = np.zeros((config.rows, config.cols), dtype=np.int64)
         self.shadow: np.ndarray | None = None
+        # The active weights in float64 with their largest magnitude, while `weights` is
+        # the array they were made from (COMPUTE checks its identity).
+        self._weights_f: tuple[np.ndarray, np.ndarray, int] | None = None
         self.halted = False
+        self._operand_bytes = config.operand_bytes
+        self._input_width, self._weight_width = config.input_width, config.weight_width
 
     @classmethod
     def for_program(cls, program: Program, memory_size: int | None = None) -> "Machine":
@@ -110,8 +151,17 @@ class Machine:
 
     def run(self, instructions: Iterable[Instruction]) -> None:
         """Execute instructions in order until HALT."""
+        if self.halted:
+            for instr in instructions:
+                raise SimulationError(f"{instr.MNEMONIC} executed after HALT")
+        config = self.config
+        handlers = self._handlers()
         for instr in instructions:
-            self.execute(instr)
+            instr.check_once(config)
+            handler = handlers.get(type(instr))
+            if handler is None:
+                handler = getattr(self, f"_exec_{type(instr).__name__.lower()}")
+            handler(instr)
             if self.halted:
                 return
         raise SimulationError("the program ended without HALT")
@@ -120,9 +170,14 @@ class Machine:
         """Apply one instruction to the state (it is checked against the configuration)."""
         if self.halted:
             raise SimulationError(f"{instr.MNEMONIC} executed after HALT")
-        instr.check(self.config)
+        instr.check_once(self.config)
         handler = getattr(self, f"_exec_{type(instr).__name__.lower()}")
         handler(instr)
+
+    def _handlers(self) -> dict[type, "Callable[[Any], None]"]:
+        return {Load: self._exec_load, Preload: self._exec_preload, Compute: self._exec_compute,
+                ComputeOS: self._exec_computeos, Store: self._exec_store, Pool: self._exec_pool,
+                Add: self._exec_add, Copy: self._exec_copy, Halt: self._exec_halt}
 
     def _exec_halt(self, instr: Halt) -> None:
         self.halted = True
@@ -130,6 +185,33 @@ class Machine:
     # -- LOAD ----------------------------------------------------------------------------------
 
     def _exec_load(self, instr: Load) -> None:
+        mem = instr.mem
+        if mem is not LoadTarget.PARAMS and instr.n0 == 1 and self._operand_bytes == 1:
+            # The common case (one-byte operands, one row stride, inside memory), inlined.
+            offsets, (first, last) = element_offsets(
+                instr.k0, instr.length, instr.run, instr.n_mid, instr.stride_mid,
+                instr.stride_outer, 1)
+            count, ext, stride = instr.count, instr.ext, instr.row_stride1
+            span = (count - 1) * stride
+            if 0 <= ext + min(span, 0) + first and ext + max(span, 0) + last < self.memory.size:
+                bases = np.arange(count, dtype=np.int64)
+                bases *= stride
+                bases += ext
+                raw = self.memory[bases[:, None] + offsets]
+                if instr.flip_sign:
+                    raw ^= np.uint8(_FLIP)
+                wt = mem is LoadTarget.SPAD_WT
+                spad = self.spad_wt if wt else self.spad_in
+                row, length = instr.row, instr.length
+                if length < spad.shape[1]:
+                    spad[row : row + count] = 0
+                width = self._weight_width if wt else self._input_width
+                if width >= 8:  # sign-extending int8 to `width` bits changes nothing
+                    spad[row : row + count, :length] = raw.view(np.int8)
+                else:
+                    spad[row : row + count, :length] = _sign_extend(
+                        raw.view(np.int8).astype(np.int64), width)
+                return
         config = self.config
         bases = instr.row_pattern.addresses(instr.count)
         if instr.mem is LoadTarget.PARAMS:
@@ -141,14 +223,35 @@ class Machine:
             return
         element_bytes = config.operand_bytes
         addresses = bases[:, None] + instr.element_pattern.offsets(element_bytes)[None, :]
-        values = np.zeros(addresses.shape, dtype=np.int64)
-        for b in range(element_bytes):
-            byte = self._gather_bytes(instr, addresses + b).astype(np.int64)
-            if instr.flip_sign:
-                byte ^= _FLIP
-            values |= byte << (8 * b)
-        values = _sign_extend(values, 8 * element_bytes)
+        low, high = instr._external_range(config)  # every byte the gathers below read
         width = config.weight_width if instr.mem is LoadTarget.SPAD_WT else config.input_width
+        if element_bytes == 1 and 0 <= low and high < self.memory.size:  # the common case
+            raw = self.memory[addresses]
+            if instr.flip_sign:
+                raw ^= np.uint8(_FLIP)
+            spad = self.spad_wt if instr.mem is LoadTarget.SPAD_WT else self.spad_in
+            row, count, length = instr.row, instr.count, instr.length
+            if length < spad.shape[1]:
+                spad[row : row + count] = 0
+            if width >= 8:  # sign-extending int8 to `width` bits changes nothing
+                spad[row : row + count, :length] = raw.view(np.int8)
+            else:
+                spad[row : row + count, :length] = _sign_extend(
+                    raw.view(np.int8).astype(np.int64), width)
+            return
+        if element_bytes == 1:
+            raw = self._gather_bytes(instr, addresses)
+            if instr.flip_sign:
+                raw = raw ^ np.uint8(_FLIP)
+            values = raw.view(np.int8).astype(np.int64)
+        else:
+            values = np.zeros(addresses.shape, dtype=np.int64)
+            for b in range(element_bytes):
+                byte = self._gather_bytes(instr, addresses + b).astype(np.int64)
+                if instr.flip_sign:
+                    byte ^= _FLIP
+                values |= byte << (8 * b)
+            values = _sign_extend(values, 8 * element_bytes)
         spad = self.spad_wt if instr.mem is LoadTarget.SPAD_WT else self.spad_in
         rows = slice(instr.row, instr.row + instr.count)
         spad[rows] = 0
@@ -156,7 +259,9 @@ class Machine:
 
     def _gather_bytes(self, instr: Instruction, addresses: np.ndarray) -> np.ndarray:
         if addresses.size:
-            self._check_external(instr.MNEMONIC, int(addresses.min()), int(addresses.max()))
+            low, high = int(addresses.min()), int(addresses.max())
+            if low < 0 or high >= self.memory.size:
+                self._check_external(instr.MNEMONIC, low, high)
         gathered: np.ndarray = self.memory[addresses]
         return gathered
 
@@ -183,10 +288,27 @@ class Machine:
         if self.shadow is not None:  # the shadow weights become active for this COMPUTE
             self.weights, self.shadow = self.shadow, None
         inputs = self.spad_in[instr.in_row : instr.in_row + instr.m, : self.config.rows]
-        self._accumulate(instr.acc_row, inputs @ self.weights, instr.accumulate)
+        cached = self._weights_f
+        if cached is None or cached[0] is not self.weights:
+            weights = self.weights
+            cached = self._weights_f = (weights, weights.astype(np.float64), _magnitude(weights))
+        if _magnitude(inputs) * cached[2] * inputs.shape[1] < _FLOAT_EXACT:
+            product = (inputs.astype(np.float64) @ cached[1]).astype(np.int64)
+        else:
+            product = inputs @ self.weights
+        self._accumulate(instr.acc_row, product, instr.accumulate)
 
     def _exec_computeos(self, instr: ComputeOS) -> None:
         dim = self.config.dim
+        if instr.k <= dim:  # one chunk: the operands are plain slices
+            a = self.spad_in[instr.in_row : instr.in_row + instr.m, : instr.k]
+            if instr.n == self.config.cols:
+                b = self.spad_wt[instr.wt_row : instr.wt_row + instr.k, : instr.n]
+            else:
+                b = np.zeros((instr.k, self.config.cols), dtype=np.int64)
+                b[:, : instr.n] = self.spad_wt[instr.wt_row : instr.wt_row + instr.k, : instr.n]
+            self._accumulate(instr.acc_row, _matmul(a, b), instr.accumulate)
+            return
         a = np.zeros((instr.m, instr.k), dtype=np.int64)
         for chunk in range(instr.chunks(self.config)):
             first = instr.in_row + chunk * instr.a_stride
@@ -194,7 +316,7 @@ class Machine:
             a[:, chunk * dim : chunk * dim + width] = self.spad_in[first : first + instr.m, :width]
         b = np.zeros((instr.k, self.config.cols), dtype=np.int64)
         b[:, : instr.n] = self.spad_wt[instr.wt_row : instr.wt_row + instr.k, : instr.n]
-        self._accumulate(instr.acc_row, a @ b, instr.accumulate)
+        self._accumulate(instr.acc_row, _matmul(a, b), instr.accumulate)
 
     # -- STORE unit ----------------------------------------------------------------------------
 
@@ -202,15 +324,28 @@ class Machine:
         """Write row i of int `values` at row i of the instruction's row pattern, in order."""
         element_bytes = self.config.operand_bytes
         data = values.astype(np.int64)
-        raw = np.stack([(data >> (8 * b)) & 0xFF for b in range(element_bytes)], axis=-1)
-        raw = raw.reshape(values.shape[0], -1).astype(np.uint8)
+        if element_bytes == 1:
+            raw = data.astype(np.uint8)  # (the low byte: the same as & 0xFF)
+        else:
+            raw = np.stack([(data >> (8 * b)) & 0xFF for b in range(element_bytes)], axis=-1)
+            raw = raw.reshape(values.shape[0], -1).astype(np.uint8)
         if flip:
             raw ^= np.uint8(_FLIP)
-        addresses = instr.row_pattern.addresses(values.shape[0]).tolist()
+        count = values.shape[0]
+        if not count:
+            return
+        pattern = instr.row_pattern
         row_bytes = raw.shape[1]
-        if addresses:
-            self._check_external(instr.MNEMONIC, min(addresses), max(addresses) + row_bytes - 1)
-        for address, row in zip(addresses, raw, strict=True):
+        low, high = pattern.extent(count)
+        high += row_bytes - 1
+        if low < 0 or high >= self.memory.size:
+            self._check_external(instr.MNEMONIC, low, high)
+        bases = pattern.addresses(count)
+        if count == 1 or (pattern.n0 == 1 and abs(pattern.stride1) >= row_bytes) or int(
+                np.diff(np.sort(bases)).min()) >= row_bytes:  # the rows do not overlap
+            self.memory[bases[:, None] + np.arange(row_bytes)] = raw
+            return
+        for address, row in zip(bases.tolist(), raw, strict=True):  # in order: later rows win
             self.memory[address : address + row_bytes] = row
 
     def _exec_store(self, instr: Store) -> None:
@@ -247,17 +382,16 @@ class Machine:
                 if instr.mode is PoolMode.MAX:
                     out[oy * instr.ow + ox] = window.max(axis=0)
                 else:
-                    window_sum = (window - instr.zp_in).sum(axis=0).astype(object)
-                    total = window_sum * instr.multiplier  # exact: Python integers
-                    q = round_shift_half_even(total, 31 + instr.shift)
-                    out[oy * instr.ow + ox] = (q + instr.zp_out).astype(np.int64)
+                    window_sum = (window - instr.zp_in).sum(axis=0)
+                    q = scaled_round_shift(window_sum, instr.multiplier, 31 + instr.shift)
+                    out[oy * instr.ow + ox] = q + instr.zp_out
         self._write_rows(instr, np.clip(out, instr.lo, instr.hi), instr.flip_sign)
 
     def _exec_add(self, instr: Add) -> None:
         a = self.spad_in[instr.a_row : instr.a_row + instr.m, : instr.lanes]
         b = self.spad_in[instr.b_row : instr.b_row + instr.m, : instr.lanes]
         total = (a - instr.zp_a) * instr.multiplier_a + (b - instr.zp_b) * instr.multiplier_b
-        q = round_shift_half_even(total, 31 + instr.shift).astype(np.int64)
+        q = round_shift_int64(total, 31 + instr.shift)
         self._write_rows(instr, np.clip(q + instr.zp_out, instr.lo, instr.hi), instr.flip_sign)
 
     def _exec_copy(self, instr: Copy) -> None:

@@ -25,9 +25,12 @@ __all__ = [
     "SHIFT_MAX",
     "SHIFT_MIN",
     "MultiplierRangeError",
+    "extremes",
     "quantize_multiplier",
     "requantize",
     "round_shift_half_even",
+    "round_shift_int64",
+    "scaled_round_shift",
 ]
 
 MULTIPLIER_BITS = 31
@@ -105,9 +108,64 @@ def round_shift_half_even(value: np.ndarray, right_shift: np.ndarray | int) -> n
     return np.asarray(floor + round_up.astype(bool).astype(int)).reshape(shape)
 
 
-def _check_range(name: str, values: np.ndarray, low: int, high: int) -> None:
-    if values.size and (values.min() < low or values.max() > high):
+_INT64_SAFE = 2**62
+"""Magnitudes below this leave int64 headroom for the rounding arithmetic."""
+_SHIFT_SAFE = 62
+
+
+def extremes(values: np.ndarray) -> tuple[int, int]:
+    """Return (min, max) of a non-empty integer array as Python ints (small arrays through
+    Python lists, which is faster than two numpy reductions)."""
+    if values.size <= 64:
+        items = values.ravel().tolist()
+        return int(min(items)), int(max(items))
+    return int(values.min()), int(values.max())
+
+
+def _magnitude(values: np.ndarray) -> int:
+    if not values.size:
+        return 0
+    least, most = extremes(values)
+    return max(most, -least)
+
+
+def round_shift_int64(value: np.ndarray, right_shift: np.ndarray | int) -> np.ndarray:
+    """Return `round_shift_half_even(value, right_shift)` as int64, for an integer `value`
+    array and shifts >= 0: computed in int64 when that is exact (every |value| < 2**62, every
+    shift <= 62), else with Python integers. The result must fit int64."""
+    v = np.asarray(value)
+    r = np.asarray(right_shift)
+    if (v.dtype.kind not in "iu" or r.dtype.kind not in "iu" or _magnitude(v) >= _INT64_SAFE
+            or (r.size and (int(r.min()) < 0 or int(r.max()) > _SHIFT_SAFE))):
+        return np.asarray(round_shift_half_even(v, r).astype(np.int64))
+    v = v.astype(np.int64, copy=False)
+    r = r.astype(np.int64, copy=False)
+    floor = v >> r
+    remainder = v - (floor << r)  # in [0, 2**r)
+    half = np.left_shift(1, np.maximum(r - 1, 0))  # 2**(r-1); for r = 0 the remainder is 0
+    round_up = (remainder > half) | ((remainder == half) & ((floor & 1) == 1) & (r > 0))
+    result: np.ndarray = floor + round_up
+    return result
+
+
+def scaled_round_shift(value: np.ndarray, multiplier: int, right_shift: int) -> np.ndarray:
+    """Return round_half_to_even(value * multiplier / 2**right_shift) as int64, exactly
+    (`value` an int64 array, `multiplier` and `right_shift` >= 0 Python integers)."""
+    v = np.asarray(value)
+    if _magnitude(v) * abs(int(multiplier)) < _INT64_SAFE:
+        return round_shift_int64(v.astype(np.int64) * int(multiplier), right_shift)
+    return np.asarray(round_shift_half_even(v.astype(object) * int(multiplier),
+                                            right_shift).astype(np.int64))
+
+
+def _check_range(name: str, values: np.ndarray, low: int, high: int) -> int:
+    """Raise ValueError unless every value lies in [low, high]; return the largest magnitude."""
+    if not values.size:
+        return 0
+    least, most = extremes(values)
+    if least < low or most > high:
         raise ValueError(f"{name} must lie in [{low}, {high}]")
+    return max(most, -least)
 
 
 def requantize(
@@ -136,8 +194,8 @@ def requantize(
     for name, array in arrays.items():
         if array.dtype.kind not in "iu":
             raise ValueError(f"{name} must be an integer array, got dtype {array.dtype}")
-    _check_range("bias", bias_i, INT32_MIN, INT32_MAX)
-    _check_range("multiplier", mult_i, INT32_MIN, INT32_MAX)
+    bias_bound = _check_range("bias", bias_i, INT32_MIN, INT32_MAX)
+    mult_bound = _check_range("multiplier", mult_i, INT32_MIN, INT32_MAX)
     _check_range("shift", shift_i, SHIFT_MIN, SHIFT_MAX)
     for name, value in (("zero_point", zero_point), ("lo", lo), ("hi", hi)):
         if not OUT_MIN <= int(value) <= OUT_MAX:
@@ -145,8 +203,15 @@ def requantize(
     if int(lo) > int(hi):
         raise ValueError(f"lo ({lo}) must not exceed hi ({hi})")
 
+    right = shift_i.astype(np.int64) + MULTIPLIER_BITS
+    x_bound = _magnitude(acc_i) + bias_bound  # |acc + bias| <= x_bound
+    if x_bound * mult_bound < _INT64_SAFE:  # then acc + bias and the product fit int64
+        x64 = acc_i.astype(np.int64) + bias_i.astype(np.int64)
+        q64 = round_shift_int64(x64 * mult_i.astype(np.int64), right)
+        y64 = np.minimum(np.maximum(q64 + int(zero_point), int(lo)), int(hi))
+        return np.asarray(y64, dtype=np.int8)
     x = acc_i.astype(object) + bias_i.astype(object)
     product = x * mult_i.astype(object)
-    q = round_shift_half_even(product, shift_i.astype(np.int64) + MULTIPLIER_BITS)
+    q = round_shift_half_even(product, right)
     y = np.minimum(np.maximum(q + int(zero_point), int(lo)), int(hi))
     return np.asarray(y.astype(np.int64), dtype=np.int8)

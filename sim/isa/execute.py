@@ -30,9 +30,12 @@ class Preload(Instruction):
     n: int
 
     def check(self, config: ArrayConfig) -> None:
-        self._need_dataflow(config, Dataflow.WS)
-        self._need_at_most("k", self.k, config.rows, "the array's rows")
-        self._need_at_most("n", self.n, config.cols, "the array's cols")
+        if config.dataflow is not Dataflow.WS:
+            self._need_dataflow(config, Dataflow.WS)
+        if self.k > config.rows:
+            self._need_at_most("k", self.k, config.rows, "the array's rows")
+        if self.n > config.cols:
+            self._need_at_most("n", self.n, config.cols, "the array's cols")
         self._need_rows(
             "row + k", self.row + self.k, depth(config, Memory.SPAD_WT), "spad_wt", config
         )
@@ -61,7 +64,8 @@ class Compute(Instruction):
     accumulate: bool = False
 
     def check(self, config: ArrayConfig) -> None:
-        self._need_dataflow(config, Dataflow.WS)
+        if config.dataflow is not Dataflow.WS:
+            self._need_dataflow(config, Dataflow.WS)
         self._need_rows(
             "in_row + m", self.in_row + self.m, depth(config, Memory.SPAD_IN), "spad_in", config
         )
@@ -111,9 +115,21 @@ class ComputeOS(Instruction):
         return self.in_row + (self.chunks(config) - 1) * self.a_stride + self.m - 1
 
     def check(self, config: ArrayConfig) -> None:
-        self._need_dataflow(config, Dataflow.OS)
-        self._need_at_most("m", self.m, config.rows, "the array's rows")
-        self._need_at_most("n", self.n, config.cols, "the array's cols")
+        if config.dataflow is not Dataflow.OS:
+            self._need_dataflow(config, Dataflow.OS)
+        if self.m > config.rows:
+            self._need_at_most("m", self.m, config.rows, "the array's rows")
+        if self.n > config.cols:
+            self._need_at_most("n", self.n, config.cols, "the array's cols")
+        dim = config.dim
+        if self.k <= dim:  # one chunk (the common case), with the same checks as below
+            if self.a_stride != 0:
+                self._fail(f"a_stride must be 0 when k <= dim ({dim}), not {self.a_stride}")
+            spad = depth(config, Memory.SPAD_IN)
+            if self.in_row + self.m > spad or self.wt_row + self.k > spad or (
+                    self.acc_row + self.m > depth(config, Memory.ACC)):
+                self._check_rows(config)
+            return
         if self.chunks(config) == 1 and self.a_stride != 0:
             self._fail(f"a_stride must be 0 when k <= dim ({config.dim}), not {self.a_stride}")
         if self.chunks(config) > 1 and self.a_stride < self.m:
@@ -121,6 +137,9 @@ class ComputeOS(Instruction):
                 f"a_stride must be at least m ({self.m}) when k > dim ({config.dim}), "
                 f"not {self.a_stride}"
             )
+        self._check_rows(config)
+
+    def _check_rows(self, config: ArrayConfig) -> None:
         self._need_rows(
             "in_row + (ceil(k / dim) - 1) * a_stride + m",
             self._in_last(config) + 1,

@@ -9,6 +9,7 @@ external segments (`segments`). docs/isa.md is the specification.
 
 import dataclasses
 import enum
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from systolic.config import ArrayConfig, Dataflow
@@ -28,6 +29,34 @@ __all__ = [
 ]
 
 U16, U32 = 16, 32
+
+_ENCODE_PLANS: dict[type, tuple[tuple[str, int, int], ...]] = {}
+"""Per instruction class: (name, offset, mask) of each field, for `encode`."""
+
+_FIELD_CHECKS: dict[type, Callable[[Any], bool]] = {}
+"""Per instruction class: whether every field has its exact type and lies in its range."""
+
+
+def _fields_checker(fields: tuple[Field, ...]) -> Callable[[Any], bool]:
+    """Return a function telling whether an instruction's fields are all plainly valid (the
+    exact type, int, bool or the enum, and in range); False sends it to the full checks."""
+    lines = ["def fields_ok(instr):"]
+    kinds: dict[str, type] = {}
+    for number, field in enumerate(fields):
+        lines.append(f"    v = instr.{field.name}")
+        if field.kind is int:
+            lines.append(f"    if type(v) is not int or not {field.minimum} <= v <= "
+                         f"{field.maximum}: return False")
+        elif field.kind is bool:
+            lines.append("    if v is not True and v is not False: return False")
+        else:
+            kinds[f"kind{number}"] = field.kind
+            lines.append(f"    if type(v) is not kind{number}: return False")
+    lines.append("    return True")
+    namespace: dict[str, Any] = dict(kinds)
+    exec("\n".join(lines), namespace)  # noqa: S102 - generated from the field table only
+    checker: Callable[[Any], bool] = namespace["fields_ok"]
+    return checker
 
 
 class Unit(enum.Enum):
@@ -56,6 +85,14 @@ class Instruction:
     FIELDS: ClassVar[tuple[Field, ...]]
 
     def __post_init__(self) -> None:
+        fields_ok = _FIELD_CHECKS.get(type(self))
+        if fields_ok is None:
+            fields_ok = _FIELD_CHECKS[type(self)] = _fields_checker(self.FIELDS)
+        if not fields_ok(self):  # the common case is fast; the full checks name the problem
+            self._check_fields()
+        self._check_rules()
+
+    def _check_fields(self) -> None:
         for field in self.FIELDS:
             value = getattr(self, field.name)
             if field.kind is bool:
@@ -73,7 +110,14 @@ class Instruction:
                 self._fail(
                     f"{field.name} must be from {field.minimum} to {field.maximum}, not {value}"
                 )
-        self._check_rules()
+
+    def check_once(self, config: ArrayConfig) -> None:
+        """`check(config)`, skipped when this instruction object already passed it for this
+        very `config` object (a program's instructions are checked when the Program is built;
+        its segments, the golden machine and the timing model then need not check again)."""
+        if self.__dict__.get("_checked_for") is not config:
+            self.check(config)
+            object.__setattr__(self, "_checked_for", config)
 
     # -- overridden by instructions ------------------------------------------------------------
 
@@ -134,9 +178,13 @@ class Instruction:
 
     def encode(self) -> bytes:
         """Return the 64-byte instruction word (eight little-endian 64-bit words)."""
+        plan = _ENCODE_PLANS.get(type(self))
+        if plan is None:
+            plan = _ENCODE_PLANS[type(self)] = tuple(
+                (f.name, f.offset, (1 << f.width) - 1) for f in self.FIELDS)
         word = self.OPCODE
-        for field in self.FIELDS:
-            word |= field.to_raw(getattr(self, field.name)) << field.offset
+        for name, offset, mask in plan:  # (Field.to_raw, inlined)
+            word |= (int(getattr(self, name)) & mask) << offset
         return word.to_bytes(INSTRUCTION_BYTES, "little")
 
     def words(self) -> tuple[int, ...]:

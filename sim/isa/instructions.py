@@ -13,6 +13,7 @@ class in opcode order and `decode`.
 """
 
 import dataclasses
+from typing import Any
 
 from .execute import Compute, ComputeOS, Preload
 from .fields import INSTRUCTION_BYTES, OPCODE_BITS, InstructionError
@@ -79,22 +80,42 @@ def decode(word: bytes) -> Instruction:
     cls = _BY_OPCODE.get(opcode)
     if cls is None:
         raise InstructionError(f"unknown opcode 0x{opcode:02x} in instruction word")
-    used = (1 << OPCODE_BITS) - 1
-    for field in cls.FIELDS:
-        used |= field.mask
+    used, plan = _DECODE_PLANS[cls]
     if value & ~used:
         bits = [b for b in range(INSTRUCTION_BYTES * 8) if (value & ~used) >> b & 1]
         raise InstructionError(
             f"{cls.MNEMONIC} word has reserved bits set (bit {bits[0]}"
             f"{' and more' if len(bits) > 1 else ''}); reserved bits must be 0"
         )
-    kwargs = {}
-    for field in cls.FIELDS:
-        raw = (value >> field.offset) & ((1 << field.width) - 1)
-        try:
-            kwargs[field.name] = field.from_raw(raw)
-        except ValueError:
-            raise InstructionError(
-                f"{cls.MNEMONIC} {field.name} has no meaning for the value {raw}"
-            ) from None
+    kwargs: dict[str, object] = {}
+    for name, offset, mask, sign, kind, field in plan:
+        raw = (value >> offset) & mask
+        if kind is int:  # (Field.from_raw, inlined for the plain cases)
+            kwargs[name] = raw - ((raw & sign) << 1)
+        elif kind is bool:
+            kwargs[name] = bool(raw)
+        else:
+            try:
+                kwargs[name] = field.from_raw(raw)
+            except ValueError:
+                raise InstructionError(
+                    f"{cls.MNEMONIC} {field.name} has no meaning for the value {raw}"
+                ) from None
     return cls(**kwargs)
+
+
+def _decode_plan(cls: type[Instruction]) -> tuple[int, tuple[tuple[Any, ...], ...]]:
+    """Return the bits `cls` uses and, per field, (name, offset, mask, sign bit (0 for an
+    unsigned field), kind, field)."""
+    used = (1 << OPCODE_BITS) - 1
+    plan = []
+    for field in cls.FIELDS:
+        used |= field.mask
+        mask = (1 << field.width) - 1
+        sign = 1 << (field.width - 1) if field.signed and field.kind is int else 0
+        kind = field.kind if field.kind in (int, bool) else None
+        plan.append((field.name, field.offset, mask, sign, kind, field))
+    return used, tuple(plan)
+
+
+_DECODE_PLANS = {cls: _decode_plan(cls) for cls in INSTRUCTION_TYPES}

@@ -9,7 +9,7 @@ from systolic.config import ArrayConfig
 from .fields import Field, layout, spec
 from .instruction_base import ROW_PATTERN_SPECS, U16, U32, Instruction, Unit
 from .memories import Access, Memory, depth, params_row_bytes
-from .patterns import ElementPattern, Segment, gather_segments, row_segments
+from .patterns import ADDRESS_LIMIT, ElementPattern, Segment, gather_segments, row_segments
 
 __all__ = ["Load", "LoadTarget"]
 
@@ -25,6 +25,9 @@ class LoadTarget(enum.IntEnum):
     def memory(self) -> Memory:
         """The memory this target names."""
         return Memory[self.name]
+
+
+_TARGET_MEMORY = {target: target.memory for target in LoadTarget}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +107,12 @@ class Load(Instruction):
         )
 
     def _check_rules(self) -> None:
+        if self.mem is not LoadTarget.PARAMS:  # the common cases first, then the messages
+            if self.length >= 1 and self.run >= 1 and self.n_mid >= 1:
+                return
+        elif not (self.k0 or self.length or self.run or self.n_mid or self.stride_mid
+                  or self.stride_outer or self.flip_sign):
+            return
         element_fields = ("k0", "length", "run", "n_mid", "stride_mid", "stride_outer")
         if self.mem is LoadTarget.PARAMS:
             for name in element_fields:
@@ -120,26 +129,34 @@ class Load(Instruction):
                 self._fail(f"{name} must be at least 1 when mem is {self.mem.name}, not 0")
 
     def check(self, config: ArrayConfig) -> None:
-        memory = self.mem.memory
-        self._need_rows(
-            "row + count", self.row + self.count, depth(config, memory), memory.value, config
-        )
-        if self.mem is not LoadTarget.PARAMS:
-            self._need_at_most("length", self.length, config.dim, "the scratchpad row width dim")
-            width = "weight_width" if self.mem is LoadTarget.SPAD_WT else "input_width"
-            self._need_flip_support(config, width)
+        mem = self.mem
+        memory = _TARGET_MEMORY[mem]
+        limit = depth(config, memory)
+        if self.row + self.count > limit:
+            self._need_rows("row + count", self.row + self.count, limit, memory.value, config)
+        if mem is not LoadTarget.PARAMS:
+            if self.length > config.dim:
+                self._need_at_most("length", self.length, config.dim,
+                                   "the scratchpad row width dim")
+            if self.flip_sign:
+                width = "weight_width" if mem is LoadTarget.SPAD_WT else "input_width"
+                self._need_flip_support(config, width)
         low, high = self._external_range(config)
-        self._need_address_space(low, high)
+        if low < 0 or high >= ADDRESS_LIMIT:
+            self._need_address_space(low, high)
 
     def _external_range(self, config: ArrayConfig) -> tuple[int, int]:
-        base_low, base_high = self.row_pattern.extent(self.count)
+        if self.n0 == 1 and self.count >= 1:  # RowPattern.extent, inlined
+            last = (self.count - 1) * self.row_stride1
+            base_low, base_high = (self.ext + last, self.ext) if last < 0 else (
+                self.ext, self.ext + last)
+        else:
+            base_low, base_high = self.row_pattern.extent(self.count)
         if self.mem is LoadTarget.PARAMS:
             return base_low, base_high + params_row_bytes(config) - 1
-        offsets = self.element_pattern.offsets(config.operand_bytes)
-        return (
-            base_low + int(offsets.min()),
-            base_high + int(offsets.max()) + config.operand_bytes - 1,
-        )
+        element_bytes = config.operand_bytes
+        low, high = self.element_pattern.offset_range(element_bytes)
+        return base_low + low, base_high + high + element_bytes - 1
 
     def footprint(self, config: ArrayConfig) -> tuple[Access, ...]:
         low, high = self._external_range(config)

@@ -36,13 +36,25 @@ class Memory(enum.Enum):
 
 def depth(config: ArrayConfig, memory: Memory) -> int:
     """Return the rows of an on-chip memory (bytes for external memory: 2**32)."""
-    if memory in (Memory.SPAD_IN, Memory.SPAD_WT):
-        return config.spad_kib * 512 // config.spad_row_bytes  # half of spad_kib each
-    if memory is Memory.ACC:
-        return config.acc_depth
-    if memory is Memory.PARAMS:
+    entry = _DEPTHS.get(id(config))
+    if entry is None or entry[0] is not config:  # (the entry keeps its config alive)
+        if len(_DEPTHS) > 256:
+            _DEPTHS.clear()
+        spad = config.spad_kib * 512 // config.spad_row_bytes  # half of spad_kib each
+        entry = _DEPTHS[id(config)] = (config, spad, config.acc_depth)
+    if memory is _SPAD_IN or memory is _SPAD_WT:
+        return entry[1]
+    if memory is _ACC:
+        return entry[2]
+    if memory is _PARAMS:
         return PARAMS_DEPTH
     return 2**32
+
+
+_DEPTHS: dict[int, tuple[ArrayConfig, int, int]] = {}
+
+
+_SPAD_IN, _SPAD_WT, _ACC, _PARAMS = Memory.SPAD_IN, Memory.SPAD_WT, Memory.ACC, Memory.PARAMS
 
 
 def params_row_bytes(config: ArrayConfig) -> int:

@@ -15,6 +15,7 @@ happen to be adjacent in memory.
 """
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -25,6 +26,7 @@ __all__ = [
     "RowPattern",
     "Segment",
     "beats",
+    "element_offsets",
     "gather_segments",
     "row_segments",
     "total_beats",
@@ -58,6 +60,10 @@ class RowPattern:
     def addresses(self, count: int) -> np.ndarray:
         """Return the base addresses of rows 0 .. count-1 (int64 array)."""
         r = np.arange(count, dtype=np.int64)
+        if self.n0 == 1:  # (r // 1 = r, r % 1 = 0)
+            r *= self.stride1
+            r += self.ext
+            return r
         return self.ext + (r // self.n0) * self.stride1 + (r % self.n0) * self.stride0
 
     def extent(self, count: int) -> tuple[int, int]:
@@ -66,6 +72,9 @@ class RowPattern:
         The base is linear in r1 and r0 separately, so each block of the rectangle
         (the full rows of n0 and the last partial one) takes its extremes at corners.
         """
+        if self.n0 == 1 and count >= 1:  # rows 0 and count - 1 only
+            last = (count - 1) * self.stride1
+            return (self.ext + last, self.ext) if last < 0 else (self.ext, self.ext + last)
         full, partial = divmod(count, self.n0)
         corners = []
         if full:
@@ -90,12 +99,15 @@ class ElementPattern:
     stride_outer: int
 
     def offsets(self, element_bytes: int) -> np.ndarray:
-        """Return the byte offset from the row base of elements 0 .. length-1 (int64 array)."""
-        k = self.k0 + np.arange(self.length, dtype=np.int64)
-        c = k % self.run
-        j = (k // self.run) % self.n_mid
-        i = k // (self.run * self.n_mid)
-        return i * self.stride_outer + j * self.stride_mid + c * element_bytes
+        """Return the byte offset from the row base of elements 0 .. length-1 (int64 array,
+        read-only: shared by every pattern with the same fields)."""
+        return _offsets(self.k0, self.length, self.run, self.n_mid, self.stride_mid,
+                        self.stride_outer, element_bytes)[0]
+
+    def offset_range(self, element_bytes: int) -> tuple[int, int]:
+        """Return (lowest, highest) offset of `offsets(element_bytes)` (length >= 1)."""
+        return _offsets(self.k0, self.length, self.run, self.n_mid, self.stride_mid,
+                        self.stride_outer, element_bytes)[1]
 
     def runs(self, element_bytes: int) -> list[Segment]:
         """Return one row's segments relative to its base address (same for every row).
@@ -115,6 +127,28 @@ class ElementPattern:
             Segment(int(offsets[s]), int(e - s) * element_bytes)
             for s, e in zip(starts.tolist(), ends.tolist(), strict=True)
         ]
+
+
+def element_offsets(k0: int, length: int, run: int, n_mid: int, stride_mid: int,
+                    stride_outer: int, element_bytes: int) -> tuple[np.ndarray, tuple[int, int]]:
+    """Return `ElementPattern(k0, ...).offsets(element_bytes)` (read-only, shared) and its
+    (min, max), without building the pattern (the golden machine's LOAD)."""
+    return _offsets(k0, length, run, n_mid, stride_mid, stride_outer, element_bytes)
+
+
+@functools.lru_cache(maxsize=4096)
+def _offsets(k0: int, length: int, run: int, n_mid: int, stride_mid: int, stride_outer: int,
+             element_bytes: int) -> tuple[np.ndarray, tuple[int, int]]:
+    """The offsets of an element pattern (read-only) and their (min, max), cached: programs
+    repeat a few patterns many times."""
+    k = k0 + np.arange(length, dtype=np.int64)
+    c = k % run
+    j = (k // run) % n_mid
+    i = k // (run * n_mid)
+    offsets = i * stride_outer + j * stride_mid + c * element_bytes
+    offsets.flags.writeable = False
+    extremes = (int(offsets.min()), int(offsets.max())) if length else (0, 0)
+    return offsets, extremes
 
 
 def gather_segments(

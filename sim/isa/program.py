@@ -12,6 +12,7 @@ runnable.
 
 import dataclasses
 import enum
+import functools
 import itertools
 import math
 
@@ -21,7 +22,8 @@ from systolic.mapper.ir import Node, Tensor
 from systolic.config import ArrayConfig
 from systolic.errors import SystolicError
 
-from .instructions import Halt, Instruction
+from .instructions import Halt, Instruction, Unit
+from .memories import Memory
 from .patterns import ADDRESS_LIMIT
 
 __all__ = [
@@ -236,16 +238,19 @@ class Program:
         object.__setattr__(self, "tensors", tuple(self.tensors))
         object.__setattr__(self, "layers", tuple(self.layers))
         object.__setattr__(self, "host_steps", tuple(self.host_steps))
-        halts = [i for i, instr in enumerate(self.instructions) if isinstance(instr, Halt)]
-        if halts != [len(self.instructions) - 1]:
+        instructions = self.instructions
+        if not instructions or not isinstance(instructions[-1], Halt) or any(
+                isinstance(instr, Halt) for instr in instructions[:-1]):
+            halts = [i for i, instr in enumerate(instructions) if isinstance(instr, Halt)]
             raise ProgramError(
                 "a program must end with HALT and have no other HALT "
-                f"(HALT at {halts or 'no index'} of {len(self.instructions)} instructions)"
+                f"(HALT at {halts or 'no index'} of {len(instructions)} instructions)"
             )
-        for index, instr in enumerate(self.instructions):
+        config = self.config
+        for index, instr in enumerate(instructions):
             if not isinstance(instr, Instruction):
                 raise ProgramError(f"instruction {index} is not an Instruction: {instr!r}")
-            instr.check(self.config)
+            instr.check_once(config)
         ordered = sorted(self.segments, key=lambda s: s.address)
         for before, after in itertools.pairwise(ordered):
             if after.address < before.end:
@@ -293,12 +298,15 @@ class Program:
         """Return the placements with `role`, in program order."""
         return tuple(t for t in self.tensors if t.role is role)
 
-    @property
+    @functools.cached_property
     def memory_end(self) -> int:
         """The first address after every byte the program's image, tensors and instructions use."""
         end = max([s.end for s in self.segments] + [t.end for t in self.tensors] + [0])
+        config = self.config
         for instr in self.instructions:
-            for access in instr.footprint(self.config):
-                if access.memory.value == "external":
-                    end = max(end, access.last + 1)
+            if instr.UNIT is Unit.EX or isinstance(instr, Halt):  # on-chip only
+                continue
+            for access in instr.footprint(config):
+                if access.memory is Memory.EXTERNAL and access.last >= end:
+                    end = access.last + 1
         return end

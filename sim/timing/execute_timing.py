@@ -53,8 +53,8 @@ drain). Back to back, tiles follow with no idle cycle when every chunk has at le
 a tile of `k` steps then occupies the array for `max(k, rows)` cycles.
 """
 
-import copy
 import dataclasses
+from typing import NamedTuple
 
 from systolic.config import ArrayConfig, Dataflow
 
@@ -65,15 +65,14 @@ __all__ = ["ExecuteTiming", "InstructionTiming"]
 _NEVER = -(10**9)
 
 
-@dataclasses.dataclass(frozen=True)
-class InstructionTiming:
+class InstructionTiming(NamedTuple):
     """The cycle the unit took an instruction in, and the cycle it reported completion in."""
 
     taken: int
     completed: int
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class _Engine:
     """An engine that issues one read per cycle into a one-entry output stage."""
 
@@ -82,8 +81,8 @@ class _Engine:
 
     def run(self, start: int, beats: int, gate: int) -> int:
         """Run an item started in `start` whose first beat waits for `gate`; return its T0."""
-        first_issue = max(start + 1, self.last_take)
-        first_take = max(first_issue + 1, gate)
+        first_issue = max(self.last_take, start + 1)
+        first_take = max(gate, first_issue + 1)
         last_issue = first_issue if beats == 1 else first_take + beats - 2
         self.free = last_issue
         self.last_take = first_take + beats - 1
@@ -97,7 +96,10 @@ class ExecuteTiming:
         self.config = config
         self._latency = config.rows + config.cols - 1
         self._last_taken = -1
-        if config.dataflow is Dataflow.WS:
+        self._ws = config.dataflow is Dataflow.WS
+        self._rows, self._dim = config.rows, config.dim
+        self._os_drain = 2 * config.rows + config.cols - 1
+        if self._ws:
             self._init_ws()
         else:
             self._loader_free = _NEVER  # cycle the loader issues its instruction's last read
@@ -120,12 +122,20 @@ class ExecuteTiming:
 
     def issue(self, instr: Instruction, available: int) -> InstructionTiming:
         """Take the unit's next instruction, offered from cycle `available`; return its timing."""
-        earliest = max(available, self._last_taken + 1)
-        if isinstance(instr, Preload) and self.config.dataflow is Dataflow.WS:
+        earliest = self._last_taken + 1
+        earliest = max(earliest, available)
+        kind = type(instr)
+        if kind is Compute and self._ws:  # the common cases first
+            timing = self._compute(earliest, instr.m)  # type: ignore[attr-defined]
+        elif kind is Preload and self._ws:
             timing = self._preload(earliest)
-        elif isinstance(instr, Compute) and self.config.dataflow is Dataflow.WS:
+        elif kind is ComputeOS and not self._ws:
+            timing = self._compute_os(earliest, instr)  # type: ignore[arg-type]
+        elif isinstance(instr, Preload) and self._ws:
+            timing = self._preload(earliest)
+        elif isinstance(instr, Compute) and self._ws:
             timing = self._compute(earliest, instr.m)
-        elif isinstance(instr, ComputeOS) and self.config.dataflow is Dataflow.OS:
+        elif isinstance(instr, ComputeOS) and not self._ws:
             timing = self._compute_os(earliest, instr)
         else:
             raise ValueError(
@@ -136,10 +146,11 @@ class ExecuteTiming:
 
     def copy(self) -> "ExecuteTiming":
         """Return an independent copy of the schedule so far (a checkpoint)."""
-        clone = copy.copy(self)
-        if self.config.dataflow is Dataflow.WS:
-            clone._weights = dataclasses.replace(self._weights)
-            clone._acts = dataclasses.replace(self._acts)
+        clone = object.__new__(ExecuteTiming)
+        clone.__dict__.update(self.__dict__)
+        if self._ws:
+            clone._weights = _Engine(self._weights.free, self._weights.last_take)
+            clone._acts = _Engine(self._acts.free, self._acts.last_take)
         else:
             clone._bank_free = list(self._bank_free)
         return clone
@@ -161,7 +172,8 @@ class ExecuteTiming:
     def _start_item(self, taken: int, beats: int) -> int:
         """Queue an activation item taken in `taken`; return the cycle its first row is taken."""
         activates = self._closed
-        start = max(taken + 1, self._acts.free)  # it moves from the waiting slot to the engine
+        start = taken + 1  # it moves from the waiting slot to the engine
+        start = max(start, self._acts.free)
         self._slot_free = start
         first = self._acts.run(start, beats, self._loaded + 1 if activates else _NEVER)
         if activates:
@@ -169,42 +181,47 @@ class ExecuteTiming:
         return first
 
     def _preload(self, earliest: int) -> InstructionTiming:
-        taken = max(earliest, self._weights.free)
-        if self._pending:
-            taken = max(taken, self._slot_free)
+        taken = max(self._weights.free, earliest)
+        if self._pending and self._slot_free > taken:
+            taken = self._slot_free
         if self._pending or taken > self._acts.free:
             self._start_item(taken, 1)  # dummy: closes the tile (and activates unused weights)
         self._closed = True  # the running item's (or the dummy's) last row closes the tile
         self._activated = self._newest_activated
-        first = self._weights.run(taken, self.config.rows, self._activated)
-        self._loaded = first + self.config.rows - 1
+        first = self._weights.run(taken, self._rows, self._activated)
+        self._loaded = first + self._rows - 1
         self._pending = True
         return InstructionTiming(taken, self._loaded)
 
     def _compute(self, earliest: int, m: int) -> InstructionTiming:
-        taken = max(earliest, self._slot_free)
+        taken = max(self._slot_free, earliest)
         first = self._start_item(taken, m)
         self._closed = False
         self._pending = False
         return InstructionTiming(taken, first + m - 1 + self._latency)
 
     def _compute_os(self, earliest: int, instr: ComputeOS) -> InstructionTiming:
-        rows, dim = self.config.rows, self.config.dim
-        taken = max(earliest, self._loader_free)
+        rows, dim = self._rows, self._dim
+        taken = max(self._loader_free, earliest)
         load_start = taken + 1
-        issue = _NEVER
-        for chunk in range(instr.chunks(self.config)):
-            width = min(dim, instr.k - chunk * dim)
-            bank = self._chunks % 2
-            self._chunks += 1
-            first_read = max(load_start, self._bank_free[bank])
-            last_read = first_read + instr.m - 1
+        k, m = instr.k, instr.m
+        bank_free = self._bank_free
+        chunks = self._chunks
+        beat_taken = self._beat_taken
+        for chunk in range(-(-k // dim)):
+            width = k - chunk * dim
+            width = min(width, dim)
+            bank = chunks % 2
+            chunks += 1
+            first_read = max(bank_free[bank], load_start)
+            last_read = first_read + m - 1
             load_start = last_read + 1
-            issue = max(last_read + 2, self._beat_taken)  # first column
+            issue = max(beat_taken, last_read + 2)  # first column
             last_issue = issue + width - 1
-            self._bank_free[bank] = last_issue
-            self._beat_taken = last_issue + 1
+            bank_free[bank] = last_issue
+            beat_taken = last_issue + 1
+        self._chunks = chunks
         self._loader_free = load_start - 1
-        final = max(self._beat_taken, self._tile_end + rows)
+        final = max(self._tile_end + rows, beat_taken)
         self._beat_taken = self._tile_end = final
-        return InstructionTiming(taken, final + 2 * rows + self.config.cols - 1)
+        return InstructionTiming(taken, final + self._os_drain)

@@ -134,6 +134,7 @@ class _Describer:
     def __init__(self, config: ArrayConfig) -> None:
         self.config = config
         self.bus = config.bus_bytes
+        self._dim = config.dim
         self._cache: dict[tuple[Any, ...], tuple[int, tuple[Range, ...], int]] = {}
         self._keys: dict[type, tuple[attrgetter[Any], attrgetter[Any], bool]] = {}
         for cls, (_, positions) in _POSITIONS.items():
@@ -154,6 +155,12 @@ class _Describer:
         if cls is Preload:
             row = instr.row  # type: ignore[attr-defined]
             return EX, ((1, row, row + instr.k - 1, False),), 0  # type: ignore[attr-defined]
+        if cls is ComputeOS:  # ComputeOS.footprint, directly
+            in_row, m, k = instr.in_row, instr.m, instr.k  # type: ignore[attr-defined]
+            wt_row, acc_row = instr.wt_row, instr.acc_row  # type: ignore[attr-defined]
+            in_last = in_row + (-(-k // self._dim) - 1) * instr.a_stride + m - 1  # type: ignore[attr-defined]
+            return EX, ((0, in_row, in_last, False), (1, wt_row, wt_row + k - 1, False),
+                        (2, acc_row, acc_row + m - 1, True)), 0
         shape, where, has_ext = self._keys[cls]
         offsets = where(instr)
         key: tuple[Any, ...]
@@ -168,6 +175,10 @@ class _Describer:
         if cached is None:
             cached = self._fill(key, instr, offsets)
         unit, rel, cost = cached
+        if len(rel) == 2:  # LOAD, COPY, POOL: unrolled
+            (m0, f0, l0, w0), (m1, f1, l1, w1) = rel
+            o0, o1 = offsets[0], offsets[1]
+            return unit, ((m0, f0 + o0, l0 + o0, w0), (m1, f1 + o1, l1 + o1, w1)), cost
         return unit, tuple([(mem, first + o, last + o, write)
                             for (mem, first, last, write), o in zip(rel, offsets)]), cost
 
@@ -231,13 +242,12 @@ class ProgramModel:
         count = len(instructions)
         if count == 0 or not isinstance(instructions[-1], Halt):
             raise ValueError("a program must end with HALT")
-        infos = []
-        for index, instr in enumerate(instructions):
-            if isinstance(instr, Halt):
-                if index != count - 1:
-                    raise ValueError(f"instruction {index}: HALT before the end of the program")
-                continue
-            infos.append(self._describer.describe(instr))
+        describe = self._describer.describe
+        body = instructions[:-1]
+        if any(isinstance(instr, Halt) for instr in body):
+            index = next(i for i, instr in enumerate(body) if isinstance(instr, Halt))
+            raise ValueError(f"instruction {index}: HALT before the end of the program")
+        infos = [describe(instr) for instr in body]
         result, strobes, rollbacks = self._pass(instructions, infos)
         exact = _merge(strobes)
         if any(result.complete[index] != cycle for index, cycle in exact.items()):

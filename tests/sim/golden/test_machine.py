@@ -134,6 +134,22 @@ def test_ws_gemm_and_store(config: ArrayConfig, m: int, k: int, n: int) -> None:
         assert value == min(max(q + zp, lo), hi)
 
 
+def test_compute_is_exact_beyond_float64() -> None:
+    """Operands too large for an exact float64 product (written into the scratchpads
+    directly) take the int64 path: the result is the exact product, wrapped to acc_width."""
+    config = dataclasses.replace(WS, acc_width=64)
+    rng = np.random.default_rng(11)
+    machine = Machine(config, 64)
+    k, m = config.rows, 5
+    machine.spad_wt[:k] = rng.integers(-(2**40), 2**40, (k, config.dim))
+    machine.spad_in[:m] = rng.integers(-(2**20), 2**20, (m, config.dim))
+    machine.run((Preload(0, k, config.cols), Compute(0, m, 0), Halt()))
+    a = machine.spad_in[:m, :k].astype(object)
+    b = machine.spad_wt[:k, : config.cols].astype(object)
+    expected = (a @ b).astype(np.int64)  # |products| < 2**63: no wrap
+    np.testing.assert_array_equal(machine.acc[:m, : config.cols], expected)
+
+
 def test_ws_accumulator_wraps_around() -> None:
     config = dataclasses.replace(WS, acc_width=16)
     rng = np.random.default_rng(5)

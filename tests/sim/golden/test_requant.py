@@ -13,6 +13,8 @@ from systolic.sim.golden.requant import (
     quantize_multiplier,
     requantize,
     round_shift_half_even,
+    round_shift_int64,
+    scaled_round_shift,
 )
 from systolic.sim.reference import quant
 
@@ -141,6 +143,40 @@ def test_round_shift_is_exact_beyond_int64():
     got = round_shift_half_even(np.array(values, dtype=object), np.array(shifts))
     expected = [round(Fraction(v, 2**r)) for v, r in zip(values, shifts, strict=True)]
     assert got.tolist() == expected
+
+
+def test_int64_round_shift_is_exact_at_every_width_and_shift():
+    """The int64 fast path (and its fallback beyond 2**62) against exact rationals, ties at
+    every shift included."""
+    rng = np.random.default_rng(5)
+    values, shifts = [], []
+    for bits in range(1, 64):
+        values += [int(v) for v in rng.integers(-(2**bits), 2**bits, 8, dtype=np.int64)]
+        shifts += [int(r) for r in rng.integers(0, 63, 8)]
+    for r in range(1, 63):  # exact halves of both parities, both signs
+        for k in (-3, -1, 1, 3):
+            values.append(k << (r - 1))
+            shifts.append(r)
+    values += [2**63 - 1, -(2**63), 0]
+    shifts += [5, 62, 0]
+    got = round_shift_int64(np.array(values, dtype=np.int64), np.array(shifts))
+    assert got.dtype == np.int64
+    expected = [round(Fraction(v, 2**r)) for v, r in zip(values, shifts, strict=True)]
+    assert got.tolist() == expected
+    one_shift = round_shift_int64(np.array(values[:100], dtype=np.int64), 7)
+    assert one_shift.tolist() == [round(Fraction(v, 2**7)) for v in values[:100]]
+
+
+def test_scaled_round_shift_is_exact_with_and_without_int64_headroom():
+    rng = np.random.default_rng(6)
+    for magnitude in (2**8, 2**31, 2**40):
+        values = rng.integers(-magnitude, magnitude, 64, dtype=np.int64)
+        multiplier = int(rng.integers(0, 2**31))
+        for shift in (0, 1, 31, 45, 62):
+            expected = [round(Fraction(int(v) * multiplier, 2**shift)) for v in values]
+            if max(abs(q) for q in expected) >= 2**63:
+                continue  # the result must fit int64
+            assert scaled_round_shift(values, multiplier, shift).tolist() == expected
 
 
 @pytest.mark.parametrize(

@@ -319,3 +319,18 @@ def test_conflicts_need_a_write_and_an_overlap() -> None:
     assert not write.conflicts(Access(Memory.ACC, 8, 9, True))
     assert not write.conflicts(Access(Memory.SPAD_IN, 4, 7, True))
     assert not Access(Memory.ACC, 0, 9, False).conflicts(Access(Memory.ACC, 0, 9, False))
+
+
+def test_check_once_checks_each_configuration_object() -> None:
+    """`check_once` skips only a repeat check against the very same configuration object."""
+    big = ArrayConfig(rows=8, cols=8, dataflow=Dataflow.WS)
+    small = ArrayConfig(rows=4, cols=4, dataflow=Dataflow.WS)
+    preload = Preload(row=0, k=8, n=8)
+    preload.check_once(big)
+    preload.check_once(big)
+    with pytest.raises(InstructionError, match=r"^PRELOAD k must not exceed 4"):
+        preload.check_once(small)
+    other = ArrayConfig(rows=8, cols=8, dataflow=Dataflow.OS)
+    with pytest.raises(InstructionError, match=r"^PRELOAD needs a ws \(dataflow ws\) array"):
+        preload.check_once(other)
+    assert dataclasses.replace(preload) == preload  # the mark is not a field
