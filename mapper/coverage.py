@@ -12,7 +12,9 @@ follows every original node to its outcome:
 - removed or folded into a constant before the run (Identity, Dropout, constant chains, the
   Quantize/Dequantize pairs fused ops absorb): `none`, with the reason.
 
-When the model cannot be mapped at all, every node is `host` with the mapper's message.
+Symbolic input dimensions (a dynamic batch) are taken as 1 for this: the unit a node runs on
+does not depend on them. When the model cannot be mapped at all, every node is `host` with
+the mapper's message.
 """
 
 import ast
@@ -47,6 +49,25 @@ def _target(fate: NodeFate) -> str | None:
     return name if isinstance(name, str) else None
 
 
+def _symbols_as_one(model: Model) -> Model:
+    """Return `model` with every symbolic or unknown input dimension bound to 1 (unchanged
+    when all inputs are static or when the binding fails)."""
+    from .dim_binding import bind_inputs
+
+    constants = {tensor.name for tensor in model.graph.initializers}
+    shapes = {
+        info.name: tuple(d if isinstance(d, int) else 1 for d in info.type.shape)
+        for info in model.graph.inputs
+        if info.name not in constants and info.type.shape is not None and not info.type.is_static
+    }
+    if not shapes:
+        return model
+    try:
+        return bind_inputs(model, shapes)
+    except SystolicError:
+        return model
+
+
 def node_units(model: Model, config: ArrayConfig) -> list[NodeUnit]:
     """Return (unit, reason) for each node of `model.graph.nodes`, in order."""
     from .lowering import compile_model
@@ -54,7 +75,7 @@ def node_units(model: Model, config: ArrayConfig) -> list[NodeUnit]:
 
     names = [node.name for node in name_nodes(model).graph.nodes]
     try:
-        integer, report = run_passes(model)
+        integer, report = run_passes(_symbols_as_one(model))
         compiled = compile_model(integer, config)
     except SystolicError as err:
         return [("host", f"the mapper cannot map this model: {err}")] * len(names)

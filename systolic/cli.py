@@ -3,11 +3,16 @@
 Every user-caused error (`SystolicError`, a file that cannot be read) is printed as one line
 `systolic: error: ...` on standard error with exit status 2 and no traceback. An unexpected
 exception is a bug: it prints one line too (exit 3), and `--debug` shows the traceback.
+Warnings (the importer's name warnings, numpy's floating-point warnings from a host layer)
+are one line each, `systolic: warning: ...`, without the source line Python would show;
+`--debug` shows them in Python's own form.
 """
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import NoReturn, TextIO
 
 from . import __version__
 from .commands import COMMANDS
@@ -17,9 +22,20 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line too, `systolic: error: ...` naming
+    the subcommand and where to read its options (exit status 2); subcommand parsers
+    inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("systolic").strip()
+        where = f"{command}: " if command else ""
+        self.exit(EXIT_USAGE, f"systolic: error: {where}{message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="systolic",
         description=(
             "Map ONNX models onto a configurable systolic-array accelerator, simulate it "
@@ -36,6 +52,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def show_warning_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Print a warning as one line `systolic: warning: ...` (the `warnings.showwarning`
+    signature); warnings from outside the tool keep their category name as a prefix."""
+    text = " ".join(str(message).split())
+    own = category.__module__.split(".")[0] == "systolic"
+    prefix = "" if own else f"{category.__name__}: "
+    print(f"systolic: warning: {prefix}{text}", file=file if file is not None else sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     parser = build_parser()
@@ -43,6 +75,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    with warnings.catch_warnings():
+        if not args.debug:
+            warnings.showwarning = show_warning_line
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         status: int = args.run(args)
         return status

@@ -8,13 +8,15 @@ nothing is written.
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
+from systolic.errors import ConfigError
 from systolic.mapper.ir import Model
 
 from .config_args import add_config_arguments, config_from_args
 
-__all__ = ["integer_model", "register", "run"]
+__all__ = ["integer_model", "parse_input_shapes", "register", "run"]
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -29,6 +31,15 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "-o", "--output", metavar="PROGRAM", required=True, help="the program file to write"
     )
     parser.add_argument("--quiet", action="store_true", help="print nothing on success")
+    parser.add_argument(
+        "--input-shape", metavar="NAME=DxD...", action="append", default=[],
+        help="fix the shape of an input with symbolic dimensions, e.g. x=1x3x224x224 "
+        "(repeat for several inputs)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-memory", metavar="SIZE", default="8GiB",
+        help="largest tensor the model may hold (default 8GiB); larger ones are refused",
+    )  # fmt: skip
     add_config_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -47,14 +58,60 @@ def integer_model(model: Model) -> Model:
     return Model(model.ir_version, model.opsets, result)
 
 
+def parse_input_shapes(texts: list[str]) -> dict[str, tuple[int, ...]]:
+    """Return {input name: shape} from `--input-shape NAME=DxDx...` values."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for text in texts:
+        name, _, dims = text.rpartition("=")
+        try:
+            shape = tuple(int(d, 10) for d in dims.split("x")) if dims else ()
+        except ValueError:
+            shape = ()
+        if not name or not shape or any(d <= 0 for d in shape):
+            raise ConfigError(
+                f"--input-shape {text!r} is not NAME=DxD... with positive sizes, for example "
+                f"x=1x3x224x224"
+            )
+        if name in shapes:
+            raise ConfigError(f"--input-shape gives input {name!r} twice")
+        shapes[name] = shape
+    return shapes
+
+
 def run(args: argparse.Namespace) -> int:
     """Compile and write the program; return 0."""
+    from systolic.mapper.importer import bind_inputs
     from systolic.mapper.lowering import compile_model
 
+    from .inspect import parse_size
     from .model_loading import load_user_model
+    from .output_paths import check_output_file
 
     config = config_from_args(args)
-    model = integer_model(load_user_model(args.model))
+    limit = parse_size(args.max_memory)
+    check_output_file("-o", args.output)
+    if Path(args.output).resolve() == Path(args.model).resolve():
+        raise ConfigError(f"-o {args.output!r} is the model itself: name another file")
+    shapes = parse_input_shapes(args.input_shape)
+    model = load_user_model(args.model, max_tensor_bytes=limit)
+    if shapes:
+        unknown = sorted(set(shapes) - {info.name for info in model.graph.inputs})
+        if unknown:
+            names = ", ".join(repr(info.name) for info in model.graph.inputs)
+            raise ConfigError(
+                f"--input-shape names {', '.join(map(repr, unknown))}, not an input of the "
+                f"model (inputs: {names})"
+            )
+        model = bind_inputs(model, shapes, max_tensor_bytes=limit)
+    constants = {tensor.name for tensor in model.graph.initializers}
+    for info in model.graph.inputs:
+        if info.name not in constants and not info.type.is_static:
+            dims = "x".join(str(d) if isinstance(d, int) else "D" for d in info.type.shape or ())
+            raise ConfigError(
+                f"input {info.name!r} has no fixed shape ({info.type.text()}): a program is "
+                f"compiled for one shape; give it with --input-shape {info.name}={dims or 'D'}"
+            )
+    model = integer_model(model)
     compiled = compile_model(model, config)
     compiled.save(args.output)
     if not args.quiet:

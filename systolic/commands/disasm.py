@@ -8,11 +8,13 @@ back into the program's instructions.
 
 import argparse
 import sys
+from pathlib import Path
 
+from systolic.errors import ModelError, SystolicError
 from systolic.sim.isa.disassembler import format_instruction
 from systolic.sim.isa.program import Program
 
-__all__ = ["register", "render", "run"]
+__all__ = ["load_program", "register", "render", "run"]
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -71,9 +73,45 @@ def render(program: Program) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(args: argparse.Namespace) -> int:
-    """Read the program file and print its listing; return 0."""
+def _looks_like_onnx(data: bytes) -> bool:
+    """True when `data` parses as an ONNX model with a graph (a common mix-up)."""
+    from google.protobuf.message import DecodeError
+
+    from systolic.proto import ModelProto
+
+    model = ModelProto()
+    try:
+        model.ParseFromString(data)
+    except DecodeError:
+        return False
+    return model.HasField("graph") and model.ir_version > 0
+
+
+def load_program(path: str) -> Program:
+    """Read the program file at `path`; any problem is one `ModelError` naming the file."""
     from systolic.mapper.lowering.compiled import CompiledModel
 
-    sys.stdout.write(render(CompiledModel.load(args.program).program))
+    data = Path(path).read_bytes()  # OSError: the command line names the file
+    if not data:
+        raise ModelError(f"{path} is empty: it holds no program (write one with systolic compile)")
+    if _looks_like_onnx(data):
+        raise ModelError(
+            f"{path} is an ONNX model, not a program: compile it first with "
+            f"'systolic compile {path} -o PROGRAM'"
+        )
+    try:
+        return CompiledModel.load(path).program
+    except SystolicError as err:
+        text = str(err)
+        if text.startswith(f"{path} "):
+            raise
+        raise ModelError(
+            f"{path} is not a valid program file ({text}): it is corrupt or from another "
+            f"version of the tool; recompile the model"
+        ) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read the program file and print its listing; return 0."""
+    sys.stdout.write(render(load_program(args.program)))
     return 0

@@ -12,12 +12,14 @@ import json
 import re
 import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 from systolic.errors import ConfigError
 from systolic.fileio import write_atomically
 
 from .config_args import add_config_arguments, config_from_args
+from .output_paths import check_output_file
 
 __all__ = ["parse_size", "register", "render_text", "run"]
 
@@ -89,6 +91,10 @@ def run(args: argparse.Namespace) -> int:
 
     limit = parse_size(args.max_memory)
     config = config_from_args(args)
+    if args.json and args.json != "-":
+        check_output_file("--json", args.json)
+        if args.model is not None and Path(args.json).resolve() == Path(args.model).resolve():
+            raise ConfigError(f"--json {args.json!r} is the model itself: name another file")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NameWarning)
         model = load_model(args.model or example_path(), max_tensor_bytes=limit)

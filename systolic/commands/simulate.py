@@ -18,8 +18,10 @@ from systolic.errors import ConfigError
 from systolic.simulation.report import SimulationReport, render_table
 
 from .config_args import add_config_arguments, config_from_args
+from .inspect import parse_size
+from .output_paths import check_output_file
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "seed_value"]
 
 EXIT_MISMATCH = 1
 
@@ -45,7 +47,10 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help=".npy (one-input models) or .npz (one array per input name); default: a seeded "
         "random input",
     )  # fmt: skip
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")
+    parser.add_argument(
+        "--seed", type=seed_value, default=0, metavar="N",
+        help="seed of the random input, a whole number >= 0 (default 0)",
+    )  # fmt: skip
     parser.add_argument(
         "--output", metavar="FILE.npz",
         help="write the model's final outputs (by output name, in the model's output types)",
@@ -62,8 +67,23 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="skip the comparison with onnxruntime even when it is installed",
     )  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="print only errors and mismatches")
+    parser.add_argument(
+        "--max-memory", metavar="SIZE", default="8GiB",
+        help="largest tensor the model may hold (default 8GiB); larger ones are refused",
+    )  # fmt: skip
     add_config_arguments(parser)
     parser.set_defaults(run=run)
+
+
+def seed_value(text: str) -> int:
+    """Parse `--seed`: a whole number >= 0 (numpy's generators refuse negative seeds)."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
+    return value
 
 
 def _check_paths(args: argparse.Namespace) -> None:
@@ -71,12 +91,17 @@ def _check_paths(args: argparse.Namespace) -> None:
         raise ConfigError(f"--output {args.output!r} must name a .npz file (one array per output)")
     if args.vcd is not None and not args.vcd.endswith(".vcd"):
         raise ConfigError(f"--vcd {args.vcd!r} must name a .vcd file")
-    targets = [p for p in (args.output, args.json, args.vcd) if p is not None and p != "-"]
-    if len(set(targets)) != len(targets):
+    named = [(option, path) for option, path in
+             (("--output", args.output), ("--json", args.json), ("--vcd", args.vcd))
+             if path is not None and path != "-"]  # fmt: skip
+    resolved = [Path(path).resolve() for _, path in named]
+    if len(set(resolved)) != len(resolved):
         raise ConfigError("--output, --json and --vcd must name different files")
-    for target in targets:
-        if Path(target).is_dir():
-            raise ConfigError(f"{target!r} is a folder: name a file to write")
+    sources = {Path(p).resolve() for p in (args.model, args.input) if p is not None}
+    for (option, path), where in zip(named, resolved, strict=True):
+        if where in sources:
+            raise ConfigError(f"{option} {path!r} would overwrite the model or --input file")
+        check_output_file(option, path)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     from systolic.simulation.run import simulate_model
 
     config = config_from_args(args)
+    limit = parse_size(args.max_memory)
     _check_paths(args)
     if args.model is None:
         model_path, label = example_path(), f"bundled:{DEFAULT_EXAMPLE}"
@@ -95,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         outcome = simulate_model(
             model_path, config, label=label, backend=args.backend, input_path=args.input,
             seed=args.seed, vcd=args.vcd, files=files,
-            compare_onnxruntime=not args.no_onnxruntime,
+            compare_onnxruntime=not args.no_onnxruntime, max_tensor_bytes=limit,
         )  # fmt: skip
         report = outcome.report
         text = json.dumps(report.to_json(), indent=2) + "\n"

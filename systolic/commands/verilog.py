@@ -19,6 +19,8 @@ from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import ConfigError
 from systolic.fileio import write_atomically
 
+from .output_paths import check_output_file, check_output_folder
+
 __all__ = ["build_config", "register", "render_report", "run"]
 
 _INT_OPTIONS = (
@@ -103,6 +105,11 @@ def run(args: argparse.Namespace) -> int:
     from systolic.verilog.synth import SynthReport, check_yosys, synthesize
 
     config = build_config(args)
+    check_output_folder("-o", args.output)
+    if args.json and args.json != "-":
+        if Path(args.json).resolve() == Path(args.output).resolve():
+            raise ConfigError("--json must name a file, not the -o folder: give another path")
+        check_output_file("--json", args.json)
     if args.lint:
         find_verilator()  # fail before the work when the tool is missing
     if args.gates and not args.report:

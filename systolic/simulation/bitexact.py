@@ -10,6 +10,10 @@ and returns the first differing element as a `Mismatch`, naming the tile it belo
   `n, h, w` of a convolution, the row of a matrix product); output-stationary runs also name
   the row tile (`rows` GEMM rows per COMPUTE.OS);
 - vector and layout layers: the channel and row of the element.
+
+`compare_final_outputs(...)` then checks the model's outputs as they are read from memory at
+the end (whoever wrote them: the accelerator, a host layer, or the input image) against the
+reference, so an output that nothing wrote, or that a later step overwrote, is a mismatch.
 """
 
 import math
@@ -26,7 +30,7 @@ from systolic.sim.reference.executor import run_graph
 
 from .report import Mismatch
 
-__all__ = ["compare_layer", "reference_values", "tile_text"]
+__all__ = ["compare_final_outputs", "compare_layer", "reference_values", "tile_text"]
 
 
 def reference_values(
@@ -122,3 +126,30 @@ def compare_layer(
 
 def _number(value: np.generic) -> int | float:
     return float(value) if np.issubdtype(value.dtype, np.floating) else int(value)
+
+
+def compare_final_outputs(
+    compiled: CompiledModel, outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarray]
+) -> Mismatch | None:
+    """Return the first element of the final outputs (read from memory) that differs from
+    the reference executor's value; NaN equals NaN."""
+    producers = {name: layer.name for layer in compiled.layers for name in layer.outputs}
+    for name, got in outputs.items():
+        want = reference.get(name)
+        if want is None:
+            continue
+        want = np.asarray(want)
+        layer = producers.get(name, f"graph output {name}")
+        if got.shape != want.shape:
+            return Mismatch(layer, f"final output {name!r} has shape {list(got.shape)}, the "
+                            f"reference {list(want.shape)}", (), 0, 0)  # fmt: skip
+        same = got == want.astype(got.dtype, copy=False)
+        if got.dtype.kind == "f":
+            same |= np.isnan(got) & np.isnan(want)
+        where = np.argwhere(~same)
+        if not where.size:
+            continue
+        index = tuple(int(i) for i in where[0])
+        tile = f"final output {name!r} ({len(where)} of {got.size} elements differ)"
+        return Mismatch(layer, tile, index, _number(want[index]), _number(got[index]))
+    return None

@@ -13,7 +13,7 @@ import numpy as np
 from systolic.errors import ModelError
 from systolic.mapper.ir import Model, TensorType, ValueInfo
 
-__all__ = ["load_inputs", "model_inputs", "random_inputs"]
+__all__ = ["check_calibration_inputs", "load_inputs", "model_inputs", "random_inputs"]
 
 
 def model_inputs(model: Model) -> tuple[ValueInfo, ...]:
@@ -64,12 +64,13 @@ def _numpy_dtype(tensor_type: TensorType) -> np.dtype:
 
 def _read_arrays(path: str | os.PathLike[str], model: Model) -> dict[str, np.ndarray]:
     text = os.fspath(path)
+    suffix = os.path.splitext(text)[1].lower()
     needed = model_inputs(model)
     try:
-        if text.endswith(".npz"):
+        if suffix == ".npz":
             with np.load(text, allow_pickle=False) as archive:
                 return {name: archive[name] for name in archive.files}
-        if text.endswith(".npy"):
+        if suffix == ".npy":
             array = np.load(text, allow_pickle=False)
             if len(needed) != 1:
                 names = ", ".join(repr(i.name) for i in needed)
@@ -148,3 +149,18 @@ def _convert(name: str, array: np.ndarray, expected: TensorType) -> np.ndarray:
     )
 
 
+def check_calibration_inputs(
+    arrays: dict[str, np.ndarray], path: str | os.PathLike[str]
+) -> None:
+    """Refuse float arrays holding NaN or infinite values as calibration data: a float model
+    is quantized with value ranges measured on them, which need finite values."""
+    for name, array in arrays.items():
+        if array.dtype.kind != "f":
+            continue
+        bad = int(np.count_nonzero(~np.isfinite(array)))
+        if bad:
+            raise ModelError(
+                f"{os.fspath(path)}: input {name!r} holds {bad} NaN or infinite value(s) of "
+                f"{array.size}: a float model is quantized on ranges calibrated on --input, "
+                f"which must be finite; replace them"
+            )

@@ -22,6 +22,7 @@ types); it writes nothing except the temporary VCD files a `PendingFiles` hands 
 
 import dataclasses
 import os
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -29,7 +30,12 @@ import numpy as np
 
 from systolic.config import ArrayConfig
 from systolic.errors import ConfigError
-from systolic.mapper.importer import load_model
+from systolic.mapper.importer import (
+    DEFAULT_MAX_TENSOR_BYTES,
+    NameWarning,
+    bind_inputs,
+    load_model,
+)
 from systolic.mapper.ir import Model
 from systolic.mapper.lowering import compile_model
 from systolic.mapper.lowering.compiled import (
@@ -46,8 +52,8 @@ from systolic.sim.reference.executor import run_model
 from systolic.sim.run.backends import BACKENDS, run_program
 from systolic.sim.run.progress import watching
 
-from .bitexact import compare_layer, reference_values
-from .inputs import load_inputs
+from .bitexact import compare_final_outputs, compare_layer, reference_values
+from .inputs import check_calibration_inputs, load_inputs, model_inputs
 from .layer_timing import RunTimes, ideal_array_cycles, layer_timings
 from .onnxruntime_check import compare_outputs, onnxruntime_available, run_onnxruntime
 from .outputs import PendingFiles
@@ -152,12 +158,15 @@ def simulate_model(
     compare_onnxruntime: bool = True,
     watchdog: int | None = None,
     progress: Callable[[int, str], ProgressBar] | None = None,
+    max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES,
 ) -> SimulationOutcome:
     """Simulate and check the model at `model_path` (module docstring).
 
     `label` names the model in the report (default: the path). `vcd` (rtl backend only)
     writes each accelerator run's waveform through `files` (see `vcd_paths`). `progress`
     makes a progress bar from (total, label); default: `ProgressBar` on standard error.
+    `max_tensor_bytes` is the importer's limit on any one tensor. The importer's name
+    warnings are always shown (once), never turned into errors.
     """
     if backend not in BACKENDS:
         known = ", ".join(sorted(BACKENDS))
@@ -167,10 +176,19 @@ def simulate_model(
             f"--vcd needs the rtl backend (waveforms come from the Amaranth simulator), not "
             f"{backend!r}: add --backend rtl or drop --vcd"
         )
-    original = load_model(model_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", NameWarning)
+        original = load_model(model_path, max_tensor_bytes=max_tensor_bytes)
     inputs = load_inputs(original, input_path, seed=seed)
+    if not all(info.type.is_static for info in model_inputs(original)):
+        # symbolic or unknown dimensions: the --input arrays fix them
+        shapes = {name: tuple(array.shape) for name, array in inputs.items()}
+        original = bind_inputs(original, shapes, max_tensor_bytes=max_tensor_bytes)
     float_model = not is_quantized(original)
-    calibration = [inputs] if float_model and input_path is not None else None
+    calibration = None
+    if float_model and input_path is not None:
+        check_calibration_inputs(inputs, input_path)
+        calibration = [inputs]
     integer, _ = run_passes(original, calibration=calibration, seed=seed)
     compiled = compile_model(integer, config)
     reference = reference_values(compiled, inputs)
@@ -242,6 +260,8 @@ def simulate_model(
         if kind is not None and kind.dtype.has_numpy:
             value = value.astype(kind.dtype.numpy)
         outputs[placement.name] = value
+    if mismatch is None:
+        mismatch = compare_final_outputs(compiled, outputs, reference)
 
     units = [instr.UNIT for instr in compiled.program.instructions]
     timings = layer_timings(layers, units, runs)

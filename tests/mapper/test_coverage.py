@@ -5,7 +5,9 @@ Quantize/Dequantize to the host, and a Softmax to the host with its reason."""
 import json
 from pathlib import Path
 
+import numpy as np
 import onnx
+import onnx.numpy_helper
 import pytest
 from onnx import helper
 from systolic.mapper.coverage import node_units
@@ -88,14 +90,28 @@ def test_a_model_the_mapper_refuses_is_all_host(tmp_path: Path) -> None:
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],
         "g",
-        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["n", 3])],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["n", 3])],
+        [helper.make_tensor_value_info("x", onnx.TensorProto.DOUBLE, [2, 3])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.DOUBLE, [2, 3])],
+    )
+    path = tmp_path / "double.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    ((unit, reason),) = node_units(load_model(path), ArrayConfig())
+    assert unit == "host"
+    assert reason.startswith("the mapper cannot map this model: ")
+    assert "DOUBLE" in reason
+
+
+def test_a_symbolic_batch_does_not_change_the_units(tmp_path: Path) -> None:
+    """A dynamic batch (as torch exports write) maps like batch 1: the Conv goes to the array."""
+    weights = onnx.numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])],
+        "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["n", 3, 8, 8])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["n", 4, 8, 8])],
+        initializer=[weights],
     )
     path = tmp_path / "dynamic.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
     ((unit, reason),) = node_units(load_model(path), ArrayConfig())
-    assert unit == "host"
-    assert reason == (
-        "the mapper cannot map this model: value 'x' has no static shape; give the inputs "
-        "fixed shapes"
-    )
+    assert (unit, reason) == ("array", "fused into systolic.QConv 'conv'")

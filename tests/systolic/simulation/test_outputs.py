@@ -1,11 +1,14 @@
 """PendingFiles: every file or none; npz bytes round trip."""
 
 import io
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from systolic.errors import ConfigError
 from systolic.simulation.outputs import PendingFiles, npz_bytes
 
 
@@ -36,3 +39,40 @@ def test_npz_bytes_keep_names_and_dtypes() -> None:
         for name, value in arrays.items():
             assert loaded[name].dtype == value.dtype
             np.testing.assert_array_equal(loaded[name], value)
+
+
+def test_an_error_removes_the_folders_staging_made(tmp_path: Path) -> None:
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(RuntimeError), PendingFiles() as files:
+        files.stage(tmp_path / "new" / "deeper" / "a.json", "{}")
+        files.stage(tmp_path / "kept" / "b.json", "{}")
+        raise RuntimeError("boom")
+    assert [p.name for p in tmp_path.iterdir()] == ["kept"]
+    assert list((tmp_path / "kept").iterdir()) == []
+
+
+def test_a_folder_that_cannot_be_made_names_the_target(tmp_path: Path) -> None:
+    (tmp_path / "plain").write_text("a file")
+    with PendingFiles() as files, pytest.raises(ConfigError, match=r"cannot write '.*plain/x/a\.json'"):
+        files.stage(tmp_path / "plain" / "x" / "a.json", "{}")
+    assert [p.name for p in tmp_path.iterdir()] == ["plain"]
+
+
+def test_a_rename_onto_a_folder_names_the_target(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    with PendingFiles() as files:
+        files.stage(tmp_path / "d", "{}")
+        with pytest.raises(ConfigError, match=r"cannot write '.*/d': Is a directory"):
+            files.commit()
+    assert [p.name for p in tmp_path.iterdir()] == ["d"]
+
+
+def test_staged_files_get_the_permissions_open_would_give(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        with PendingFiles() as files:
+            files.stage(tmp_path / "a.json", "{}")
+            files.commit()
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o640
