@@ -57,25 +57,41 @@ class TensorPlacementProto(_message.Message):
         OUTPUT: _ClassVar[TensorPlacementProto.Role]
         CONSTANT: _ClassVar[TensorPlacementProto.Role]
         ACTIVATION: _ClassVar[TensorPlacementProto.Role]
+        INPUT_OUTPUT: _ClassVar[TensorPlacementProto.Role]
     ROLE_UNSPECIFIED: TensorPlacementProto.Role
     INPUT: TensorPlacementProto.Role
     OUTPUT: TensorPlacementProto.Role
     CONSTANT: TensorPlacementProto.Role
     ACTIVATION: TensorPlacementProto.Role
+    INPUT_OUTPUT: TensorPlacementProto.Role
     class ElementType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         UNDEFINED: _ClassVar[TensorPlacementProto.ElementType]
         FLOAT: _ClassVar[TensorPlacementProto.ElementType]
         UINT8: _ClassVar[TensorPlacementProto.ElementType]
         INT8: _ClassVar[TensorPlacementProto.ElementType]
+        UINT16: _ClassVar[TensorPlacementProto.ElementType]
         INT16: _ClassVar[TensorPlacementProto.ElementType]
         INT32: _ClassVar[TensorPlacementProto.ElementType]
+        INT64: _ClassVar[TensorPlacementProto.ElementType]
+        BOOL: _ClassVar[TensorPlacementProto.ElementType]
+        FLOAT16: _ClassVar[TensorPlacementProto.ElementType]
+        DOUBLE: _ClassVar[TensorPlacementProto.ElementType]
+        UINT32: _ClassVar[TensorPlacementProto.ElementType]
+        UINT64: _ClassVar[TensorPlacementProto.ElementType]
     UNDEFINED: TensorPlacementProto.ElementType
     FLOAT: TensorPlacementProto.ElementType
     UINT8: TensorPlacementProto.ElementType
     INT8: TensorPlacementProto.ElementType
+    UINT16: TensorPlacementProto.ElementType
     INT16: TensorPlacementProto.ElementType
     INT32: TensorPlacementProto.ElementType
+    INT64: TensorPlacementProto.ElementType
+    BOOL: TensorPlacementProto.ElementType
+    FLOAT16: TensorPlacementProto.ElementType
+    DOUBLE: TensorPlacementProto.ElementType
+    UINT32: TensorPlacementProto.ElementType
+    UINT64: TensorPlacementProto.ElementType
     NAME_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]

@@ -183,8 +183,8 @@ class _Compiler:
             out_type = self.graph.type_of(out)
             if out_type is None or not out_type.is_static or out_type.shape is None:
                 continue
-            if element_type(out_type.dtype) is None or len(set(node.inputs)) != len(node.inputs):
-                continue
+            if out_type.dtype not in EIGHT_BIT or len(set(node.inputs)) != len(node.inputs):
+                continue  # only 8-bit Concats run on the accelerator
             shape = tuple(int(d) for d in out_type.shape)  # type: ignore[arg-type]
             axis = int_attr(node, "axis", 0) % len(shape)
             eligible = []
@@ -201,6 +201,7 @@ class _Compiler:
                     and [u.label for u in self.consumers.get(name, [])] == [node.label]
                     and name not in self.outputs
                     and name not in self.halos
+                    and 0 not in in_type.shape
                     and in_type.dtype == out_type.dtype
                     and self.plan.channel_last(name, in_type.dtype, in_type.shape)  # type: ignore[arg-type]
                     == self.plan.channel_last(out, out_type.dtype, shape)
@@ -234,6 +235,8 @@ class _Compiler:
         return LayerContext(self.config, self.graph, self.plan, overrides)
 
     def role(self, name: str) -> TensorRole:
+        if name in self.outputs and name in self.inputs:
+            return TensorRole.INPUT_OUTPUT
         if name in self.outputs:
             return TensorRole.OUTPUT
         if name in self.inputs:
@@ -241,7 +244,8 @@ class _Compiler:
         return TensorRole.ACTIVATION
 
     def place(self, name: str) -> TensorPlacement | None:
-        """Place value `name` by the layout rules (None when its type cannot be placed)."""
+        """Place value `name` by the layout rules (None when its type cannot be placed or it is
+        an empty intermediate value: it then lives on the host only)."""
         if name in self.plan.placements:
             return self.plan.placements[name]
         if name in self.slices:
@@ -256,6 +260,15 @@ class _Compiler:
                     "the program format cannot place"
                 )
             return None
+        if any(int(d) == 0 for d in tensor_type.shape):
+            if name in self.outputs or name in self.inputs:
+                what = "input" if name in self.inputs else "output"
+                raise UnsupportedError(
+                    f"graph {what} {name!r} is empty (shape {list(tensor_type.shape)} has a "
+                    "size-0 dimension), which a program cannot hold; give the model inputs with "
+                    "non-zero sizes (--input arrays, or a model exported with non-empty shapes)"
+                )
+            return None  # an empty intermediate value lives on the host
         initializer = self.graph.initializer(name)
         if initializer is not None and name not in self.inputs:
             return self.plan.place_constant(name, initializer.dtype, initializer.data)
@@ -307,9 +320,9 @@ class _Compiler:
         ctx = self.ctx(index)
         macs = _macs(node, ctx)
         if unit is LayerUnit.LAYOUT:
-            if self.compile_layout(index, node):
-                return
-            self.host(node, "the layout operator needs the host here", macs)
+            reason = self.compile_layout(index, node)
+            if reason is not None:
+                self.host(node, reason, macs)
             return
         if unit is LayerUnit.HOST:
             self.host(node, "not an accelerator operator", macs)
@@ -359,15 +372,16 @@ class _Compiler:
         self.plan.segments.extend(code.segments)
         return list(code.instructions), int(code.stats.macs)
 
-    def compile_layout(self, index: int, node: Node) -> bool:
+    def compile_layout(self, index: int, node: Node) -> str | None:
+        """Lower layout node `node`; return None when done, else why it needs the host."""
         out = node.outputs[0]
         if len(node.outputs) != 1 or not node.inputs or not node.inputs[0]:
-            return False
+            return "the layout operator has no single data input and output"
         for name in node.inputs[:1] if node.op_type != "Concat" else node.inputs:
             if name and self.place(name) is None:
-                return False
-        if node.inputs[0] in self.views:
-            return False
+                return f"input {name!r} lives on the host"
+        if any(name in self.views for name in node.inputs if name):
+            return "an input is held in memory order for a QMatMul"
         users = self.consumers.get(out, [])
         matmul_only = bool(users) and all(
             u.domain == SYSTOLIC
@@ -382,7 +396,7 @@ class _Compiler:
                                  matmul_only=matmul_only,
                                  out_placement=lambda: self._must_place(out))  # fmt: skip
         if decision.kind == "host":
-            return False
+            return decision.reason
         assert decision.placement is not None
         if decision.kind == "alias":
             self.plan.alias(decision.placement)
@@ -405,7 +419,7 @@ class _Compiler:
             moved = len(decision.sources)
             reason = f"{len(node.inputs) - moved} inputs written in place, {moved} copied"
         self.add_layer(node, LayerUnit.LAYOUT, code, reason, 0)
-        return True
+        return None
 
     def _must_place(self, name: str) -> TensorPlacement:
         placement = self.place(name)

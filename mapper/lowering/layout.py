@@ -12,6 +12,9 @@ operator on the input's array of byte addresses. Then, in order of preference:
 3. **copy**: the addresses are strided: LOAD + COPY into the output's own placement
    (`copy_strided`); Concat copies each input into its slice of the output;
 4. otherwise the layer runs on the host.
+
+The accelerator moves operand-sized (8-bit) elements only: a layout node of any other element
+type (float32, int32, ...) is an alias when it is a pure re-interpretation, else a host layer.
 """
 
 import dataclasses
@@ -25,6 +28,7 @@ from systolic.sim.reference.executor import make_op
 
 from .context import LayerContext
 from .copy import copy_strided
+from .memory_plan import EIGHT_BIT
 from .node_attrs import int_attr
 
 __all__ = ["LAYOUT_OPS", "LayoutDecision", "address_array", "decide_layout", "strides_of"]
@@ -125,7 +129,11 @@ def decide_layout(
     out_name = node.outputs[0]
     dtype, shape = ctx.dtype(out_name), ctx.shape(out_name)
     element = ctx.config.operand_bytes
+    movable = dtype in EIGHT_BIT and element == 1
+    not_movable = f"the accelerator moves only 8-bit elements, not {dtype.name}"
     if node.op_type == "Concat":
+        if not movable:
+            return LayoutDecision("host", reason=not_movable)
         return _concat(node, ctx, out_placement)
     missing = [n for n in node.inputs[1:] if n and ctx.graph.initializer(n) is None]
     if missing or node.inputs[0] not in ctx.plan.placements:
@@ -138,6 +146,8 @@ def decide_layout(
         placement = TensorPlacement(out_name, TensorRole.ACTIVATION, int(addresses.flat[0]),
                                     shape, source.dtype, canonical)  # fmt: skip
         return LayoutDecision("alias", placement=placement)
+    if not movable:
+        return LayoutDecision("host", reason=not_movable)
     if may_alias and matmul_only and len(shape) == 2:
         permutation = _row_permutation(addresses, element)
         if permutation is not None:

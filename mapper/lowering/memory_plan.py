@@ -32,12 +32,10 @@ EIGHT_BIT = frozenset({DataType.UINT8, DataType.INT8})
 """The activation types the accelerator reads and writes."""
 
 _ELEMENT_TYPES = {
-    DataType.FLOAT: ElementType.FLOAT,
-    DataType.UINT8: ElementType.UINT8,
-    DataType.INT8: ElementType.INT8,
-    DataType.INT16: ElementType.INT16,
-    DataType.INT32: ElementType.INT32,
+    kind: ElementType[kind.name] for kind in DataType if kind.name in ElementType.__members__
 }
+"""Every type the program format places; the accelerator itself touches only `EIGHT_BIT`
+(and the int32 rows it reads), host steps read and write the others."""
 
 _ADDRESS_LIMIT = 1 << 32
 

@@ -49,8 +49,15 @@ class ElementType(enum.IntEnum):
     FLOAT = 1
     UINT8 = 2
     INT8 = 3
+    UINT16 = 4
     INT16 = 5
     INT32 = 6
+    INT64 = 7
+    BOOL = 9
+    FLOAT16 = 10
+    DOUBLE = 11
+    UINT32 = 12
+    UINT64 = 13
 
     @property
     def numpy(self) -> np.dtype:
@@ -64,6 +71,13 @@ _NUMPY = {
     ElementType.INT8: "i1",
     ElementType.INT16: "<i2",
     ElementType.INT32: "<i4",
+    ElementType.UINT16: "<u2",
+    ElementType.INT64: "<i8",
+    ElementType.BOOL: "?",
+    ElementType.FLOAT16: "<f2",
+    ElementType.DOUBLE: "<f8",
+    ElementType.UINT32: "<u4",
+    ElementType.UINT64: "<u8",
 }
 
 
@@ -74,6 +88,7 @@ class TensorRole(enum.Enum):
     OUTPUT = "output"  #: read by the host after the run
     CONSTANT = "constant"  #: part of the memory image (weights, params)
     ACTIVATION = "activation"  #: an intermediate value written and read during the run
+    INPUT_OUTPUT = "input_output"  #: a graph input that is also a graph output (both of the above)
 
 
 class LayerUnit(enum.Enum):
@@ -295,8 +310,14 @@ class Program:
         raise ProgramError(f"the program places no tensor {name!r} (it places: {known})")
 
     def placements(self, role: TensorRole) -> tuple[TensorPlacement, ...]:
-        """Return the placements with `role`, in program order."""
-        return tuple(t for t in self.tensors if t.role is role)
+        """Return the placements with `role`, in program order (an INPUT_OUTPUT placement is
+        among both the INPUT and the OUTPUT ones)."""
+        both = role in (TensorRole.INPUT, TensorRole.OUTPUT)
+        return tuple(
+            t
+            for t in self.tensors
+            if t.role is role or (both and t.role is TensorRole.INPUT_OUTPUT)
+        )
 
     @functools.cached_property
     def memory_end(self) -> int:

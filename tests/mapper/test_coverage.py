@@ -90,15 +90,15 @@ def test_a_model_the_mapper_refuses_is_all_host(tmp_path: Path) -> None:
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],
         "g",
-        [helper.make_tensor_value_info("x", onnx.TensorProto.DOUBLE, [2, 3])],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.DOUBLE, [2, 3])],
+        [helper.make_tensor_value_info("x", onnx.TensorProto.BFLOAT16, [2, 3])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.BFLOAT16, [2, 3])],
     )
-    path = tmp_path / "double.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    path = tmp_path / "bfloat16.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), path)
     ((unit, reason),) = node_units(load_model(path), ArrayConfig())
     assert unit == "host"
     assert reason.startswith("the mapper cannot map this model: ")
-    assert "DOUBLE" in reason
+    assert "BFLOAT16" in reason
 
 
 def test_a_symbolic_batch_does_not_change_the_units(tmp_path: Path) -> None:

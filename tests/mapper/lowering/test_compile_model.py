@@ -255,3 +255,52 @@ def test_the_onnx_light_models_compile_for_16x16(path):  # type: ignore[no-untyp
     assert set(fused) <= set(placed)  # every fused operator runs on the accelerator
     array_macs = sum(layer.macs for layer in program.layers if layer.unit is LayerUnit.ARRAY)
     assert array_macs > 0.9 * sum(layer.macs for layer in program.layers)
+
+
+def test_a_graph_input_that_is_also_an_output_is_both():
+    g = graph({"x": (DataType.INT8, (2, 8))}, {"x": DataType.INT8, "y": DataType.INT8},
+              [qmatmul("x", "y", 8, 4, 11)[0]], qmatmul("x", "y", 8, 4, 11)[1])  # fmt: skip
+    compiled = compile_model(g, ArrayConfig(rows=4, cols=4))
+    assert [t.name for t in compiled.inputs] == ["x"]
+    assert [t.name for t in compiled.outputs] == ["x", "y"]
+    assert compiled.program.tensor("x").role is TensorRole.INPUT_OUTPUT
+    x = random_input(DataType.INT8, (2, 8), 12)
+    outputs = simulate(compiled, {"x": x})
+    expected = run_graph(compiled.graph, {"x": x}, opsets=OPSETS)
+    assert set(outputs) == {"x", "y"}
+    for name, value in expected.items():
+        np.testing.assert_array_equal(outputs[name], value)
+
+
+@pytest.mark.parametrize("dtype", [DataType.DOUBLE, DataType.FLOAT16, DataType.INT64,
+                                   DataType.BOOL, DataType.UINT32])  # fmt: skip
+def test_host_only_element_types_are_placed_for_host_steps(dtype, tmp_path):  # type: ignore[no-untyped-def]
+    g = graph({"x": (dtype, (2, 3))}, {"y": dtype}, [node("Identity", ["x"], "y", domain="")])
+    compiled = compile_model(g, ArrayConfig(rows=4, cols=4))
+    assert compiled.layers[0].unit is LayerUnit.HOST
+    x = (np.arange(6).reshape(2, 3) % 2).astype(dtype.numpy)
+    np.testing.assert_array_equal(simulate(compiled, {"x": x})["y"], x)
+    compiled.save(tmp_path / "p.bin")
+    loaded = CompiledModel.load(tmp_path / "p.bin")
+    assert loaded.program.tensor("x").dtype.numpy == dtype.numpy
+
+
+def test_an_empty_intermediate_value_lives_on_the_host():
+    f32, i64 = DataType.FLOAT, DataType.INT64
+    constants = [Tensor(name, i64, np.array([value])) for name, value in
+                 (("start", 0), ("end", 0), ("axis", 1))]  # fmt: skip
+    nodes = [node("Slice", ["x", "start", "end", "axis"], "e", domain=""),
+             node("Concat", ["x", "e"], "y", domain="", axis=1)]  # fmt: skip
+    g = graph({"x": (f32, (2, 4))}, {"y": f32}, nodes, constants)
+    compiled = compile_model(g, ArrayConfig(rows=4, cols=4))
+    assert [layer.unit for layer in compiled.layers] == [LayerUnit.HOST, LayerUnit.HOST]
+    assert "e" not in {t.name for t in compiled.program.tensors}
+    x = np.random.default_rng(13).standard_normal((2, 4)).astype(np.float32)
+    np.testing.assert_array_equal(simulate(compiled, {"x": x})["y"], x)
+
+
+def test_an_empty_graph_input_is_refused_with_the_way_out():
+    g = graph({"x": (DataType.FLOAT, (0, 4))}, {"y": DataType.FLOAT},
+              [node("Relu", ["x"], "y", domain="")])  # fmt: skip
+    with pytest.raises(UnsupportedError, match=r"^graph input 'x' is empty .*non-zero sizes"):
+        compile_model(g, ArrayConfig(rows=4, cols=4))

@@ -146,3 +146,44 @@ def test_a_reshape_that_no_strides_describe_runs_on_the_host():
     g = graph({"x": (I8, (1, 4, 3, 3))}, {"y": I8}, [pool, reshape, after], [shape])
     compiled = _check(g, {"x": random_input(I8, (1, 4, 3, 3), 7)})
     assert compiled.layers[1].unit is LayerUnit.HOST
+
+
+F32 = DataType.FLOAT
+
+
+def _float_input(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize(("op", "attrs", "shape"), [
+    ("Flatten", {"axis": 1}, (2, 3, 4)),
+    ("Identity", {}, (2, 3, 4)),
+    ("Transpose", {"perm": (0, 2, 1)}, (2, 3, 4)),
+])  # fmt: skip
+def test_a_float_layout_op_moving_data_runs_on_the_host(op, attrs, shape):  # type: ignore[no-untyped-def]
+    g = graph({"x": (F32, shape)}, {"y": F32}, [node(op, ["x"], "y", domain="", **attrs)])
+    compiled = _check(g, {"x": _float_input(shape, 8)})
+    layer = compiled.layers[0]
+    assert layer.unit is LayerUnit.HOST
+    assert layer.reason == "the accelerator moves only 8-bit elements, not FLOAT"
+    assert not any(isinstance(i, Copy) for i in compiled.program.instructions)
+
+
+def test_a_float_concat_runs_on_the_host():
+    relu = node("Relu", ["x"], "r", domain="")
+    concat = node("Concat", ["r", "x"], "y", domain="", axis=1)
+    g = graph({"x": (F32, (1, 2, 4, 4))}, {"y": F32}, [relu, concat])
+    compiled = _check(g, {"x": _float_input((1, 2, 4, 4), 9)})
+    assert [layer.unit for layer in compiled.layers] == [LayerUnit.HOST, LayerUnit.HOST]
+    assert not any(isinstance(i, Copy) for i in compiled.program.instructions)
+
+
+def test_a_float_flatten_between_host_layers_is_a_reinterpretation():
+    relu = node("Relu", ["x"], "r", domain="")
+    flatten = node("Flatten", ["r"], "f", domain="", axis=1)
+    after = node("Relu", ["f"], "y", domain="")
+    g = graph({"x": (F32, (2, 3, 4))}, {"y": F32}, [relu, flatten, after])
+    compiled = _check(g, {"x": _float_input((2, 3, 4), 10)})
+    layer = compiled.layers[1]
+    assert (layer.unit, layer.count) == (LayerUnit.LAYOUT, 0)
+    assert compiled.program.tensor("f").address == compiled.program.tensor("r").address

@@ -62,8 +62,8 @@ def test_constants_are_laid_out_by_the_rules_in_the_image():
 
 def test_values_that_cannot_be_placed_are_refused():
     plan = MemoryPlan(ArrayConfig(rows=4, cols=4))
-    with pytest.raises(UnsupportedError, match=r"^value 'i' of type INT64 cannot be placed$"):
-        plan.place("i", DataType.INT64, (2,), TensorRole.ACTIVATION)
+    with pytest.raises(UnsupportedError, match=r"^value 's' of type STRING cannot be placed$"):
+        plan.place("s", DataType.STRING, (2,), TensorRole.ACTIVATION)
     with pytest.raises(UnsupportedError, match="only channel-last activations can have a halo"):
         plan.place("f", DataType.FLOAT, (1, 2, 3, 3), TensorRole.ACTIVATION, halo=1)
 
@@ -72,3 +72,17 @@ def test_running_out_of_address_space_is_a_resource_error():
     plan = MemoryPlan(ArrayConfig(rows=4, cols=4))
     with pytest.raises(ResourceError, match="32-bit external address space"):
         plan.allocate(1 << 33)
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [DataType.DOUBLE, DataType.FLOAT16, DataType.BOOL, DataType.INT64, DataType.UINT16,
+     DataType.UINT32, DataType.UINT64, DataType.INT32],
+)  # fmt: skip
+def test_host_only_types_are_placed_row_major(dtype):
+    plan = MemoryPlan(ArrayConfig(rows=4, cols=4))
+    placement = plan.place("v", dtype, (2, 3), TensorRole.INPUT)
+    size = dtype.numpy.itemsize
+    assert placement.dtype.numpy == dtype.numpy
+    assert placement.strides == (3 * size, size)
+    assert plan.size >= placement.address + 6 * size

@@ -6,6 +6,7 @@ wrong result, and leave no file behind. Cases whose fix lies outside the command
 (lowering, compare) are strict xfails naming the owner.
 """
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -379,9 +380,6 @@ def test_an_output_nothing_writes_is_not_reported_bit_exact(
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="mapper/lowering: a float Flatten/Identity/Concat/"
-                   "Reshape/Transpose is lowered to a byte COPY (lanes=1), copying one byte "
-                   "per float32 element")  # fmt: skip
 @pytest.mark.parametrize("op", ["Flatten", "Identity"])
 def test_float_layout_op_is_bit_exact(tmp_path: Path, op: str) -> None:
     attrs = {"axis": 1} if op == "Flatten" else {}
@@ -392,9 +390,6 @@ def test_float_layout_op_is_bit_exact(tmp_path: Path, op: str) -> None:
     assert main(["simulate", str(model), "--backend", "model", "--quiet"]) == 0
 
 
-@pytest.mark.xfail(strict=True, reason="mapper/lowering: a graph input that is also a graph "
-                   "output is placed only as an output, so CompiledModel.inputs misses it and "
-                   "the layers reading it see zeros")  # fmt: skip
 def test_graph_input_that_is_also_an_output(tmp_path: Path) -> None:
     model = _save(tmp_path / "m.onnx", [helper.make_node("MatMul", ["a", "W"], ["m"])],
                   [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 8])],
@@ -404,8 +399,6 @@ def test_graph_input_that_is_also_an_output(tmp_path: Path) -> None:
     assert main(["simulate", str(model), "--backend", "model", "--quiet"]) == 0
 
 
-@pytest.mark.xfail(strict=True, reason="mapper/lowering: graph inputs/outputs of type DOUBLE "
-                   "are refused ('which the program format cannot place'), with no way out")
 def test_float64_model_simulates(tmp_path: Path) -> None:
     model = _save(tmp_path / "m.onnx", [helper.make_node("MatMul", ["a", "W"], ["y"])],
                   [helper.make_tensor_value_info("a", TensorProto.DOUBLE, [2, 8])],
@@ -414,54 +407,73 @@ def test_float64_model_simulates(tmp_path: Path) -> None:
     assert main(["simulate", str(model), "--backend", "model", "--quiet"]) == 0
 
 
-@pytest.mark.xfail(strict=True, reason="systolic/compare: a float model's NaN --input reaches "
-                   "the quantizer (ValueError, exit 3); check it like simulate does")
-def test_compare_non_finite_input_is_one_line(tmp_path: Path) -> None:
+def test_compare_non_finite_input_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     model = _matmul_model(tmp_path)
     x = np.full((2, 8), np.nan, np.float32)
     np.save(tmp_path / "x.npy", x)
-    assert main(["compare", str(model), "--input", str(tmp_path / "x.npy"), "--quiet"]) == 2
+    out = tmp_path / "r.json"
+    assert main(["compare", str(model), "--input", str(tmp_path / "x.npy"), "--quiet",
+                 "--json", str(out)]) == 2  # fmt: skip
+    err = _one_error_line(capsys)
+    assert "'a' holds 16 NaN or infinite value(s)" in err and "finite" in err
+    assert not out.exists()
 
 
-@pytest.mark.xfail(strict=True, reason="systolic/compare: a symbolic batch is not bound from "
-                   "--input ('value has no static shape' after being told to pass --input)")
-def test_compare_symbolic_batch_with_input(tmp_path: Path) -> None:
+def test_compare_symbolic_batch_with_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     model = _matmul_model(tmp_path, batch="N")
     np.save(tmp_path / "x.npy", np.ones((3, 8), np.float32))
-    assert main(["compare", str(model), "--input", str(tmp_path / "x.npy"), "--quiet"]) == 0
+    out = tmp_path / "r.json"
+    assert main(["compare", str(model), "--input", str(tmp_path / "x.npy"), "--quiet",
+                 "--array", "4x4", "--dataflow", "ws", "--json", str(out)]) == 0  # fmt: skip
+    (config,) = json.loads(out.read_text())["configurations"]
+    (layer,) = [layer for layer in config["layers"] if layer["unit"] == "array"]
+    assert layer["macs"] == 3 * 8 * 5  # the batch of 3 the --input array fixed
+    assert main(["compare", str(model), "--quiet"]) == 2
+    assert "pass --input with an array for it" in _one_error_line(capsys)
 
 
-@pytest.mark.xfail(strict=True, reason="systolic/compare: a binary --topology file is an "
-                   "internal error (UnicodeDecodeError, exit 3)")
-def test_compare_binary_topology_is_one_line(tmp_path: Path) -> None:
+def test_compare_binary_topology_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "t.csv").write_bytes(bytes(range(256)))
     assert main(["compare", "--topology", str(tmp_path / "t.csv"), "--quiet"]) == 2
+    err = _one_error_line(capsys)
+    assert f"{tmp_path / 't.csv'}: not a text file" in err and "SCALE-Sim topology CSV" in err
 
 
-@pytest.mark.xfail(strict=True, reason="systolic/compare: a huge --topology layer is an "
-                   "internal error (MemoryError, exit 3) instead of a size limit")
-def test_compare_huge_topology_layer_is_one_line(tmp_path: Path) -> None:
+def test_compare_unparsable_csv_topology_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "t.csv").write_text('Layer name,"' + "M" * 200_000 + "\n")  # over csv's limit
+    assert main(["compare", "--topology", str(tmp_path / "t.csv"), "--quiet"]) == 2
+    assert "not a CSV file" in _one_error_line(capsys)
+
+
+def test_compare_huge_topology_layer_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "t.csv").write_text(
         "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, "
         "Num Filter, Strides,\nc1, 100000, 100000, 3, 3, 3000, 4000, 1,\n"
     )
     assert main(["compare", "--topology", str(tmp_path / "t.csv"), "--quiet"]) == 2
+    err = _one_error_line(capsys)
+    assert "topology layer 'c1'" in err and "32-bit external address space" in err
 
 
-@pytest.mark.xfail(strict=True, reason="systolic/commands/compare.py: --seed -1 reaches numpy "
-                   "(ValueError: expected non-negative integer, exit 3); use "
-                   "systolic.commands.simulate.seed_value as the argparse type")
-def test_compare_negative_seed_is_a_usage_error() -> None:
+def test_compare_negative_seed_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     try:
         status = main(["compare", str(MODELS / "mlp_float.onnx"), "--seed", "-1", "--quiet"])
     except SystemExit as stop:
         status = stop.code  # type: ignore[assignment]
     assert status == 2
+    assert "'-1' is not a whole number >= 0" in capsys.readouterr().err
 
 
-@pytest.mark.xfail(strict=True, reason="mapper/lowering: a float Concat whose input comes from a "
-                   "host layer is copied byte by byte (same root cause as the float layout ops; "
-                   "the light DenseNet-121 fails this way at its first Concat 'n22')")
 def test_float_concat_of_a_host_output_is_bit_exact(tmp_path: Path) -> None:
     model = _save(tmp_path / "m.onnx",
                   [helper.make_node("Relu", ["x"], ["r"]),
@@ -469,3 +481,13 @@ def test_float_concat_of_a_host_output_is_bit_exact(tmp_path: Path) -> None:
                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 4, 4])])  # fmt: skip
     assert main(["simulate", str(model), "--backend", "model", "--quiet"]) == 0
+
+
+def test_an_empty_input_says_what_to_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = _save(tmp_path / "m.onnx", [helper.make_node("MatMul", ["a", "W"], ["m"])],
+                  [helper.make_tensor_value_info("a", TensorProto.FLOAT, [0, 8])],
+                  [helper.make_tensor_value_info("m", TensorProto.FLOAT, [0, 5])],
+                  [_weights((8, 5), "W")])  # fmt: skip
+    assert main(["simulate", str(model), "--backend", "model", "--quiet"]) == 2
+    err = _one_error_line(capsys)
+    assert "graph input 'a' is empty" in err and "non-zero sizes" in err
