@@ -1,10 +1,11 @@
 """The `verilator` simulation backend: a program on the Accelerator's Verilog under Verilator.
 
 `run(program, memory, watchdog=...)` emits the Accelerator for `program.config` with
-`systolic.verilog.emit` (the same Verilog the tool ships), builds it with the C++ harness (once
-per design; `build.py` caches builds on disk), streams the program's commands and models the
-external memory as the `rtl` backend does: the same cycle numbering, memory contents, counters
-and per-instruction times (docs: systolic.sim.run.result).
+`systolic.verilog.emit` (the same Verilog the tool ships; `emitted.py` caches the text on
+disk), builds it with the C++ harness (once per design; `build.py` caches builds on disk),
+streams the program's commands and models the external memory as the `rtl` backend does: the
+same cycle numbering, memory contents, counters and per-instruction times (docs:
+systolic.sim.run.result).
 """
 
 import functools
@@ -20,23 +21,23 @@ from systolic.sim.run.result import UNIT_NAMES, InstructionTimes, RunResult
 
 from systolic.config import ArrayConfig
 from systolic.errors import SimulationError
-from systolic.verilog.emit import build_accelerator, to_verilog, top_name
 
 from .design import VerilatedDesign
+from .emitted import emitted_accelerator
 from .process import HarnessResult
 
 __all__ = ["accelerator_design", "run"]
 
+UNLIMITED = 1 << 62
+"""The cycle limit of a run without a watchdog (its stall limit still applies)."""
+
 
 @functools.lru_cache(maxsize=16)
 def accelerator_design(config: ArrayConfig) -> VerilatedDesign:
-    """Return the Accelerator for `config` prepared for Verilator (emitted once per process)."""
-    component = build_accelerator(config)
-    top = top_name(config)
-    return VerilatedDesign(
-        component, verilog=to_verilog(component, top), top=top,
-        bus_bytes=config.bus_bytes, mem_latency=config.mem_latency,
-    )
+    """Return the Accelerator for `config` prepared for Verilator (its Verilog emitted once
+    per configuration and HDL sources, cached on disk: `emitted`)."""
+    parts, _ = emitted_accelerator(config)
+    return VerilatedDesign.from_parts(parts)
 
 
 def _counter_name(port: str) -> str:
@@ -45,7 +46,7 @@ def _counter_name(port: str) -> str:
     return f"{base}_{UNIT_NAMES[int(unit)]}" if unit else base
 
 
-def _hang_message(program: Program, outcome: HarnessResult) -> str:
+def _hang_message(program: Program, outcome: HarnessResult, stall_limit: int) -> str:
     """Return the watchdog's message: the last instruction issued and the cycle."""
     if outcome.last_issue < 0:
         last = "no instruction was issued"
@@ -54,6 +55,12 @@ def _hang_message(program: Program, outcome: HarnessResult) -> str:
         last = (f"the last instruction issued was {outcome.last_issue} ({text}) in cycle "
                 f"{outcome.last_issue_cycle}")
     waiting = sum(complete < 0 for _, _, complete in outcome.times)
+    if outcome.status == "stalled":
+        return (
+            f"the program made no progress for {stall_limit} cycles (no instruction accepted, "
+            f"issued or completed) by cycle {outcome.cycle}: {last}; {outcome.accepted} of "
+            f"{len(outcome.times)} instructions accepted, {waiting} not completed"
+        )
     return (
         f"the program did not finish within {outcome.cycle} cycles: {last}; "
         f"{outcome.accepted} of {len(outcome.times)} instructions accepted, {waiting} not "
@@ -66,19 +73,25 @@ def run(program: Program, memory: bytes | bytearray, *, watchdog: int | None = N
     """Run `program` on a copy of `memory` (the whole external image) to HALT; see the module
     docstring. Raises `SimulationError` when Verilator is missing, the build fails, or the run
     hits the watchdog (naming the last instruction issued and the cycle). `vcd` is accepted for
-    the backend interface and ignored: this backend writes no waveforms (use "rtl")."""
-    limit = DEFAULT_WATCHDOG if watchdog is None else watchdog
-    if limit < 1:
+    the backend interface and ignored: this backend writes no waveforms (use "rtl").
+
+    Without a `watchdog` a run may be as long as it needs (whole models take tens of millions
+    of cycles) and counts as hung only after `DEFAULT_WATCHDOG` cycles in which no instruction
+    was accepted, issued or completed."""
+    if watchdog is not None and watchdog < 1:
         raise ValueError(f"watchdog must be a positive number of cycles, not {watchdog!r}")
+    limit = UNLIMITED if watchdog is None else watchdog
+    stall_limit = DEFAULT_WATCHDOG if watchdog is None else 0
     config = program.config
     design = accelerator_design(config)
     commands = [(encode_command(instr, config), isinstance(instr, Halt))
                 for instr in program.instructions]
-    outcome = design.run(commands, memory, watchdog=limit, progress=report_cycle)
+    outcome = design.run(commands, memory, watchdog=limit, stall_limit=stall_limit,
+                         progress=report_cycle)
     if outcome.status == "error":
         raise SimulationError(f"verilator backend: {outcome.message}")
     if outcome.status != "done":
-        raise SimulationError(_hang_message(program, outcome))
+        raise SimulationError(_hang_message(program, outcome, stall_limit))
     for index, times in enumerate(outcome.times):
         if min(times) < 0:
             raise SimulationError(f"instruction {index} finished without a complete trace")

@@ -1,6 +1,6 @@
 // Verilator harness for the systolic Accelerator (docs: systolic.sim.verilator.harness).
 //
-// Usage: sim COMMANDS MEMORY_IN MEMORY_OUT REPORT WATCHDOG
+// Usage: sim COMMANDS MEMORY_IN MEMORY_OUT REPORT WATCHDOG [STALL_LIMIT]
 //
 // COMMANDS is a sequence of records of (1 + CMD_WORDS) little-endian uint32 words: a flags word
 // (bit 0: HALT) and the command integer, least significant word first. MEMORY_IN is the
@@ -11,17 +11,26 @@
 // least significant first) and one "time I ACCEPT ISSUE COMPLETE" line per command (-1 where
 // it never happened).
 //
-// Cycle numbering: cycle 0 is the cycle `start` is high (after two cycles of reset). In every
-// cycle the harness sets the inputs with the clock low, evaluates the design, samples the
-// handshakes and strobes (the values of that cycle), then raises the clock. Command i is
-// offered from the cycle after command i-1 was taken. The run ends when `done` is seen, or
-// with status "watchdog" in cycle WATCHDOG when HALT has not been accepted by cycle
-// WATCHDOG - 1. The memory model takes every read request (ready = 1), answers it exactly
-// MEM_LATENCY cycles later with the bytes it holds at request time (bytes beyond the image
-// read as 0), is always ready for writes and applies their strobed bytes in the cycle they are
-// taken. Unaligned beats, writes beyond the image and trace strobes that name no accepted
-// instruction end the run with status "error". While it runs, the harness prints "cycle N" on
-// standard output every 65536 cycles (progress for long runs).
+// The simulated top module is the wrapper of systolic.sim.verilator.ports: it registers the
+// inputs rst, start, i_instr and (MEM_LATENCY >= 1) i_mem_resp, so the harness sets each cycle's
+// inputs before the clock edge that ends the previous cycle, and one evaluation after the edge
+// settles the cycle (the evaluation with the clock low is cheap: no design logic hangs on the
+// wrapper's inputs). With MEM_LATENCY 0 the response is a direct input set in the request's
+// cycle.
+//
+// Cycle numbering: cycle 0 is the cycle `start` is high (after reset). In every cycle the
+// design's inputs are the ones set before the previous clock edge; the harness samples the
+// handshakes and strobes (the values of that cycle), sets the next cycle's inputs and raises
+// the clock. Command i is offered from the cycle after command i-1 was taken. The run ends
+// when `done` is seen, or with status "watchdog" in cycle WATCHDOG when HALT has not been
+// accepted by cycle WATCHDOG - 1, or with status "stalled" when STALL_LIMIT (optional, 0 =
+// none) cycles passed without an instruction accepted, issued or completed before HALT. The
+// memory model takes every read request (ready = 1), answers it exactly MEM_LATENCY cycles
+// later with the bytes it holds at request time (bytes beyond the image read as 0), is always
+// ready for writes and applies their strobed bytes in the cycle they are taken. Unaligned
+// beats, writes beyond the image and trace strobes that name no accepted instruction end the
+// run with status "error". While it runs, the harness prints "cycle N" on standard output
+// every 65536 cycles (progress for long runs).
 //
 // The port names and widths come from the generated header harness_ports.h.
 
@@ -102,8 +111,9 @@ struct Times {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 6) {
-        std::fprintf(stderr, "usage: %s COMMANDS MEMORY_IN MEMORY_OUT REPORT WATCHDOG\n", argv[0]);
+    if (argc != 6 && argc != 7) {
+        std::fprintf(stderr, "usage: %s COMMANDS MEMORY_IN MEMORY_OUT REPORT WATCHDOG "
+                     "[STALL_LIMIT]\n", argv[0]);
         return 2;
     }
     std::vector<uint8_t> command_bytes, memory;
@@ -112,6 +122,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     const uint64_t watchdog = std::strtoull(argv[5], nullptr, 10);
+    const uint64_t stall_limit = argc == 7 ? std::strtoull(argv[6], nullptr, 10) : 0;
     constexpr int record_words = 1 + CMD_WORDS;
     const size_t count = command_bytes.size() / (4 * record_words);
     std::vector<uint32_t> commands(count * record_words);
@@ -122,22 +133,31 @@ int main(int argc, char** argv) {
     TOP_CLASS design_object{&context};
     TOP_CLASS* top = &design_object;
 
-    // Reset for two cycles.
+    // Reset for three edges (the wrapper's registered reset starts high); the third one loads
+    // cycle 0's inputs, reset low included, into the wrapper.
     top->clk = 0;
     top->rst = 1;
     top->P_START = 0;
     top->P_INSTR_VALID = 0;
     top->P_RESP_VALID = 0;
     top->eval();
-    for (int i = 0; i < 2; ++i) {
+    auto edge = [&]() {
         top->clk = 1;
         top->eval();
         top->clk = 0;
+    };
+    for (int i = 0; i < 3; ++i) {
+        if (i == 2) {
+            top->rst = 0;
+            top->P_START = 1;
+            if (count) {
+                top->P_INSTR_VALID = 1;
+                set_words(top->P_INSTR_PAYLOAD, &commands[1], CMD_WORDS);
+            }
+        }
+        edge();
         top->eval();
     }
-    top->rst = 0;
-    top->P_REQ_READY = 1;
-    top->P_WRITE_READY = 1;
 
     constexpr int resp_words = words_for(8 * BUS_BYTES);
     constexpr int write_words = words_for(WRITE_BITS);
@@ -183,29 +203,14 @@ int main(int argc, char** argv) {
     };
 
     bool halted = false;  // HALT was accepted
+    uint64_t last_event = 0;  // the latest cycle an instruction was accepted, issued or completed
     for (;; ++cycle) {
+        // The wrapper holds this cycle's inputs and the design's outputs are settled.
         if (cycle >= watchdog && !halted) break;  // status stays "watchdog"
-        top->clk = 0;
-        top->P_START = cycle == 0;
-        if (next < count) {
-            top->P_INSTR_VALID = 1;
-            set_words(top->P_INSTR_PAYLOAD, &commands[next * record_words + 1], CMD_WORDS);
-        } else {
-            top->P_INSTR_VALID = 0;
+        if (stall_limit && !halted && cycle - last_event >= stall_limit) {
+            status = "stalled";
+            break;
         }
-        if (MEM_LATENCY > 0) {
-            const int slot = static_cast<int>(cycle % slots);
-            if (pending_valid[slot]) {
-                set_words(top->P_RESP_PAYLOAD, &pending[slot * resp_words], resp_words);
-                pending_valid[slot] = 0;
-                top->P_RESP_VALID = 1;
-            } else {
-                top->P_RESP_VALID = 0;
-            }
-        } else {
-            top->P_RESP_VALID = 0;
-        }
-        top->eval();
 
         // Read requests: answered MEM_LATENCY cycles later (in this cycle when it is 0).
         if (top->P_REQ_VALID) {
@@ -254,6 +259,7 @@ int main(int argc, char** argv) {
             const int64_t index = lookup(tag, "an issue");                       \
             if (index >= 0) {                                                    \
                 times[index].issue = cycle;                                      \
+                last_event = cycle;                                              \
                 if (index > last_issue) last_issue = index, last_issue_cycle = cycle; \
             }                                                                    \
         }                                                                        \
@@ -268,14 +274,18 @@ int main(int argc, char** argv) {
             const int64_t index = lookup(tag, "a completion");                   \
             if (index >= 0) {                                                    \
                 times[index].complete = cycle;                                   \
+                last_event = cycle;                                              \
                 tag_owner[tag] = -1;                                             \
             }                                                                    \
         }                                                                        \
     }
         FOR_EACH_COMPLETE(HARNESS_COMPLETE)
 #undef HARNESS_COMPLETE
-        if (next < count && top->P_INSTR_VALID && top->P_INSTR_READY) {
+        bool taken = false;
+        if (next < count && top->P_INSTR_READY) {  // offered in every cycle while next < count
             times[next].accept = cycle;
+            last_event = cycle;
+            taken = true;
             bool accepted = false;
             uint32_t accepted_tag = 0;
 #define HARNESS_ACCEPT(port, valid_lsb, tag_lsb, tag_bits)                          \
@@ -306,8 +316,29 @@ int main(int argc, char** argv) {
             status = "done";
             break;
         }
-        top->clk = 1;
-        top->eval();
+
+        // The next cycle's inputs, registered by the wrapper at this edge.
+        if (cycle == 0) top->P_START = 0;
+        if (taken) {
+            if (next < count) {
+                set_words(top->P_INSTR_PAYLOAD, &commands[next * record_words + 1], CMD_WORDS);
+            } else {
+                top->P_INSTR_VALID = 0;
+            }
+        }
+        if (MEM_LATENCY > 0) {
+            const int slot = static_cast<int>((cycle + 1) % slots);
+            if (pending_valid[slot]) {
+                set_words(top->P_RESP_PAYLOAD, &pending[slot * resp_words], resp_words);
+                pending_valid[slot] = 0;
+                top->P_RESP_VALID = 1;
+            } else {
+                top->P_RESP_VALID = 0;
+            }
+        }
+        edge();
+        if (MEM_LATENCY == 0) top->P_RESP_VALID = 0;
+        top->eval();  // the clock low (and with MEM_LATENCY 0, no response yet)
         if ((cycle & (PROGRESS_CYCLES - 1)) == PROGRESS_CYCLES - 1) {
             std::printf("cycle %llu\n", static_cast<unsigned long long>(cycle + 1));
             std::fflush(stdout);

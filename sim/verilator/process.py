@@ -5,6 +5,7 @@ final memory image and a text report; this module writes and parses those files.
 """
 
 import dataclasses
+import os
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
@@ -20,7 +21,8 @@ class HarnessResult:
     """What one harness run reports.
 
     `status` is "done" (the design raised `done`), "watchdog" (HALT was not accepted within
-    the watchdog limit) or "error" (`message` says why); `cycle` is the cycle the run stopped
+    the watchdog limit), "stalled" (no instruction was accepted, issued or completed for the
+    stall limit) or "error" (`message` says why); `cycle` is the cycle the run stopped
     in; `last_issue` the highest command index issued (-1 for none) and `last_issue_cycle` its
     cycle; `accepted` the number of commands taken; `ports` the counter ports by Verilog name,
     as unsigned integers; `times` (accept, issue, complete) per command, -1 where the event did
@@ -81,9 +83,12 @@ def parse_report(text: str, memory: bytearray) -> HarnessResult:
 
 
 def run_harness(executable: Path, commands: bytes, memory: bytes | bytearray, *,
-                watchdog: int, progress: Callable[[int], None] | None = None) -> HarnessResult:
+                watchdog: int, stall_limit: int = 0,
+                progress: Callable[[int], None] | None = None) -> HarnessResult:
     """Run the simulator `executable` on encoded `commands` and `memory` for at most
-    `watchdog` cycles; return its report (the memory image after the run included).
+    `watchdog` cycles, and at most `stall_limit` cycles without an instruction accepted,
+    issued or completed (0: no such limit); return its report (the memory image after the run
+    included).
 
     `progress(cycle)` is called every 65536 simulated cycles while the simulator runs.
     """
@@ -92,10 +97,11 @@ def run_harness(executable: Path, commands: bytes, memory: bytes | bytearray, *,
         paths = {name: work / name for name in ("commands.bin", "memory.bin", "out.bin",
                                                  "report.txt", "stderr.txt")}
         paths["commands.bin"].write_bytes(commands)
-        paths["memory.bin"].write_bytes(bytes(memory))
+        with open(paths["memory.bin"], "wb") as image:
+            image.write(memory)  # no copy of a large image
         arguments = [str(executable), *(str(paths[n]) for n in ("commands.bin", "memory.bin",
                                                                 "out.bin", "report.txt")),
-                     str(watchdog)]
+                     str(watchdog), str(stall_limit)]
         with (open(paths["stderr.txt"], "wb") as errors,
               subprocess.Popen(arguments, stdout=subprocess.PIPE, stderr=errors) as process):
             assert process.stdout is not None
@@ -110,5 +116,7 @@ def run_harness(executable: Path, commands: bytes, memory: bytes | bytearray, *,
                 f"the Verilator simulator {executable} failed with exit status "
                 f"{status}: {detail[-1] if detail else 'no message'}"
             )
-        result_memory = bytearray(paths["out.bin"].read_bytes())
+        with open(paths["out.bin"], "rb") as image:
+            result_memory = bytearray(os.fstat(image.fileno()).st_size)
+            image.readinto(result_memory)  # straight into the result, no intermediate copy
         return parse_report(paths["report.txt"].read_text(encoding="utf-8"), result_memory)

@@ -138,3 +138,38 @@ def test_16x16_build_and_run() -> None:
         assert_same_run(program, program_image(program))
         load = Load.dense(LoadTarget.SPAD_IN, 0, 4, 0, 16, 16)
         assert_same_run(Program(config, (load, Halt())), bytearray(4096))
+
+
+def test_without_watchdog_only_a_stall_stops_the_run(monkeypatch) -> None:
+    needs_verilator()
+    from systolic.sim.verilator import backend
+    from systolic.sim.verilator.process import HarnessResult
+
+    config = CONFIGS["2x2-ws-bus8-lat1"]
+    rng = np.random.default_rng(9)
+    a, b = operands(rng, 6, 5, 3)
+    program = gemm_program(config, a, b, rng)
+    image = program_image(program)
+    monkeypatch.setattr(backend, "DEFAULT_WATCHDOG", 30)  # the stall limit without a watchdog
+    result = run_program(program, image, backend="verilator")
+    assert result.total_cycles > 30
+    assert result == run_program(program, image, backend="verilator", watchdog=10_000)
+
+    # A stalled run names the stall limit and the last instruction issued.
+    stalled = HarnessResult(memory=bytearray(), status="stalled", cycle=75, last_issue=1,
+                            last_issue_cycle=45, accepted=3, message="", ports={},
+                            times=((1, 2, 3), (2, 45, -1), (3, -1, -1), (-1, -1, -1)))
+
+    class Stalled:
+        def run(self, *args, **kwargs) -> HarnessResult:
+            assert kwargs["stall_limit"] == 30 and kwargs["watchdog"] == backend.UNLIMITED
+            return stalled
+
+    monkeypatch.setattr(backend, "accelerator_design", lambda config: Stalled())
+    with pytest.raises(SimulationError, match=r"^the program made no progress for 30 cycles "
+                                              r"\(no instruction accepted, issued or completed\) "
+                                              r"by cycle 75: the last instruction issued was 1 "
+                                              r"\(.*\) in cycle 45; 3 of 4 instructions "
+                                              r"accepted, 3 not completed$"):
+        run_program(Program(config, program.instructions[:3] + (Halt(),)), image,
+                    backend="verilator")

@@ -91,3 +91,22 @@ def test_progress_is_reported_every_65536_cycles(copy_design) -> None:
     result = copy_design(4, 0).run([], bytes(4), watchdog=200_000, progress=seen.append)
     assert result.status == "watchdog"
     assert seen == [65536, 131072, 196608]
+
+
+@pytest.mark.parametrize(("bus", "latency"), SETUPS)
+def test_stall_limit_stops_a_run_without_progress(copy_design, bus: int, latency: int) -> None:
+    # Ten copies and no HALT: the last completion is the last event; the run stops
+    # `stall_limit` cycles later, long before the watchdog.
+    copies = [(0, bus, 1, 1)] * 10
+    expected = expected_run(copies, bytes(4 * bus), bus_bytes=bus, mem_latency=latency)
+    last_event = max(max(t) for t in expected.times[:10])
+    listed = [(copy_command(s, d, m, u), False) for s, d, m, u in copies]
+    result = copy_design(bus, latency).run(listed, bytes(4 * bus), watchdog=1 << 40,
+                                           stall_limit=100)
+    assert result.status == "stalled"
+    assert result.cycle == last_event + 100
+    assert result.times == tuple(expected.times[:10])
+    # With progress the stall limit does not stop the run.
+    done = copy_design(bus, latency).run(commands(copies), bytes(4 * bus), watchdog=10_000,
+                                         stall_limit=latency + 3)
+    assert (done.status, done.times) == ("done", tuple(expected.times))

@@ -6,7 +6,7 @@ import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-from systolic.sim.verilator.ports import PortMap, verilator_name
+from systolic.sim.verilator.ports import Port, PortMap, verilator_name
 
 from systolic.errors import SimulationError
 
@@ -69,3 +69,32 @@ def test_missing_port_is_named() -> None:
     with pytest.raises(SimulationError, match=r"^the design has no port 'done' of the "
                                               r"Accelerator contract; it has: busy, start$"):
         PortMap(_NoTrace())
+
+
+@pytest.mark.parametrize("latency", [0, 3])
+def test_wrapper_registers_inputs_and_ties_the_readys(latency: int) -> None:
+    text = PortMap(CopyEngine(4)).wrapper("copy", mem_latency=latency)
+    lines = [line.strip() for line in text.splitlines()]
+    assert lines[1].startswith("module copy_harness(clk, rst, start, busy, done,")
+    assert "o_mem_req__ready" not in lines[1] and "o_mem_write__ready" not in lines[1]
+    registered = ["rst", "start", "i_instr__valid", "i_instr__payload"]
+    if latency:
+        registered += ["i_mem_resp__valid", "i_mem_resp__payload"]
+    for name in registered:
+        assert f"always @(posedge clk) {name}__r <= {name};" in lines
+        assert f".{name}({name}__r)," in lines or f".{name}({name}__r)" in lines
+    assert "reg rst__r = 1'd1;" in lines
+    assert "reg [101:0] i_instr__payload__r = 102'd0;" in lines
+    if not latency:
+        assert ".i_mem_resp__payload(i_mem_resp__payload)," in lines
+    assert ".o_mem_req__ready(1'b1)," in lines and ".o_mem_write__ready(1'b1)," in lines
+    assert "output [63:0] cycles;" in lines
+    assert lines[-1] == "endmodule"
+
+
+def test_wrapper_refuses_an_unknown_input() -> None:
+    ports = PortMap.__new__(PortMap)  # only the port list matters here
+    ports.ports = {name: Port(name, (name,), 1, True, 1) for name in ("start", "mode")}
+    with pytest.raises(SimulationError, match=r"^the design has an input 'mode' outside the "
+                                              r"Accelerator contract$"):
+        ports.wrapper("x", mem_latency=1)

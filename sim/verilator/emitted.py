@@ -1,0 +1,122 @@
+"""The Accelerator's Verilog (with the harness wrapper), emitted once and cached on disk.
+
+Emitting the Verilog (elaborating the Amaranth design and converting it through Yosys's RTLIL
+backend) takes seconds at 16x16 and much longer on a busy machine, and the Verilator build
+cache needs the Verilog text for its key. So the build inputs (`design.HarnessParts`: the
+Verilog with the wrapper, the header and the command width) are kept under
+`<cache>/emitted/<key>.json`, where the key is a SHA-256 of the configuration, the Amaranth
+version and the text of every source file the emission reads (`source_files()`: the
+`systolic.hdl`, `systolic.sim.isa` and `systolic.verilog` packages, the configuration and error
+modules, and this backend's `ports`, `design` and `emitted` modules). Any edit to one of them,
+or another Amaranth, gives a new key: a stale text is never used. Entries are written
+atomically (a temporary file renamed into place).
+"""
+
+import dataclasses
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from systolic.config import ArrayConfig
+
+from .build import cache_root
+from .design import HarnessParts, harness_parts
+
+__all__ = ["emit_accelerator", "emitted_accelerator", "source_files"]
+
+SOURCE_PACKAGES = ("systolic.hdl", "systolic.sim.isa", "systolic.verilog")
+"""Packages whose every module can change the emitted Verilog or its ports."""
+
+SOURCE_MODULES = (
+    "systolic.config", "systolic.errors", "systolic.sim.verilator.ports",
+    "systolic.sim.verilator.design", __name__,
+)
+"""Single modules that can change the emitted Verilog, its ports or the cache format."""
+
+FORMAT = 2
+"""Version of the cache entry's layout (part of the key)."""
+
+
+def source_files() -> list[tuple[str, Path]]:
+    """Return (module-relative name, path) of every source file the emission depends on,
+    sorted by name."""
+    files: dict[str, Path] = {}
+    for package in SOURCE_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        assert spec is not None and spec.submodule_search_locations is not None, package
+        for folder in spec.submodule_search_locations:
+            for path in Path(folder).rglob("*.py"):
+                files[f"{package}/{path.relative_to(folder).as_posix()}"] = path
+    for module in SOURCE_MODULES:
+        spec = importlib.util.find_spec(module)
+        assert spec is not None and spec.origin is not None, module
+        files[module] = Path(spec.origin)
+    return sorted(files.items())
+
+
+def _key(config: ArrayConfig) -> str:
+    digest = hashlib.sha256()
+    header = {"format": FORMAT, "amaranth": importlib.metadata.version("amaranth"),
+              "config": config.to_dict()}
+    digest.update(json.dumps(header, sort_keys=True, default=str).encode("utf-8"))
+    for name, path in source_files():
+        data = path.read_bytes()
+        digest.update(b"\0" + name.encode("utf-8") + b"\0" + len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()[:32]
+
+
+def emit_accelerator(config: ArrayConfig) -> HarnessParts:
+    """Elaborate the Accelerator for `config` and return its build inputs (no cache)."""
+    from systolic.verilog.emit import build_accelerator, to_verilog, top_name
+
+    component = build_accelerator(config)
+    top = top_name(config)
+    return harness_parts(component, verilog=to_verilog(component, top), top=top,
+                         bus_bytes=config.bus_bytes, mem_latency=config.mem_latency)
+
+
+def _read(path: Path) -> HarnessParts | None:
+    try:
+        fields = json.loads(path.read_text(encoding="utf-8"))
+        return HarnessParts(verilog=str(fields["verilog"]), top=str(fields["top"]),
+                            header=str(fields["header"]),
+                            command_width=int(fields["command_width"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # missing or damaged: emit again
+
+
+def _write(path: Path, design: HarnessParts) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, staged = tempfile.mkstemp(prefix=".emit-", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(dataclasses.asdict(design), out)
+        os.replace(staged, path)
+    except BaseException:
+        Path(staged).unlink(missing_ok=True)
+        raise
+
+
+def emitted_accelerator(config: ArrayConfig, *,
+                        cache_dir: Path | None = None) -> tuple[HarnessParts, bool]:
+    """Return the emitted design for `config` and whether it came from the cache.
+
+    `cache_dir` replaces `build.cache_root()` (the entry lives in its `emitted` folder). A
+    cache folder that cannot be written only costs the next run another emission.
+    """
+    root = cache_root() if cache_dir is None else Path(cache_dir)
+    path = root / "emitted" / f"{_key(config)}.json"
+    cached = _read(path)
+    if cached is not None:
+        return cached, True
+    design = emit_accelerator(config)
+    try:
+        _write(path, design)
+    except OSError:
+        pass
+    return design, False
