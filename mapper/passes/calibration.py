@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 from systolic.mapper.ir import DataType, Graph, Model, Node
 from systolic.sim.reference.executor import run_model
+from systolic.sim.reference.kernels.blas_threads import single_threaded_blas
 
 __all__ = ["RANDOM_SAMPLES", "calibrate", "random_calibration"]
 
@@ -55,8 +56,9 @@ def calibrate(
             if name:
                 observe(name, value)
 
-    for feed in feeds:
-        for name, value in feed.items():
-            observe(name, np.asarray(value))
-        run_model(model, feed, on_node=on_node)
+    with single_threaded_blas():
+        for feed in feeds:
+            for name, value in feed.items():
+                observe(name, np.asarray(value))
+            run_model(model, feed, on_node=on_node)
     return ranges

@@ -101,8 +101,12 @@ def with_graph(model: Model, graph: Graph) -> Model:
 
 
 def tensor(name: str, value: np.ndarray) -> Tensor:
-    """Return a constant tensor holding `value`."""
-    return Tensor(name, DataType.from_numpy(value.dtype), np.ascontiguousarray(value))
+    """Return a constant tensor holding `value` (a read-only copy unless `value` is a
+    read-only contiguous array already)."""
+    data = np.ascontiguousarray(value)
+    if data is not value and data.flags.writeable and not np.may_share_memory(data, value):
+        data.flags.writeable = False  # a fresh copy nobody else holds: no second copy
+    return Tensor(name, DataType.from_numpy(value.dtype), data)
 
 
 def attr_int(node: Node, name: str, default: int) -> int:

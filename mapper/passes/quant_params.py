@@ -181,12 +181,17 @@ def add_multipliers(real_a: float, real_b: float) -> tuple[int, int, int]:
 def effective_weights(w: np.ndarray, zero_point: np.ndarray | None, axis: int) -> np.ndarray:
     """Return int8 w - zero_point (zero point per tensor or per `axis`); raise NotFusable
     when a difference does not fit 8 signed bits (the weight width)."""
-    diff = w.astype(np.int64)
+    if w.dtype == np.int8 and (zero_point is None or (
+            zero_point.size in (1, w.shape[axis]) and not np.any(zero_point))):
+        return w.copy()  # nothing to subtract: already the difference
+    narrow = w.dtype.itemsize == 1 and (zero_point is None or zero_point.dtype.itemsize == 1)
+    wide = np.dtype(np.int16 if narrow else np.int64)  # two bytes' difference fits int16
+    diff: np.ndarray = w.astype(wide)
     if zero_point is not None:
         shape = [1] * w.ndim
         if zero_point.size > 1:
             shape[axis] = -1
-        diff = diff - zero_point.astype(np.int64).reshape(shape if zero_point.size > 1 else ())
+        diff = diff - zero_point.astype(wide).reshape(shape if zero_point.size > 1 else ())
     if diff.size and (diff.min() < -128 or diff.max() > 127):
         raise NotFusable(
             f"weights minus their zero point span [{int(diff.min())}, {int(diff.max())}], "

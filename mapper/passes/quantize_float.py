@@ -194,13 +194,17 @@ def _activation_params(low: float, high: float) -> tuple[np.float32, np.uint8]:
 
 def quantize_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """Return (int8 values, float32 scale per channel along `axis`), symmetric."""
-    moved = np.moveaxis(w.astype(np.float64), axis, 0)
-    peak = np.abs(moved.reshape(moved.shape[0], -1)).max(axis=1)
+    axis = axis % w.ndim
+    others = tuple(i for i in range(w.ndim) if i != axis)
+    # max|W| per channel, taken in W's own type: abs and max round nothing.
+    peak = np.abs(w).max(axis=others).astype(np.float64)
     scale = np.where(peak > 0, peak / WEIGHT_MAX, 1.0).astype(np.float32)
     shape = [1] * w.ndim
     shape[axis] = -1
-    q = np.clip(np.rint(w.astype(np.float64) / scale.astype(np.float64).reshape(shape)),
-                -WEIGHT_MAX, WEIGHT_MAX)
+    q = w.astype(np.float64)
+    np.divide(q, scale.astype(np.float64).reshape(shape), out=q)
+    np.rint(q, out=q)
+    np.clip(q, -WEIGHT_MAX, WEIGHT_MAX, out=q)
     return q.astype(np.int8), scale
 
 

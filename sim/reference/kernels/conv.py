@@ -100,25 +100,6 @@ def exact_in_float64(x: np.ndarray, w: np.ndarray, terms: int) -> bool:
     return x_max * w_max * terms <= _FLOAT64_EXACT
 
 
-def _windows(
-    x: np.ndarray,
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    dilations: Sequence[int],
-) -> np.ndarray:
-    """Return a strided view [N, C, *out, *kernel] of the windows of an already padded x."""
-    rank = len(kernel)
-    spans = tuple((k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True))
-    axes = tuple(range(2, 2 + rank))
-    view = np.lib.stride_tricks.sliding_window_view(x, spans, axis=axes)
-    picks = (
-        (slice(None), slice(None))
-        + tuple(slice(None, None, s) for s in strides)
-        + tuple(slice(None, None, d) for d in dilations)
-    )
-    return view[picks]
-
-
 def conv_nd(
     x: np.ndarray,
     w: np.ndarray,
@@ -128,6 +109,8 @@ def conv_nd(
     dilations: Sequence[int],
     group: int,
     acc_dtype: np.dtype | type,
+    bias: np.ndarray | None = None,
+    out_dtype: np.dtype | type | None = None,
 ) -> np.ndarray:
     """Return the convolution of x [N, C, *spatial] with w [M, C/group, *kernel] in `acc_dtype`.
 
@@ -137,8 +120,15 @@ def conv_nd(
     as a hardware accumulator of that width would hold it: the sum is computed in float64
     when `exact_in_float64` proves that exact (much faster than numpy's integer matmul), else
     in int64. Raises ValueError when the shapes do not fit together.
+
+    Float `acc_dtype` only: `bias` [M] is added to the sums in `acc_dtype`, and the result is
+    then rounded once to `out_dtype` (default `acc_dtype`), both while the result is put in
+    [N, M, *out] order (the same values as adding and casting afterwards, without the extra
+    passes over the data).
     """
     acc = np.dtype(acc_dtype)
+    if acc.kind != "f" and (bias is not None or out_dtype is not None):
+        raise ValueError("conv_nd: bias and out_dtype are for a float accumulator only")
     rank = x.ndim - 2
     if rank < 1 or w.ndim != x.ndim:
         raise ValueError(f"conv_nd needs x [N, C, *spatial] and w of the same rank, got "
@@ -160,26 +150,76 @@ def conv_nd(
     else:
         raise ValueError(f"conv_nd: unsupported accumulator type {acc}")
 
-    widths = [(0, 0), (0, 0)] + [(pads[i], pads[rank + i]) for i in range(rank)]
-    padded = np.pad(x.astype(compute, copy=False), widths)
-    win = _windows(padded, kernel, strides, dilations)  # [N, C, *out, *kernel]
-    out_spatial = win.shape[2 : 2 + rank]
+    out_spatial = conv_output_shape(x.shape[2:], kernel, strides, pads, dilations)
     if any(size < 1 for size in out_spatial):
         raise ValueError(f"conv_nd: the kernel {tuple(kernel)} does not fit the padded input")
     out_count = int(np.prod(out_spatial, dtype=np.int64))
     depth = c_per_group * int(np.prod(kernel, dtype=np.int64))
 
-    # cols[g, N * out, C/g * kernel]: one row per output position, in w's (c, *kernel) order.
-    win = win.reshape((n, group, c_per_group, *out_spatial, *kernel))
-    order = (1, 0, *range(3, 3 + rank), 2, *range(3 + rank, 3 + 2 * rank))
-    cols = win.transpose(order).reshape(group, n * out_count, depth)
+    # cols[g, C/g * kernel, N * out]: one row per (channel, kernel offset) in w's order.
+    cols = _columns(x, kernel, strides, pads, dilations, out_spatial, compute)
+    cols = cols.reshape(group, depth, n * out_count)
     weights = w.astype(compute, copy=False).reshape(group, m // group, depth)
-    result = np.matmul(cols, weights.transpose(0, 2, 1))  # [g, N * out, M/g]
+    # [g, N * out, M/g]. Both operands are handed to BLAS transposed (no copy): the product
+    # has the same operand roles as cols[N * out, depth] @ weights.T, hence every element the
+    # same summation order (a float result must not depend on how the operands are laid out).
+    rows = cols.transpose(0, 2, 1)
+    if m // group == 1 or n * out_count == 1:
+        # A matrix-vector product: BLAS sums in an order that depends on the layout; keep
+        # the row-major one.
+        rows = np.ascontiguousarray(rows)
+    result = np.matmul(rows, weights.transpose(0, 2, 1))
+    if bias is not None:
+        result += bias.astype(compute, copy=False).reshape(group, 1, m // group)
     result = result.reshape(group, n, out_count, m // group).transpose(1, 0, 3, 2)
-    result = result.reshape((n, m, *out_spatial))
     if compute == acc:
-        return np.ascontiguousarray(result)
+        final = np.empty((n, group, m // group, out_count), out_dtype or acc)
+        final[...] = result
+        return final.reshape((n, m, *out_spatial))
+    result = np.ascontiguousarray(result).reshape((n, m, *out_spatial))
     if compute.kind == "f":
         result = result.astype(np.int64)
     converted: np.ndarray = result.astype(acc)
     return converted
+
+
+def _columns(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    out_spatial: Sequence[int],
+    compute: np.dtype,
+) -> np.ndarray:
+    """Return the im2col matrix [C, *kernel, N, *out] in `compute`: element (c, k, n, o) is
+    x[n, c] at o * stride + k * dilation - pad_begin, zero outside x.
+
+    Filled one kernel offset at a time from strided slices of x (each a block copy along the
+    innermost output axis), converting to `compute` on the way; no padded copy of x is made.
+    """
+    rank = len(kernel)
+    n, c = x.shape[:2]
+    cols = np.empty((c, *kernel, n, *out_spatial), compute)
+    x_by_channel = x.transpose(1, 0, *range(2, 2 + rank))  # [C, N, *spatial], a view
+    padded = any(pads)
+    if padded:
+        cols[...] = 0
+    for offset in np.ndindex(*kernel):
+        src: list[slice] = []
+        dst: list[slice] = []
+        for axis in range(rank):
+            size, out, stride = x.shape[2 + axis], out_spatial[axis], strides[axis]
+            start = offset[axis] * dilations[axis] - pads[axis]
+            # Output positions o with 0 <= start + o * stride < size.
+            first = -(start // stride) if start < 0 else 0  # ceil(-start / stride)
+            last = min(out, (size - 1 - start) // stride + 1) if size - 1 >= start else 0
+            if last <= first:
+                break
+            begin = start + first * stride
+            src.append(slice(begin, begin + (last - first - 1) * stride + 1, stride))
+            dst.append(slice(first, last))
+        else:
+            cols[(slice(None), *offset, slice(None), *dst)] = x_by_channel[
+                (slice(None), slice(None), *src)]
+    return cols

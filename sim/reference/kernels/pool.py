@@ -12,7 +12,7 @@ import numpy as np
 
 from .conv import conv_output_shape
 
-__all__ = ["pool_windows", "window_counts"]
+__all__ = ["pool_windows", "window_counts", "window_max"]
 
 
 def _extended_pads(
@@ -77,6 +77,44 @@ def pool_windows(
     widths = _extended_pads(in_spatial, kernel, strides, pads, dilations, out_spatial)
     padded = np.pad(x, [(0, 0), (0, 0), *widths], constant_values=fill)
     return _window_view(padded, kernel, strides, dilations, out_spatial)
+
+
+def window_max(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    *,
+    ceil_mode: bool,
+    fill: float,
+) -> np.ndarray:
+    """Return the maximum of every pooling window of x [N, C, *in] as a new [N, C, *out]
+    array of x's type (the windows of `pool_windows`, padding cells holding `fill`).
+
+    Computed as a running np.maximum over the kernel offsets in C order, each a strided slice
+    of the padded input: a whole-array operation per offset instead of a reduction over
+    tiny window axes. The values are those of the reduction: a maximum of numbers does not
+    depend on the order, and NaN propagates either way.
+    """
+    in_spatial = x.shape[2:]
+    out_spatial = conv_output_shape(in_spatial, kernel, strides, pads, dilations,
+                                    ceil_mode=ceil_mode)
+    if any(size < 1 for size in out_spatial):
+        raise ValueError(f"the pooling window {tuple(kernel)} does not fit the padded input")
+    widths = _extended_pads(in_spatial, kernel, strides, pads, dilations, out_spatial)
+    padded = np.pad(x, [(0, 0), (0, 0), *widths], constant_values=fill)
+    result: np.ndarray | None = None
+    for offset in np.ndindex(*kernel):
+        picks = (slice(None), slice(None)) + tuple(
+            slice(k * d, k * d + (o - 1) * s + 1, s)
+            for k, d, o, s in zip(offset, dilations, out_spatial, strides, strict=True))
+        if result is None:
+            result = padded[picks].copy()
+        else:
+            np.maximum(result, padded[picks], out=result)
+    assert result is not None
+    return result
 
 
 def window_counts(

@@ -93,13 +93,10 @@ class Conv(Op):
         x, w, *rest = inputs
         b = rest[0] if rest else None
         assert x is not None and w is not None
-        kernel, strides, pads, dilations = self.geometry(x.shape, w.shape)
-        acc = np.float64
+        _kernel, strides, pads, dilations = self.geometry(x.shape, w.shape)
         y = conv_nd(x, w, strides=strides, pads=pads, dilations=dilations, group=self.group,
-                    acc_dtype=acc)
-        if b is not None:
-            y += b.astype(acc).reshape((1, -1) + (1,) * len(kernel))
-        return [y.astype(x.dtype, copy=False)]
+                    acc_dtype=np.float64, bias=b, out_dtype=x.dtype)
+        return [y]
 
 
 OPS = (Conv,)

@@ -7,7 +7,7 @@ import numpy as np
 from systolic.mapper.ir import Attrs, DataType
 
 from ..kernels.conv import AUTO_PADS, conv_output_shape, resolve_auto_pad
-from ..kernels.pool import pool_windows, window_counts
+from ..kernels.pool import pool_windows, window_counts, window_max
 from ..op import Op, TensorInfo
 from ._shared import FLOAT_TYPES, check_type, int_attr, ints_attr, str_attr
 
@@ -90,11 +90,8 @@ class MaxPool(_Pool):
         assert x is not None
         pads, _ = self.geometry(x.shape)
         fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-        windows = pool_windows(x, self.kernel, self.strides, pads, self.dilations,
-                               ceil_mode=self.ceil_mode, fill=fill)
-        rank = len(self.kernel)
-        axes = tuple(range(windows.ndim - rank, windows.ndim))
-        return [np.ascontiguousarray(windows.max(axis=axes)).astype(x.dtype, copy=False)]
+        return [window_max(x, self.kernel, self.strides, pads, self.dilations,
+                           ceil_mode=self.ceil_mode, fill=fill)]
 
 
 class AveragePool(_Pool):

@@ -90,3 +90,88 @@ def test_resolve_auto_pad(mode, expected):
 def test_resolve_auto_pad_rejects_unknown():
     with pytest.raises(ValueError, match=r"auto_pad must be one of"):
         resolve_auto_pad("SAME", (4,), (3,), (1,), (1,))
+
+
+def _row_major_im2col_conv(x, w, strides, pads, dilations, group):
+    """The float64 product as first written: row-major windows [g, N * out, depth] times the
+    transposed weights. The faster kernel must reproduce it bit for bit (the summation order
+    of every sum belongs to the reference's results)."""
+    rank = x.ndim - 2
+    n = x.shape[0]
+    m, cg = w.shape[:2]
+    kernel = w.shape[2:]
+    widths = [(0, 0), (0, 0)] + [(pads[i], pads[rank + i]) for i in range(rank)]
+    padded = np.pad(x.astype(np.float64), widths)
+    spans = tuple((k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True))
+    view = np.lib.stride_tricks.sliding_window_view(padded, spans,
+                                                    axis=tuple(range(2, 2 + rank)))
+    win = view[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)
+               + tuple(slice(None, None, d) for d in dilations)]
+    out = win.shape[2:2 + rank]
+    count, depth = int(np.prod(out)), cg * int(np.prod(kernel))
+    win = win.reshape((n, group, cg, *out, *kernel))
+    order = (1, 0, *range(3, 3 + rank), 2, *range(3 + rank, 3 + 2 * rank))
+    cols = win.transpose(order).reshape(group, n * count, depth)
+    weights = w.astype(np.float64).reshape(group, m // group, depth)
+    y = np.matmul(cols, weights.transpose(0, 2, 1))
+    y = y.reshape(group, n, count, m // group).transpose(1, 0, 3, 2)
+    return np.ascontiguousarray(y.reshape((n, m, *out)))
+
+
+FLOAT_GEOMETRIES = [
+    # x shape, w shape, strides, pads, dilations, group
+    ((1, 3, 32, 32), (16, 3, 7, 7), (2, 2), (3, 3, 3, 3), (1, 1), 1),
+    ((1, 64, 14, 14), (96, 64, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ((1, 300, 7, 7), (64, 300, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),  # depth 2700
+    ((1, 1024, 7, 7), (40, 1024, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ((1, 64, 9, 9), (32, 64, 1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 1),
+    ((1, 32, 1, 1), (10, 32, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),  # one output position
+    ((4, 500, 1, 1), (1, 500, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),  # one output channel
+    ((2, 32, 12, 12), (32, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 32),  # depthwise
+    ((3, 16, 9, 9), (32, 16, 3, 3), (2, 1), (1, 2, 0, 1), (1, 2), 1),
+    ((1, 60, 9, 11), (38, 30, 1, 3), (2, 1), (1, 0, 2, 0), (1, 2), 2),
+    ((2, 8, 10), (4, 2, 3), (1,), (1, 1), (1,), 4),
+    ((1, 4, 5, 6, 7), (6, 4, 2, 3, 2), (1, 2, 1), (1, 0, 1, 0, 1, 1), (1, 1, 2), 1),
+    ((3, 18, 5, 10, 11), (3, 6, 3, 3, 3), (1, 2, 1), (2, 0, 0, 2, 0, 2), (1, 1, 1), 3),
+]
+
+
+@pytest.mark.parametrize(("xs", "ws", "strides", "pads", "dil", "group"), FLOAT_GEOMETRIES)
+def test_float64_sums_are_bit_identical_to_row_major_im2col(xs, ws, strides, pads, dil, group):
+    r = np.random.default_rng(62)
+    x = r.standard_normal(xs).astype(np.float32)
+    w = r.standard_normal(ws).astype(np.float32)
+    got = conv_nd(x, w, strides=strides, pads=pads, dilations=dil, group=group,
+                  acc_dtype=np.float64)
+    expected = _row_major_im2col_conv(x, w, strides, pads, dil, group)
+    assert got.dtype == np.float64 and got.flags.c_contiguous
+    assert got.shape == expected.shape and got.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("group", [1, 2])
+def test_bias_and_out_dtype_equal_adding_and_rounding_afterwards(group):
+    r = np.random.default_rng(63)
+    x = r.standard_normal((2, 6, 8, 7)).astype(np.float32)
+    w = r.standard_normal((4, 6 // group, 3, 3)).astype(np.float32)
+    b = r.standard_normal(4).astype(np.float32)
+    geometry = {"strides": (1, 2), "pads": (1, 0, 1, 1), "dilations": (1, 1), "group": group}
+    plain = conv_nd(x, w, acc_dtype=np.float64, **geometry)
+    expected = (plain + b.astype(np.float64).reshape(1, -1, 1, 1)).astype(np.float32)
+    got = conv_nd(x, w, acc_dtype=np.float64, bias=b, out_dtype=np.float32, **geometry)
+    assert got.dtype == np.float32 and got.flags.c_contiguous
+    assert got.tobytes() == expected.tobytes()
+
+
+def test_bias_is_refused_for_an_integer_accumulator():
+    x = np.ones((1, 1, 2, 2), np.int32)
+    with pytest.raises(ValueError, match=r"float accumulator only"):
+        conv_nd(x, x, strides=(1, 1), pads=(0,) * 4, dilations=(1, 1), group=1,
+                acc_dtype=np.int32, bias=np.zeros(1, np.int32))
+
+
+def test_kernel_larger_than_padded_input_is_refused():
+    x = np.ones((1, 1, 2, 2), np.float32)
+    w = np.ones((1, 1, 3, 3), np.float32)
+    with pytest.raises(ValueError, match=r"does not fit the padded input"):
+        conv_nd(x, w, strides=(1, 1), pads=(0,) * 4, dilations=(1, 1), group=1,
+                acc_dtype=np.float64)

@@ -1,0 +1,20 @@
+import numpy as np
+from systolic.mapper.ir import DataType
+from systolic.mapper.passes.graph_tools import tensor
+
+
+def test_tensor_of_a_writeable_array_does_not_alias_it():
+    value = np.arange(6, dtype=np.int8).reshape(2, 3)
+    made = tensor("t", value)
+    value[0, 0] = 100
+    assert made.dtype == DataType.INT8 and not made.data.flags.writeable
+    np.testing.assert_array_equal(made.data, np.arange(6, dtype=np.int8).reshape(2, 3))
+
+
+def test_tensor_of_a_transposed_view_is_a_contiguous_read_only_copy():
+    base = np.arange(6, dtype=np.float32).reshape(2, 3)
+    made = tensor("t", base.T)
+    base[0, 0] = -1.0
+    assert made.data.flags.c_contiguous and not made.data.flags.writeable
+    assert not np.may_share_memory(made.data, base)
+    np.testing.assert_array_equal(made.data, np.arange(6, dtype=np.float32).reshape(2, 3).T)
