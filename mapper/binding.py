@@ -79,13 +79,16 @@ def bind_version(node: Node, opsets: Mapping[str, int]) -> tuple[Node, type[Op]]
     if found is None:
         known = registry.versions_of(domain, node.op_type)
         detail = (
-            f"the tool implements it only since versions {known}"
+            f"the tool implements it only since versions {known}: convert the model to opset "
+            f"{known[0]} or newer (onnx.version_converter)"
             if known
-            else "the tool does not implement this operator"
+            else "neither the accelerator nor the host reference implements it, so it cannot "
+            "run even on the host: replace it in the model or export with supported operators "
+            "(see `systolic inspect MODEL`)"
         )
         raise UnsupportedError(
             f"node {node.label!r}: operator {shown}.{node.op_type}:{opset_version} is not "
-            f"supported ({detail})"
+            f"supported: {detail}"
         )
     since, cls = found
     return dataclasses.replace(node, domain=domain, version=since), cls

@@ -7,7 +7,8 @@ per-layer table with the configurations side by side. `--csv`, `--json` and `--p
 the results; `--scalesim-topology` writes the model's conv and GEMM layers as a SCALE-Sim
 topology CSV, and `--topology` reports our cycles for a SCALE-Sim topology instead of a model.
 Without MODEL it runs the bundled example (a quantized LeNet). Any error is one line (exit 2)
-and then nothing is written.
+and then nothing is written: the output paths are checked before the work (a folder, a path
+below a file, an unwritable folder or the model, --topology or --input file itself is refused).
 """
 
 import argparse
@@ -20,6 +21,9 @@ from typing import TYPE_CHECKING
 
 from systolic.config import ArrayConfig
 from systolic.errors import ConfigError
+
+from .output_paths import check_output_file
+from .simulate import seed_value
 
 if TYPE_CHECKING:
     from systolic.compare.result import ConfigResult
@@ -77,7 +81,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help=".npy/.npz input: calibrates float models and feeds the simulating backends "
         "(default: a seeded random input)",
     )  # fmt: skip
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--seed", type=seed_value, default=0, metavar="N",
                         help="seed of the random input or topology weights (default 0)")  # fmt: skip
     parser.add_argument("--csv", metavar="PATH", help="write one row per configuration and layer")
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON ('-': stdout)")
@@ -123,6 +127,18 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise ConfigError("--csv, --json, --plot and --scalesim-topology must name different files")
     if args.csv == "-" or args.plot == "-" or args.scalesim_topology == "-":
         raise ConfigError("only --json can write to standard output ('-')")
+    sources = {Path(p).resolve() for p in (args.model, args.topology, args.input)
+               if p is not None}  # fmt: skip
+    for option, path in (("--csv", args.csv), ("--json", args.json), ("--plot", args.plot),
+                         ("--scalesim-topology", args.scalesim_topology)):  # fmt: skip
+        if path is None or path == "-":
+            continue
+        if Path(path).resolve() in sources:
+            raise ConfigError(
+                f"{option} {path!r} would overwrite the model, --topology or --input file: "
+                f"choose another path"
+            )
+        check_output_file(option, path)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from systolic.config import ArrayConfig
+from systolic.errors import ResourceError
 from systolic.mapper.ir import (
     Attrs,
     AttrValue,
@@ -40,7 +41,7 @@ from .grid import config_label
 from .layer_cycles import check_backend
 from .result import ConfigResult
 from .sweep import run_config, varying_fields
-from .topology import TopologyLayer
+from .topology import MAX_LAYER_BYTES, TopologyLayer
 
 __all__ = ["TopologyGraph", "is_gemm", "topology_graph", "topology_sweep"]
 
@@ -81,7 +82,16 @@ def _requant_attrs(outputs: int, depth: int) -> dict[str, AttrValue]:
 
 
 def topology_graph(layers: Sequence[TopologyLayer], seed: int = 0) -> TopologyGraph:
-    """Return the integer graph of `layers` and its inputs (module docstring)."""
+    """Return the integer graph of `layers` and its inputs (module docstring); ResourceError,
+    before anything is allocated, when the layers' tensors together exceed the 4 GiB of the
+    32-bit external address space (they all live in one accelerator run)."""
+    total = sum(layer.tensor_bytes for layer in layers)
+    if total > MAX_LAYER_BYTES:
+        raise ResourceError(
+            f"the topology's {len(layers)} layers take {total:,} bytes of inputs, weights, "
+            f"biases and outputs together, more than the 4 GiB of the accelerator's 32-bit "
+            f"external address space: compare fewer or smaller layers at a time"
+        )
     rng = np.random.default_rng(seed)
     inputs: list[ValueInfo] = []
     outputs: list[ValueInfo] = []

@@ -118,6 +118,7 @@ def layer_results(compiled: CompiledModel, runs: Sequence[RunTimes]) -> list[Lay
                 ideal_cycles=ideal_array_cycles(layer.macs, config) if array else 0,
                 stall_cycles=timing.stall_cycles,
                 note=layer.reason if layer.unit is LayerUnit.HOST else "",
+                active_cycles=timing.active,
             )
         )
     return results

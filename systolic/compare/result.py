@@ -12,7 +12,9 @@ The JSON is a stable interface (README, "compare"): keys are only ever added. Sc
   `array_stall_cycles`, `ideal_cycles` (sum over array layers of ceil(MACs / (rows·cols))),
   `utilization` (array MACs / (array_cycles · rows · cols)), `ratio_to_ideal`
   (array_cycles / ideal_cycles), `layers`: the per-layer rows of `systolic simulate`'s JSON
-  ({name, op, unit, macs, cycles, ideal_cycles, stall_cycles, utilization, note})}.
+  ({name, op, unit, macs, cycles, ideal_cycles, stall_cycles, active_cycles, utilization,
+  note}; a layer's utilization is MACs / (max(cycles, active_cycles) · rows · cols), at most
+  1)}.
 """
 
 import dataclasses

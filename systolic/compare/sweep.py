@@ -1,8 +1,9 @@
 """Run one model over a grid of configurations: the work of `systolic compare MODEL`.
 
-`prepare_model` loads the model and its inputs and runs the mapper passes once (float models
-are quantized, calibrated on the --input arrays when given, else on the passes' seeded random
-set, as `systolic simulate` does). `sweep` then compiles the integer graph for every
+`prepare_model` loads the model and its inputs and runs the mapper passes once, as `systolic
+simulate` does: symbolic input dimensions are fixed by the --input arrays; float models are
+quantized, calibrated on the --input arrays when given (which must be finite), else on the
+passes' seeded random set. `sweep` then compiles the integer graph for every
 configuration and runs it on the backend (`layer_cycles`): the per-layer cycles, stalls and
 utilization of each configuration (`ConfigResult`).
 """
@@ -14,12 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from systolic.config import ArrayConfig
-from systolic.mapper.importer import load_model
+from systolic.mapper.importer import bind_inputs, load_model
 from systolic.mapper.ir import Graph, Model
 from systolic.mapper.lowering import compile_model
 from systolic.mapper.passes.pipeline import run_passes
 from systolic.mapper.passes.quantize_float import is_quantized
-from systolic.simulation.inputs import load_inputs
+from systolic.simulation.inputs import check_calibration_inputs, load_inputs, model_inputs
 
 from .grid import config_label
 from .layer_cycles import accelerator_runs, check_backend, layer_results
@@ -50,7 +51,14 @@ def prepare_model(
     """Load the model and its inputs and run the mapper passes (module docstring)."""
     original = load_model(model_path)
     inputs = load_inputs(original, input_path, seed=seed)
-    calibration = [inputs] if not is_quantized(original) and input_path is not None else None
+    if not all(info.type.is_static for info in model_inputs(original)):
+        # symbolic or unknown dimensions: the --input arrays fix them (as simulate does)
+        shapes = {name: tuple(array.shape) for name, array in inputs.items()}
+        original = bind_inputs(original, shapes)
+    calibration = None
+    if not is_quantized(original) and input_path is not None:
+        check_calibration_inputs(inputs, input_path)
+        calibration = [inputs]
     integer, _ = run_passes(original, calibration=calibration, seed=seed)
     source = os.fspath(input_path) if input_path is not None else f"random seed {seed}"
     return PreparedModel(integer, inputs, source)

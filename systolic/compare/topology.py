@@ -9,6 +9,10 @@ columns are ignored, as SCALE-Sim does.
 Our layers map onto it exactly: a convolution with padding is written with its padded input
 size; a grouped convolution (SCALE-Sim has no groups) as one row per group, so the MACs are the
 same; a GEMM of M×K by K×N as the 1×1 convolution of an M×1 input with K channels and N filters.
+
+A layer whose tensors (int8 input, weights and output, int32 bias) take more than 4 GiB, the
+accelerator's 32-bit external address space, is refused when it is made (ResourceError), before
+any memory is allocated for it.
 """
 
 import csv
@@ -16,9 +20,12 @@ import dataclasses
 import io
 import os
 
-from systolic.errors import ModelError
+from systolic.errors import ModelError, ResourceError
 
-__all__ = ["TopologyLayer", "format_topology", "parse_topology", "read_topology"]
+__all__ = ["MAX_LAYER_BYTES", "TopologyLayer", "format_topology", "parse_topology", "read_topology"]
+
+MAX_LAYER_BYTES = 1 << 32
+"""The most bytes one layer's tensors may take: the 32-bit external address space."""
 
 CONV_HEADER = (
     "Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width", "Channels",
@@ -53,6 +60,12 @@ class TopologyLayer:
                 f"larger than the {self.ifmap_h}x{self.ifmap_w} input (SCALE-Sim sizes include "
                 f"padding)"
             )
+        if self.tensor_bytes > MAX_LAYER_BYTES:
+            raise ResourceError(
+                f"topology layer {self.name!r}: its input, weights, bias and output take "
+                f"{self.tensor_bytes:,} bytes, more than the 4 GiB of the accelerator's 32-bit "
+                f"external address space: make the layer smaller or split it into several rows"
+            )
 
     @classmethod
     def gemm(cls, name: str, m: int, n: int, k: int) -> "TopologyLayer":
@@ -75,6 +88,12 @@ class TopologyLayer:
             self.filters,
             self.filter_h * self.filter_w * self.channels,
         )
+
+    @property
+    def tensor_bytes(self) -> int:
+        """Bytes of the layer's int8 input, weights and output and its int32 bias."""
+        m, n, k = self.gemm_shape
+        return self.channels * self.ifmap_h * self.ifmap_w + k * n + 4 * n + m * n
 
     @property
     def macs(self) -> int:
@@ -106,7 +125,10 @@ def _int_cell(where: str, column: str, text: str) -> int:
 def parse_topology(text: str, source: str = "topology") -> list[TopologyLayer]:
     """Parse SCALE-Sim topology CSV text (conv or M,N,K form); rows with an empty name and
     empty cells (spacers in SCALE-Sim's own files) are skipped."""
-    rows = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text)) if any(c.strip() for c in row)]
+    except csv.Error as err:
+        raise ModelError(f"{source}: not a CSV file ({err}): give a SCALE-Sim topology") from None
     if not rows:
         raise ModelError(f"{source}: the topology file is empty")
     header = [cell.strip().lower() for cell in rows[0]]
@@ -140,6 +162,14 @@ def parse_topology(text: str, source: str = "topology") -> list[TopologyLayer]:
 
 
 def read_topology(path: str | os.PathLike[str]) -> list[TopologyLayer]:
-    """Read a SCALE-Sim topology CSV file."""
-    with open(path, encoding="utf-8-sig") as handle:
-        return parse_topology(handle.read(), os.fspath(path))
+    """Read a SCALE-Sim topology CSV file; a file that is not UTF-8 text is a ModelError."""
+    text = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            content = handle.read()
+    except UnicodeDecodeError as err:
+        raise ModelError(
+            f"{text}: not a text file (byte {err.start} is not UTF-8): --topology needs a "
+            f"SCALE-Sim topology CSV"
+        ) from None
+    return parse_topology(content, text)

@@ -16,6 +16,11 @@ Rules (README, "simulate"; every backend reports the same times, so they agree t
   or on the STORE unit (vector and layout layers: POOL, ADD, COPY), clipped to the layer's
   window [start, end). `stall_cycles` = `cycles` − `busy`: the cycles the layer's unit waited
   (for operands to load, results to drain, or a hazard).
+- `active` is the same union *unclipped*: the time the layer's own unit worked on it wherever
+  that fell (EXECUTE for array layers: their PRELOAD and COMPUTE instructions). A short layer
+  that overlapped the previous one can be active longer than its attributed `cycles`, so the
+  honest array utilization of a layer is MACs / (rows · cols · max(cycles, active)) (never
+  above 1), while the `cycles` still add up to the run's total.
 - `ideal_cycles` = ceil(MACs / (rows · cols)) for array layers, else 0.
 """
 
@@ -42,10 +47,12 @@ class RunTimes:
 
 @dataclasses.dataclass(frozen=True)
 class LayerTiming:
-    """A layer's cycles, busy cycles and stall cycles (module docstring)."""
+    """A layer's cycles, busy cycles (clipped to its window), active cycles (unclipped) and
+    stall cycles (module docstring)."""
 
     cycles: int
     busy: int
+    active: int = 0
 
     @property
     def stall_cycles(self) -> int:
@@ -100,12 +107,14 @@ def layer_timings(
             if position == len(members) - 1:
                 end = max(end, run.total_cycles)
             unit = _work_unit(layer)
-            intervals = [
-                (max(run.times[i].issue, start), min(run.times[i].complete, end))
+            own = [
+                (run.times[i].issue, run.times[i].complete)
                 for i in local
                 if units[run.first + i] is unit
             ]
-            busy = _union_length([(a, b) for a, b in intervals if b > a])
-            result[index] = LayerTiming(end - start, busy)
+            clipped = [(max(a, start), min(b, end)) for a, b in own]
+            busy = _union_length([(a, b) for a, b in clipped if b > a])
+            active = _union_length([(a, b) for a, b in own if b > a])
+            result[index] = LayerTiming(end - start, busy, active)
             start = end
     return result

@@ -8,7 +8,10 @@ The JSON is a stable interface (README, "simulate JSON"): keys are only ever add
 - `total_cycles`: cycles of every accelerator run, summed,
 - `layers`: in execution order, each {`name`, `op`, `unit` (array | vector | host), `macs`,
   `cycles`, `ideal_cycles` (MACs / (rows·cols), rounded up; 0 off the array), `stall_cycles`,
-  `utilization` (MACs / (cycles·rows·cols) for array layers, else 0), `note`},
+  `active_cycles` (the cycles the layer's own unit worked on it, wherever they fell: EXECUTE
+  for array layers; can exceed `cycles` when the layer overlapped the previous one),
+  `utilization` (MACs / (max(cycles, active_cycles)·rows·cols) for array layers, at most 1;
+  else 0), `note`},
 - `totals`: {`macs`, `cycles`, `array_cycles`, `ideal_cycles`, `utilization`},
 - `checks`: {`reference_bit_exact` (bool), `mismatch` (null or {layer, tile, element, expected,
   actual}), `onnxruntime_ran` (bool), and when it ran `onnxruntime_max_abs_diff`,
@@ -42,12 +45,16 @@ class LayerResult:
     ideal_cycles: int = 0
     stall_cycles: int = 0
     note: str = ""
+    active_cycles: int = 0
 
     def utilization(self, pes: int) -> float:
-        """MACs per PE-cycle while this layer ran (0 for layers off the array)."""
-        if self.unit != "array" or self.cycles == 0:
+        """MACs per PE-cycle while this layer ran: MACs / (pes · max(cycles, active_cycles)),
+        so at most 1 even when the layer overlapped the previous one and was attributed fewer
+        cycles than its unit worked on it (0 for layers off the array)."""
+        window = max(self.cycles, self.active_cycles)
+        if self.unit != "array" or window == 0:
             return 0.0
-        return self.macs / (self.cycles * pes)
+        return self.macs / (window * pes)
 
     def to_json(self, pes: int) -> dict[str, Any]:
         return {
@@ -58,6 +65,7 @@ class LayerResult:
             "cycles": self.cycles,
             "ideal_cycles": self.ideal_cycles,
             "stall_cycles": self.stall_cycles,
+            "active_cycles": self.active_cycles,
             "utilization": round(self.utilization(pes), 6),
             "note": self.note,
         }

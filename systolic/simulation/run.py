@@ -272,7 +272,7 @@ def simulate_model(
             name=layer.name, op=layer.op, unit=_unit_name(layer), macs=layer.macs,
             cycles=timing.cycles,
             ideal_cycles=ideal_array_cycles(layer.macs, config) if array else 0,
-            stall_cycles=timing.stall_cycles, note=_note(layer),
+            stall_cycles=timing.stall_cycles, note=_note(layer), active_cycles=timing.active,
         ))  # fmt: skip
 
     ort: dict[str, float] | None = None

@@ -126,6 +126,26 @@ def test_op_missing_at_the_imported_version_names_node_and_operator() -> None:
         _load(proto)
 
 
+def test_op_without_any_implementation_says_it_cannot_run_and_the_way_out() -> None:
+    proto = _relu_model()
+    proto.graph.node[0].op_type = "NoSuchOp"
+    with pytest.raises(UnsupportedError) as caught:
+        _load(proto)
+    assert str(caught.value) == (
+        "node 'relu': operator ai.onnx.NoSuchOp:14 is not supported: neither the accelerator "
+        "nor the host reference implements it, so it cannot run even on the host: replace it "
+        "in the model or export with supported operators (see `systolic inspect MODEL`)"
+    )
+
+
+def test_op_newer_than_the_imported_opset_says_convert() -> None:
+    proto = _relu_model(opset_imports=[helper.make_opsetid("", 13)])
+    proto.graph.node[0].op_type = "HardSwish"  # ai.onnx HardSwish exists since opset 14
+    with pytest.raises(UnsupportedError, match=r"since versions \[14, 22\]: convert the model "
+                       r"to opset 14 or newer \(onnx\.version_converter\)"):  # fmt: skip
+        _load(proto)
+
+
 def test_metadata_and_semver_model_version() -> None:
     proto = _relu_model(
         producer_name="maker", producer_version="1.2", model_version=(1 << 48) | (2 << 32) | 345

@@ -93,6 +93,9 @@ def test_topology_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
         (["--topology", "{tmp}/bad.csv"], "not a SCALE-Sim header"),
         (["--topology", "{tmp}/missing.csv"], "No such file"),
         (["{tmp}/missing.onnx"], "missing.onnx"),
+        (["--json", "{tmp}"], "is a folder: name a file to write"),
+        (["--plot", "{tmp}/t.csv/p.png"], "is a file, not a folder"),
+        (["--topology", "{tmp}/t.csv", "--csv", "{tmp}/t.csv"], "would overwrite the model"),
     ],
 )
 def test_errors_are_one_line_and_write_nothing(
@@ -123,3 +126,21 @@ def test_missing_matplotlib_fails_before_any_work(
     assert status == 2
     assert "pip install 'systolic[plot]'" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("option", ["--csv", "--json", "--scalesim-topology"])
+def test_never_overwrites_the_model_or_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    models = Path(__file__).resolve().parents[2] / "models"
+    model = tmp_path / "m.onnx"
+    model.write_bytes((models / "mlp_float.onnx").read_bytes())
+    inputs = tmp_path / "x.npz"
+    inputs.write_bytes((models / "mlp_inputs.npz").read_bytes())
+    before = {path: path.read_bytes() for path in (model, inputs)}
+    for target in (model, inputs):
+        assert main(["compare", str(model), "--input", str(inputs), option, str(target)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "would overwrite the model, --topology or --input" in err
+    assert {path: path.read_bytes() for path in before} == before
+    assert set(tmp_path.iterdir()) == set(before)

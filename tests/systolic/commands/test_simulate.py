@@ -50,16 +50,18 @@ def test_json_schema(tmp_path: Path) -> None:
     assert report["inputs"] == {"input": {"shape": [1, 1, 16, 16], "dtype": "float32"}}
     assert isinstance(report["total_cycles"], int) and report["total_cycles"] > 0
     layer_keys = {"name", "op", "unit", "macs", "cycles", "ideal_cycles", "stall_cycles",
-                  "utilization", "note"}  # fmt: skip
+                  "active_cycles", "utilization", "note"}  # fmt: skip
     for layer in report["layers"]:
         assert set(layer) == layer_keys
         assert layer["unit"] in ("array", "vector", "host")
-        for key in ("macs", "cycles", "ideal_cycles", "stall_cycles"):
+        for key in ("macs", "cycles", "ideal_cycles", "stall_cycles", "active_cycles"):
             assert isinstance(layer[key], int) and layer[key] >= 0
         assert isinstance(layer["utilization"], float) and 0 <= layer["utilization"] <= 1
         if layer["unit"] == "array":
             assert layer["ideal_cycles"] == -(-layer["macs"] // 32)
-            assert layer["utilization"] == round(layer["macs"] / (32 * layer["cycles"]), 6)
+            window = max(layer["cycles"], layer["active_cycles"])
+            assert layer["utilization"] == round(layer["macs"] / (32 * window), 6)
+            assert layer["active_cycles"] >= layer["cycles"] - layer["stall_cycles"]
         if layer["unit"] == "host":
             assert layer["cycles"] == 0
     assert sum(layer["cycles"] for layer in report["layers"]) == report["total_cycles"]

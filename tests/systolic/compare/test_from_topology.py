@@ -11,8 +11,9 @@ from onnx import TensorProto, helper, numpy_helper
 from systolic.compare.from_topology import is_gemm, topology_graph, topology_sweep
 from systolic.compare.grid import config_grid
 from systolic.compare.sweep import prepare_model, run_config
-from systolic.compare.topology import TopologyLayer, parse_topology
+from systolic.compare.topology import MAX_LAYER_BYTES, TopologyLayer, parse_topology
 from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import ResourceError
 
 # The head of SCALE-Sim's ResNet-50 topology at reduced sizes (spacer row, extra columns).
 RESNET_SMALL = """Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,,
@@ -127,3 +128,11 @@ def test_model_backend_equals_the_rtl() -> None:
     (rtl,) = topology_sweep(layers, [config], backend="rtl")
     assert model.layers == rtl.layers
     assert model.total_cycles == rtl.total_cycles
+
+
+def test_layers_that_together_exceed_the_address_space_are_refused_before_allocating() -> None:
+    layer = TopologyLayer.gemm("g", 2**30, 1, 1)  # 2 GiB: fits alone, not three times
+    assert layer.tensor_bytes < MAX_LAYER_BYTES
+    with pytest.raises(ResourceError, match=r"^the topology's 3 layers take .* more than the "
+                       r"4 GiB .*: compare fewer or smaller layers at a time$"):  # fmt: skip
+        topology_graph([layer] * 3)

@@ -1,12 +1,14 @@
 """Per-layer cycles: the model backend's fast path against `run_program(backend="model")`."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from systolic.mapper.lowering import AcceleratorStep, compile_model
 from systolic.sim.run.backends import run_program
 
 from systolic.compare.layer_cycles import accelerator_runs, check_backend, layer_results
-from systolic.compare.sweep import PreparedModel
+from systolic.compare.sweep import PreparedModel, prepare_model, run_config
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import ConfigError
 
@@ -47,3 +49,45 @@ def test_layer_rows(lenet: PreparedModel) -> None:
 def test_unknown_backend() -> None:
     with pytest.raises(ConfigError, match="unknown simulation backend 'spice'"):
         check_backend("spice")
+
+
+MODELS = Path(__file__).resolve().parents[2] / "models"
+MODEL_FILES = sorted(MODELS.glob("*.onnx"))
+
+
+def test_the_twelve_test_models_are_found() -> None:
+    assert len(MODEL_FILES) == 12
+
+
+@pytest.mark.parametrize("path", MODEL_FILES, ids=lambda p: p.stem)
+def test_utilization_never_exceeds_one(path: Path) -> None:
+    """Every layer of every test model, 4x4 and 8x8, both dataflows: the attributed cycles
+    still add up to the run, and utilization is measured over max(cycles, active) <= 1."""
+    prepared = prepare_model(path)
+    for size in (4, 8):
+        for dataflow in (Dataflow.WS, Dataflow.OS):
+            config = ArrayConfig(rows=size, cols=size, dataflow=dataflow)
+            result = run_config(prepared.integer, config, label="x")
+            assert sum(layer.cycles for layer in result.layers) == result.total_cycles
+            for layer in result.layers:
+                utilization = layer.utilization(config.pes)
+                assert 0 <= utilization <= 1, (config.shape_text, dataflow, layer)
+                if layer.unit == "array":
+                    window = max(layer.cycles, layer.active_cycles)
+                    assert utilization == layer.macs / (config.pes * window)
+                    assert layer.active_cycles >= layer.cycles - layer.stall_cycles
+            assert 0 < result.utilization <= 1
+
+
+def test_a_layer_overlapping_its_predecessor_is_measured_over_its_active_time() -> None:
+    """resnet_tiny's block2_conv1 on a 2x16 WS array with a 4 KiB accumulator starts its
+    EXECUTE work before block1 ends: it adds fewer cycles than it computes for, and MACs /
+    (cycles · PEs) alone would exceed 1."""
+    prepared = prepare_model(MODELS / "resnet_tiny_qdq.onnx")
+    config = ArrayConfig(rows=2, cols=16, dataflow=Dataflow.WS, spad_kib=16, acc_kib=4)
+    result = run_config(prepared.integer, config, label="x")
+    (layer,) = [layer for layer in result.layers if layer.name == "block2_conv1_Conv"]
+    assert layer.active_cycles > layer.cycles
+    assert layer.macs / (config.pes * layer.cycles) > 1
+    assert layer.utilization(config.pes) == layer.macs / (config.pes * layer.active_cycles) <= 1
+    assert layer.to_json(config.pes)["active_cycles"] == layer.active_cycles

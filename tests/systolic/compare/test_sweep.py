@@ -1,11 +1,25 @@
-"""The sweep of the bundled example over a configuration grid (model backend)."""
+"""The sweep of the bundled example over a configuration grid (model backend), and
+`prepare_model` on --input arrays (symbolic batch, non-finite values)."""
 
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
 from systolic.mapper.lowering import AcceleratorStep, compile_model
 from systolic.sim.timing.program_model import ProgramModel
 
 from systolic.compare.grid import config_grid
-from systolic.compare.sweep import PreparedModel, run_config, sweep, varying_fields
+from systolic.compare.sweep import (
+    PreparedModel,
+    prepare_model,
+    run_config,
+    sweep,
+    varying_fields,
+)
 from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import ModelError
 
 GRID = {"arrays": ["4x4", "8x8"], "dataflows": ["ws", "os"]}
 
@@ -75,3 +89,35 @@ def test_progress_names_each_configuration(lenet: PreparedModel) -> None:
     sweep(lenet, config_grid(ArrayConfig(), arrays=["4x4"], dataflows=["ws", "os"]),
           progress=seen.append)  # fmt: skip
     assert seen == ["ws", "os"]
+
+
+def _matmul_model(path: Path, batch: int | str) -> Path:
+    weights = np.random.default_rng(3).standard_normal((8, 5)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "W"], ["y"])], "g",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [batch, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 5])],
+        [numpy_helper.from_array(weights, "W")],
+    )  # fmt: skip
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_prepare_model_fixes_a_symbolic_batch_from_the_input(tmp_path: Path) -> None:
+    model = _matmul_model(tmp_path / "m.onnx", "N")
+    np.save(tmp_path / "x.npy", np.ones((3, 8), np.float32))
+    prepared = prepare_model(model, input_path=tmp_path / "x.npy")
+    assert prepared.inputs["a"].shape == (3, 8)
+    result = run_config(prepared.integer, ArrayConfig(rows=4, cols=4), label="x")
+    assert [layer.macs for layer in result.array_layers] == [3 * 8 * 5]
+    with pytest.raises(ModelError, match="'a' has no fixed shape .*: pass --input"):
+        prepare_model(model)
+
+
+def test_prepare_model_refuses_non_finite_calibration_input(tmp_path: Path) -> None:
+    model = _matmul_model(tmp_path / "m.onnx", 2)
+    x = np.ones((2, 8), np.float32)
+    x[0, 0] = np.inf
+    np.save(tmp_path / "x.npy", x)
+    with pytest.raises(ModelError, match="'a' holds 1 NaN or infinite value"):
+        prepare_model(model, input_path=tmp_path / "x.npy")

@@ -1,7 +1,18 @@
 import pytest
 
-from systolic.compare.topology import TopologyLayer, format_topology, parse_topology
-from systolic.errors import ModelError
+from systolic.compare.topology import (
+    MAX_LAYER_BYTES,
+    TopologyLayer,
+    format_topology,
+    parse_topology,
+    read_topology,
+)
+from systolic.errors import ModelError, ResourceError
+
+CONV_HEADER_LINE = (
+    "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+    "Strides,\n"
+)
 
 SCALESIM_RESNET_HEAD = """Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,,,Eh,Ew,e2
 ,,,,,,,,,,,,
@@ -56,3 +67,31 @@ def dataclasses_replace_name(layer, name):
 def test_bad_topologies_name_the_problem(text, message):
     with pytest.raises(ModelError, match=message):
         parse_topology(text)
+
+
+def test_tensor_bytes_counts_input_weights_bias_and_output():
+    layer = TopologyLayer("c", 10, 12, 3, 3, 4, 5, 1)  # output 8x10
+    assert layer.tensor_bytes == 4 * 10 * 12 + 3 * 3 * 4 * 5 + 4 * 5 + 5 * 8 * 10
+
+
+def test_a_layer_larger_than_the_address_space_is_refused_when_read():
+    text = CONV_HEADER_LINE + "c1, 100000, 100000, 3, 3, 3000, 4000, 1,\n"
+    with pytest.raises(ResourceError, match=r"^topology layer 'c1': .* bytes, more than the "
+                       r"4 GiB of the accelerator's 32-bit external address space: make"):  # fmt: skip
+        parse_topology(text)
+    # a GEMM just inside the limit is kept: 2**31 input bytes + small weights and output
+    (gemm,) = parse_topology(f"Layer Name, M, N, K,\ng, {2**31 // 1024}, 1, 1024,\n")
+    assert gemm.tensor_bytes <= MAX_LAYER_BYTES
+
+
+def test_a_binary_file_is_one_model_error(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_bytes(bytes(range(256)))
+    with pytest.raises(ModelError, match=r"t\.csv: not a text file \(byte 128 is not UTF-8\)"):
+        read_topology(path)
+
+
+def test_a_utf8_bom_file_reads(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + SCALESIM_RESNET_HEAD.encode())
+    assert [layer.name for layer in read_topology(path)] == ["Conv1", "CB2a_2", "FC6"]

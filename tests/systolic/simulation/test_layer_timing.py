@@ -62,3 +62,25 @@ def test_ideal_cycles_round_up() -> None:
     assert ideal_array_cycles(16, CONFIG) == 1
     assert ideal_array_cycles(17, CONFIG) == 2
     assert ideal_array_cycles(0, CONFIG) == 0
+
+
+def test_active_is_the_unclipped_busy_time_of_the_layers_own_unit() -> None:
+    # b's COMPUTE starts while a's STORE drains: b adds 6 cycles but its EXECUTE works 12
+    units = [EX, ST, LD, EX, EX, ST, Unit.DISPATCH]
+    layers = [
+        ProgramLayer("a", "QMatMul", LayerUnit.ARRAY, 0, 2, macs=16 * 20),
+        ProgramLayer("b", "QMatMul", LayerUnit.ARRAY, 2, 4, macs=16 * 12),
+    ]
+    times = [
+        InstructionTimes(1, 2, 22),  # EX a
+        InstructionTimes(3, 22, 30),  # ST a: a ends at 30
+        InstructionTimes(4, 4, 20),  # LD b
+        InstructionTimes(5, 22, 28),  # EX b (preload), before a's end
+        InstructionTimes(6, 27, 34),  # EX b (compute), overlapping its preload
+        InstructionTimes(7, 34, 36),  # ST b: b ends at 36
+        InstructionTimes(36, 36, 36),  # HALT
+    ]
+    (a, b) = layer_timings(layers, units, [RunTimes(0, times, 36)])
+    assert (a.cycles, a.busy, a.active) == (30, 20, 20)
+    assert (b.cycles, b.busy, b.active) == (6, 4, 12)  # [22, 34) unclipped, [30, 34) clipped
+    assert b.stall_cycles == 2
