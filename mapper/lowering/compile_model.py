@@ -260,7 +260,7 @@ class _Compiler:
                     "the program format cannot place"
                 )
             return None
-        if any(int(d) == 0 for d in tensor_type.shape):
+        if any(d == 0 for d in tensor_type.shape):
             if name in self.outputs or name in self.inputs:
                 what = "input" if name in self.inputs else "output"
                 raise UnsupportedError(
