@@ -66,7 +66,7 @@ __all__ = ["SimulationOutcome", "simulate_model", "vcd_paths"]
 RTL_BACKENDS = ("rtl",)
 """Backends that can write a VCD waveform."""
 
-CYCLE_REPORTING = ("rtl",)
+CYCLE_REPORTING = ("rtl", "verilator")
 """Backends that report their progress in cycles (`systolic.sim.run.progress.report_cycle`)."""
 
 
