@@ -1,3 +1,4 @@
+# ruff: noqa: FURB136, PLR1730  (the main loop compares ints inline: max() costs a call)
 """Analytic cycle model of the whole accelerator (`systolic.hdl.accelerator.Accelerator`).
 
 `ProgramModel(config).run(instructions)` returns, for every instruction of a program (HALT
@@ -36,35 +37,42 @@ instructions; `unit_busy[u]` = cycles in which some instruction of unit u was is
 yet completed; `hazard_stall[u]` = cycles in which u's queue head waited for a conflicting
 instruction while u was ready for it; `dispatch_stall` = cycles a non-HALT command was
 refused (table or queue full).
+
+For speed (a ResNet-50 of 300,000 instructions in well under a second) the static facts of
+every instruction come from `program_facts.ProgramFacts` (numpy, class by class, one
+`Describer.describe` per distinct shape), and one loop keeps the state in local variables:
+the EXECUTE unit's schedule (`ExecuteTiming`'s rules, inlined; `tests/sim/timing` checks them
+against the RTL), the in-flight table split by unit, whose conflicts are found from
+per-memory masks and row spans.
 """
 
 import bisect
 import dataclasses
+import gc
 from collections import deque
 from collections.abc import Sequence
-from operator import attrgetter
 from typing import Any
 
-from systolic.config import ArrayConfig
+import numpy as np
 
-from ..isa.instructions import (
-    Add,
-    Compute,
-    ComputeOS,
-    Copy,
-    Halt,
-    Instruction,
-    Load,
-    LoadTarget,
-    Pool,
-    Preload,
-    Store,
-)
-from ..isa.memories import params_row_bytes
-from .dispatch_model import MEMORY_ID
+from systolic.config import ArrayConfig, Dataflow
+
+from ..isa.instructions import Halt, Instruction
 from .execute_timing import ExecuteTiming
 from .load_timing import SETUP_CYCLES
-from .store_timing import duration
+from .program_facts import (
+    ALL_MEMORIES,
+    EX,
+    K_COMPUTE,
+    K_PRELOAD,
+    LD,
+    MEMORY_SETS,
+    SHARED,
+    ST,
+    Describer,
+    ProgramFacts,
+    overlap,
+)
 
 __all__ = ["COUNTER_NAMES", "QUEUE_DEPTH", "TABLE_ENTRIES", "ProgramModel", "ProgramTiming"]
 
@@ -75,7 +83,8 @@ QUEUE_DEPTH = 4
 FIRST_ACCEPT = 1
 """The first cycle a command can be accepted in (`busy` rises the cycle after `start`)."""
 
-LD, EX, ST = 0, 1, 2
+_Describer = Describer  # (its former name here)
+_NEVER = -(10**9)  # as `execute_timing._NEVER`
 _UNIT_NAMES = ("ld", "ex", "st")
 COUNTER_NAMES: tuple[str, ...] = (
     "cycles", "instructions", "dispatch_stall",
@@ -86,29 +95,6 @@ COUNTER_NAMES: tuple[str, ...] = (
 _CHECKPOINT_EVERY = 32
 _CHECKPOINTS_KEPT = 16
 _MAX_ROLLBACKS = 10**6
-
-# Per instruction class: its unit, and for each footprint range (in `footprint` order) the
-# field its position moves with. The footprint of an instruction is that of the same
-# instruction with these fields at zero (and `ext` reduced modulo the bus width), shifted.
-_POSITIONS: dict[type[Instruction], tuple[int, tuple[str, ...]]] = {
-    Load: (LD, ("row", "ext")),
-    Preload: (EX, ("row",)),
-    Compute: (EX, ("in_row", "acc_row")),
-    ComputeOS: (EX, ("in_row", "wt_row", "acc_row")),
-    Store: (ST, ("acc_row", "param_row", "ext")),
-    Pool: (ST, ("in_row", "ext")),
-    Add: (ST, ("a_row", "b_row", "ext")),
-    Copy: (ST, ("in_row", "ext")),
-}
-
-# Fields that change computed values but neither the footprint nor the timing.
-_VALUE_ONLY = frozenset({
-    "flip_sign", "accumulate", "mode", "zero_point", "lo", "hi", "multiplier", "shift", "zp_in",
-    "zp_out", "multiplier_a", "multiplier_b", "zp_a", "zp_b",
-})
-
-Range = tuple[int, int, int, bool]  # (memory id, first, last, write)
-
 
 @dataclasses.dataclass(frozen=True)
 class ProgramTiming:
@@ -123,108 +109,51 @@ class ProgramTiming:
     """Returns to a checkpoint the EXECUTE completion merge needed (model cost only)."""
 
 
-class _Describer:
-    """Unit, footprint and cost of instructions, cached by the fields they depend on.
+def _merge_agrees(raw_of: list[int | None], kinds: list[int], completes: list[int]) -> bool:
+    """Return whether every EXECUTE `complete` equals the exact merge of all strobes.
 
-    Footprints move with the position fields (`_POSITIONS`) and the cost depends on `ext`
-    only modulo the bus width, so the cache key is the class, the remaining fields but
-    those that change values only (`_VALUE_ONLY`), and `ext % bus_bytes`.
+    The strobes (cycle, COMPUTE 0 / PRELOAD 1, index) are delivered in sorted order, one per
+    cycle: d_k = max(t_k, d_(k-1) + 1), that is d_k - k = the running maximum of t_j - j.
     """
-
-    def __init__(self, config: ArrayConfig) -> None:
-        self.config = config
-        self.bus = config.bus_bytes
-        self._dim = config.dim
-        self._cache: dict[tuple[Any, ...], tuple[int, tuple[Range, ...], int]] = {}
-        self._keys: dict[type, tuple[attrgetter[Any], attrgetter[Any], bool]] = {}
-        for cls, (_, positions) in _POSITIONS.items():
-            names = [f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-                     if f.name not in positions and f.name not in _VALUE_ONLY]
-            # attrgetter of one name returns the value, of several a tuple: always ask for two
-            where = attrgetter(*positions, *positions[:1]) if len(positions) == 1 else attrgetter(
-                *positions)
-            self._keys[cls] = (attrgetter(*names), where, "ext" in positions)
-
-    def describe(self, instr: Instruction) -> tuple[int, tuple[Range, ...], int]:
-        """Return (unit, footprint ranges, cost): cost is LOAD beats or a STORE-unit duration."""
-        cls = type(instr)
-        if cls is Compute:  # the most frequent instructions: their footprints directly
-            in_row, m, acc_row = instr.in_row, instr.m, instr.acc_row  # type: ignore[attr-defined]
-            return EX, ((0, in_row, in_row + m - 1, False),
-                        (2, acc_row, acc_row + m - 1, True)), 0
-        if cls is Preload:
-            row = instr.row  # type: ignore[attr-defined]
-            return EX, ((1, row, row + instr.k - 1, False),), 0  # type: ignore[attr-defined]
-        if cls is ComputeOS:  # ComputeOS.footprint, directly
-            in_row, m, k = instr.in_row, instr.m, instr.k  # type: ignore[attr-defined]
-            wt_row, acc_row = instr.wt_row, instr.acc_row  # type: ignore[attr-defined]
-            in_last = in_row + (-(-k // self._dim) - 1) * instr.a_stride + m - 1  # type: ignore[attr-defined]
-            return EX, ((0, in_row, in_last, False), (1, wt_row, wt_row + k - 1, False),
-                        (2, acc_row, acc_row + m - 1, True)), 0
-        shape, where, has_ext = self._keys[cls]
-        offsets = where(instr)
-        key: tuple[Any, ...]
-        if has_ext:
-            ext = offsets[-1]
-            phase = ext % self.bus
-            offsets = (*offsets[:-1], ext - phase)
-            key = (cls, shape(instr), phase)
-        else:
-            key = (cls, shape(instr))
-        cached = self._cache.get(key)
-        if cached is None:
-            cached = self._fill(key, instr, offsets)
-        unit, rel, cost = cached
-        if len(rel) == 2:  # LOAD, COPY, POOL: unrolled
-            (m0, f0, l0, w0), (m1, f1, l1, w1) = rel
-            o0, o1 = offsets[0], offsets[1]
-            return unit, ((m0, f0 + o0, l0 + o0, w0), (m1, f1 + o1, l1 + o1, w1)), cost
-        return unit, tuple([(mem, first + o, last + o, write)
-                            for (mem, first, last, write), o in zip(rel, offsets)]), cost
-
-    def _fill(self, key: tuple[Any, ...], instr: Instruction,
-              offsets: tuple[int, ...]) -> tuple[int, tuple[Range, ...], int]:
-        unit, positions = _POSITIONS[type(instr)]
-        footprint = instr.footprint(self.config)
-        if len(footprint) != len(positions):
-            raise AssertionError(f"{instr.MNEMONIC}: footprint does not match its positions")
-        rel = tuple((MEMORY_ID[a.memory], a.first - o, a.last - o, a.write)
-                    for a, o in zip(footprint, offsets, strict=False))
-        if isinstance(instr, Load):
-            cost = self._load_beats(instr)
-        elif unit == ST:
-            cost = duration(instr, self.config)
-        else:
-            cost = 0
-        value = (unit, rel, cost)
-        self._cache[key] = value
-        return value
-
-    def _load_beats(self, instr: Load) -> int:
-        """Return the aligned beats of every segment of every row (vectorised)."""
-        config, bus = self.config, self.bus
-        if instr.mem is LoadTarget.PARAMS:
-            runs = [(0, params_row_bytes(config))]
-        else:
-            runs = [(s.address, s.length) for s in instr.element_pattern.runs(config.operand_bytes)]
-        if bus == 1:
-            return instr.count * sum(length for _, length in runs)
-        bases = instr.row_pattern.addresses(instr.count)
-        total = 0
-        for offset, length in runs:
-            starts = bases + offset
-            total += int(((starts + (length - 1)) // bus - starts // bus).sum()) + instr.count
-        return total
+    kind = np.array(kinds, dtype=np.int8)
+    where = np.flatnonzero(kind >= K_COMPUTE)
+    if not where.size:
+        return True
+    picked = where.tolist()
+    cycles = np.fromiter(map(raw_of.__getitem__, picked), dtype=np.int64, count=len(picked))
+    keys = (kind[where] == K_PRELOAD).astype(np.int64)
+    order = np.lexsort((where, keys, cycles))
+    steps = np.arange(order.size, dtype=np.int64)
+    delivered = np.maximum.accumulate(cycles[order] - steps) + steps
+    got = np.fromiter(map(completes.__getitem__, picked), dtype=np.int64,
+                      count=len(picked))[order]
+    return bool(np.array_equal(delivered, got))
 
 
-def _merge(strobes: list[tuple[int, int, int]]) -> dict[int, int]:
-    """Return the merged delivery cycle of each strobe (cycle, order key, index)."""
-    delivered: dict[int, int] = {}
-    last = -(10**18)
-    for cycle, _, index in sorted(strobes):
-        last = cycle if cycle > last else last + 1
-        delivered[index] = last
-    return delivered
+def _union_lengths(units: list[int], issues: list[int], completes: list[int], n: int
+                   ) -> list[int]:
+    """Return, per unit, the cycles covered by its [issue, complete) intervals.
+
+    A unit's issues increase in program order and complete >= issue, so the running maximum
+    of the completions is the end of the current run of overlapping intervals.
+    """
+    unit = np.array(units, dtype=np.int8)
+    starts_all = np.array(issues[:n], dtype=np.int64)
+    ends_all = np.array(completes[:n], dtype=np.int64)
+    lengths = []
+    for u in (LD, EX, ST):
+        mine = unit == u
+        starts, ends = starts_all[mine], ends_all[mine]
+        if not starts.size:
+            lengths.append(0)
+            continue
+        high = np.maximum.accumulate(ends)
+        new = np.ones(starts.size, dtype=bool)
+        new[1:] = starts[1:] > high[:-1]
+        last = np.ones(starts.size, dtype=bool)
+        last[:-1] = new[1:]
+        lengths.append(int(high[last].sum() - starts[new].sum()))
+    return lengths
 
 
 class ProgramModel:
@@ -235,55 +164,82 @@ class ProgramModel:
         self.config = config
         self.table_entries = table_entries
         self.queue_depth = queue_depth
-        self._describer = _Describer(config)
+        self._describer = Describer(config)
 
     def run(self, instructions: Sequence[Instruction]) -> ProgramTiming:
         """Return the timing of `instructions` (a program: it must end with its only HALT)."""
         count = len(instructions)
         if count == 0 or not isinstance(instructions[-1], Halt):
             raise ValueError("a program must end with HALT")
-        describe = self._describer.describe
         body = instructions[:-1]
-        if any(isinstance(instr, Halt) for instr in body):
+        if any(issubclass(cls, Halt) for cls in set(map(type, body))):
             index = next(i for i, instr in enumerate(body) if isinstance(instr, Halt))
             raise ValueError(f"instruction {index}: HALT before the end of the program")
-        infos = [describe(instr) for instr in body]
-        result, strobes, rollbacks = self._pass(instructions, infos)
-        exact = _merge(strobes)
-        if any(result.complete[index] != cycle for index, cycle in exact.items()):
-            raise RuntimeError("the EXECUTE completion merge was not resolved")  # pragma: no cover
-        return dataclasses.replace(result, rollbacks=rollbacks)
+        # The run allocates some million tuples and lists that hold no reference cycles:
+        # the cyclic collector's passes over them (and the program) would double its time.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            facts = ProgramFacts(self._describer, body, self.config.dataflow is Dataflow.WS)
+            return self._pass(facts, len(body))
+        finally:
+            if collecting:
+                gc.enable()
 
-    def _pass(self, instructions: Sequence[Instruction],
-              infos: list[tuple[int, tuple[Range, ...], int]],
-              ) -> tuple[ProgramTiming, list[tuple[int, int, int]], int]:
-        """Time the program; return the timing, EXECUTE's strobes and the rollbacks made.
+    def _pass(self, facts: ProgramFacts, n: int) -> ProgramTiming:
+        """Time the program described by `facts` (n instructions, HALT excluded).
 
         EXECUTE's strobes (cycle, COMPUTE 0 / PRELOAD 1, index) are merged as they come, in
         `window` (merge order). A younger PRELOAD strobe can come before an older COMPUTE
         strobe and delay its delivery; when a younger instruction already used the older
         delivery (a hazard or a full table), the model returns to a checkpoint before that
         use and runs again knowing the younger strobes (`announced`): every event before the
-        changed delivery cycle was exact, so those strobes are too.
+        changed delivery cycle was exact, so those strobes are too. The EXECUTE unit's
+        schedule (`ExecuteTiming`, inlined) is kept in local variables.
         """
         config = self.config
         entries, depth = self.table_entries, self.queue_depth
         latency = config.mem_latency + SETUP_CYCLES
-        n = len(infos)
+        kinds, units, masks, args, ks = (
+            facts.kinds, facts.units, facts.masks, facts.args, facts.ks)
+        # per set of memories: the (first rows, last rows) lists of each
+        spans_in = tuple(tuple((facts.firsts[m], facts.lasts[m]) for m in memories)
+                         for memories in MEMORY_SETS)
+        footprint = facts.footprint
         accepts = [0] * (n + 1)
         issues = [0] * (n + 1)
         completes = [0] * (n + 1)
         raw_of: list[int | None] = [None] * n  # EXECUTE strobe cycles of this attempt
-        strobes: list[tuple[int, int, int]] = []
         announced: dict[int, int] = {}  # index -> strobe cycle of a not yet timed instruction
         checkpoints: dict[int, tuple[Any, ...]] = {}
         rollbacks = 0
 
+        # The EXECUTE unit's state (`ExecuteTiming`'s fields, from its reset state).
         execute = ExecuteTiming(config)
+        rows, dim = config.rows, config.dim
+        array_latency = config.rows + config.cols - 1
+        os_drain = 2 * config.rows + config.cols - 1
+        last_taken = -1
+        w_free = w_last = loaded = activated = a_free = a_last = newest = slot_free = 0
+        closed = pending = False
+        loader_free = bank0 = bank1 = beat_taken = tile_end = chunks = 0
+        if config.dataflow is Dataflow.WS:
+            state = vars(execute)
+            w_free, w_last = state["_weights"].free, state["_weights"].last_take
+            a_free, a_last = state["_acts"].free, state["_acts"].last_take
+            loaded, activated = state["_loaded"], state["_activated"]
+            newest, slot_free = state["_newest_activated"], state["_slot_free"]
+            closed, pending = state["_closed"], state["_pending"]
+        else:
+            loader_free = beat_taken = tile_end = bank0 = bank1 = _NEVER
+
         recent: list[deque[int]] = [deque(maxlen=depth) for _ in range(3)]
-        free_from = [0, 0, 0]  # LD and ST: first cycle the unit takes its next instruction
-        # In-flight instructions: [complete, unit, ranges, index] (EX entries may be updated).
-        in_flight: list[list[Any]] = []
+        free_ld = free_st = 0  # first cycle the LOAD / STORE unit takes its next instruction
+        # In-flight instructions by unit: [complete, unit, index, mask], and for each unit the
+        # lists of the other units. Only EX entries change (with `completes`, which always
+        # holds the same cycle): a checkpoint shares them and restores them from `completes`.
+        flights: list[list[list[Any]]] = [[], [], []]
+        others = ((flights[1], flights[2]), (flights[0], flights[2]), (flights[0], flights[1]))
         flight_of: dict[int, list[Any]] = {}
         # EXECUTE strobes that a younger strobe may still precede: [cycle, key, index,
         # delivered, announced], in merge order; deliveries of strobes dropped are final.
@@ -322,63 +278,155 @@ class ProgramModel:
             return stale
 
         index = 0
+        next_checkpoint = 0  # the next multiple of _CHECKPOINT_EVERY (none is kept beyond)
+        flight_limit = 4 * entries
+        flying = 0  # entries in `flights`
         while index < n:
-            if index % _CHECKPOINT_EVERY == 0 and index not in checkpoints:
+            if index == next_checkpoint:
+                next_checkpoint += _CHECKPOINT_EVERY
                 checkpoints[index] = (
                     accept, dispatch_stall, list(hazard_stall), [deque(q, depth) for q in recent],
-                    list(free_from), [list(e) for e in in_flight], [list(e) for e in window],
-                    window_last, dict(read), execute.copy(), len(strobes),
+                    free_ld, free_st, [list(lst) for lst in flights],
+                    [list(e) for e in window],
+                    window_last, dict(read),
+                    (last_taken, w_free, w_last, loaded, activated, a_free, a_last, newest,
+                     slot_free, closed, pending, loader_free, bank0, bank1, beat_taken,
+                     tile_end, chunks),
                     {e[2]: completes[e[2]] for e in window if not e[4]},
                 )
                 if len(checkpoints) > _CHECKPOINTS_KEPT:  # keep the start and the latest
-                    del checkpoints[min(k for k in checkpoints if k)]
-            unit, ranges, cost = infos[index]
+                    keys = iter(checkpoints)  # (ascending: taken in order, later ones dropped)
+                    first = next(keys)
+                    del checkpoints[first if first else next(keys)]
+            unit = units[index]
             offered = accept + 1
             t = offered
-            if len(in_flight) >= entries:  # (completed entries are dropped only here)
-                in_flight = [e for e in in_flight if e[0] >= t]
-                if len(in_flight) >= entries:
-                    ends = sorted((e[0] for e in in_flight), reverse=True)
+            # (entries completed before t are dropped here and below; they no longer count)
+            if flying >= entries:
+                for lst in flights:
+                    lst[:] = [e for e in lst if e[0] >= t]
+                flying = len(flights[0]) + len(flights[1]) + len(flights[2])
+                if flying >= entries:
+                    ends = sorted([e[0] for lst in flights for e in lst], reverse=True)
                     t = ends[entries - 1] + 1
-                    for e in in_flight:
-                        if e[3] in open_ex:
-                            read.setdefault(e[3], index)
+                    for lst in flights:
+                        for e in lst:
+                            if e[2] in open_ex:
+                                read.setdefault(e[2], index)
             queue = recent[unit]
             if len(queue) == depth and queue[0] >= t:
                 t = queue[0] + 1
             if t != offered:
                 dispatch_stall += t - offered
-                in_flight = [e for e in in_flight if e[0] >= t]
             accept = t
             head = t + 1
             if queue and queue[-1] >= head:
                 head = queue[-1] + 1
             clear = head
-            if ranges:
-                for end, other, theirs, owner in in_flight:
-                    if other != unit and end > t and (end >= clear or owner in open_ex):
-                        for mem, first, last, write in ranges:
-                            for mem2, first2, last2, write2 in theirs:
-                                if (mem == mem2 and (write or write2) and first <= last2
-                                        and first2 <= last):
-                                    break
+            mask = masks[index]
+            if mask:
+                writes = mask >> 8 & ALL_MEMORIES
+                for lst in others[unit]:
+                    for end, _, owner, theirs_mask in lst:
+                        if end <= t or end < clear and owner not in open_ex:
+                            continue
+                        common = (writes & theirs_mask | mask & theirs_mask >> 8) & ALL_MEMORIES
+                        if common:
+                            if (mask | theirs_mask) & SHARED:
+                                if not overlap(footprint(index), footprint(owner)):
+                                    continue
                             else:
-                                continue
+                                for firsts, lasts in spans_in[common]:
+                                    if (firsts[index] <= lasts[owner]
+                                            and firsts[owner] <= lasts[index]):
+                                        break
+                                else:
+                                    continue
                             if owner in open_ex:
                                 read.setdefault(owner, index)
                             if end >= clear:
                                 clear = end + 1
-                            break
             stale = None
             if unit == EX:
-                instr = instructions[index]
-                # the cycle EX would take it, for the hazard-stall count (only when it waited)
-                ready_from = execute.ready_from(instr) if clear > head else clear
-                timing = execute.issue(instr, clear)
-                issue = timing.taken
-                raw = raw_of[index] = timing.completed
-                strobe = (raw, 1 if isinstance(instr, Preload) else 0, index)
-                strobes.append(strobe)
+                kind = kinds[index]
+                earliest = last_taken + 1
+                ready_from = earliest
+                if clear > earliest:
+                    earliest = clear
+                if kind == K_COMPUTE:
+                    m = args[index]
+                    if slot_free > ready_from:
+                        ready_from = slot_free
+                    taken = slot_free if slot_free > earliest else earliest
+                    start = taken + 1 if taken + 1 > a_free else a_free
+                    slot_free = start
+                    first = a_last if a_last > start + 1 else start + 1
+                    first_take = first + 1
+                    if closed:
+                        if loaded + 1 > first_take:
+                            first_take = loaded + 1
+                        newest = first_take
+                    a_free = first if m == 1 else first_take + m - 2
+                    a_last = first_take + m - 1
+                    closed = pending = False
+                    raw = first_take + m - 1 + array_latency
+                    key = 0
+                elif kind == K_PRELOAD:
+                    if w_free > ready_from:
+                        ready_from = w_free
+                    if pending and slot_free > ready_from:
+                        ready_from = slot_free
+                    taken = w_free if w_free > earliest else earliest
+                    if pending and slot_free > taken:
+                        taken = slot_free
+                    if pending or taken > a_free:  # a dummy row closes the tile
+                        start = taken + 1 if taken + 1 > a_free else a_free
+                        slot_free = start
+                        first = a_last if a_last > start + 1 else start + 1
+                        first_take = first + 1
+                        if closed:
+                            if loaded + 1 > first_take:
+                                first_take = loaded + 1
+                            newest = first_take
+                        a_free = first
+                        a_last = first_take
+                    closed = True
+                    activated = newest
+                    first = w_last if w_last > taken + 1 else taken + 1
+                    first_take = activated if activated > first + 1 else first + 1
+                    w_free = first if rows == 1 else first_take + rows - 2
+                    loaded = w_last = first_take + rows - 1
+                    pending = True
+                    raw = loaded
+                    key = 1
+                else:  # COMPUTE.OS
+                    m = args[index]
+                    k = ks[index]
+                    if loader_free > ready_from:
+                        ready_from = loader_free
+                    taken = loader_free if loader_free > earliest else earliest
+                    load_start = taken + 1
+                    for chunk in range(-(-k // dim)):
+                        width = k - chunk * dim
+                        if width > dim:
+                            width = dim
+                        free = bank1 if chunks % 2 else bank0
+                        first_read = free if free > load_start else load_start
+                        load_start = first_read + m
+                        first = beat_taken if beat_taken > first_read + m + 1 else first_read + m + 1
+                        beat_taken = first + width
+                        if chunks % 2:
+                            bank1 = first + width - 1
+                        else:
+                            bank0 = first + width - 1
+                        chunks += 1
+                    loader_free = load_start - 1
+                    final = tile_end + rows if tile_end + rows > beat_taken else beat_taken
+                    beat_taken = tile_end = final
+                    raw = final + os_drain
+                    key = 0
+                last_taken = issue = taken
+                raw_of[index] = raw
                 while window and window[0][0] < t:  # no later strobe can come before these
                     dropped = window.pop(0)
                     window_last = dropped[3]
@@ -397,7 +445,7 @@ class ProgramModel:
                                 stale = remerge(position, stale, new=False)
                             break
                 if item is None:
-                    item = [*strobe, 0, 0]
+                    item = [raw, key, index, 0, 0]
                     open_ex.add(index)
                     if not window or item > window[-1]:  # the latest strobe: nothing moves
                         last = window[-1][3] if window else window_last
@@ -408,27 +456,32 @@ class ProgramModel:
                         window.insert(position, item)
                         stale = remerge(position, stale, new=True)
                 complete = item[3]
+            elif unit == LD:
+                ready_from = free_ld
+                issue = free_ld if free_ld > clear else clear
+                cost = args[index]
+                free_ld = issue + (cost if cost > 2 else 2)
+                complete = issue + cost + latency
             else:
-                ready_from = free_from[unit]
-                issue = max(ready_from, clear)
-                if unit == LD:
-                    free_from[LD] = issue + max(2, cost)
-                    complete = issue + cost + latency
-                else:
-                    complete = issue + cost
-                    free_from[ST] = complete + 1
+                ready_from = free_st
+                issue = free_st if free_st > clear else clear
+                complete = issue + args[index]
+                free_st = complete + 1
             if clear > head:
-                stalled = clear - max(ready_from, head)
+                stalled = clear - (ready_from if ready_from > head else head)
                 if stalled > 0:
                     hazard_stall[unit] += stalled
             queue.append(issue)
-            flight = [complete, unit, ranges, index]
-            in_flight.append(flight)
+            flight = [complete, unit, index, mask]
+            flights[unit].append(flight)
+            flying += 1
             if unit == EX:
                 flight_of[index] = flight
-                if len(flight_of) > 4 * entries:
-                    flight_of = {e[3]: e for e in in_flight if e[1] == EX}
-            accepts[index], issues[index], completes[index] = accept, issue, complete
+                if len(flight_of) > flight_limit:
+                    flight_of = {e[2]: e for e in flights[EX]}
+            accepts[index] = accept
+            issues[index] = issue
+            completes[index] = complete
             if stale is None:
                 index += 1
                 continue
@@ -444,23 +497,28 @@ class ProgramModel:
                     if cycle is not None and cycle < horizon:
                         announced[j] = cycle
                 back = max(k for k in checkpoints if k <= reader)
-                (accept, dispatch_stall, hazard_stall, recent, free_from, in_flight, window,
-                 window_last, read, execute, kept, saved) = checkpoints[back]
+                (accept, dispatch_stall, hazard_stall, recent, free_ld, free_st, flights,
+                 window, window_last, read, execute_state, saved) = checkpoints[back]
+                (last_taken, w_free, w_last, loaded, activated, a_free, a_last, newest,
+                 slot_free, closed, pending, loader_free, bank0, bank1, beat_taken, tile_end,
+                 chunks) = execute_state
                 checkpoints = {k: v for k, v in checkpoints.items() if k < back}
                 hazard_stall = list(hazard_stall)
                 recent = [deque(q, depth) for q in recent]
-                free_from = list(free_from)
-                in_flight = [list(e) for e in in_flight]
+                flights = [list(lst) for lst in flights]
+                others = ((flights[1], flights[2]), (flights[0], flights[2]),
+                          (flights[0], flights[1]))
+                flying = len(flights[0]) + len(flights[1]) + len(flights[2])
                 window = [list(e) for e in window]
                 read = dict(read)
-                execute = execute.copy()
-                del strobes[kept:]
                 raw_of[back:index + 1] = [None] * (index + 1 - back)
                 for j, cycle in saved.items():
                     completes[j] = cycle
-                flight_of = {e[3]: e for e in in_flight if e[1] == EX}
+                for e in flights[EX]:  # (entries are shared with the checkpoint)
+                    e[0] = completes[e[2]]
+                flight_of = {e[2]: e for e in flights[EX]}
                 open_ex = {e[2] for e in window}
-                index = back
+                index = next_checkpoint = back
                 stale = None
                 for j, cycle in sorted(announced.items()):
                     if j < back:
@@ -473,11 +531,13 @@ class ProgramModel:
                             break
                     if j in open_ex and any(e[2] == j for e in window):
                         continue
-                    item = [cycle, 1 if isinstance(instructions[j], Preload) else 0, j, 0, 1]
+                    item = [cycle, 1 if kinds[j] == K_PRELOAD else 0, j, 0, 1]
                     position = bisect.bisect(window, item)
                     window.insert(position, item)
                     open_ex.add(j)
                     stale = remerge(position, stale, new=True)
+        if not _merge_agrees(raw_of, kinds, completes):
+            raise RuntimeError("the EXECUTE completion merge was not resolved")  # pragma: no cover
         halt = max(accept + 1, max(completes[:n], default=0) + 1)
         accepts[n] = issues[n] = completes[n] = halt
         counters = {
@@ -485,27 +545,10 @@ class ProgramModel:
             "instructions": n + 1,
             "dispatch_stall": dispatch_stall,
         }
+        busy = _union_lengths(units, issues, completes, n)
         for u, name in enumerate(_UNIT_NAMES):
-            counters[f"unit_busy_{name}"] = _union_length(
-                (issues[i], completes[i]) for i in range(n) if infos[i][0] == u)
+            counters[f"unit_busy_{name}"] = busy[u]
         for u, name in enumerate(_UNIT_NAMES):
             counters[f"hazard_stall_{name}"] = hazard_stall[u]
-        result = ProgramTiming(tuple(accepts), tuple(issues), tuple(completes), halt, counters)
-        return result, strobes, rollbacks
-
-
-def _union_length(intervals: Any) -> int:
-    """Return the number of cycles covered by half-open [start, end) intervals sorted by start."""
-    total = 0
-    low = high = None
-    for start, end in intervals:
-        if high is None or start > high:
-            if high is not None:
-                total += high - low
-            low, high = start, end
-        elif end > high:
-            high = end
-    if high is not None:
-        total += high - low
-    return total
-
+        return ProgramTiming(tuple(accepts), tuple(issues), tuple(completes), halt, counters,
+                             rollbacks)

@@ -1,0 +1,329 @@
+"""The static facts of a program's instructions for the cycle model (`program_model`).
+
+`Describer(config).describe(instr)` returns one instruction's unit, footprint and cost (LOAD
+beats or STORE-unit duration), cached by the fields they depend on. `ProgramFacts(describer,
+body, ws)` holds the same for a whole program in flat lists, built class by class with numpy
+(one `describe` per distinct shape), in the form `ProgramModel`'s main loop reads: per
+instruction its kind (`K_*`), unit, conflict mask, per-memory row spans and unit arguments.
+"""
+
+import dataclasses
+from collections.abc import Sequence
+from operator import attrgetter, itemgetter
+from typing import Any
+
+import numpy as np
+
+from systolic.config import ArrayConfig
+
+from ..isa.instructions import (
+    Add,
+    Compute,
+    ComputeOS,
+    Copy,
+    Instruction,
+    Load,
+    LoadTarget,
+    Pool,
+    Preload,
+    Store,
+)
+from ..isa.memories import params_row_bytes
+from .dispatch_model import MEMORY_ID
+from .store_timing import duration
+
+__all__ = [
+    "ALL_MEMORIES", "EX", "K_COMPUTE", "K_COMPUTE_OS", "K_LD", "K_PRELOAD", "K_ST", "LD",
+    "MEMORIES", "MEMORY_SETS", "SHARED", "ST", "Describer", "ProgramFacts", "Range", "overlap",
+]
+
+LD, EX, ST = 0, 1, 2
+"""The units, as the dispatcher numbers them."""
+
+# Per instruction class: its unit, and for each footprint range (in `footprint` order) the
+# field its position moves with. The footprint of an instruction is that of the same
+# instruction with these fields at zero (and `ext` reduced modulo the bus width), shifted.
+_POSITIONS: dict[type[Instruction], tuple[int, tuple[str, ...]]] = {
+    Load: (LD, ("row", "ext")),
+    Preload: (EX, ("row",)),
+    Compute: (EX, ("in_row", "acc_row")),
+    ComputeOS: (EX, ("in_row", "wt_row", "acc_row")),
+    Store: (ST, ("acc_row", "param_row", "ext")),
+    Pool: (ST, ("in_row", "ext")),
+    Add: (ST, ("a_row", "b_row", "ext")),
+    Copy: (ST, ("in_row", "ext")),
+}
+
+# Fields that change computed values but neither the footprint nor the timing.
+_VALUE_ONLY = frozenset({
+    "flip_sign", "accumulate", "mode", "zero_point", "lo", "hi", "multiplier", "shift", "zp_in",
+    "zp_out", "multiplier_a", "multiplier_b", "zp_a", "zp_b",
+})
+
+Range = tuple[int, int, int, bool]  # (memory id, first, last, write)
+
+
+class Describer:
+    """Unit, footprint and cost of instructions, cached by the fields they depend on.
+
+    Footprints move with the position fields (`_POSITIONS`) and the cost depends on `ext`
+    only modulo the bus width, so the cache key is the class, the remaining fields but
+    those that change values only (`_VALUE_ONLY`), and `ext % bus_bytes`.
+    """
+
+    def __init__(self, config: ArrayConfig) -> None:
+        self.config = config
+        self.bus = config.bus_bytes
+        self._dim = config.dim
+        self._cache: dict[tuple[Any, ...], tuple[int, tuple[Range, ...], int]] = {}
+        self._keys: dict[type, tuple[attrgetter[Any], attrgetter[Any], bool]] = {}
+        for cls, (_, positions) in _POSITIONS.items():
+            names = [f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+                     if f.name not in positions and f.name not in _VALUE_ONLY]
+            # attrgetter of one name returns the value, of several a tuple: always ask for two
+            where = attrgetter(*positions, *positions[:1]) if len(positions) == 1 else attrgetter(
+                *positions)
+            self._keys[cls] = (attrgetter(*names), where, "ext" in positions)
+
+    def shape_of(self, cls: type) -> "attrgetter[Any]":
+        """Return the getter of the cache key's fields of instructions of class `cls`."""
+        return self._keys[cls][0]
+
+    def describe(self, instr: Instruction) -> tuple[int, tuple[Range, ...], int]:
+        """Return (unit, footprint ranges, cost): cost is LOAD beats or a STORE-unit duration."""
+        cls = type(instr)
+        if cls is Compute:  # the most frequent instructions: their footprints directly
+            in_row, m, acc_row = instr.in_row, instr.m, instr.acc_row  # type: ignore[attr-defined]
+            return EX, ((0, in_row, in_row + m - 1, False),
+                        (2, acc_row, acc_row + m - 1, True)), 0
+        if cls is Preload:
+            row = instr.row  # type: ignore[attr-defined]
+            return EX, ((1, row, row + instr.k - 1, False),), 0  # type: ignore[attr-defined]
+        if cls is ComputeOS:  # ComputeOS.footprint, directly
+            in_row, m, k = instr.in_row, instr.m, instr.k  # type: ignore[attr-defined]
+            wt_row, acc_row = instr.wt_row, instr.acc_row  # type: ignore[attr-defined]
+            in_last = in_row + (-(-k // self._dim) - 1) * instr.a_stride + m - 1  # type: ignore[attr-defined]
+            return EX, ((0, in_row, in_last, False), (1, wt_row, wt_row + k - 1, False),
+                        (2, acc_row, acc_row + m - 1, True)), 0
+        shape, where, has_ext = self._keys[cls]
+        offsets = where(instr)
+        key: tuple[Any, ...]
+        if has_ext:
+            ext = offsets[-1]
+            phase = ext % self.bus
+            offsets = (*offsets[:-1], ext - phase)
+            key = (cls, shape(instr), phase)
+        else:
+            key = (cls, shape(instr))
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._fill(key, instr, offsets)
+        unit, rel, cost = cached
+        if len(rel) == 2:  # LOAD, COPY, POOL: unrolled
+            (m0, f0, l0, w0), (m1, f1, l1, w1) = rel
+            o0, o1 = offsets[0], offsets[1]
+            return unit, ((m0, f0 + o0, l0 + o0, w0), (m1, f1 + o1, l1 + o1, w1)), cost
+        return unit, tuple([(mem, first + o, last + o, write)
+                            for (mem, first, last, write), o in zip(rel, offsets)]), cost
+
+    def _fill(self, key: tuple[Any, ...], instr: Instruction,
+              offsets: tuple[int, ...]) -> tuple[int, tuple[Range, ...], int]:
+        unit, positions = _POSITIONS[type(instr)]
+        footprint = instr.footprint(self.config)
+        if len(footprint) != len(positions):
+            raise AssertionError(f"{instr.MNEMONIC}: footprint does not match its positions")
+        rel = tuple((MEMORY_ID[a.memory], a.first - o, a.last - o, a.write)
+                    for a, o in zip(footprint, offsets, strict=False))
+        if isinstance(instr, Load):
+            cost = self._load_beats(instr)
+        elif unit == ST:
+            cost = duration(instr, self.config)
+        else:
+            cost = 0
+        value = (unit, rel, cost)
+        self._cache[key] = value
+        return value
+
+    def _load_beats(self, instr: Load) -> int:
+        """Return the aligned beats of every segment of every row (vectorised)."""
+        config, bus = self.config, self.bus
+        if instr.mem is LoadTarget.PARAMS:
+            runs = [(0, params_row_bytes(config))]
+        else:
+            runs = [(s.address, s.length) for s in instr.element_pattern.runs(config.operand_bytes)]
+        if bus == 1:
+            return instr.count * sum(length for _, length in runs)
+        bases = instr.row_pattern.addresses(instr.count)
+        total = 0
+        for offset, length in runs:
+            starts = bases + offset
+            total += int(((starts + (length - 1)) // bus - starts // bus).sum()) + instr.count
+        return total
+
+
+# Instruction kinds of the main loop: the unit and, for EXECUTE, the unit's rule.
+K_LD, K_ST, K_COMPUTE, K_PRELOAD, K_COMPUTE_OS = range(5)
+_UNIT_OF_KIND = (LD, ST, EX, EX, EX)
+_KIND_OF_TYPE: dict[type, int] = {
+    Load: K_LD, Store: K_ST, Pool: K_ST, Add: K_ST, Copy: K_ST,
+    Compute: K_COMPUTE, Preload: K_PRELOAD, ComputeOS: K_COMPUTE_OS,
+}
+MEMORIES = len(MEMORY_ID)
+ALL_MEMORIES = (1 << MEMORIES) - 1
+SHARED = 1 << 16
+"""Mask bit of an instruction with two ranges in one memory (compared range by range)."""
+MEMORY_SETS = tuple(tuple(m for m in range(MEMORIES) if bits >> m & 1)
+                    for bits in range(1 << MEMORIES))
+"""Per set of memories (bit m: memory m), their ids."""
+
+
+def _kind_of(cls: type) -> int:
+    """Return the main loop's kind of an instruction class (subclasses as their base)."""
+    for base, kind in _KIND_OF_TYPE.items():
+        if issubclass(cls, base):
+            return kind
+    raise ValueError(f"{cls.__name__} is not an instruction the accelerator executes")
+
+
+class ProgramFacts:
+    """The static data of a program's instructions (HALT excluded), in flat lists.
+
+    Per instruction i: `kinds[i]` (`K_*`), `units[i]` (LD, EX, ST), `masks[i]` (bit m: a
+    range in memory m, bit 8 + m: a write to it, `SHARED`: two ranges in one memory),
+    `firsts[m][i]`, `lasts[m][i]` (the rows of its range in memory m; only meaningful for the
+    memories in its mask), `args[i]` (LOAD beats, the STORE-unit
+    duration, a COMPUTE's or COMPUTE.OS's m) and `ks[i]` (a COMPUTE.OS's k); `footprint(i)`
+    gives its ranges back. COMPUTE, PRELOAD and COMPUTE.OS come from their footprint
+    formulas, the other classes from one `Describer.describe` per distinct cache key whose
+    ranges are shifted by each instruction's position fields. Raises ValueError for an
+    EXECUTE instruction of the other dataflow (`ExecuteTiming`'s message) and for classes
+    the accelerator does not execute.
+    """
+
+    def __init__(self, describer: Describer, body: Sequence[Instruction], ws: bool) -> None:
+        n = len(body)
+        types = list(map(type, body))
+        kind_of = {cls: _kind_of(cls) for cls in dict.fromkeys(types)}
+        for cls, kind in kind_of.items():  # the first instruction the unit refuses
+            if kind >= K_COMPUTE and (kind == K_COMPUTE_OS) == ws:
+                instr = body[types.index(cls)]
+                raise ValueError(
+                    f"{instr.MNEMONIC} is not an EXECUTE instruction of a "
+                    f"{describer.config.dataflow.value} array")
+        type_id = {cls: j for j, cls in enumerate(kind_of)}
+        ids = np.fromiter(map(type_id.__getitem__, types), dtype=np.int16, count=n)
+        codes = np.array(list(kind_of.values()), dtype=np.int8)[ids]
+        self.kinds: list[int] = codes.tolist()
+        self.units: list[int] = np.array(_UNIT_OF_KIND, dtype=np.int8)[codes].tolist()
+        args = np.zeros(n, dtype=np.int64)
+        ks = np.zeros(n, dtype=np.int64)
+        masks = np.zeros(n, dtype=np.int64)
+        spans = np.zeros((MEMORIES * 2, n), dtype=np.int64)  # first, last per memory
+        spans[1::2] = -1
+        self.shared: dict[int, tuple[Range, ...]] = {}
+        for cls, j in type_id.items():
+            where = np.flatnonzero(ids == j)
+            objs = itemgetter(*where.tolist())(body) if where.size > 1 else (
+                body[int(where[0])],)
+            spec: list[tuple[Any, Any, Any, Any]]
+            if cls is Compute:
+                in_row, m, acc_row = _columns(objs, ("in_row", "m", "acc_row"))
+                spec = [(0, in_row, in_row + m - 1, False), (2, acc_row, acc_row + m - 1, True)]
+                args[where] = m
+            elif cls is Preload:
+                row, k = _columns(objs, ("row", "k"))
+                spec = [(1, row, row + k - 1, False)]
+            elif cls is ComputeOS:
+                in_row, wt_row, acc_row, m, k, a_stride = _columns(
+                    objs, ("in_row", "wt_row", "acc_row", "m", "k", "a_stride"))
+                in_last = in_row + (-(-k // describer.config.dim) - 1) * a_stride + m - 1
+                spec = [(0, in_row, in_last, False), (1, wt_row, wt_row + k - 1, False),
+                        (2, acc_row, acc_row + m - 1, True)]
+                args[where] = m
+                ks[where] = k
+            else:
+                spec, cost = _shifted_ranges(describer, cls, objs)
+                args[where] = cost
+            self._add_spans(spec, where, masks, spans)
+        rows = spans.tolist()
+        self.firsts: list[list[int]] = rows[0::2]
+        self.lasts: list[list[int]] = rows[1::2]
+        self.args: list[int] = args.tolist()
+        self.ks: list[int] = ks.tolist()
+        self.masks: list[int] = masks.tolist()
+
+    def _add_spans(self, spec: list[tuple[Any, Any, Any, Any]], where: np.ndarray,
+                   masks: np.ndarray, spans: np.ndarray) -> None:
+        """Record the footprints `spec` (per range: memory, first, last, write, each a
+        constant or one value per instruction) of the instructions `where`."""
+        count = where.size
+        columns = [tuple(np.broadcast_to(np.asarray(value), count) for value in fields)
+                   for fields in spec]
+        shared = np.zeros(count, dtype=bool)
+        for r, (mem, first, last, write) in enumerate(columns):
+            masks[where] |= np.left_shift(1, mem) | np.where(write, np.left_shift(1, mem + 8), 0)
+            for m in range(MEMORIES):
+                here = mem == m
+                spans[2 * m, where[here]] = first[here]
+                spans[2 * m + 1, where[here]] = last[here]
+            for other in columns[:r]:
+                shared |= other[0] == mem
+        if shared.any():  # two ranges in one memory: `spans` cannot hold them
+            masks[where[shared]] |= SHARED
+            picked = np.flatnonzero(shared).tolist()
+            rows = [[(int(mem[j]), int(first[j]), int(last[j]), bool(write[j]))
+                     for mem, first, last, write in columns] for j in picked]
+            for j, ranges in zip(picked, rows, strict=True):
+                self.shared[int(where[j])] = tuple(ranges)
+
+    def footprint(self, index: int) -> tuple[Range, ...]:
+        """Return instruction `index`'s footprint as (memory, first, last, write) ranges."""
+        shared = self.shared.get(index)
+        if shared is not None:
+            return shared
+        mask = self.masks[index]
+        return tuple((m, self.firsts[m][index], self.lasts[m][index], bool(mask >> (8 + m) & 1))
+                     for m in range(MEMORIES) if mask >> m & 1)
+
+
+def _columns(objs: Sequence[Any], names: Sequence[str]) -> list[np.ndarray]:
+    """Return one int64 array per field of `objs`."""
+    return [np.fromiter(map(attrgetter(name), objs), dtype=np.int64, count=len(objs))
+            for name in names]
+
+
+def _shifted_ranges(describer: Describer, cls: type, objs: Sequence[Any]
+                    ) -> tuple[list[tuple[Any, Any, Any, Any]], np.ndarray]:
+    """Return the footprint columns and costs of `objs` (all of class `cls`): one instruction
+    per distinct `Describer` cache key is described, the others are shifted copies."""
+    _, positions = _POSITIONS[cls]
+    offsets = _columns(objs, positions)
+    shape = describer.shape_of(cls)
+    keys: list[Any]
+    if "ext" in positions:
+        phase = offsets[-1] % describer.bus
+        offsets[-1] = offsets[-1] - phase
+        keys = list(zip(map(shape, objs), phase.tolist()))
+    else:
+        keys = list(map(shape, objs))
+    id_of = {key: j for j, key in enumerate(dict.fromkeys(keys))}
+    uid = np.fromiter(map(id_of.__getitem__, keys), dtype=np.int64, count=len(keys))
+    _, first = np.unique(uid, return_index=True)
+    table = []
+    costs = []
+    for i in first.tolist():
+        _, ranges, cost = describer.describe(objs[i])
+        costs.append(cost)
+        table.append([(mem, lo - int(o[i]), hi - int(o[i]), write)
+                      for (mem, lo, hi, write), o in zip(ranges, offsets, strict=True)])
+    spec = []
+    for r, o in enumerate(offsets):
+        mem, lo, hi, write = (np.array([row[r][f] for row in table])[uid] for f in range(4))
+        spec.append((mem, lo + o, hi + o, write.astype(bool)))
+    return spec, np.array(costs, dtype=np.int64)[uid]
+
+
+def overlap(mine: tuple[Range, ...], theirs: tuple[Range, ...]) -> bool:
+    """Return whether two footprints conflict: a common memory, overlapping rows, a write."""
+    return any(mem == mem2 and (write or write2) and first <= last2 and first2 <= last
+               for mem, first, last, write in mine for mem2, first2, last2, write2 in theirs)

@@ -1,0 +1,92 @@
+"""The cycle model's per-program facts against the instructions' own footprints and costs."""
+
+import numpy as np
+import pytest
+from systolic.sim.isa.instructions import Compute, ComputeOS, Load, Preload
+from systolic.sim.timing.dispatch_model import MEMORY_ID
+from systolic.sim.timing.load_timing import load_beats
+from systolic.sim.timing.program_facts import (
+    ALL_MEMORIES,
+    EX,
+    K_COMPUTE,
+    K_COMPUTE_OS,
+    K_LD,
+    K_PRELOAD,
+    K_ST,
+    LD,
+    MEMORY_SETS,
+    SHARED,
+    ST,
+    Describer,
+    ProgramFacts,
+    overlap,
+)
+from systolic.sim.timing.store_timing import duration
+from systolic.sim.timing.synthetic_programs import random_program, synthetic_program
+
+from systolic.config import ArrayConfig, Dataflow
+
+_KIND = {Load: K_LD, Compute: K_COMPUTE, Preload: K_PRELOAD, ComputeOS: K_COMPUTE_OS}
+
+
+def program_and_config(seed: int) -> tuple[ArrayConfig, list]:
+    rng = np.random.default_rng(seed)
+    config = ArrayConfig(
+        rows=int(rng.integers(1, 9)), cols=int(rng.integers(1, 9)),
+        dataflow=(Dataflow.WS, Dataflow.OS)[seed % 2], bus_bytes=int(2 ** rng.integers(0, 7)))
+    if seed < 2:  # long programs with every instruction class
+        return config, list(synthetic_program(config, 3000, seed=seed, scale=2).instructions)
+    return config, list(random_program(config, rng, layers=3).program.instructions)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_facts_equal_footprints_and_costs(seed: int) -> None:
+    config, program = program_and_config(seed)
+    body = program[:-1]
+    facts = ProgramFacts(Describer(config), body, config.dataflow is Dataflow.WS)
+    for i, instr in enumerate(body):
+        ranges = tuple((MEMORY_ID[a.memory], a.first, a.last, a.write)
+                       for a in instr.footprint(config))
+        assert sorted(facts.footprint(i)) == sorted(ranges)
+        mask = 0
+        for mem, _, _, write in ranges:
+            mask |= (1 << mem) | (write << (8 + mem))
+        shared = len({mem for mem, _, _, _ in ranges}) < len(ranges)
+        assert facts.masks[i] == mask | (SHARED if shared else 0)
+        kind = _KIND.get(type(instr), K_ST)
+        assert facts.kinds[i] == kind
+        assert facts.units[i] == {K_LD: LD, K_ST: ST}.get(kind, EX)
+        if kind == K_LD:
+            assert facts.args[i] == load_beats(instr, config)
+        elif kind == K_ST:
+            assert facts.args[i] == duration(instr, config)
+        elif kind in (K_COMPUTE, K_COMPUTE_OS):
+            assert facts.args[i] == instr.m
+        if kind == K_COMPUTE_OS:
+            assert facts.ks[i] == instr.k
+
+
+def test_span_check_equals_the_range_overlap() -> None:
+    # The main loop's test for two instructions without SHARED: the memories where one writes
+    # and the other has a range, then their rows there.
+    config, program = program_and_config(0)
+    body = program[:-1]
+    facts = ProgramFacts(Describer(config), body, True)
+    rng = np.random.default_rng(5)
+    plain = [i for i in range(len(body)) if not facts.masks[i] & SHARED]
+    hits = 0
+    for a, b in rng.choice(plain, size=(4000, 2)).tolist():
+        ma, mb = facts.masks[a], facts.masks[b]
+        common = ((ma >> 8) & mb | ma & (mb >> 8)) & ALL_MEMORIES
+        firsts, lasts = facts.firsts, facts.lasts
+        found = any(firsts[m][a] <= lasts[m][b] and firsts[m][b] <= lasts[m][a]
+                    for m in MEMORY_SETS[common])
+        assert found == overlap(facts.footprint(a), facts.footprint(b))
+        hits += found
+    assert 0 < hits < 4000
+
+
+def test_execute_instructions_of_the_other_dataflow_are_refused() -> None:
+    config = ArrayConfig(rows=2, cols=2, dataflow=Dataflow.OS)
+    with pytest.raises(ValueError, match="PRELOAD is not an EXECUTE instruction of a os array"):
+        ProgramFacts(Describer(config), [Preload(row=0, k=1, n=1)], False)
