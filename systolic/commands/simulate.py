@@ -165,7 +165,13 @@ def _summary(report: SimulationReport, label: str, written: list[Path]) -> str:
             f"{100 * checks['onnxruntime_equal_fraction']:.2f}% of elements equal"
         )
     else:
-        lines.append("onnxruntime: not compared")
+        from systolic.simulation.onnxruntime_check import onnxruntime_available
+
+        lines.append(
+            "onnxruntime: not compared (--no-onnxruntime)"
+            if onnxruntime_available()
+            else "onnxruntime: not compared (not installed: pip install onnxruntime)"
+        )
     quant = checks.get("quantization")
     if quant is not None:
         top1 = quant["top1_agreement"]
