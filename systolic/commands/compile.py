@@ -9,12 +9,15 @@ nothing is written.
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from systolic.errors import ConfigError
-from systolic.mapper.ir import Model
+
+if TYPE_CHECKING:
+    from systolic.mapper.ir import Model
 
 from .config_args import add_config_arguments, config_from_args
+from .model_loading import add_max_memory_argument, load_user_model, parse_size
 
 __all__ = ["integer_model", "parse_input_shapes", "register", "run"]
 
@@ -36,26 +39,17 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="fix the shape of an input with symbolic dimensions, e.g. x=1x3x224x224 "
         "(repeat for several inputs)",
     )  # fmt: skip
-    parser.add_argument(
-        "--max-memory", metavar="SIZE", default="8GiB",
-        help="largest tensor the model may hold (default 8GiB); larger ones are refused",
-    )  # fmt: skip
+    add_max_memory_argument(parser)
     add_config_arguments(parser)
     parser.set_defaults(run=run)
 
 
-def integer_model(model: Model) -> Model:
+def integer_model(model: "Model") -> "Model":
     """Return the model rewritten by the mapper passes into an integer graph."""
-    try:
-        from systolic.mapper.passes.pipeline import run_passes
-    except ModuleNotFoundError:
-        return model
-    result: Any = run_passes(model)
-    if isinstance(result, tuple):  # (model, report)
-        result = result[0]
-    if isinstance(result, Model):
-        return result
-    return Model(model.ir_version, model.opsets, result)
+    from systolic.mapper.passes.pipeline import run_passes
+
+    integer, _ = run_passes(model)
+    return integer
 
 
 def parse_input_shapes(texts: list[str]) -> dict[str, tuple[int, ...]]:
@@ -83,8 +77,6 @@ def run(args: argparse.Namespace) -> int:
     from systolic.mapper.importer import bind_inputs
     from systolic.mapper.lowering import compile_model
 
-    from .inspect import parse_size
-    from .model_loading import load_user_model
     from .output_paths import check_output_file
 
     config = config_from_args(args)

@@ -1,54 +1,73 @@
 """The command-line options that describe an accelerator configuration (`ArrayConfig`).
 
 `add_config_arguments(parser)` adds `--array RxC`, `--dataflow ws|os`, `--spad-kib`,
-`--acc-kib`, `--bus-bytes` and `--mem-latency`; `config_from_args(args)` builds the checked
-configuration (ConfigError, one line, for an impossible one).
+`--acc-kib`, `--bus-bytes` and `--mem-latency` (with `widths=True` also `--input-width`,
+`--weight-width` and `--acc-width`); `config_from_args(args)` builds the checked
+configuration. A value that is not a whole number, or an impossible configuration, is a
+ConfigError: one line naming the option.
 """
 
 import argparse
 import dataclasses
+from typing import Any
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import ConfigError
 
 __all__ = ["add_config_arguments", "config_from_args"]
 
 _DEFAULT = ArrayConfig()
 
+_WIDTH_OPTIONS = (
+    ("input_width", "signed input operand bits, 4-16"),
+    ("weight_width", "signed weight bits, 4-16"),
+    ("acc_width", "accumulator bits, input+weight width to 64"),
+)
+_SIZE_OPTIONS = (
+    ("spad_kib", "scratchpad size in KiB (inputs and weights)"),
+    ("acc_kib", "accumulator memory size in KiB"),
+    ("bus_bytes", "external memory bus width in bytes per beat, a power of two 1-256"),
+    ("mem_latency", "external memory read latency in cycles, 0-1024"),
+)
 
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the configuration options to `parser`."""
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, *, widths: bool = False) -> None:
+    """Add the configuration options to `parser` (the operand widths too when `widths`)."""
     group = parser.add_argument_group("accelerator configuration")
     group.add_argument(
         "--array", metavar="RxC", default=_DEFAULT.shape_text,
-        help=f"array size (default {_DEFAULT.shape_text})",
+        help=f"array rows x columns (default {_DEFAULT.shape_text})",
     )  # fmt: skip
     group.add_argument(
         "--dataflow", metavar="ws|os", default=_DEFAULT.dataflow.value,
         help="weight-stationary (ws, default) or output-stationary (os)",
     )  # fmt: skip
-    for name, help_text in (
-        ("spad_kib", "scratchpad size in KiB"),
-        ("acc_kib", "accumulator memory size in KiB"),
-        ("bus_bytes", "external memory bus width in bytes"),
-        ("mem_latency", "external memory read latency in cycles"),
-    ):
-        default = getattr(_DEFAULT, name)
+    for field, meaning in (_WIDTH_OPTIONS if widths else ()) + _SIZE_OPTIONS:
         group.add_argument(
-            "--" + name.replace("_", "-"), metavar="N", type=int, default=default,
-            help=f"{help_text} (default {default})",
+            _flag(field), metavar="N", dest=field,
+            help=f"{meaning} (default {getattr(_DEFAULT, field)})",
         )  # fmt: skip
 
 
+def _whole_number(flag: str, text: str) -> int:
+    try:
+        return int(text.strip(), 10)
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r} is not a whole number") from None
+
+
 def config_from_args(args: argparse.Namespace) -> ArrayConfig:
-    """Return the configuration the parsed options describe."""
+    """Return the configuration the parsed options describe; options not given (or not
+    added) keep `ArrayConfig`'s defaults."""
     rows, cols = ArrayConfig.parse_shape(args.array)
-    return dataclasses.replace(
-        _DEFAULT,
-        rows=rows,
-        cols=cols,
-        dataflow=Dataflow.parse(args.dataflow),
-        spad_kib=args.spad_kib,
-        acc_kib=args.acc_kib,
-        bus_bytes=args.bus_bytes,
-        mem_latency=args.mem_latency,
-    )
+    values: dict[str, Any] = {"rows": rows, "cols": cols,
+                              "dataflow": Dataflow.parse(args.dataflow)}
+    for field, _ in _WIDTH_OPTIONS + _SIZE_OPTIONS:
+        text = getattr(args, field, None)
+        if text is not None:
+            values[field] = _whole_number(_flag(field), text)
+    return dataclasses.replace(_DEFAULT, **values)

@@ -9,7 +9,6 @@ loads; any error is one line and nothing is written.
 
 import argparse
 import json
-import re
 import sys
 import warnings
 from pathlib import Path
@@ -19,41 +18,10 @@ from systolic.errors import ConfigError
 from systolic.fileio import write_atomically
 
 from .config_args import add_config_arguments, config_from_args
+from .model_loading import add_max_memory_argument, parse_size
 from .output_paths import check_output_file
 
 __all__ = ["parse_size", "register", "render_text", "run"]
-
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1000,
-    "kb": 1000,
-    "kib": 1 << 10,
-    "m": 1000**2,
-    "mb": 1000**2,
-    "mib": 1 << 20,
-    "g": 1000**3,
-    "gb": 1000**3,
-    "gib": 1 << 30,
-    "t": 1000**4,
-    "tb": 1000**4,
-    "tib": 1 << 40,
-}
-
-
-def parse_size(text: str) -> int:
-    """Return a size in bytes from "4096", "512MiB", "8GiB", "1.5GB" (decimal and binary)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    if not match or match.group(2).lower() not in _UNITS:
-        raise ConfigError(
-            f"--max-memory {text!r} is not a size: write bytes or a number with a unit such as "
-            "512MiB, 8GiB or 2GB"
-        )
-    size = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
-    if size <= 0:
-        raise ConfigError(f"--max-memory {text!r} must be larger than zero")
-    return size
-
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add the `inspect` subcommand."""
@@ -71,12 +39,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     parser.add_argument(
         "--json", metavar="PATH", help="also write the summary as JSON ('-': stdout)"
     )
-    parser.add_argument(
-        "--max-memory",
-        metavar="SIZE",
-        default="8GiB",
-        help="largest tensor the model may hold (default 8GiB); larger ones are refused",
-    )
+    add_max_memory_argument(parser)
     add_config_arguments(parser)
     parser.set_defaults(run=run)
 

@@ -1,18 +1,64 @@
-"""Loading the user's model for a command: one place that turns importer warnings into the
-command line's one-line `systolic: warning: ...` messages."""
+"""Loading the user's model for a command: the `--max-memory` option every command that reads
+a model has, and one place that turns importer warnings into the command line's one-line
+`systolic: warning: ...` messages."""
 
+import argparse
 import os
+import re
 import sys
 import warnings
+from typing import TYPE_CHECKING
 
-from systolic.mapper.ir import Model
+from systolic.errors import ConfigError
 
-__all__ = ["load_user_model"]
+if TYPE_CHECKING:  # the importer (numpy, protobuf) loads only when a command reads a model
+    from systolic.mapper.ir import Model
+
+__all__ = ["add_max_memory_argument", "load_user_model", "parse_size"]
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "kib": 1 << 10,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "mib": 1 << 20,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "gib": 1 << 30,
+    "t": 1000**4,
+    "tb": 1000**4,
+    "tib": 1 << 40,
+}
+
+
+def parse_size(text: str) -> int:
+    """Return a size in bytes from "4096", "512MiB", "8GiB", "1.5GB" (decimal and binary)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if not match or match.group(2).lower() not in _UNITS:
+        raise ConfigError(
+            f"--max-memory {text!r} is not a size: write bytes or a number with a unit such as "
+            "512MiB, 8GiB or 2GB"
+        )
+    size = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    if size <= 0:
+        raise ConfigError(f"--max-memory {text!r} must be larger than zero")
+    return size
+
+
+def add_max_memory_argument(parser: argparse.ArgumentParser) -> None:
+    """Add `--max-memory SIZE` (default 8GiB): the largest tensor the model may hold."""
+    parser.add_argument(
+        "--max-memory", metavar="SIZE", default="8GiB",
+        help="largest tensor the model may hold (default 8GiB); larger ones are refused",
+    )  # fmt: skip
 
 
 def load_user_model(
     path: str | os.PathLike[str] | None, *, max_tensor_bytes: int | None = None
-) -> Model:
+) -> "Model":
     """Load `path` (None: the bundled example) with `systolic.mapper.importer.load_model`;
     name warnings are printed to standard error as one line each, other warnings pass on."""
     from systolic.examples import example_path

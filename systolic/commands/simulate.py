@@ -18,7 +18,7 @@ from systolic.errors import ConfigError
 from systolic.simulation.report import SimulationReport, render_table
 
 from .config_args import add_config_arguments, config_from_args
-from .inspect import parse_size
+from .model_loading import add_max_memory_argument, parse_size
 from .output_paths import check_output_file
 
 __all__ = ["register", "run", "seed_value"]
@@ -67,10 +67,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="skip the comparison with onnxruntime even when it is installed",
     )  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="print only errors and mismatches")
-    parser.add_argument(
-        "--max-memory", metavar="SIZE", default="8GiB",
-        help="largest tensor the model may hold (default 8GiB); larger ones are refused",
-    )  # fmt: skip
+    add_max_memory_argument(parser)
     add_config_arguments(parser)
     parser.set_defaults(run=run)
 

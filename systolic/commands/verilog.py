@@ -15,46 +15,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import ConfigError
 from systolic.fileio import write_atomically
 
+from .config_args import add_config_arguments, config_from_args
 from .output_paths import check_output_file, check_output_folder
 
-__all__ = ["build_config", "register", "render_report", "run"]
-
-_INT_OPTIONS = (
-    ("input_width", "--input-width", "signed input operand bits, 4-16"),
-    ("weight_width", "--weight-width", "signed weight bits, 4-16"),
-    ("acc_width", "--acc-width", "accumulator bits, input+weight width to 64"),
-    ("spad_kib", "--spad-kib", "scratchpad KiB (inputs and weights)"),
-    ("acc_kib", "--acc-kib", "accumulator memory KiB"),
-    ("bus_bytes", "--bus-bytes", "external bus bytes per beat, a power of two 1-256"),
-    ("mem_latency", "--mem-latency", "external read latency in cycles, 0-1024"),
-)
+__all__ = ["register", "render_report", "run"]
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add the `verilog` subcommand."""
-    defaults = ArrayConfig()
     parser = subparsers.add_parser(
         "verilog",
         help="emit the accelerator's Verilog and a README for one configuration",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    parser.add_argument(
-        "--array", metavar="RxC", default=defaults.shape_text,
-        help=f"array rows x columns (default {defaults.shape_text})",
-    )
-    parser.add_argument(
-        "--dataflow", metavar="ws|os", default=defaults.dataflow.value,
-        help="weight-stationary (ws, default) or output-stationary (os)",
-    )
-    for field, flag, meaning in _INT_OPTIONS:
-        parser.add_argument(
-            flag, metavar="N", dest=field,
-            help=f"{meaning} (default {getattr(defaults, field)})",
-        )
+    add_config_arguments(parser, widths=True)
     parser.add_argument(
         "-o", "--output", metavar="OUT", required=True,
         help="folder to write into (created if needed; other files in it are kept)",
@@ -79,32 +56,13 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     parser.set_defaults(run=run)
 
 
-def _whole_number(flag: str, text: str) -> int:
-    try:
-        return int(text.strip(), 10)
-    except ValueError:
-        raise ConfigError(f"{flag} {text!r} is not a whole number") from None
-
-
-def build_config(args: argparse.Namespace) -> ArrayConfig:
-    """Return the `ArrayConfig` the options describe; `ConfigError` names a bad one."""
-    rows, cols = ArrayConfig.parse_shape(args.array)
-    values: dict[str, Any] = {"rows": rows, "cols": cols,
-                              "dataflow": Dataflow.parse(args.dataflow)}
-    for field, flag, _ in _INT_OPTIONS:
-        text = getattr(args, field)
-        if text is not None:
-            values[field] = _whole_number(flag, text)
-    return ArrayConfig(**values)
-
-
 def run(args: argparse.Namespace) -> int:
     """Emit, check and write the files; print a summary; return 0 (1 if lint warns)."""
     from systolic.verilog.bundle import render_bundle, write_bundle
     from systolic.verilog.lint import LintResult, find_verilator, lint
     from systolic.verilog.synth import SynthReport, check_yosys, synthesize
 
-    config = build_config(args)
+    config = config_from_args(args)
     check_output_folder("-o", args.output)
     if args.json and args.json != "-":
         if Path(args.json).resolve() == Path(args.output).resolve():
