@@ -13,14 +13,14 @@ from collections.abc import Mapping
 import numpy as np
 from systolic.mapper.ir import Node
 from systolic.sim.golden.machine import Machine
-from systolic.sim.isa.program import LayerUnit, TensorPlacement
+from systolic.sim.isa.program import LayerUnit
 from systolic.sim.reference.executor import run_graph
 
 from systolic.errors import ModelError
 
-from .compiled import CompiledModel, read_value, run_host_step, write_value
+from .compiled import CompiledModel, read_logical_value, run_host_step, write_value
 
-__all__ = ["LayerCheck", "check_on_golden", "first_failure"]
+__all__ = ["LayerCheck", "check_on_golden", "first_failure", "reference_values"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,18 +53,28 @@ def _difference(name: str, got: np.ndarray, want: np.ndarray) -> str:
     )
 
 
-def check_on_golden(compiled: CompiledModel, inputs: Mapping[str, np.ndarray]) -> list[LayerCheck]:
-    """Run and compare every layer (see the module docstring)."""
+def reference_values(
+    compiled: CompiledModel, inputs: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Return every value of the integer graph (inputs included) as the reference executor
+    computes it."""
     if compiled.graph is None:
-        raise ModelError("checking needs the integer graph: compile the model in this process")
-    reference: dict[str, np.ndarray] = {}
+        raise ModelError("the bit-exactness check needs the integer graph of the model: compile "
+                         "the model in this process")
+    values: dict[str, np.ndarray] = dict(inputs)
 
     def keep(node: Node, args: list[np.ndarray | None], results: list[np.ndarray]) -> None:
         for name, value in zip(node.outputs, results, strict=False):
             if name:
-                reference[name] = value
+                values[name] = np.asarray(value)
 
     run_graph(compiled.graph, inputs, opsets=compiled.opsets, on_node=keep)
+    return values
+
+
+def check_on_golden(compiled: CompiledModel, inputs: Mapping[str, np.ndarray]) -> list[LayerCheck]:
+    """Run and compare every layer (see the module docstring)."""
+    reference = reference_values(compiled, inputs)
     program = compiled.program
     machine = Machine(program.config, compiled.memory_size)
     for segment in program.segments:
@@ -82,7 +92,9 @@ def check_on_golden(compiled: CompiledModel, inputs: Mapping[str, np.ndarray]) -
             machine.execute(instr)
         problems = []
         for name in layer.outputs:
-            got = _read(compiled, machine.memory, placed, host_values, name)
+            got = read_logical_value(compiled, machine.memory, placed, name)
+            if got is None:
+                got = host_values.get(name)
             if got is None:
                 continue
             problem = _difference(name, got, np.asarray(reference[name]))
@@ -91,21 +103,3 @@ def check_on_golden(compiled: CompiledModel, inputs: Mapping[str, np.ndarray]) -
         message = f"layer {layer.name!r} ({layer.op}): {'; '.join(problems)}" if problems else ""
         checks.append(LayerCheck(layer.name, layer.op, layer.unit, not problems, message))
     return checks
-
-
-def _read(
-    compiled: CompiledModel,
-    memory: np.ndarray,
-    placed: Mapping[str, TensorPlacement],
-    host_values: Mapping[str, np.ndarray],
-    name: str,
-) -> np.ndarray | None:
-    if name in compiled.views:
-        view = compiled.views[name]
-        in_memory = read_value(memory, view.placement)
-        logical = np.empty_like(in_memory)
-        logical[..., view.permutation] = in_memory
-        return logical
-    if name in placed:
-        return read_value(memory, placed[name])
-    return host_values.get(name)

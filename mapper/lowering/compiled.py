@@ -40,6 +40,7 @@ __all__ = [
     "MemoryView",
     "Runner",
     "golden_runner",
+    "read_logical_value",
     "read_value",
     "run_host_step",
     "simulate",
@@ -160,6 +161,26 @@ def _view(memory: np.ndarray, placement: TensorPlacement) -> np.ndarray:
 def read_value(memory: np.ndarray, placement: TensorPlacement) -> np.ndarray:
     """Return a copy of a placed value from a uint8 memory array."""
     return _view(memory, placement).copy()
+
+
+def read_logical_value(
+    compiled: "CompiledModel",
+    memory: np.ndarray,
+    placed: Mapping[str, TensorPlacement],
+    name: str,
+) -> np.ndarray | None:
+    """Return value `name` in its logical (graph) order from a uint8 memory array: through its
+    memory view when it is held reordered (`CompiledModel.views`), else through its placement
+    in `placed` (name -> placement); None when the program does not hold it in memory."""
+    if name in compiled.views:
+        view = compiled.views[name]
+        in_memory = read_value(memory, view.placement)
+        logical = np.empty_like(in_memory)
+        logical[..., view.permutation] = in_memory
+        return logical
+    if name in placed:
+        return read_value(memory, placed[name])
+    return None
 
 
 def write_value(memory: np.ndarray, placement: TensorPlacement, value: np.ndarray) -> None:

@@ -22,46 +22,13 @@ from collections.abc import Mapping
 import numpy as np
 
 from systolic.config import ArrayConfig, Dataflow
-from systolic.errors import ModelError
-from systolic.mapper.ir import Node
-from systolic.mapper.lowering.compiled import CompiledModel, read_value
-from systolic.sim.isa.program import LayerUnit, ProgramLayer, TensorPlacement
-from systolic.sim.reference.executor import run_graph
+from systolic.mapper.lowering.check import reference_values
+from systolic.mapper.lowering.compiled import CompiledModel, read_logical_value
+from systolic.sim.isa.program import LayerUnit, ProgramLayer
 
 from .report import Mismatch
 
 __all__ = ["compare_final_outputs", "compare_layer", "reference_values", "tile_text"]
-
-
-def reference_values(
-    compiled: CompiledModel, inputs: Mapping[str, np.ndarray]
-) -> dict[str, np.ndarray]:
-    """Return every value of the integer graph as the reference executor computes it."""
-    if compiled.graph is None:
-        raise ModelError("the bit-exactness check needs the integer graph of the model")
-    values: dict[str, np.ndarray] = dict(inputs)
-
-    def keep(node: Node, args: list[np.ndarray | None], results: list[np.ndarray]) -> None:
-        for name, value in zip(node.outputs, results, strict=False):
-            if name:
-                values[name] = np.asarray(value)
-
-    run_graph(compiled.graph, inputs, opsets=compiled.opsets, on_node=keep)
-    return values
-
-
-def _accelerator_value(
-    compiled: CompiledModel, memory: np.ndarray, placed: Mapping[str, TensorPlacement], name: str
-) -> np.ndarray | None:
-    if name in compiled.views:
-        view = compiled.views[name]
-        in_memory = read_value(memory, view.placement)
-        logical = np.empty_like(in_memory)
-        logical[..., view.permutation] = in_memory
-        return logical
-    if name in placed:
-        return read_value(memory, placed[name])
-    return None
 
 
 def tile_text(
@@ -104,7 +71,7 @@ def compare_layer(
     """Return the first element of `layer`'s outputs that differs from the reference."""
     placed = {t.name: t for t in compiled.program.tensors}
     for name in layer.outputs:
-        got = _accelerator_value(compiled, memory, placed, name)
+        got = read_logical_value(compiled, memory, placed, name)
         want = reference.get(name)
         if got is None or want is None:
             continue
