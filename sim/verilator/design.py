@@ -10,24 +10,13 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from amaranth.back import verilog
 from amaranth.lib import wiring
 
 from .build import Build, build_simulator
 from .ports import PortMap, wrapper_name
 from .process import HarnessResult, encode_commands, run_harness
 
-__all__ = ["HarnessParts", "VerilatedDesign", "emit_verilog", "harness_parts"]
-
-
-def emit_verilog(component: wiring.Component, top: str) -> str:
-    """Return the Verilog of `component` with top module `top`, its ports named as `PortMap`
-    lists them, without source locations (so the text, and with it the build cache key, does
-    not depend on where the code lives)."""
-    return str(verilog.convert(
-        component, name=top, ports=dict(PortMap(component).verilog_ports),
-        emit_src=False, strip_internal_attrs=True,
-    ))
+__all__ = ["HarnessParts", "VerilatedDesign", "harness_parts"]
 
 
 @dataclasses.dataclass(frozen=True)

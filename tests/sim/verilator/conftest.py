@@ -31,7 +31,9 @@ def tiny_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def copy_design(tiny_cache: Path) -> Callable[[int, int], object]:
     """Return `make(bus_bytes, mem_latency)`: a built `VerilatedDesign` of `CopyEngine`."""
-    from systolic.sim.verilator.design import VerilatedDesign, emit_verilog
+    from systolic.sim.verilator.design import VerilatedDesign
+
+    from systolic.verilog.emit import to_verilog
 
     designs: dict[tuple[int, int], VerilatedDesign] = {}
 
@@ -41,7 +43,7 @@ def copy_design(tiny_cache: Path) -> Callable[[int, int], object]:
         if key not in designs:
             component = CopyEngine(bus_bytes)
             designs[key] = VerilatedDesign(
-                component, verilog=emit_verilog(component, "copy_engine"), top="copy_engine",
+                component, verilog=to_verilog(component, "copy_engine"), top="copy_engine",
                 bus_bytes=bus_bytes, mem_latency=mem_latency, cache_dir=tiny_cache)
         return designs[key]
 
