@@ -14,6 +14,7 @@ import numpy as np
 from systolic.mapper.ir import DataType
 from systolic.sim.golden import requant
 
+from ..kernels.conv import conv_output_shape
 from ..op import Op, TensorInfo
 from ._shared import int_attr, ints_attr
 
@@ -147,3 +148,40 @@ def output_stage(
     q = round_shift(total * m, s + requant.MULTIPLIER_BITS)
     y = np.clip(q + stage.zero_point, stage.lo, stage.hi)
     return np.asarray(y.astype(stage.dtype.numpy))
+
+
+class PoolWindowOp(Op):
+    """Base of QMaxPool and QAveragePool: their window attributes and output shape.
+
+    `parse_window` reads kernel_shape, strides (default 1) and pads (begins then ends,
+    default 0) and checks them (padding smaller than the kernel: every window holds an input
+    cell); `window_output_shape` checks X [N, C, *spatial] and returns the output's spatial
+    shape.
+    """
+
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    pads: tuple[int, ...]
+
+    def parse_window(self, padding_note: str = "") -> None:
+        self.kernel = int_list_attr(self, "kernel_shape")
+        rank = len(self.kernel)
+        self.strides = ints_attr(self, "strides") or (1,) * rank
+        self.pads = ints_attr(self, "pads") or (0,) * (2 * rank)
+        if len(self.strides) != rank or len(self.pads) != 2 * rank:
+            raise self.error(f"strides need {rank} values and pads {2 * rank}, as kernel_shape")
+        if min((*self.kernel, *self.strides)) < 1 or min(self.pads) < 0:
+            raise self.error("kernel_shape and strides must be positive, pads not negative")
+        if any(p >= k for p, k in zip(self.pads, self.kernel * 2, strict=True)):
+            raise self.error(f"pads {list(self.pads)} must be smaller than kernel_shape "
+                             f"{list(self.kernel)}{padding_note}")
+
+    def window_output_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
+        if len(shape) != len(self.kernel) + 2:
+            raise self.error(f"X {list(shape)} must be [N, C] plus {len(self.kernel)} spatial "
+                             "axes, as kernel_shape")
+        ones = (1,) * len(self.kernel)
+        out = conv_output_shape(shape[2:], self.kernel, self.strides, self.pads, ones)
+        if min(out) < 1:
+            raise self.error(f"kernel {list(self.kernel)} does not fit input {list(shape)}")
+        return out

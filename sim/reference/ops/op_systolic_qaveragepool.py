@@ -7,21 +7,20 @@ import numpy as np
 from systolic.mapper.ir import Attrs
 from systolic.sim.golden.requant import quantize_multiplier
 
-from ..kernels.conv import conv_output_shape
 from ..kernels.pool import pool_windows, window_counts
-from ..op import Op, TensorInfo
-from ._shared import float_attr, int_attr, ints_attr
+from ..op import TensorInfo
+from ._shared import float_attr, int_attr
 from ._systolic import (
     SYSTOLIC_DOMAIN,
     OutputStage,
+    PoolWindowOp,
     check_eight_bit,
-    int_list_attr,
     output_stage,
     type_range,
 )
 
 
-class QAveragePool(Op):
+class QAveragePool(PoolWindowOp):
     """systolic.QAveragePool-1: Y = QAveragePool(X), X uint8/int8 [N, C, *spatial].
 
     Attributes: kernel_shape, strides (default 1), pads (begins then ends, default 0),
@@ -40,17 +39,7 @@ class QAveragePool(Op):
 
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)
-        self.kernel = int_list_attr(self, "kernel_shape")
-        rank = len(self.kernel)
-        self.strides = ints_attr(self, "strides") or (1,) * rank
-        self.pads = ints_attr(self, "pads") or (0,) * (2 * rank)
-        if len(self.strides) != rank or len(self.pads) != 2 * rank:
-            raise self.error(f"strides need {rank} values and pads {2 * rank}, as kernel_shape")
-        if min((*self.kernel, *self.strides)) < 1 or min(self.pads) < 0:
-            raise self.error("kernel_shape and strides must be positive, pads not negative")
-        if any(p >= k for p, k in zip(self.pads, self.kernel * 2, strict=True)):
-            raise self.error(f"pads {list(self.pads)} must be smaller than kernel_shape "
-                             f"{list(self.kernel)}")
+        self.parse_window()
         self.count_include_pad = bool(int_attr(self, "count_include_pad", 0))
         self.x_zero_point = int_attr(self, "x_zero_point", 0)
         self.scale = float(np.float32(float_attr(self, "scale", 0.0)))
@@ -59,16 +48,6 @@ class QAveragePool(Op):
                              f"got {attrs.get('scale')!r}")
         self.stage = OutputStage(self)
 
-    def _out(self, shape: Sequence[int]) -> tuple[int, ...]:
-        if len(shape) != len(self.kernel) + 2:
-            raise self.error(f"X {list(shape)} must be [N, C] plus {len(self.kernel)} spatial "
-                             "axes, as kernel_shape")
-        ones = (1,) * len(self.kernel)
-        out = conv_output_shape(shape[2:], self.kernel, self.strides, self.pads, ones)
-        if min(out) < 1:
-            raise self.error(f"kernel {list(self.kernel)} does not fit input {list(shape)}")
-        return out
-
     def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
         (x,) = inputs
         assert x is not None
@@ -76,7 +55,7 @@ class QAveragePool(Op):
         lo, hi = type_range(x.dtype)
         if not lo <= self.x_zero_point <= hi:
             raise self.error(f"x_zero_point {self.x_zero_point} is outside X's range")
-        return [TensorInfo(self.stage.dtype, (*x.shape[:2], *self._out(x.shape)))]
+        return [TensorInfo(self.stage.dtype, (*x.shape[:2], *self.window_output_shape(x.shape)))]
 
     def multipliers(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return per-output (M, s) arrays for an array of window counts."""
@@ -88,7 +67,7 @@ class QAveragePool(Op):
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
         (x,) = inputs
         assert x is not None
-        self._out(x.shape)
+        self.window_output_shape(x.shape)
         rank = len(self.kernel)
         ones = (1,) * rank
         centered = x.astype(np.int64) - self.x_zero_point  # padding cells add 0
