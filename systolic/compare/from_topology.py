@@ -37,10 +37,9 @@ from systolic.mapper.ir import (
 )
 from systolic.sim.golden.requant import quantize_multiplier
 
-from .grid import config_label
 from .layer_cycles import check_backend
 from .result import ConfigResult
-from .sweep import run_config, varying_fields
+from .sweep import sweep_graph
 from .topology import MAX_LAYER_BYTES, TopologyLayer
 
 __all__ = ["TopologyGraph", "is_gemm", "topology_graph", "topology_sweep"]
@@ -145,13 +144,4 @@ def topology_sweep(
     """Return the results of the topology's layers for every configuration, in order."""
     check_backend(backend)
     built = topology_graph(layers, seed)
-    varying = varying_fields(configs)
-    results = []
-    for config in configs:
-        label = config_label(config, varying)
-        if progress is not None:
-            progress(label)
-        results.append(
-            run_config(built.graph, config, label=label, backend=backend, inputs=built.inputs)
-        )
-    return results
+    return sweep_graph(built.graph, built.inputs, configs, backend=backend, progress=progress)

@@ -26,7 +26,7 @@ from .grid import config_label
 from .layer_cycles import accelerator_runs, check_backend, layer_results
 from .result import ConfigResult
 
-__all__ = ["PreparedModel", "prepare_model", "run_config", "sweep", "varying_fields"]
+__all__ = ["PreparedModel", "prepare_model", "run_config", "sweep", "sweep_graph", "varying_fields"]
 
 _FIELDS = (("array", ("rows", "cols")), ("dataflow", ("dataflow",)),
            ("spad_kib", ("spad_kib",)), ("acc_kib", ("acc_kib",)),
@@ -90,15 +90,16 @@ def run_config(
     return ConfigResult(config, label, layers, sum(run.total_cycles for run in runs))
 
 
-def sweep(
-    prepared: PreparedModel,
+def sweep_graph(
+    integer: Model | Graph,
+    inputs: Mapping[str, np.ndarray] | None,
     configs: Sequence[ArrayConfig],
     *,
     backend: str = "model",
     progress: Callable[[str], None] | None = None,
 ) -> list[ConfigResult]:
-    """Return the results of every configuration, in order; `progress(label)` is called
-    before each."""
+    """Return the results of compiling and running `integer` for every configuration, in
+    order; `progress(label)` is called before each."""
     check_backend(backend)
     varying = varying_fields(configs)
     results = []
@@ -106,9 +107,17 @@ def sweep(
         label = config_label(config, varying)
         if progress is not None:
             progress(label)
-        results.append(
-            run_config(
-                prepared.integer, config, label=label, backend=backend, inputs=prepared.inputs
-            )
-        )
+        results.append(run_config(integer, config, label=label, backend=backend, inputs=inputs))
     return results
+
+
+def sweep(
+    prepared: PreparedModel,
+    configs: Sequence[ArrayConfig],
+    *,
+    backend: str = "model",
+    progress: Callable[[str], None] | None = None,
+) -> list[ConfigResult]:
+    """Return the results of every configuration for a prepared model (`sweep_graph`)."""
+    return sweep_graph(prepared.integer, prepared.inputs, configs, backend=backend,
+                       progress=progress)
