@@ -2,7 +2,9 @@
 
 `ProgressBar(total, label)` draws `label [#####.....] done/total` on one line of `stream`,
 redrawn at most ten times a second, and only when the stream is a terminal and the work has
-already taken `delay` seconds (short runs print nothing). `close()` clears the line.
+already taken `delay` seconds (short runs print nothing). `total` may be a function that
+computes it: it is called only when the bar is first drawn, so an estimate that costs time is
+never made for a run that shows no bar. `close()` clears the line.
 """
 
 import sys
@@ -20,14 +22,14 @@ class ProgressBar:
 
     def __init__(
         self,
-        total: int,
+        total: int | Callable[[], int],
         label: str,
         *,
         stream: TextIO | None = None,
         delay: float = 3.0,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        self.total = max(1, total)
+        self._total = total
         self.label = label
         self.stream = sys.stderr if stream is None else stream
         self.delay = delay
@@ -37,6 +39,13 @@ class ProgressBar:
         self._drawn = False
         isatty = getattr(self.stream, "isatty", None)
         self.enabled = bool(isatty and isatty())
+
+    @property
+    def total(self) -> int:
+        """The amount of work (computed on first use when given as a function)."""
+        if callable(self._total):
+            self._total = self._total()
+        return max(1, self._total)
 
     def update(self, done: int) -> None:
         """Show that `done` of `total` units of work are finished."""

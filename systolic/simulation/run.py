@@ -157,14 +157,15 @@ def simulate_model(
     files: PendingFiles | None = None,
     compare_onnxruntime: bool = True,
     watchdog: int | None = None,
-    progress: Callable[[int, str], ProgressBar] | None = None,
+    progress: Callable[[int | Callable[[], int], str], ProgressBar] | None = None,
     max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES,
 ) -> SimulationOutcome:
     """Simulate and check the model at `model_path` (module docstring).
 
     `label` names the model in the report (default: the path). `vcd` (rtl backend only)
     writes each accelerator run's waveform through `files` (see `vcd_paths`). `progress`
-    makes a progress bar from (total, label); default: `ProgressBar` on standard error.
+    makes a progress bar from (total: an int or a function computing it, label); default:
+    `ProgressBar` on standard error.
     `max_tensor_bytes` is the importer's limit on any one tensor. The importer's name
     warnings are always shown (once), never turned into errors.
     """
@@ -204,7 +205,9 @@ def simulate_model(
         vcd_files = [pending.temporary(p) for p in vcd_paths(vcd, len(accelerator_steps))]
     make_bar = progress or (lambda total, text: ProgressBar(total, text))
     by_cycles = backend in CYCLE_REPORTING  # else the bar counts accelerator runs
-    total = _expected_cycles(compiled) if by_cycles else len(accelerator_steps)
+    total: int | Callable[[], int] = (
+        (lambda: _expected_cycles(compiled)) if by_cycles else len(accelerator_steps)
+    )
     bar = make_bar(total, f"{backend} {'cycles' if by_cycles else 'runs'}")
 
     image = _padded_image(compiled)

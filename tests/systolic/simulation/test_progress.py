@@ -43,3 +43,25 @@ def test_silent_when_not_a_terminal() -> None:
     bar.update(5)
     bar.close()
     assert stream.getvalue() == ""
+
+
+def test_a_computed_total_is_computed_only_when_drawn() -> None:
+    calls: list[int] = []
+
+    def total() -> int:
+        calls.append(1)
+        return 40
+
+    quiet = ProgressBar(total, "rtl", stream=io.StringIO(), delay=0.0, clock=_Clock())
+    quiet.update(10)
+    assert calls == []  # no terminal: the estimate is never made
+    stream, clock = _Terminal(), _Clock()
+    bar = ProgressBar(total, "rtl", stream=stream, delay=3.0, clock=clock)
+    bar.update(10)
+    assert calls == []  # within the delay
+    clock.now += 4
+    bar.update(10)
+    clock.now += 1
+    bar.update(20)
+    assert calls == [1]  # once
+    assert stream.getvalue().endswith("20/40 (50%, 5 s)")
