@@ -279,12 +279,16 @@ class _Compiler:
         return self.plan.place(name, tensor_type.dtype, shape, self.role(name), halo=halo,
                                fill=fill)  # fmt: skip
 
-    def run(self) -> CompiledModel:
+    def run(self, progress: Callable[[int, int], None] | None = None) -> CompiledModel:
+        """Compile every node in order; `progress(done, total)` follows each node."""
         for info in self.graph.inputs:
             if self.graph.initializer(info.name) is None:
                 self.place(info.name)
-        for index, node in enumerate(self.graph.nodes):
+        nodes = self.graph.nodes
+        for index, node in enumerate(nodes):
             self.compile_node(index, node)
+            if progress is not None:
+                progress(index + 1, len(nodes))
         tensors = tuple(p for name, p in self.plan.placements.items() if name not in self.views)
         program = Program(
             config=self.config,
@@ -461,8 +465,12 @@ def compile_model(
     config: ArrayConfig,
     *,
     opsets: Mapping[str, int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> CompiledModel:
     """Compile an integer graph (or a model holding one) for `config`; see the module docstring.
+
+    `progress(done, total)`, when given, is called after each of the graph's `total` nodes
+    (for a progress bar: large models take tens of seconds).
 
     Raises UnsupportedError for a configuration the lowering cannot target (operands must be
     8-bit) or a value it cannot place, ModelError for values without static shapes,
@@ -479,4 +487,4 @@ def compile_model(
         graph, known = model, {}
     known.setdefault(SYSTOLIC, 1)
     known.update(opsets or {})
-    return _Compiler(_typed(graph, known), config, known).run()
+    return _Compiler(_typed(graph, known), config, known).run(progress)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from systolic.errors import ConfigError
+from systolic.simulation.progress import ProgressBar
 
 if TYPE_CHECKING:
     from systolic.mapper.ir import Model
@@ -104,7 +105,11 @@ def run(args: argparse.Namespace) -> int:
                 f"compiled for one shape; give it with --input-shape {info.name}={dims or 'D'}"
             )
     model = integer_model(model)
-    compiled = compile_model(model, config)
+    bar = ProgressBar(len(model.graph.nodes), "compiling layers")
+    try:
+        compiled = compile_model(model, config, progress=lambda done, _: bar.update(done))
+    finally:
+        bar.close()
     compiled.save(args.output)
     if not args.quiet:
         program = compiled.program

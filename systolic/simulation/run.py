@@ -191,7 +191,13 @@ def simulate_model(
         check_calibration_inputs(inputs, input_path)
         calibration = [inputs]
     integer, _ = run_passes(original, calibration=calibration, seed=seed)
-    compiled = compile_model(integer, config)
+    make_bar = progress or (lambda total, text: ProgressBar(total, text))
+    compile_bar = make_bar(len(integer.graph.nodes), "compiling layers")
+    try:
+        compiled = compile_model(integer, config,
+                                 progress=lambda done, _: compile_bar.update(done))
+    finally:
+        compile_bar.close()
     reference = reference_values(compiled, inputs)
     theirs = None  # onnxruntime first: a model it cannot run fails before the long part
     if compare_onnxruntime and onnxruntime_available():
@@ -203,7 +209,6 @@ def simulate_model(
     if vcd is not None:
         pending = files if files is not None else PendingFiles()
         vcd_files = [pending.temporary(p) for p in vcd_paths(vcd, len(accelerator_steps))]
-    make_bar = progress or (lambda total, text: ProgressBar(total, text))
     by_cycles = backend in CYCLE_REPORTING  # else the bar counts accelerator runs
     total: int | Callable[[], int] = (
         (lambda: _expected_cycles(compiled)) if by_cycles else len(accelerator_steps)

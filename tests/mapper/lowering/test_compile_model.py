@@ -90,6 +90,17 @@ def test_layers_cover_the_program_and_record_macs():
     assert roles["c1"] is TensorRole.ACTIVATION and "f1" not in roles  # re-ordered view
 
 
+def test_progress_follows_every_node_in_order():
+    network = _network()
+    seen: list[tuple[int, int]] = []
+    plain = compile_model(network, ArrayConfig(rows=4, cols=4))
+    watched = compile_model(network, ArrayConfig(rows=4, cols=4),
+                            progress=lambda done, total: seen.append((done, total)))  # fmt: skip
+    total = len(network.nodes)
+    assert seen == [(done, total) for done in range(1, total + 1)]
+    assert watched.program.instructions == plain.program.instructions
+
+
 def test_host_layers_split_the_program_into_accelerator_segments():
     quantize = node("QuantizeLinear", ["f", "scale", "zp"], "q", domain="")
     pool = node("QMaxPool", ["q"], "p", kernel_shape=(2, 2), strides=(2, 2))
