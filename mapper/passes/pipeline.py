@@ -6,14 +6,15 @@ Order (each pass one module):
  1. name_nodes          every node gets a unique name (the report follows names)
  2. remove_identities   Identity, inference-mode Dropout
  3. fold_constants      nodes computable before running (shape chains, Constant ...)
- 4. fold_batchnorm      BatchNormalization into the preceding Conv/Gemm (float)
- 5. quantize_float      only for float models (no quantization in the graph): post-training
+ 4. spatial_mean        ReduceMean over all spatial axes -> GlobalAveragePool (+ Reshape)
+ 5. fold_batchnorm      BatchNormalization into the preceding Conv/Gemm (float)
+ 6. quantize_float      only for float models (no quantization in the graph): post-training
                         quantization, expressed as QuantizeLinear/DequantizeLinear pairs
                         (types are inferred again afterwards)
- 6. normalize_qoperator QLinearConv, QGemm, QLinearAdd ... -> systolic ops
- 7. fuse_qdq            DQ -> op -> [Relu|Clip] -> Q -> systolic ops, integer layout ops
- 8. fuse_activations    quantized-domain Relu/Clip after a systolic op -> its y_lo/y_hi
- 9. eliminate_dead      unread nodes and constants
+ 7. normalize_qoperator QLinearConv, QGemm, QLinearAdd ... -> systolic ops
+ 8. fuse_qdq            DQ -> op -> [Relu|Clip] -> Q -> systolic ops, integer layout ops
+ 9. fuse_activations    quantized-domain Relu/Clip after a systolic op -> its y_lo/y_hi
+10. eliminate_dead      unread nodes and constants
 Then the graph is rebound to operator versions and its shapes inferred again; the model
 imports the "systolic" domain (version 1) when it uses the fused ops. Every original node
 without a recorded outcome ends up "host" (with the reason a pattern gave, if any) or
@@ -40,6 +41,7 @@ from .normalize_qoperator import normalize_qoperator
 from .quantize_float import is_quantized, quantize_float
 from .remove_identities import remove_identities
 from .report import HOST, LAYOUT, PassReport
+from .spatial_mean import spatial_mean_to_pool
 
 __all__ = ["finalize", "run_passes"]
 
@@ -61,6 +63,9 @@ def run_passes(
     report = PassReport((node.name, node.op_id) for node in model.graph.nodes)
     model = remove_identities(model, report)
     model = fold_constants(model, report)
+    rewritten = spatial_mean_to_pool(model, report)
+    if rewritten is not model:
+        model = finalize(rewritten)
     model = fold_batchnorm(model, report)
     if not is_quantized(model):
         model = finalize(quantize_float(model, report, calibration=calibration, seed=seed))

@@ -1,0 +1,107 @@
+"""ReduceMean over all spatial axes becomes GlobalAveragePool, so it can run on the vector unit.
+
+Networks exported from PyTorch often end with `x.mean((2, 3))` instead of an adaptive
+average pool: a ReduceMean whose axes are exactly the spatial axes 2 .. rank-1 of a float
+input of rank >= 3. That is GlobalAveragePool (`keepdims=1`), or GlobalAveragePool followed
+by a Reshape to [N, C] (`keepdims=0`). With the pool in its place, post-training quantization
+and QDQ fusion treat it like any global average pool (a systolic.QAveragePool).
+
+In a QDQ model the ReduceMean of `keepdims=0` is usually read by one QuantizeLinear; then the
+QuantizeLinear moves in front of the Reshape (quantization is elementwise, so
+Q(Reshape(v)) = Reshape(Q(v)) exactly) and the Reshape works on the integers: the
+DQ -> GlobalAveragePool -> Q pattern is left for `fuse_qdq`, and the integer Reshape is a
+layout op. Axes given as an input (opset 18) must be a constant; anything else (other axes,
+an unknown rank, integer data) stays a ReduceMean (on the host).
+"""
+
+import dataclasses
+
+import numpy as np
+from systolic.mapper.ir import DataType, Graph, Model, Node
+
+from .graph_tools import Namer, attr_int, attr_ints, constants_of, make_node, replace_graph, tensor
+from .report import PassReport
+
+__all__ = ["spatial_mean_to_pool"]
+
+_FLOAT_TYPES = frozenset({DataType.FLOAT, DataType.FLOAT16, DataType.DOUBLE})
+
+
+def _spatial_rank(graph: Graph, node: Node, constants: dict[str, np.ndarray]) -> int | None:
+    """Return the input's rank when `node` averages exactly over axes 2 .. rank-1, else None."""
+    if node.op_type != "ReduceMean" or node.domain != "" or not node.inputs:
+        return None
+    info = graph.type_of(node.inputs[0])
+    if info is None or info.shape is None or info.dtype not in _FLOAT_TYPES:
+        return None
+    rank = len(info.shape)
+    if rank < 3:
+        return None
+    if len(node.inputs) > 1 and node.inputs[1]:
+        axes_value = constants.get(node.inputs[1])
+        if axes_value is None:
+            return None
+        axes: tuple[int, ...] | None = tuple(int(a) for a in axes_value.reshape(-1))
+    else:
+        axes = attr_ints(node, "axes")
+    if not axes:  # no axes: every axis (or none at all with noop_with_empty_axes)
+        return None
+    if sorted({a % rank if -rank <= a < rank else -1 for a in axes}) != list(range(2, rank)):
+        return None
+    return rank
+
+
+def spatial_mean_to_pool(model: Model, report: PassReport) -> Model:
+    """Return `model` with every spatial ReduceMean replaced as the module docstring says."""
+    graph = model.graph
+    constants = constants_of(graph)
+    readers = graph.consumers()
+    outputs = {info.name for info in graph.outputs}
+    namer = Namer(graph)
+    nodes: list[Node] = []
+    new_constants = []
+    moved_quantize: dict[str, Node] = {}  # QuantizeLinear label -> the Reshape that replaces it
+    for node in graph.nodes:
+        if node.label in moved_quantize:
+            nodes.append(moved_quantize[node.label])
+            continue
+        rank = _spatial_rank(graph, node, constants)
+        if rank is None:
+            nodes.append(node)
+            continue
+        x, y = node.inputs[0], node.outputs[0]
+        pool = make_node("GlobalAveragePool", [x], [y], name=node.name)
+        if attr_int(node, "keepdims", 1):
+            nodes.append(pool)
+            report.note(node.label, "a ReduceMean over the spatial axes: a global average pool")
+            continue
+        pooled = namer(f"{y}_pooled")
+        shape_name = namer(f"{y}_shape")
+        new_constants.append(tensor(shape_name, np.array([0, 0], dtype=np.int64)))
+        nodes.append(dataclasses.replace(pool, outputs=(pooled,)))
+        quantize = _sole_quantize_reader(readers.get(y, []), y, outputs)
+        if quantize is None:
+            nodes.append(make_node("Reshape", [pooled, shape_name], [y],
+                                   name=namer(f"{node.name}_reshape")))
+        else:
+            q_out = namer(f"{quantize.outputs[0]}_pooled")
+            nodes.append(dataclasses.replace(quantize, inputs=(pooled, *quantize.inputs[1:]),
+                                             outputs=(q_out,)))
+            moved_quantize[quantize.label] = make_node(
+                "Reshape", [q_out, shape_name], [quantize.outputs[0]],
+                name=namer(f"{node.name}_reshape"))
+        report.note(node.label, "a ReduceMean over the spatial axes: a global average pool "
+                                "and a Reshape")
+    if all(a is b for a, b in zip(nodes, graph.nodes, strict=True)):
+        return model  # nothing matched
+    return dataclasses.replace(model, graph=replace_graph(graph, nodes, new_constants))
+
+
+def _sole_quantize_reader(readers: list[Node], value: str, outputs: set[str]) -> Node | None:
+    """Return the QuantizeLinear that is the only reader of `value` (not a graph output)."""
+    if value in outputs or len(readers) != 1:
+        return None
+    reader = readers[0]
+    if reader.op_type != "QuantizeLinear" or reader.domain != "" or reader.inputs[0] != value:
+        return None
+    return reader

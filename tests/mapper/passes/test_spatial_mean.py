@@ -1,0 +1,83 @@
+import numpy as np
+import pytest
+from systolic.mapper.passes.pipeline import finalize, run_passes
+from systolic.mapper.passes.report import PassReport
+from systolic.mapper.passes.spatial_mean import spatial_mean_to_pool
+from systolic.sim.reference.executor import run_model
+
+from .model_builder import build, node
+
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((2, 3, 5, 4)).astype(np.float32)
+
+
+def _mean_model(axes, keepdims, *, opset=13, shape=(2, 3, 5, 4)):  # type: ignore[no-untyped-def]
+    constants = {}
+    if opset >= 18:
+        constants["axes"] = np.array(axes, np.int64)
+        mean = node("ReduceMean", ["x", "axes"], ["y"], name="mean", keepdims=keepdims)
+    else:
+        mean = node("ReduceMean", ["x"], ["y"], name="mean", axes=axes, keepdims=keepdims)
+    kept = tuple(1 if i in [a % len(shape) for a in axes] else d for i, d in enumerate(shape))
+    out = kept if keepdims else tuple(d for d, k in zip(shape, kept) if k != 1 or d == 1)
+    return build([mean], [("x", np.float32, list(shape))], [("y", np.float32, list(out))],
+                 constants, opset=opset)  # fmt: skip
+
+
+def _rewrite(model):  # type: ignore[no-untyped-def]
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    return finalize(spatial_mean_to_pool(model, report))
+
+
+@pytest.mark.parametrize(("axes", "keepdims", "opset"), [
+    ([2, 3], 1, 13), ([2, 3], 0, 13), ([-1, -2], 0, 13), ([3, 2], 1, 18), ([2, 3], 0, 18)])
+def test_a_spatial_mean_becomes_a_global_average_pool(axes, keepdims, opset):  # type: ignore[no-untyped-def]
+    model = _mean_model(axes, keepdims, opset=opset)
+    rewritten = _rewrite(model)
+    ops = [n.op_type for n in rewritten.graph.nodes]
+    assert ops == (["GlobalAveragePool"] if keepdims else ["GlobalAveragePool", "Reshape"])
+    expected = run_model(model, {"x": X})["y"]
+    got = run_model(rewritten, {"x": X})["y"]
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize(("axes", "shape"), [
+    ([1, 2], (2, 3, 5, 4)), ([2], (2, 3, 5, 4)), ([1], (2, 3)), ([1, 2, 3], (2, 3, 5, 4))])
+def test_other_means_stay(axes, shape):  # type: ignore[no-untyped-def]
+    model = _mean_model(axes, 1, shape=shape)
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    assert spatial_mean_to_pool(model, report) is model
+
+
+def test_in_a_qdq_model_the_quantize_moves_before_the_reshape_and_all_fuses():
+    scale, zp = np.float32(0.05), np.uint8(128)
+    nodes = [node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q0"),
+             node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq0"),
+             node("ReduceMean", ["xd"], ["m"], name="mean", axes=[2, 3], keepdims=0),
+             node("QuantizeLinear", ["m", "s2", "z"], ["mq"], name="q1"),
+             node("DequantizeLinear", ["mq", "s2", "z"], ["y"], name="dq1")]
+    model = build(nodes, [("x", np.float32, [2, 3, 5, 4])], [("y", np.float32, [2, 3])],
+                  {"s": scale, "z": zp, "s2": np.float32(0.01)})  # fmt: skip
+    rewritten = _rewrite(model)
+    assert [n.op_type for n in rewritten.graph.nodes] == [
+        "QuantizeLinear", "DequantizeLinear", "GlobalAveragePool", "QuantizeLinear", "Reshape",
+        "DequantizeLinear"]  # fmt: skip
+    np.testing.assert_array_equal(run_model(rewritten, {"x": X})["y"],
+                                  run_model(model, {"x": X})["y"])  # fmt: skip
+    integer, _ = run_passes(model)
+    ops = [(n.domain, n.op_type) for n in integer.graph.nodes]
+    assert ("systolic", "QAveragePool") in ops and ("", "ReduceMean") not in ops
+
+
+def test_a_float_model_mean_is_quantized_onto_the_vector_unit():
+    w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    nodes = [node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             node("ReduceMean", ["c"], ["y"], name="mean", axes=[2, 3], keepdims=0)]
+    model = build(nodes, [("x", np.float32, [2, 3, 5, 4])], [("y", np.float32, [2, 4])],
+                  {"w": w})  # fmt: skip
+    integer, report = run_passes(model)
+    ops = [(n.domain, n.op_type) for n in integer.graph.nodes]
+    assert ("systolic", "QAveragePool") in ops and ("", "ReduceMean") not in ops
+    fate = report.fate("mean")
+    assert fate is not None and fate.action != "host"
