@@ -7,7 +7,8 @@ inputs, outputs, intermediate activations, constants) and turns each node into a
   (`systolic.mapper.lowering.conv` / `.matmul`) through a `LayerContext`;
 - **vector**: systolic.QMaxPool / QAveragePool (`lower_pool`) and QAdd (`lower_add`);
 - **layout**: Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Identity, Concat
-  (`decide_layout`: re-interpretation, permuted weights, or LOAD + COPY);
+  (`decide_layout`: re-interpretation, permuted weights, a strided view read in place by
+  batched/attention QMatMuls, or LOAD + COPY);
 - **host**: everything else, and any accelerator layer whose lowering is not possible (the
   layer records why): the node runs with the reference operator between accelerator runs.
 
@@ -144,6 +145,34 @@ def _spatial(graph: Graph) -> frozenset[str]:
     return frozenset(spatial)
 
 
+def _matrix(graph: Graph, spatial: frozenset[str]) -> frozenset[str]:
+    """Return the values a QMatMul reads or writes (A, a computed B, Y), and those layout ops
+    connect to them, that no spatial operator touches: of rank 4 they are stored row-major
+    (the product's rows contiguous), not channel-last."""
+    names = {
+        name
+        for node in graph.nodes
+        if node.domain == SYSTOLIC and node.op_type == "QMatMul"
+        for name in (node.inputs[0], node.inputs[1], node.outputs[0])
+        if graph.initializer(name) is None
+    }
+    # and the values the layout ops between them pass through (heads split by Reshape and
+    # Transpose, merged again), so those stay re-interpretations or strided views
+    layouts = [n for n in graph.nodes if n.domain == "" and n.op_type in _PASS_LAYOUT]
+    changed = True
+    while changed:
+        changed = False
+        for node in layouts:
+            pair = {node.inputs[0], node.outputs[0]}
+            if pair & names and not pair <= names and not pair & spatial:
+                names |= pair
+                changed = True
+    return frozenset(names - spatial)
+
+
+_PASS_LAYOUT = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity"})
+
+
 def _macs(node: Node, ctx: LayerContext) -> int:
     if node.domain != SYSTOLIC or node.op_type not in _ARRAY:
         return node_macs(node, ctx.graph.type_of)
@@ -158,7 +187,8 @@ class _Compiler:
         self.graph = graph
         self.config = config
         self.opsets = dict(opsets)
-        self.plan = MemoryPlan(config, spatial=_spatial(graph))
+        spatial = _spatial(graph)
+        self.plan = MemoryPlan(config, spatial=spatial, matrix=_matrix(graph, spatial))
         self.halos = _halos(graph)
         self.consumers = graph.consumers()
         self.outputs = {info.name for info in graph.outputs}
@@ -335,8 +365,10 @@ class _Compiler:
             self.host(node, "the array lowering is not available", macs)
             return
         data_inputs = [n for n in node.inputs if n]
-        if unit is LayerUnit.ARRAY:
-            data_inputs = data_inputs[:1]
+        if unit is LayerUnit.ARRAY:  # the activation input, and a QMatMul's computed B
+            data_inputs = [n for i, n in enumerate(data_inputs)
+                           if i == 0 or (i == 1 and node.op_type == "QMatMul"
+                                         and self.graph.initializer(n) is None)]  # fmt: skip
         for name in data_inputs:
             if self.place(name) is None:
                 self.host(node, f"input {name!r} lives on the host", macs)
@@ -372,7 +404,9 @@ class _Compiler:
             x_halo = (halo,) * (2 * (len(x.shape) - 2)) if halo else ()
             code = lowering(node, x, y, x_halo, self.config, alloc, constants=constants)
         else:
-            code = lowering(node, x, y, self.config, alloc, constants=constants)
+            b_name = node.inputs[1]
+            b = None if b_name in constants else ctx.placement(b_name)
+            code = lowering(node, x, y, self.config, alloc, constants=constants, b=b)
         self.plan.segments.extend(code.segments)
         return list(code.instructions), int(code.stats.macs)
 
@@ -395,9 +429,17 @@ class _Compiler:
             and self.graph.initializer(u.inputs[1]) is not None
             for u in users
         )
+        strided_view = bool(users) and all(
+            u.domain == SYSTOLIC
+            and u.op_type == "QMatMul"
+            and out in u.inputs[:2]
+            and out not in u.inputs[2:]
+            and not self._constant_matrix(u.inputs[1])
+            for u in users
+        )
         may_alias = out not in self.outputs and out not in self.halos
         decision = decide_layout(node, self.ctx(index), self.opsets, may_alias=may_alias,
-                                 matmul_only=matmul_only,
+                                 matmul_only=matmul_only, strided_view=strided_view,
                                  out_placement=lambda: self._must_place(out))  # fmt: skip
         if decision.kind == "host":
             return decision.reason
@@ -405,6 +447,9 @@ class _Compiler:
         if decision.kind == "alias":
             self.plan.alias(decision.placement)
             reason = f"re-interprets the bytes of {node.inputs[0]!r}"
+        elif decision.kind == "strided":
+            self.plan.alias(decision.placement)
+            reason = f"a strided view of {node.inputs[0]!r} read by the QMatMuls in place"
         elif decision.kind == "permuted":
             self.plan.alias(decision.placement)
             assert decision.permutation is not None
@@ -424,6 +469,11 @@ class _Compiler:
             reason = f"{len(node.inputs) - moved} inputs written in place, {moved} copied"
         self.add_layer(node, LayerUnit.LAYOUT, code, reason, 0)
         return None
+
+    def _constant_matrix(self, name: str) -> bool:
+        """True when `name` is a 2-D initializer (a QMatMul's classic constant B)."""
+        initializer = self.graph.initializer(name)
+        return initializer is not None and initializer.data.ndim == 2
 
     def _must_place(self, name: str) -> TensorPlacement:
         placement = self.place(name)

@@ -4,15 +4,17 @@ A convolution (one group, or several groups packed block-diagonally) and a matri
 both become a job: the rows of A are output pixels (or the flattened leading dimensions of a
 matrix product), each gathered from external memory by a row pattern (`RowBlock`) and the
 element pattern of the im2col address generation (`ElementWalk`); B is a constant K x N int
-matrix; row i of Y is written as N contiguous elements at the matching Y row. The schedules
-(`schedule.py`) tile jobs onto the array.
+matrix (laid out in a weight image) or a computed K x N matrix read straight from its
+placement (`ComputedWeights`: attention products, one batch entry of B); row i of Y is
+written as N contiguous elements at the matching Y row. The schedules (`schedule.py`) tile
+jobs onto the array.
 """
 
 import dataclasses
 
 import numpy as np
 
-__all__ = ["ElementWalk", "GemmJob", "RowBlock", "RowPiece", "split_rows"]
+__all__ = ["ComputedWeights", "ElementWalk", "GemmJob", "RowBlock", "RowPiece", "split_rows"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,12 +86,28 @@ def split_rows(blocks: tuple[RowBlock, ...], start: int, stop: int) -> list[RowP
     return pieces
 
 
+@dataclasses.dataclass(frozen=True)
+class ComputedWeights:
+    """A K x N matrix B computed by an earlier layer, read where it lies in external memory:
+    element (k, n) at `address + k·row_stride + n·col_stride` (any non-negative strides, so a
+    transposed view works). 8-bit values; `flip` is the weight LOAD's flip_sign (uint8 B with
+    zero point 128 becomes int8 B − 128 exactly)."""
+
+    address: int
+    k: int
+    n: int
+    row_stride: int
+    col_stride: int
+    flip: bool
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class GemmJob:
     """One matrix product for the array; see the module docstring.
 
     `a_rows` and `y_rows` have the same row counts block by block (and the same n0); `weights`
-    is the K x N int64 matrix B (columns are Y's elements in order, zeros allowed); `bias`
+    is the K x N int64 matrix B (columns are Y's elements in order, zeros allowed), or a
+    `ComputedWeights` for a B computed at run time; `bias`
     already holds the folded activation zero point; `multiplier`/`shift` are per column.
     `zero_point`, `lo`, `hi` are the STORE's (int8 domain); `flip_in`/`flip_out` the LOAD's
     and STORE's `flip_sign`. `label` names the layer in messages.
@@ -99,7 +117,7 @@ class GemmJob:
     a_rows: tuple[RowBlock, ...]
     y_rows: tuple[RowBlock, ...]
     walk: ElementWalk
-    weights: np.ndarray
+    weights: np.ndarray | ComputedWeights
     bias: np.ndarray
     multiplier: np.ndarray
     shift: np.ndarray
@@ -112,11 +130,15 @@ class GemmJob:
     @property
     def k(self) -> int:
         """The reduction length K."""
+        if isinstance(self.weights, ComputedWeights):
+            return self.weights.k
         return int(self.weights.shape[0])
 
     @property
     def n(self) -> int:
         """The output columns N."""
+        if isinstance(self.weights, ComputedWeights):
+            return self.weights.n
         return int(self.weights.shape[1])
 
     @property

@@ -1,4 +1,7 @@
-"""Turn a layer's `GemmJob`s into its `LayerCode`: constants placed, instructions emitted."""
+"""Turn a layer's `GemmJob`s into its `LayerCode`: constants placed, instructions emitted.
+
+A job whose B is computed (`ComputedWeights`) has no weight image: its weight LOADs read B
+where it lies; only its params rows are constants."""
 
 from collections.abc import Sequence
 
@@ -7,9 +10,15 @@ from systolic.sim.isa.program import MemorySegment
 from systolic.config import ArrayConfig
 
 from .estimate import array_cycles, ideal_cycles
-from .gemm import GemmJob
+from .gemm import ComputedWeights, GemmJob
 from .layer_code import ConstantAllocator, LayerCode, LayerStats
-from .params_rows import check_accumulator, check_weight_width, params_image, weight_image
+from .params_rows import (
+    check_accumulator,
+    check_computed_accumulator,
+    check_weight_width,
+    params_image,
+    weight_image,
+)
 from .schedule import JobImage, Scheduler
 
 __all__ = ["lower_jobs"]
@@ -22,11 +31,21 @@ def lower_jobs(
     scheduler = Scheduler(config)
     segments: list[MemorySegment] = []
     for index, job in enumerate(jobs):
+        suffix = f"{job.label}#{index}" if len(jobs) > 1 else job.label
+        if isinstance(job.weights, ComputedWeights):
+            check_computed_accumulator(job.k, config, job.label)
+            params = params_image(job.bias, job.multiplier, job.shift, config)
+            image = JobImage(
+                weights=job.weights.address,
+                params=alloc.allocate(len(params), config.bus_bytes, f"{suffix}.params"),
+            )
+            segments.append(MemorySegment(image.params, params))
+            scheduler.emit(job, image)
+            continue
         check_weight_width(job.weights, config, job.label)
         check_accumulator(job.weights, config, job.label)
         weights = weight_image(job.weights, config)
         params = params_image(job.bias, job.multiplier, job.shift, config)
-        suffix = f"{job.label}#{index}" if len(jobs) > 1 else job.label
         image = JobImage(
             weights=alloc.allocate(len(weights), config.bus_bytes, f"{suffix}.weights"),
             params=alloc.allocate(len(params), config.bus_bytes, f"{suffix}.params"),

@@ -9,9 +9,13 @@ operator on the input's array of byte addresses. Then, in order of preference:
    constant B, and each row's K addresses are a permutation of a contiguous range (a Flatten
    of an NHWC tensor): A is read in memory order and the consumers' B rows are permuted to
    that order (`LayoutDecision.permutation`), no instruction;
-3. **copy**: the addresses are strided: LOAD + COPY into the output's own placement
+3. **strided**: every consumer is a QMatMul whose B is batched or computed (attention: a
+   Transpose of K, the heads split by Reshape + Transpose) and the addresses are strided:
+   the output is the input's bytes with permuted strides, no instruction (the QMatMul walks
+   A and B with element strides);
+4. **copy**: the addresses are strided: LOAD + COPY into the output's own placement
    (`copy_strided`); Concat copies each input into its slice of the output;
-4. otherwise the layer runs on the host.
+5. otherwise the layer runs on the host.
 
 The accelerator moves operand-sized (8-bit) elements only: a layout node of any other element
 type (float32, int32, ...) is an alias when it is a pure re-interpretation, else a host layer.
@@ -41,9 +45,9 @@ LAYOUT_OPS = frozenset(
 
 @dataclasses.dataclass(frozen=True)
 class LayoutDecision:
-    """How a layout node runs: `kind` is "alias", "permuted", "copy" or "host".
+    """How a layout node runs: `kind` is "alias", "permuted", "strided", "copy" or "host".
 
-    alias/permuted: `placement` is the output's (memory-order) placement; permuted:
+    alias/permuted/strided: `placement` is the output's (memory-order) placement; permuted:
     `permutation[p]` is the logical column held at memory position p of each row.
     copy: `sources` lists (source address, source strides, shape, destination address,
     destination strides) per move. host: `reason` says why.
@@ -118,13 +122,15 @@ def decide_layout(
     may_alias: bool,
     matmul_only: bool,
     out_placement: Callable[[], TensorPlacement],
+    strided_view: bool = False,
 ) -> LayoutDecision:
     """Decide how layout node `node` runs (see the module docstring).
 
     `may_alias` is False when the output must own its bytes (a graph output, or a value a
     padded QConv reads inside a halo); `matmul_only` is True when every consumer is a QMatMul
-    reading the output as A with a constant B. `out_placement()` places the output by the
-    layout rules when it needs its own bytes.
+    reading the output as A with a constant B; `strided_view` is True when every consumer is a
+    QMatMul with a batched or computed B (which reads any strides). `out_placement()` places
+    the output by the layout rules when it needs its own bytes.
     """
     out_name = node.outputs[0]
     dtype, shape = ctx.dtype(out_name), ctx.shape(out_name)
@@ -158,6 +164,10 @@ def decide_layout(
             return LayoutDecision("permuted", placement=placement, permutation=permutation)
     if strides is None:
         return LayoutDecision("host", reason="its element order is not a strided view of its input")
+    if may_alias and strided_view:
+        placement = TensorPlacement(out_name, TensorRole.ACTIVATION, int(addresses.flat[0]),
+                                    shape, source.dtype, strides)  # fmt: skip
+        return LayoutDecision("strided", placement=placement)
     target = out_placement()
     move = (int(addresses.flat[0]), strides, shape, target.address, target.strides)
     return LayoutDecision("copy", placement=target, sources=(move,))

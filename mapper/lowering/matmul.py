@@ -1,26 +1,46 @@
-"""Lower `systolic.QMatMul` (Gemm, MatMul, batched A with any leading dimensions).
+"""Lower `systolic.QMatMul` (Gemm, MatMul, batched A with any leading dimensions, batched or
+computed B).
 
-A's leading dimensions are flattened into rows: the last two leading axes form a LOAD/STORE
-row pattern (n0 = the last one's size) and any earlier ones give one row block per index.
-K is walked by the element pattern: contiguous (run = K) when K's stride is `operand_bytes`,
-else one element per step (n_mid = K, stride_mid = K's stride). Y's last axis must be
-contiguous (STORE writes rows of contiguous elements).
+With a constant 2-D B, A's leading dimensions are flattened into rows: the last two leading
+axes form a LOAD/STORE row pattern (n0 = the last one's size) and any earlier ones give one
+row block per index. With a batched B ([..., K, N], a constant of rank >= 3 or a computed
+tensor), the batch axes of A and B broadcast (numpy matmul): one `GemmJob` per batch entry
+of B, whose rows are the M rows of every A batch entry that reads it (one row block each)
+and whose B is that entry's K x N matrix (a constant, or `ComputedWeights` read where the
+computed B lies, any strides: a Transpose aliased with permuted strides works). A 1-D A is
+one row. K is walked by the element pattern: contiguous (run = K) when K's stride is
+`operand_bytes`, else one element per step (n_mid = K, stride_mid = K's stride). Y's last
+axis must be contiguous (STORE writes rows of contiguous elements).
+
+A computed B cannot get A's zero point folded into a constant bias (Σ_k B[k, n] is not
+known), so it needs A's zero point to be 0 in the int8 domain (int8 zp 0, uint8 zp 128), and
+B itself int8 with zero point 0 or uint8 with 128 (the weight LOAD's flip_sign).
 """
 
 import itertools
+import math
 from collections.abc import Mapping
 
 import numpy as np
 from systolic.mapper.ir import Node
 from systolic.sim.isa.program import TensorPlacement
+from systolic.sim.reference.ops.op_systolic_qmatmul import matmul_shape
 
 from systolic.config import ArrayConfig
 from systolic.errors import ModelError, UnsupportedError
 
-from .gemm import ElementWalk, GemmJob, RowBlock
+from .gemm import ComputedWeights, ElementWalk, GemmJob, RowBlock
 from .jobs import lower_jobs
 from .layer_code import ConstantAllocator, LayerCode
-from .node_attrs import constant_input, input_side, int_attr, output_side, per_channel
+from .node_attrs import (
+    OutputSide,
+    constant_input,
+    input_side,
+    int_attr,
+    ints_attr,
+    output_side,
+    per_channel,
+)
 from .params_rows import fold_zero_point
 
 __all__ = ["lower_qmatmul", "row_blocks"]
@@ -51,32 +71,26 @@ def lower_qmatmul(
     alloc: ConstantAllocator,
     *,
     constants: Mapping[str, np.ndarray],
+    b: TensorPlacement | None = None,
 ) -> LayerCode:
     """Return the code computing QMatMul `node` from A at `a` into Y at `y`.
 
-    `constants` maps initializer names to arrays (B [K, N] and the optional Bias [N]).
+    `constants` maps initializer names to arrays (B and the optional Bias [N]); `b` is B's
+    placement when B is computed (not in `constants`).
     """
+    if node.inputs[1] not in constants or np.ndim(constants[node.inputs[1]]) != 2:
+        return _lower_batched(node, a, y, config, alloc, constants, b)
     label = node.label
-    b = constant_input(constants, node.inputs[1], node).astype(np.int64)
-    if b.ndim != 2 or not a.shape or a.shape[-1] != b.shape[0]:
+    b_matrix = constant_input(constants, node.inputs[1], node).astype(np.int64)
+    if not a.shape or a.shape[-1] != b_matrix.shape[0]:
         raise ModelError(f"node {label!r}: A {list(a.shape)} must be [..., K] and B "
-                         f"{list(b.shape)} [K, N]")  # fmt: skip
-    k, n = b.shape
+                         f"{list(b_matrix.shape)} [K, N]")  # fmt: skip
+    k, n = b_matrix.shape
     if y.shape != (*a.shape[:-1], n):
         raise ModelError(f"node {label!r}: Y is placed as {list(y.shape)}, the product gives "
                          f"{[*a.shape[:-1], n]}")  # fmt: skip
     ob = config.operand_bytes
-    if y.strides[-1] != ob and n > 1:
-        raise UnsupportedError(
-            f"layer {label!r}: Y ({y.name!r}) must have contiguous rows (last stride {ob} "
-            f"bytes), not {y.strides[-1]}"
-        )
-    a_zp, flip_in = input_side(a, int_attr(node, "a_zero_point", 0), node, config)
-    out = output_side(node, y, config)
-    if len(node.inputs) > 2 and node.inputs[2]:
-        bias = constant_input(constants, node.inputs[2], node).astype(np.int64).reshape(-1)
-    else:
-        bias = np.zeros(n, np.int64)
+    a_zp, flip_in, out, bias = _sides(node, a, y, n, config, constants)
     k_stride = a.strides[-1]
     walk = ElementWalk(k, 1, 0, 0) if k_stride == ob or k == 1 else ElementWalk(1, k, k_stride, 0)
     job = GemmJob(
@@ -84,10 +98,10 @@ def lower_qmatmul(
         a_rows=row_blocks(a.address, a.shape[:-1], a.strides[:-1]),
         y_rows=row_blocks(y.address, y.shape[:-1], y.strides[:-1]),
         walk=walk,
-        weights=b,
-        bias=fold_zero_point(b, bias, a_zp, label),
-        multiplier=per_channel(node, "multiplier", n),
-        shift=per_channel(node, "shift", n),
+        weights=b_matrix,
+        bias=fold_zero_point(b_matrix, bias, a_zp, label),
+        multiplier=_columns(node, "multiplier", n),
+        shift=_columns(node, "shift", n),
         zero_point=out.zero_point,
         lo=out.lo,
         hi=out.hi,
@@ -96,3 +110,136 @@ def lower_qmatmul(
     )
     rows = job.rows
     return lower_jobs([job], rows * k * n, config, alloc)
+
+
+def _lower_batched(
+    node: Node,
+    a: TensorPlacement,
+    y: TensorPlacement,
+    config: ArrayConfig,
+    alloc: ConstantAllocator,
+    constants: Mapping[str, np.ndarray],
+    b: TensorPlacement | None,
+) -> LayerCode:
+    """Lower a QMatMul whose B is batched or computed (module docstring)."""
+    label = node.label
+    constant = node.inputs[1] in constants
+    if constant:
+        b_values = constant_input(constants, node.inputs[1], node).astype(np.int64)
+        b_shape = tuple(int(d) for d in b_values.shape)
+    elif b is None:
+        raise UnsupportedError(f"layer {label!r}: B ({node.inputs[1]!r}) is neither a constant "
+                               "nor placed in external memory")  # fmt: skip
+    else:
+        b_shape = b.shape
+    shape = matmul_shape(a.shape, b_shape)
+    if shape is None or len(b_shape) < 2:
+        raise ModelError(f"node {label!r}: A {list(a.shape)} must be [..., K] and B "
+                         f"{list(b_shape)} [..., K, N] with broadcastable batch axes")  # fmt: skip
+    if y.shape != shape:
+        raise ModelError(f"node {label!r}: Y is placed as {list(y.shape)}, the product gives "
+                         f"{list(shape)}")  # fmt: skip
+    k, n = b_shape[-2:]
+    ob = config.operand_bytes
+    a_zp, flip_in, out, bias = _sides(node, a, y, n, config, constants)
+    multiplier = _columns(node, "multiplier", n)
+    shift = _columns(node, "shift", n)
+    b_flip = False
+    if not constant:
+        assert b is not None
+        b_zp, b_flip = input_side(b, int_attr(node, "b_zero_point", 0), node, config)
+        if b_zp or a_zp:
+            raise UnsupportedError(
+                f"layer {label!r}: a product with a computed B needs symmetric operands "
+                f"(int8 zero point 0 or uint8 zero point 128), not A zero point "
+                f"{int_attr(node, 'a_zero_point', 0)} and B zero point "
+                f"{int_attr(node, 'b_zero_point', 0)}; re-quantize with symmetric activations"
+            )
+    # A as [*a_batch, M, K] and Y as [*batch, M, N] (a 1-D A is one row)
+    a_shape, a_strides = a.shape, a.strides
+    y_shape, y_strides = y.shape, y.strides
+    if len(a_shape) == 1:
+        a_shape, a_strides = (1, *a_shape), (0, *a_strides)
+        y_shape, y_strides = (*y_shape[:-1], 1, y_shape[-1]), (*y_strides[:-1], 0, y_strides[-1])
+    m = a_shape[-2]
+    batch = y_shape[:-2]
+    k_stride = a_strides[-1]
+    walk = ElementWalk(k, 1, 0, 0) if k_stride == ob or k == 1 else ElementWalk(1, k, k_stride, 0)
+    entries: dict[tuple[int, ...], tuple[list[RowBlock], list[RowBlock]]] = {}
+    for index in itertools.product(*(range(size) for size in batch)):
+        a_base = a.address + _offset(index, a_shape[:-2], a_strides[:-2])
+        y_base = y.address + _offset(index, y_shape[:-2], y_strides[:-2])
+        b_index = _broadcast_index(index, b_shape[:-2])
+        a_rows, y_rows = entries.setdefault(b_index, ([], []))
+        a_rows.append(RowBlock(a_base, m, m, a_strides[-2], 0))
+        y_rows.append(RowBlock(y_base, m, m, y_strides[-2], 0))
+    jobs = []
+    for b_index, (a_rows, y_rows) in entries.items():
+        weights: np.ndarray | ComputedWeights
+        if constant:
+            matrix = b_values[b_index]
+            weights, job_bias = matrix, fold_zero_point(matrix, bias, a_zp, label)
+        else:
+            assert b is not None
+            weights = ComputedWeights(b.address + _offset(b_index, b_shape[:-2], b.strides[:-2]),
+                                      k, n, b.strides[-2], b.strides[-1], b_flip)  # fmt: skip
+            job_bias = bias
+        jobs.append(
+            GemmJob(
+                label=label,
+                a_rows=tuple(a_rows),
+                y_rows=tuple(y_rows),
+                walk=walk,
+                weights=weights,
+                bias=job_bias,
+                multiplier=multiplier,
+                shift=shift,
+                zero_point=out.zero_point,
+                lo=out.lo,
+                hi=out.hi,
+                flip_in=flip_in,
+                flip_out=out.flip,
+            )
+        )
+    macs = math.prod(shape) * k
+    return lower_jobs(jobs, macs, config, alloc)
+
+
+def _sides(
+    node: Node, a: TensorPlacement, y: TensorPlacement, n: int, config: ArrayConfig,
+    constants: Mapping[str, np.ndarray],
+) -> tuple[int, bool, OutputSide, np.ndarray]:  # fmt: skip
+    """Return A's zero point (int8 domain) and flip_sign, Y's output stage and the bias;
+    raise unless Y's rows are contiguous."""
+    ob = config.operand_bytes
+    if y.strides[-1] != ob and n > 1:
+        raise UnsupportedError(
+            f"layer {node.label!r}: Y ({y.name!r}) must have contiguous rows (last stride {ob} "
+            f"bytes), not {y.strides[-1]}"
+        )
+    a_zp, flip_in = input_side(a, int_attr(node, "a_zero_point", 0), node, config)
+    out = output_side(node, y, config)
+    if len(node.inputs) > 2 and node.inputs[2]:
+        bias = constant_input(constants, node.inputs[2], node).astype(np.int64).reshape(-1)
+    else:
+        bias = np.zeros(n, np.int64)
+    return a_zp, flip_in, out, bias
+
+
+def _columns(node: Node, name: str, n: int) -> np.ndarray:
+    """Return attribute `name` per output column (one value given: the same for all)."""
+    values = ints_attr(node, name)
+    if len(values) == 1:
+        return np.full(n, values[0], dtype=np.int64)
+    return per_channel(node, name, n)
+
+
+def _offset(index: tuple[int, ...], shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    """Return the byte offset of broadcast batch `index` in a tensor's batch axes."""
+    return sum(i * s for i, s in zip(_broadcast_index(index, shape), strides, strict=True))
+
+
+def _broadcast_index(index: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Return the index into batch axes `shape` that broadcast batch `index` reads."""
+    tail = index[len(index) - len(shape) :] if shape else ()
+    return tuple(0 if size == 1 else i for i, size in zip(tail, shape, strict=True))

@@ -1,9 +1,11 @@
 """The external memory plan of a compiled model: every tensor placed once.
 
 Layout rules (docs/notes section D): 8-bit activations of rank 4 ([N, C, H, W]) are stored
-channel-last (NHWC), and so are those of rank 3 ([N, C, W]) that a 1-D convolution or pooling
-reads or writes (the plan's `spatial` names); every other tensor is row-major (a [B, S, K]
-operand of a matrix product keeps its K contiguous). A tensor a
+channel-last (NHWC), except the operands and results of matrix products ([B, H, S, K]
+attention tensors: the plan's `matrix` names) that no spatial operator touches, and so are
+those of rank 3 ([N, C, W]) that a 1-D convolution or pooling reads or writes (the plan's
+`spatial` names); every other tensor is row-major (a [B, S, K] operand of a matrix product
+keeps its K contiguous). A tensor a
 padded QConv reads is stored inside a halo as wide as the largest pad of those consumers, the
 halo bytes holding the consumer's x_zero_point (as a byte of the tensor's own type: uint8
 tensors keep uint8 bytes) in the memory image; the placement's address points at logical
@@ -46,14 +48,20 @@ def element_type(dtype: DataType) -> ElementType | None:
     return _ELEMENT_TYPES.get(dtype)
 
 
-def is_channel_last(dtype: DataType, shape: tuple[int, ...], spatial: bool = True) -> bool:
-    """True for the tensors stored channel-last: 8-bit activations of rank 4, and of rank 3
-    when `spatial` (a 1-D convolution or pooling touches them)."""
-    return dtype in EIGHT_BIT and (len(shape) == 4 or (len(shape) == 3 and spatial))
+def is_channel_last(
+    dtype: DataType, shape: tuple[int, ...], spatial: bool = True, matrix: bool = False
+) -> bool:
+    """True for the tensors stored channel-last: 8-bit activations of rank 4 (unless `matrix`:
+    a matrix product's operand no spatial operator touches), and of rank 3 when `spatial` (a
+    1-D convolution or pooling touches them)."""
+    return dtype in EIGHT_BIT and (
+        (len(shape) == 4 and not matrix) or (len(shape) == 3 and spatial)
+    )
 
 
 def canonical_strides(
-    dtype: DataType, shape: tuple[int, ...], halo: int = 0, *, spatial: bool = True
+    dtype: DataType, shape: tuple[int, ...], halo: int = 0, *, spatial: bool = True,
+    matrix: bool = False,
 ) -> tuple[tuple[int, ...], int, int]:
     """Return (strides, bytes of the buffer, offset of element 0 in the buffer) of a tensor
     stored by the layout rules, inside a halo of `halo` elements on each spatial side."""
@@ -61,7 +69,7 @@ def canonical_strides(
     if kind is None:
         raise UnsupportedError(f"tensors of type {dtype.name} cannot be placed in memory")
     size = kind.numpy.itemsize
-    if not is_channel_last(dtype, shape, spatial):
+    if not is_channel_last(dtype, shape, spatial, matrix):
         if halo:
             raise UnsupportedError("only channel-last activations can have a halo")
         row_major: list[int] = []
@@ -92,6 +100,7 @@ class MemoryPlan:
 
     config: ArrayConfig
     spatial: frozenset[str] = frozenset()
+    matrix: frozenset[str] = frozenset()
     next_free: int = 0
     placements: dict[str, TensorPlacement] = dataclasses.field(default_factory=dict)
     segments: list[MemorySegment] = dataclasses.field(default_factory=list)
@@ -122,11 +131,12 @@ class MemoryPlan:
 
     def channel_last(self, name: str, dtype: DataType, shape: tuple[int, ...]) -> bool:
         """True when value `name` is stored channel-last."""
-        return is_channel_last(dtype, shape, name in self.spatial)
+        return is_channel_last(dtype, shape, name in self.spatial, name in self.matrix)
 
     def canonical(self, name: str, dtype: DataType, shape: tuple[int, ...]) -> tuple[int, ...]:
         """Return the strides the layout rules give value `name` (without a halo)."""
-        return canonical_strides(dtype, shape, spatial=name in self.spatial)[0]
+        return canonical_strides(dtype, shape, spatial=name in self.spatial,
+                                 matrix=name in self.matrix)[0]
 
     def place(
         self,
@@ -142,7 +152,8 @@ class MemoryPlan:
         kind = element_type(dtype)
         if kind is None:
             raise UnsupportedError(f"value {name!r} of type {dtype.name} cannot be placed")
-        strides, size, offset = canonical_strides(dtype, shape, halo, spatial=name in self.spatial)
+        strides, size, offset = canonical_strides(dtype, shape, halo, spatial=name in self.spatial,
+                                                  matrix=name in self.matrix)
         if halo:
             byte = int(np.array(fill).astype(dtype.numpy).view(np.uint8))
             address = self.add_segment(bytes([byte]) * size)
@@ -155,7 +166,8 @@ class MemoryPlan:
     def place_constant(self, name: str, dtype: DataType, data: np.ndarray) -> TensorPlacement:
         """Place a constant by the layout rules with its values in the memory image."""
         shape = tuple(int(d) for d in data.shape)
-        strides, size, _ = canonical_strides(dtype, shape, spatial=name in self.spatial)
+        strides, size, _ = canonical_strides(dtype, shape, spatial=name in self.spatial,
+                                             matrix=name in self.matrix)
         kind = element_type(dtype)
         assert kind is not None
         buffer = np.zeros(max(size, 1), dtype=np.uint8)

@@ -3,7 +3,8 @@
 - The activation zero point is folded into the bias (docs/numeric-contract.md):
   `Σ (x − zp)·w + b = Σ x·w + (b − zp·Σ w)`, with x in the int8 domain the array sees.
 - The accumulator bound is checked from the actual weights: every partial sum of
-  `Σ x·w` over any inputs of `input_width` bits must fit `acc_width` signed bits.
+  `Σ x·w` over any inputs of `input_width` bits must fit `acc_width` signed bits. For a B
+  computed at run time (8-bit, |w| <= 128) the bound is K·2^(input_width−1)·128.
 - Weights are laid out for the LOAD patterns of `schedule.py`: column tile t (cols outputs)
   holds K rows of `cols` elements (`operand_bytes` each, zero beyond N), tiles one after the
   other, so row κ of tile t is at `(t·K + κ)·cols·operand_bytes`.
@@ -19,6 +20,7 @@ from systolic.errors import ResourceError, UnsupportedError
 
 __all__ = [
     "check_accumulator",
+    "check_computed_accumulator",
     "check_weight_width",
     "fold_zero_point",
     "params_image",
@@ -70,6 +72,17 @@ def check_accumulator(weights: np.ndarray, config: ArrayConfig, label: str) -> N
             f"layer {label!r}: sums of {w.shape[0]} products can reach "
             f"{max(int(most.max()), -int(least.min()))}, beyond the {config.acc_width}-bit "
             f"accumulator; use a wider acc_width"
+        )
+
+
+def check_computed_accumulator(k: int, config: ArrayConfig, label: str) -> None:
+    """Raise ResourceError when K products of an `input_width`-bit input and an 8-bit
+    computed weight (|w| <= 128) could overflow the accumulator."""
+    peak = k * (1 << (config.input_width - 1)) * 128
+    if peak > (1 << (config.acc_width - 1)) - 1:
+        raise ResourceError(
+            f"layer {label!r}: sums of {k} products of computed 8-bit operands can reach "
+            f"{peak}, beyond the {config.acc_width}-bit accumulator; use a wider acc_width"
         )
 
 

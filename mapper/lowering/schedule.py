@@ -40,10 +40,41 @@ from systolic.sim.isa.memories import PARAMS_DEPTH, Memory, depth, params_row_by
 
 from systolic.config import ArrayConfig, Dataflow
 
-from .gemm import GemmJob, RowPiece, split_rows
+from .gemm import ComputedWeights, GemmJob, RowPiece, split_rows
 from .tiling import OsPlan, WsPlan, plan_os, plan_ws
 
-__all__ = ["JobImage", "Ring", "Scheduler"]
+__all__ = ["JobImage", "Ring", "Scheduler", "computed_weight_loads"]
+
+
+def computed_weight_loads(
+    b: ComputedWeights, row: int, t0: int, tiles: int, k0: int, k: int, config: ArrayConfig
+) -> list[Load]:
+    """Return the LOADs of weight rows k0..k0+k-1 of column tiles t0.. (tile-major, from
+    spad_wt row `row`) of a B read where it lies: the row pattern walks K (row_stride0 = B's
+    row stride) and the tiles (row_stride1 = cols columns further), the element pattern the
+    columns (contiguous, or one element per step with B's column stride). A ragged last tile
+    gets its own LOAD with a shorter length (the LOAD zero-fills the rest of the row).
+    """
+    cols = config.cols
+    full = min(tiles, b.n // cols - t0)
+    parts = [(0, full, cols)] if full > 0 else []
+    if full < tiles:
+        parts.append((full, 1, b.n - (t0 + full) * cols))
+    loads = []
+    for first, count, length in parts:
+        t = t0 + first
+        contiguous = b.col_stride == config.operand_bytes or length == 1
+        loads.append(
+            Load(
+                LoadTarget.SPAD_WT, row + first * k, count * k,
+                b.address + k0 * b.row_stride + t * cols * b.col_stride,
+                n0=k, row_stride0=b.row_stride, row_stride1=cols * b.col_stride,
+                length=length, run=length if contiguous else 1,
+                n_mid=1 if contiguous else length, stride_mid=0 if contiguous else b.col_stride,
+                flip_sign=b.flip,
+            )
+        )  # fmt: skip
+    return loads
 
 
 class Ring:
@@ -248,7 +279,10 @@ class Scheduler:
     ) -> int:
         """Return the spad_wt row of weight rows k0..k0+k-1 of column tiles t0.. (tile-major)."""
         row, hoist = self._span(self.spad_wt, "wt", key, tiles * k)
-        if hoist is not None:
+        if hoist is not None and isinstance(job.weights, ComputedWeights):
+            for instr in computed_weight_loads(job.weights, row, t0, tiles, k0, k, self.config):
+                self._add_load(hoist, instr)
+        elif hoist is not None:
             cols, ob = self.config.cols, self.config.operand_bytes
             self._add_load(
                 hoist,

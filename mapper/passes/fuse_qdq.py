@@ -3,6 +3,11 @@ the systolic integer ops (section C of the shared contracts).
 
 - DQ(x) -> Conv(DQ(W), [DQ(B) | B]) -> [Relu|Clip] -> Q  becomes  QConv
 - DQ(a) -> Gemm(DQ(B), [C]) / MatMul(DQ(B)) [-> Add(bias)] -> [Relu|Clip] -> Q  becomes QMatMul
+  (MatMul: B a constant of rank >= 2, batched [..., K, N] weights included, or a computed
+  tensor read through its own DequantizeLinear, the attention products Q·K^T and scores·V:
+  then both inputs must be symmetric, int8 with zero point 0 or uint8 with zero point 128,
+  because the input zero point's correction Σ_k B[k, n]·zp cannot be folded into a constant
+  bias when B is computed)
 - DQ(a), DQ(b) -> Add (or a two-input Sum) -> [Relu|Clip] -> Q  becomes  QAdd
 - DQ(x) -> MaxPool -> [Relu|Clip] -> Q (same scale and zero point)  becomes  QMaxPool
 - DQ(x) -> AveragePool / GlobalAveragePool -> Q  becomes  QAveragePool
@@ -37,6 +42,7 @@ from .quant_params import (
     is_activation,
     output_multipliers,
     per_tensor_params,
+    require_symmetric,
 )
 from .report import PassReport
 
@@ -211,9 +217,17 @@ def _matmul_like(ctx: FusionContext, node: Node, report: PassReport) -> None:
             raise NotFusable("Gemm with alpha <= 0 is not fused")
     else:
         trans_b, alpha, beta = False, 1.0, 1.0
-    w = _dq_weights(ctx, node.inputs[1], 0 if trans_b else 1)
-    if w.values.ndim != 2 or a_shape is None or len(a_shape) < 1:
-        raise NotFusable("only constant 2-D weights are fused")
+        b_dq = ctx.producer(node.inputs[1], "DequantizeLinear")
+        if b_dq is not None and b_dq.inputs[0] not in ctx.constants:
+            _dynamic_matmul(ctx, node, a_q, ap, report)
+            return
+    b_shape = ctx.shape_of(node.inputs[1])
+    rank = len(b_shape) if b_shape is not None else 0
+    if a_shape is None or len(a_shape) < 1 or rank < 2 or (node.op_type == "Gemm" and rank != 2):
+        raise NotFusable("only constant weights of rank 2 (Gemm), or of rank >= 2 (MatMul), "
+                         "with static shapes are fused")
+    channel_axis = 0 if trans_b else rank - 1
+    w = _dq_weights(ctx, node.inputs[1], channel_axis)
     act, q, yp = _output_chain_with_bias(ctx, node)
     acc_scale = np.float64(alpha) * np.float64(ap.scale) * w.scale.astype(np.float64)
     extra = [w.dq]
@@ -234,7 +248,7 @@ def _matmul_like(ctx: FusionContext, node: Node, report: PassReport) -> None:
             bias, dqs = _bias(ctx, bias_name, acc_scale, "bias")
             extra += dqs
         bias_inputs = [ctx.constant(f"{node.label}_bias_i32", bias)]
-    weights = effective_weights(w.values, w.zero_point, 0 if trans_b else 1)
+    weights = effective_weights(w.values, w.zero_point, channel_axis)
     if trans_b:
         weights = np.ascontiguousarray(weights.T)
     mult, shift = output_multipliers(list(acc_scale / np.float64(yp.scale)))
@@ -243,6 +257,35 @@ def _matmul_like(ctx: FusionContext, node: Node, report: PassReport) -> None:
     w_name = ctx.constant(f"{node.label}_weight_i8", weights)
     chain = [node, add, act, q]
     _finish(ctx, report, "QMatMul", [a_q, w_name, *bias_inputs], chain, attrs, extra)
+
+
+def _dynamic_matmul(ctx: FusionContext, node: Node, a_q: str, ap: QuantParams,
+                    report: PassReport) -> None:
+    """Fuse a MatMul of two computed tensors (attention: Q·K^T, scores·V): both symmetric."""
+    b_q, bp = _dq_activation(ctx, node.inputs[1], "second input")
+    a_shape, b_shape = ctx.shape_of(node.inputs[0]), ctx.shape_of(node.inputs[1])
+    if a_shape is None or b_shape is None or len(b_shape) < 2 or len(a_shape) < 1:
+        raise NotFusable("a product of two computed tensors is fused only with static shapes "
+                         "and a second input of rank >= 2")
+    require_symmetric(ap, "first input")
+    require_symmetric(bp, "second input")
+    act, q, yp = _output_chain_with_bias(ctx, node)
+    n = b_shape[-1]
+    real = np.float64(ap.scale) * np.float64(bp.scale)
+    acc_scale = np.full(n, real, np.float64)
+    extra: list[Node] = []
+    bias_inputs: list[str] = []
+    add = _bias_add(ctx, node)
+    if add is not None:
+        bias_name = next(name for name in add.inputs if name != node.outputs[0])
+        bias, dqs = _bias(ctx, bias_name, acc_scale, "bias")
+        extra += dqs
+        bias_inputs = [ctx.constant(f"{node.label}_bias_i32", bias)]
+    mult, shift = output_multipliers([float(real / np.float64(yp.scale))])
+    attrs = {"a_zero_point": ap.zero_point, "b_zero_point": bp.zero_point,
+             "multiplier": mult, "shift": shift, **_stage_attrs(act, ctx, yp)}
+    chain = [node, add, act, q]
+    _finish(ctx, report, "QMatMul", [a_q, b_q, *bias_inputs], chain, attrs, extra)
 
 
 def _bias_add(ctx: FusionContext, node: Node) -> Node | None:

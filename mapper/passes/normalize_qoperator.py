@@ -1,6 +1,8 @@
 """QOperator normalisation: onnxruntime's QOperator-format nodes become the systolic ops.
 
-- QLinearConv -> QConv; QLinearMatMul, com.microsoft QGemm (quantized output) -> QMatMul;
+- QLinearConv -> QConv; QLinearMatMul, com.microsoft QGemm (quantized output) -> QMatMul
+  (QLinearMatMul and MatMulInteger also with a computed B, attention style, when both inputs
+  are symmetric: int8 zero point 0 or uint8 zero point 128);
 - MatMulInteger / ConvInteger followed by Cast(float) -> Mul(constant scale) -> [Add(constant
   bias)] -> [Relu|Clip] -> QuantizeLinear -> QMatMul / QConv (other forms stay on the host);
 - com.microsoft QLinearAdd -> QAdd; QLinearGlobalAveragePool, QLinearAveragePool
@@ -33,6 +35,7 @@ from .quant_params import (
     is_activation,
     output_multipliers,
     per_tensor_params,
+    require_symmetric,
 )
 from .report import PassReport
 
@@ -132,9 +135,22 @@ def _qlinear_matmul(ctx: FusionContext, node: Node, report: PassReport) -> None:
     ap = _params(ctx, node, 1, 2, "input")
     yp = _params(ctx, node, 6, 7, "output")
     b = ctx.constants.get(node.inputs[3])
-    if b is None or b.ndim != 2:
+    if b is None:
+        bp = _params(ctx, node, 4, 5, "second input")
+        b_shape = ctx.shape_of(node.inputs[3])
+        if b_shape is None or len(b_shape) < 2:
+            raise NotFusable("B is computed but not of static rank >= 2")
+        require_symmetric(ap, "input")
+        require_symmetric(bp, "second input")
+        product = (np.float32(ap.scale) * np.float32(bp.scale)) / np.float32(yp.scale)
+        mult, shift = output_multipliers([float(product)])
+        attrs = {"a_zero_point": ap.zero_point, "b_zero_point": bp.zero_point,
+                 "multiplier": mult, "shift": shift, **_stage(yp)}
+        _finish(ctx, report, "QMatMul", [node.inputs[0], node.inputs[3]], [node], attrs)
+        return
+    if b.ndim < 2:
         raise NotFusable("B is not a constant matrix")
-    weights, b_scale = _weights(ctx, node, 3, 4, 5, 1)
+    weights, b_scale = _weights(ctx, node, 3, 4, 5, b.ndim - 1)
     real = (np.float32(ap.scale) * b_scale) / np.float32(yp.scale)
     mult, shift = output_multipliers([float(r) for r in real])
     attrs = {"a_zero_point": ap.zero_point, "multiplier": mult, "shift": shift, **_stage(yp)}
@@ -206,6 +222,9 @@ def _integer_chain(ctx: FusionContext, node: Node) -> tuple[list[Node], np.ndarr
 def _integer_product(ctx: FusionContext, node: Node, report: PassReport) -> None:
     conv = node.op_type == "ConvInteger"
     w = ctx.constants.get(node.inputs[1])
+    if w is None and not conv:
+        _dynamic_integer_product(ctx, node, report)
+        return
     if w is None:
         raise NotFusable("the weights are not a constant")
     channels_axis = 0 if conv else 1
@@ -243,6 +262,38 @@ def _integer_product(ctx: FusionContext, node: Node, report: PassReport) -> None
         attrs = {"a_zero_point": int(a_zp.reshape(())), "multiplier": mult, "shift": shift,
                  **_stage(out, lo, hi)}
         _finish(ctx, report, "QMatMul", [node.inputs[0], w_name, *bias_inputs], chain, attrs)
+
+
+def _zero_point(ctx: FusionContext, node: Node, index: int, what: str) -> QuantParams:
+    """Return the (scale-less) parameters of MatMulInteger input `index - 2`'s zero point."""
+    name = _input(node, index)
+    value = ctx.constants.get(name) if name else None
+    dtype = ctx.dtype_of(node.inputs[index - 2])
+    if (name and (value is None or value.size != 1)) or dtype not in EIGHT_BIT:
+        raise NotFusable(f"the {what} zero point is not a constant scalar, or the {what} is "
+                         "not 8-bit")
+    assert dtype is not None
+    return QuantParams(1.0, int(value.reshape(())) if value is not None else 0, dtype)
+
+
+def _dynamic_integer_product(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    """MatMulInteger of two computed tensors: both zero points symmetric."""
+    ap = _zero_point(ctx, node, 2, "input")
+    bp = _zero_point(ctx, node, 3, "second input")
+    b_shape = ctx.shape_of(node.inputs[1])
+    if b_shape is None or len(b_shape) < 2:
+        raise NotFusable("B is computed but not of static rank >= 2")
+    require_symmetric(ap, "input")
+    require_symmetric(bp, "second input")
+    chain, scale, bias, act, out = _integer_chain(ctx, node)
+    if scale.size != 1 or bias is not None:
+        raise NotFusable("a product of two computed tensors is fused with one requantization "
+                         "scale and no bias")
+    mult, shift = output_multipliers([float(scale.reshape(())) / float(out.scale)])
+    lo, hi = activation_bounds(act, ctx.constants, out)
+    attrs = {"a_zero_point": ap.zero_point, "b_zero_point": bp.zero_point,
+             "multiplier": mult, "shift": shift, **_stage(out, lo, hi)}
+    _finish(ctx, report, "QMatMul", [node.inputs[0], node.inputs[1]], chain, attrs)
 
 
 def _qlinear_add(ctx: FusionContext, node: Node, report: PassReport) -> None:

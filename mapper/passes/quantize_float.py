@@ -4,8 +4,15 @@ pairs that `fuse_qdq` then fuses (the same form onnxruntime's QDQ quantizer writ
 - Weights of Conv, Gemm and MatMul (constants): int8, symmetric (zero point 0), per output
   channel: scale = max|W| / 127 over the channel (1.0 for an all-zero channel), values
   round_half_to_even(W / scale) clamped to [-127, 127]. They are read through a
-  DequantizeLinear (axis = the output-channel axis). Biases stay float: the fusion quantizes
-  them with scale input_scale * weight_scale.
+  DequantizeLinear (axis = the output-channel axis). A batched MatMul weight [..., K, N] is
+  quantized per column N, one scale shared by every batch entry (axis = its last axis).
+  Biases stay float: the fusion quantizes them with scale input_scale * weight_scale.
+- A MatMul of two computed tensors (attention: Q·K^T, scores·V) quantizes both inputs
+  symmetric, uint8 with zero point 128 (like every other activation, uint8; the LOAD's
+  flip_sign makes them int8 with zero point 0): scale = max(|min|, |max|) / 127 (1.0 when both
+  are 0). The zero point's correction Σ_k B[k, n]·zp could not be folded into a constant bias
+  when B is computed. The symmetric parameters go to the value's source: the layout ops
+  (Reshape, Transpose) between a projection and the product share them.
 - Activations: uint8, asymmetric, per tensor, from the (min, max) over the calibration set
   widened to include 0: scale = (max - min) / 255 (1.0 when both are 0), zero point =
   round_half_to_even(-min / scale). The quantized activations are the inputs of Conv, Gemm,
@@ -45,6 +52,7 @@ COMPUTE_OPS = frozenset({"Conv", "Gemm", "MatMul", "Add", "Sum", "AveragePool",
 PASS_THROUGH_OPS = frozenset({"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze",
                               "Unsqueeze"})
 WEIGHT_MAX = 127
+SYMMETRIC_ZERO_POINT = 128
 QDQ_VERSION = 13
 """The inserted QuantizeLinear/DequantizeLinear are bound to version 13 (per-axis support)
 whatever opset the model imports: older models (opset 9) have no such operators."""
@@ -60,6 +68,7 @@ class _Plan:
     values: list[str]  # activations to quantize, in discovery order
     shared: dict[str, str]  # value -> the value whose parameters it reuses
     weights: dict[str, int]  # node name -> channel axis of its weight (input 1)
+    symmetric: set[str] = dataclasses.field(default_factory=set)  # sources quantized symmetric
 
 
 def quantize_float(
@@ -82,7 +91,11 @@ def quantize_float(
         source = value
         while source in plan.shared:
             source = plan.shared[source]
-        params[value] = _activation_params(*ranges.get(source, (0.0, 0.0)))
+        low_high = ranges.get(source, (0.0, 0.0))
+        if source in plan.symmetric:
+            params[value] = _symmetric_params(*low_high)
+        else:
+            params[value] = _activation_params(*low_high)
     del report  # PTQ adds nodes; outcomes are recorded by the fusions
     return dataclasses.replace(model, graph=_rewrite(graph, plan, params))
 
@@ -113,8 +126,13 @@ def _plan(graph: Graph) -> _Plan:
                 continue
             for name in activations:
                 add(name)
-            if node.op_type in ("Conv", "Gemm", "MatMul"):
-                plan.weights[node.name] = _weight_axis(node)
+            if node.op_type == "MatMul" and len(activations) == 2:
+                for name in activations:  # a product of two computed tensors: symmetric
+                    while name in plan.shared:
+                        name = plan.shared[name]
+                    plan.symmetric.add(name)
+            elif node.op_type in ("Conv", "Gemm", "MatMul"):
+                plan.weights[node.name] = _weight_axis(node, constants[node.inputs[1]].ndim)
             result = node.outputs[0]
             if node.op_type == "MatMul":
                 result = _bias_add_output(result, consumers, constants, outputs)
@@ -161,6 +179,11 @@ def _activation_inputs(node: Node, constants: Mapping[str, np.ndarray],
     if node.op_type in ("AveragePool", "GlobalAveragePool"):
         return [x]
     weight = constants.get(node.inputs[1]) if len(node.inputs) > 1 else None
+    if weight is None and node.op_type == "MatMul" and _float(graph, node.inputs[1]):
+        b_type = graph.type_of(node.inputs[1])
+        if b_type is None or b_type.shape is None or len(b_type.shape) < 2:
+            return None
+        return [x, node.inputs[1]]  # attention style: both factors computed
     if weight is None or weight.dtype != np.float32:
         return None
     bias = node.inputs[2] if len(node.inputs) > 2 else ""
@@ -168,19 +191,21 @@ def _activation_inputs(node: Node, constants: Mapping[str, np.ndarray],
         return None
     if node.op_type == "Conv" and weight.ndim not in (3, 4):
         return None
-    if node.op_type in ("Gemm", "MatMul") and weight.ndim != 2:
+    if node.op_type == "Gemm" and weight.ndim != 2:
+        return None
+    if node.op_type == "MatMul" and weight.ndim < 2:
         return None
     if node.op_type == "Gemm" and attr_int(node, "transA", 0):
         return None
     return [x]
 
 
-def _weight_axis(node: Node) -> int:
+def _weight_axis(node: Node, rank: int) -> int:
     if node.op_type == "Conv":
         return 0
     if node.op_type == "Gemm" and attr_int(node, "transB", 0):
         return 0
-    return 1
+    return rank - 1  # MatMul [..., K, N]: per column N, shared by every batch entry
 
 
 def _activation_params(low: float, high: float) -> tuple[np.float32, np.uint8]:
@@ -190,6 +215,14 @@ def _activation_params(low: float, high: float) -> tuple[np.float32, np.uint8]:
         scale = np.float32(1.0)
     zero = int(np.clip(np.rint(-low / float(scale)), 0, 255))
     return scale, np.uint8(zero)
+
+
+def _symmetric_params(low: float, high: float) -> tuple[np.float32, np.uint8]:
+    peak = max(abs(low), abs(high))
+    scale = np.float32(peak / 127.0)
+    if not scale > 0:
+        scale = np.float32(1.0)
+    return scale, np.uint8(SYMMETRIC_ZERO_POINT)
 
 
 def quantize_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:

@@ -17,7 +17,7 @@ from systolic.cli import main
 from systolic.config import ArrayConfig
 
 MODELS = Path(__file__).parents[1] / "models"
-FILES = sorted(MODELS.glob("*.onnx"))
+FILES = sorted(p for p in MODELS.glob("*.onnx") if not p.name.startswith("attn_"))
 
 ARRAY_OPS = {"Conv", "Gemm", "MatMul", "QLinearConv", "QGemm", "QLinearMatMul"}
 VECTOR_OPS = {"MaxPool", "AveragePool", "GlobalAveragePool", "QLinearGlobalAveragePool", "Add",
@@ -64,6 +64,17 @@ def test_unit_column(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         else:  # weight dequantization and the Q/DQ pairs the fused ops absorb
             assert node.op_type in ("QuantizeLinear", "DequantizeLinear"), where
             assert row["unit"] in ("array", "vector", "none"), where
+
+
+@pytest.mark.parametrize("form", ["float", "qdq"])
+def test_attention_products_go_to_the_array(form: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """attn: every MatMul (projections, Q·K^T and scores·V with both factors computed, the
+    batched constant-weight product) on the array; Softmax on the host."""
+    rows = _inspect_rows(MODELS / f"attn_{form}.onnx", capsys, "--array", "4x4")
+    units = {(r["name"], r["op"]): r["unit"] for r in rows}
+    matmuls = [unit for (_, op), unit in units.items() if op == "ai.onnx.MatMul:13"]
+    assert matmuls == ["array"] * 7
+    assert [unit for (_, op), unit in units.items() if op == "ai.onnx.Softmax:13"] == ["host"]
 
 
 def test_softmax_goes_to_the_host_with_a_reason(

@@ -12,7 +12,8 @@ environment stays free of torch:
 (On the project machines the CPU wheel of torch 2.13.0 is in /opt/wheels: install it by path
 first so pip does not pull a CUDA build.)
 
-For each network NAME in mlp, lenet, resnet_tiny and dwsep it writes:
+For each network NAME in mlp, lenet, resnet_tiny, dwsep and attn it writes (`--only NAME,...`
+regenerates just those):
 
 - `NAME_float.onnx`: the float32 network, exported with the TorchScript exporter
   (`dynamo=False`) at opset 13, in eval mode with `TrainingMode.PRESERVE` and no constant
@@ -22,6 +23,11 @@ For each network NAME in mlp, lenet, resnet_tiny and dwsep it writes:
   GlobalAveragePool included): weights int8 symmetric per output channel, activations uint8
   asymmetric (MinMax calibration on 16 seeded random inputs). BatchNormalization is folded into the convolution before quantizing (as
   `quant_pre_process` does), so the quantized forms contain no BatchNormalization.
+- `attn` (a self-attention block: Q·K^T and scores·V multiply two computed tensors, plus a
+  batched constant-weight product) is quantized with symmetric activations (extra option
+  ActivationSymmetric: uint8 with zero point 128) and per-tensor weights (onnxruntime's
+  QLinearMatMul refuses a batched weight quantized per column), and written in float and QDQ
+  forms only.
 - `NAME_qop.onnx`: the same in QOperator format with onnxruntime's default operator set
   (every operator its quantizer supports), so the files hold what onnxruntime really emits:
   QLinearConv, com.microsoft QGemm for the Linear layers (kept as Gemm, as the exporter
@@ -176,12 +182,51 @@ class DwSep(nn.Module):
         return self.fc(x)
 
 
+class Attn(nn.Module):
+    """One self-attention block on 8 tokens of 16 features: projections q/k/v (x·W + b, the
+    weights stored [in, out] so the export has no Transpose of constants), 2 heads of 8,
+    softmax(q·k^T / sqrt(8))·v (the scale folded into W_q, as attention implementations do,
+    so no float Mul sits between the quantized products), heads merged, output projection;
+    then a batched matrix
+    product with a constant [2, 16, 6] weight on the result viewed as [2, 4, 16]."""
+
+    input_shape = (1, 8, 16)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weights = nn.ParameterList(  # q (pre-scaled by 1/sqrt(8)), k, v, out
+            [nn.Parameter(0.25 * torch.randn(16, 16) * (8**-0.5 if i == 0 else 1.0))
+             for i in range(4)])
+        self.biases = nn.ParameterList([nn.Parameter(0.1 * torch.randn(16)) for _ in range(4)])
+        self.mix = nn.Parameter(0.3 * torch.randn(2, 16, 6))
+
+    def project(self, x: torch.Tensor, index: int) -> torch.Tensor:
+        return torch.matmul(x, self.weights[index]) + self.biases[index]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def heads(t: torch.Tensor) -> torch.Tensor:
+            return t.reshape(1, 8, 2, 8).transpose(1, 2)  # [1, 2 heads, 8 tokens, 8]
+
+        q, k, v = (heads(self.project(x, i)) for i in range(3))
+        scores = torch.matmul(q, k.transpose(-1, -2))  # 1/sqrt(8) is folded into W_q
+        mixed = torch.matmul(torch.softmax(scores, dim=-1), v)
+        merged = self.project(mixed.transpose(1, 2).reshape(1, 8, 16), 3)
+        return torch.matmul(merged.reshape(2, 4, 16), self.mix)
+
+
 NETWORKS: dict[str, Callable[[], nn.Module]] = {
     "mlp": Mlp,
     "lenet": LeNet,
     "resnet_tiny": ResNetTiny,
     "dwsep": DwSep,
+    "attn": Attn,
 }
+SYMMETRIC_ACTIVATIONS = frozenset({"attn"})
+"""Networks quantized with symmetric activations (onnxruntime's ActivationSymmetric: uint8
+with zero point 128): their attention products multiply two computed tensors, which the array
+runs only with symmetric operands."""
+QOPERATOR_NETWORKS = frozenset({"mlp", "lenet", "resnet_tiny", "dwsep"})
+"""Networks also written in QOperator form."""
 
 
 def build(name: str) -> nn.Module:
@@ -383,9 +428,12 @@ def quantize(
     fmt: QuantFormat,
     seed: int,
     workdir: pathlib.Path,
+    symmetric: bool = False,
 ) -> onnx.ModelProto:
     """Quantize statically with onnxruntime's default operator set (op_types_to_quantize left
-    unset): int8 symmetric per-channel weights, uint8 asymmetric activations."""
+    unset): int8 symmetric per-channel weights, uint8 asymmetric activations (with
+    `symmetric`: activations symmetric, zero point 128, and weights per tensor, since
+    onnxruntime's QLinearMatMul refuses a batched weight quantized per column)."""
     source = workdir / "source.onnx"
     target = workdir / "quantized.onnx"
     onnx.save(model, source)
@@ -394,11 +442,11 @@ def quantize(
         str(target),
         SeededReader(shape, seed),
         quant_format=fmt,
-        per_channel=True,
+        per_channel=not symmetric,
         activation_type=QuantType.QUInt8,
         weight_type=QuantType.QInt8,
         calibrate_method=CalibrationMethod.MinMax,
-        extra_options={"WeightSymmetric": True, "ActivationSymmetric": False},
+        extra_options={"WeightSymmetric": True, "ActivationSymmetric": symmetric},
     )
     quantized = onnx.load(target)
     quantized.producer_version = ""
@@ -470,13 +518,16 @@ def op_counts(model: onnx.ModelProto) -> str:
     return ", ".join(f"{op} x{n}" for op, n in counts.items())
 
 
-def generate(outdir: pathlib.Path) -> list[str]:
-    """Write every file into `outdir`; return one summary line per .onnx file."""
+def generate(outdir: pathlib.Path, only: frozenset[str] | None = None) -> list[str]:
+    """Write every file (of the networks in `only`, default all) into `outdir`; return one
+    summary line per .onnx file."""
     outdir.mkdir(parents=True, exist_ok=True)
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
     summary = []
     for index, name in enumerate(NETWORKS):
+        if only is not None and name not in only:
+            continue
         net = build(name)
         shape = net.input_shape
         inputs = sample_inputs(shape, TEST_SAMPLES, SEED + 100 + index)
@@ -486,8 +537,12 @@ def generate(outdir: pathlib.Path) -> list[str]:
         forms = {"float": float_model}
         with tempfile.TemporaryDirectory() as tmp:
             work = pathlib.Path(tmp)
-            forms["qdq"] = quantize(folded, shape, QuantFormat.QDQ, SEED + 200 + index, work)
-            forms["qop"] = quantize(folded, shape, QuantFormat.QOperator, SEED + 200 + index, work)
+            symmetric = name in SYMMETRIC_ACTIVATIONS
+            forms["qdq"] = quantize(folded, shape, QuantFormat.QDQ, SEED + 200 + index, work,
+                                    symmetric)
+            if name in QOPERATOR_NETWORKS:
+                forms["qop"] = quantize(folded, shape, QuantFormat.QOperator, SEED + 200 + index,
+                                        work, symmetric)
         expected = float_reference(net, inputs)
         for form, model in forms.items():
             outputs = run_ort(model, inputs)
@@ -517,11 +572,13 @@ def main(argv: list[str]) -> int:
         help="regenerate into a temporary folder and compare with the committed files",
     )
     parser.add_argument("--out", type=pathlib.Path, default=HERE, help="output folder")
+    parser.add_argument("--only", help="comma-separated networks to (re)generate")
     args = parser.parse_args(argv)
+    only = frozenset(args.only.split(",")) if args.only else None
     if args.check:
         with tempfile.TemporaryDirectory() as tmp:
             fresh = pathlib.Path(tmp)
-            generate(fresh)
+            generate(fresh, only)
             names = sorted(p.name for p in fresh.iterdir())
             _, mismatch, missing = filecmp.cmpfiles(args.out, fresh, names, shallow=False)
             for bad in mismatch + missing:
@@ -530,7 +587,7 @@ def main(argv: list[str]) -> int:
                 return 1
             print(f"all {len(names)} files match")
             return 0
-    for line in generate(args.out):
+    for line in generate(args.out, only):
         print(line)
     EXAMPLES.mkdir(exist_ok=True)
     if args.out == HERE:

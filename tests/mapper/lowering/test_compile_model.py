@@ -207,6 +207,7 @@ def test_without_the_array_lowering_a_layer_would_run_on_the_host():
 
 NETWORKS = ["lenet", "mlp", "dwsep", "resnet_tiny"]
 FORMS = ["qop", "qdq", "float"]
+ATTENTION_FORMS = ["qdq", "float"]
 
 
 @pytest.fixture(scope="module")
@@ -216,6 +217,9 @@ def integer_models():  # type: ignore[no-untyped-def]
         f"{net}_{form}": integer_model(load_model(MODELS / f"{net}_{form}.onnx"))
         for net in NETWORKS
         for form in FORMS
+    } | {
+        f"attn_{form}": integer_model(load_model(MODELS / f"attn_{form}.onnx"))
+        for form in ATTENTION_FORMS
     }
 
 
@@ -227,9 +231,13 @@ MODEL_CONFIGS = [
 ]
 
 
+MODEL_CASES = [(net, form) for net in NETWORKS for form in FORMS] + [
+    ("attn", form) for form in ATTENTION_FORMS
+]
+
+
 @pytest.mark.parametrize("config", MODEL_CONFIGS)
-@pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("net", NETWORKS)
+@pytest.mark.parametrize(("net", "form"), MODEL_CASES)
 def test_the_test_models_are_bit_exact_on_the_golden_machine(integer_models, net, form, config):  # type: ignore[no-untyped-def]
     model = integer_models[f"{net}_{form}"]
     compiled = compile_model(model, config)

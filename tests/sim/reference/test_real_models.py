@@ -1,6 +1,7 @@
 """The project's own small networks (tests/models/, see its README) against onnxruntime.
 
-Each of mlp, lenet, resnet_tiny and dwsep comes as `_float`, `_qdq` and `_qop` ONNX files with
+Each of mlp, lenet, resnet_tiny and dwsep comes as `_float`, `_qdq` and `_qop` ONNX files (attn,
+the attention block, as `_float` and `_qdq`) with
 four seeded inputs (`NAME_inputs.npz`). The oracle is onnxruntime run fresh on those inputs
 (CPU provider, graph optimizations off so QDQ graphs run node by node as written, one thread)
 when it is installed, else the outputs committed beside the models (`NAME_FORM_ort.npz`,
@@ -29,8 +30,12 @@ from systolic.sim.reference.executor import run_model
 
 MODELS = pathlib.Path(__file__).resolve().parents[2] / "models"
 EXAMPLES = pathlib.Path(__file__).resolve().parents[3] / "systolic" / "examples"
-NETWORKS = ("mlp", "lenet", "resnet_tiny", "dwsep")
+NETWORKS = ("mlp", "lenet", "resnet_tiny", "dwsep", "attn")
 FORMS = ("float", "qdq", "qop")
+FORMS_OF = {network: FORMS for network in NETWORKS} | {"attn": ("float", "qdq")}
+"""attn (attention products) is written in float and QDQ forms only."""
+QUANTIZED = [(n, f) for n in NETWORKS for f in FORMS_OF[n] if f != "float"]
+ALL_FORMS = [(n, f) for n in NETWORKS for f in FORMS_OF[n]]
 
 FLOAT_RTOL = 1e-4
 FLOAT_ATOL = 1e-6
@@ -117,8 +122,7 @@ def test_float_model_matches_onnxruntime(network: str) -> None:
         np.testing.assert_allclose(ours, oracle, rtol=FLOAT_RTOL, atol=FLOAT_ATOL)
 
 
-@pytest.mark.parametrize("form", ["qdq", "qop"])
-@pytest.mark.parametrize("network", NETWORKS)
+@pytest.mark.parametrize(("network", "form"), QUANTIZED)
 def test_quantized_model_matches_onnxruntime(network: str, form: str) -> None:
     inputs = load_inputs(network)
     model = load_model(MODELS / f"{network}_{form}.onnx")
@@ -131,8 +135,7 @@ def test_quantized_model_matches_onnxruntime(network: str, form: str) -> None:
     assert_within_one_unit(got, want, unit)
 
 
-@pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("network", NETWORKS)
+@pytest.mark.parametrize(("network", "form"), ALL_FORMS)
 def test_committed_outputs_match_onnxruntime(network: str, form: str) -> None:
     """The committed outputs (used without onnxruntime) are what onnxruntime gives today,
     within the tolerances above (another onnxruntime release may round a few values apart)."""
@@ -156,5 +159,5 @@ def test_bundled_example_is_the_tested_model(name: str) -> None:
 
 def test_every_generated_model_is_small() -> None:
     sizes = {p.name: p.stat().st_size for p in MODELS.glob("*.onnx")}
-    assert len(sizes) == len(NETWORKS) * len(FORMS)
+    assert len(sizes) == len(ALL_FORMS)
     assert max(sizes.values()) < 200_000, sizes

@@ -66,6 +66,37 @@ CASES = [
 ]  # fmt: skip
 
 
+ATTENTION_CASES = [
+    pytest.param(f, d, id=f"attn_{f}-4x4-{d.value}") for f in ("float", "qdq") for d in Dataflow
+]
+
+
+@pytest.mark.parametrize(("form", "dataflow"), ATTENTION_CASES)
+def test_attention_products_run_on_the_array(form: str, dataflow: Dataflow,
+                                             tmp_path: Path) -> None:  # fmt: skip
+    """attn (tests/models): Q·K^T and scores·V (both factors computed) and the batched
+    constant-weight product run on the array, bit-exact. The QDQ output equals onnxruntime's
+    node-by-node run (the stored outputs) on the same integers; onnxruntime's optimized
+    session (simulate's own comparison) fuses the host ops around them (QLinearSoftmax,
+    QLinearAdd) with other roundings, so that comparison is not asserted here."""
+    model = MODELS / f"attn_{form}.onnx"
+    inputs = np.load(MODELS / "attn_inputs.npz")
+    np.save(tmp_path / "x.npy", inputs["input_0"])
+    config = ArrayConfig(rows=4, cols=4, dataflow=dataflow)
+    outcome = simulate_model(model, config, backend="model", input_path=tmp_path / "x.npy",
+                             compare_onnxruntime=False)  # fmt: skip
+    report = outcome.report.to_json()
+    assert report["checks"]["reference_bit_exact"], report["checks"]["mismatch"]
+    products = [layer for layer in report["layers"] if layer["op"] == "QMatMul"]
+    assert len(products) == 7 and {layer["unit"] for layer in products} == {"array"}
+    (output,) = outcome.outputs.values()
+    stored = np.load(MODELS / f"attn_{form}_ort.npz")["output_0"]
+    if form == "float":
+        np.testing.assert_allclose(output, stored, rtol=0, atol=0.05 * np.max(np.abs(stored)))
+    else:
+        np.testing.assert_array_equal(output, stored)
+
+
 @pytest.mark.parametrize(("network", "form", "rows", "cols", "dataflow"), CASES)
 def test_model_backend(network: str, form: str, rows: int, cols: int, dataflow: Dataflow,
                        tmp_path: Path) -> None:  # fmt: skip

@@ -43,6 +43,53 @@ def test_hand_computed_product():
 
 
 def test_rejects_mismatched_inner_dimension():
-    with pytest.raises(ModelError, match=r"must be \[\.\.\., K\] and B \[3, 2\] \[K, N\]"):
+    with pytest.raises(ModelError, match=r"must be \[\.\.\., K\] and B \[3, 2\] \[\.\.\., K, N\]"):
         run("QMatMul", {"multiplier": (1, 1), "shift": (0, 0), "y_type": 3},
             np.zeros((2, 4), np.int8), np.zeros((3, 2), np.int8))
+
+
+BATCHED = [((2, 3, 5), (2, 5, 4)), ((3, 1, 2, 6), (4, 6, 3)), ((6,), (2, 6, 3)),
+           ((1, 2, 4, 7), (1, 1, 7, 5)), ((2, 2, 3), (3, 2))]
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), BATCHED)
+@pytest.mark.parametrize(("a_type", "b_type"), [(np.uint8, np.uint8), (np.int8, np.int8),
+                                                 (np.uint8, np.int8)])
+def test_batched_and_computed_b_broadcast_like_numpy(a_shape, b_shape, a_type, b_type):
+    r = np.random.default_rng(12)
+    ai, bi = np.iinfo(a_type), np.iinfo(b_type)
+    a = r.integers(ai.min, ai.max + 1, a_shape).astype(a_type)
+    b = r.integers(bi.min, bi.max + 1, b_shape).astype(b_type)
+    b_zp = 128 if b_type == np.uint8 else 0
+    n = b_shape[-1]
+    attrs = {"a_zero_point": int(r.integers(ai.min, ai.max + 1)), "b_zero_point": b_zp,
+             "multiplier": (int(r.integers(2**30, 2**31)),), "shift": (9,),
+             "y_zero_point": 3, "y_type": 3}
+    got = run("QMatMul", attrs, a, b)
+    # oracle: every broadcast batch entry as a naive 2-D product (numpy's rules, by hand)
+    a2 = a[None, :] if a.ndim == 1 else a
+    batch = np.broadcast_shapes(a2.shape[:-2], b.shape[:-2])
+    want = np.zeros((*batch, a2.shape[-2], n), np.int8)
+    for index in np.ndindex(*batch):
+        a_index = tuple(0 if d == 1 else i for i, d in
+                        zip(index[len(index) - (a2.ndim - 2):], a2.shape[:-2]))
+        b_index = tuple(0 if d == 1 else i for i, d in
+                        zip(index[len(index) - (b.ndim - 2):], b.shape[:-2]))
+        centered_b = (b[b_index].astype(np.int64) - b_zp).astype(np.int64)
+        want[index] = matmul(a2[a_index], centered_b, None, a_zp=attrs["a_zero_point"],
+                             mult=attrs["multiplier"] * n, shift=attrs["shift"] * n,
+                             y_zp=3, lo=-128, hi=127, dtype=np.int8)
+    if a.ndim == 1:
+        want = want[..., 0, :]
+    assert got.shape == np.matmul(a.astype(np.int64), b.astype(np.int64)).shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_rejects_uint8_b_without_zero_point_128():
+    from systolic.mapper.ir import Attrs, DataType
+    from systolic.sim.reference.op import TensorInfo
+    from systolic.sim.reference.ops.op_systolic_qmatmul import QMatMul
+
+    op = QMatMul(Attrs({"multiplier": (1,), "shift": (0,), "y_type": 3}), 1, "node")
+    with pytest.raises(ModelError, match=r"b_zero_point 0 does not suit B of type u8"):
+        op.infer([TensorInfo(DataType.INT8, (2, 3)), TensorInfo(DataType.UINT8, (2, 3, 4))])
