@@ -161,6 +161,15 @@ def _summary(report: SimulationReport, label: str, written: list[Path]) -> str:
             f"onnxruntime: max |diff| {checks['onnxruntime_max_abs_diff']:.6g}{detail}, "
             f"{100 * checks['onnxruntime_equal_fraction']:.2f}% of elements equal"
         )
+        if "onnxruntime_unoptimized_max_abs_diff" in checks:
+            steps = checks.get("onnxruntime_unoptimized_max_diff_steps")
+            detail = f" ({steps} quantization steps)" if steps is not None else ""
+            lines.append(
+                f"onnxruntime with graph optimizations off (node by node, as the ONNX operators "
+                f"define it; its fused quantized kernels round differently): max |diff| "
+                f"{checks['onnxruntime_unoptimized_max_abs_diff']:.6g}{detail}, "
+                f"{100 * checks['onnxruntime_unoptimized_equal_fraction']:.2f}% of elements equal"
+            )
     else:
         from systolic.simulation.onnxruntime_check import onnxruntime_available
 

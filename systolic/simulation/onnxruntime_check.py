@@ -32,13 +32,24 @@ def onnxruntime_available() -> bool:
 
 
 def run_onnxruntime(
-    model_path: str | os.PathLike[str], inputs: Mapping[str, np.ndarray]
+    model_path: str | os.PathLike[str],
+    inputs: Mapping[str, np.ndarray],
+    *,
+    optimized: bool = True,
 ) -> dict[str, np.ndarray]:
-    """Run the ONNX file at `model_path` on onnxruntime's CPU provider; outputs by name."""
+    """Run the ONNX file at `model_path` on onnxruntime's CPU provider; outputs by name.
+
+    `optimized=False` turns onnxruntime's graph optimizations off, so it runs the graph node
+    by node as the ONNX operators define it: with them on (its default) it fuses
+    DequantizeLinear -> op -> QuantizeLinear groups into its own quantized kernels
+    (QLinearAdd, QLinearSoftmax, ...), whose rounding differs from the operators'.
+    """
     import onnxruntime  # type: ignore[import-untyped]
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
+    if not optimized:
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
         session = onnxruntime.InferenceSession(
             os.fspath(model_path), options, providers=["CPUExecutionProvider"]

@@ -16,7 +16,11 @@ The JSON is a stable interface (README, "simulate JSON"): keys are only ever add
 - `checks`: {`reference_bit_exact` (bool), `mismatch` (null or {layer, tile, element, expected,
   actual}), `onnxruntime_ran` (bool), and when it ran `onnxruntime_max_abs_diff`,
   `onnxruntime_equal_fraction`, and for quantized models whose outputs are dequantized with
-  one scale `onnxruntime_max_diff_steps` (the largest difference in quantization steps)};
+  one scale `onnxruntime_max_diff_steps` (the largest difference in quantization steps);
+  quantized models whose outputs are not all equal add the same three figures against
+  onnxruntime with its graph optimizations off (`onnxruntime_unoptimized_max_abs_diff`,
+  `onnxruntime_unoptimized_equal_fraction`, `onnxruntime_unoptimized_max_diff_steps`): node by
+  node, as the ONNX operators define it, without its fused quantized kernels};
   float models add `quantization` {max_abs_error, cosine_similarity, top1_agreement (null
   when the output is not a class vector)},
 - `runs`: the accelerator runs in order (host layers separate them), each
@@ -145,8 +149,10 @@ class SimulationReport:
         if self.onnxruntime is not None:
             checks["onnxruntime_max_abs_diff"] = self.onnxruntime["max_abs_diff"]
             checks["onnxruntime_equal_fraction"] = self.onnxruntime["equal_fraction"]
-            if "max_diff_steps" in self.onnxruntime:
-                checks["onnxruntime_max_diff_steps"] = self.onnxruntime["max_diff_steps"]
+            for key in ("max_diff_steps", "unoptimized_max_abs_diff",
+                        "unoptimized_equal_fraction", "unoptimized_max_diff_steps"):
+                if key in self.onnxruntime:
+                    checks[f"onnxruntime_{key}"] = self.onnxruntime[key]
         if self.quantization is not None:
             checks["quantization"] = dict(self.quantization)
         return {

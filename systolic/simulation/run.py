@@ -289,9 +289,18 @@ def simulate_model(
         ort = {"max_abs_diff": comparison.max_abs_diff,
                "equal_fraction": comparison.equal_fraction}  # fmt: skip
         if not float_model:
-            steps_diff = _steps_diff(outputs, theirs, _output_steps(original, integer))
+            steps = _output_steps(original, integer)
+            steps_diff = _steps_diff(outputs, theirs, steps)
             if steps_diff is not None:
                 ort["max_diff_steps"] = steps_diff
+            if comparison.equal_fraction < 1.0:  # tell its fused kernels from a real difference
+                plain = run_onnxruntime(model_path, inputs, optimized=False)
+                node_by_node = compare_outputs(outputs, plain)
+                ort["unoptimized_max_abs_diff"] = node_by_node.max_abs_diff
+                ort["unoptimized_equal_fraction"] = node_by_node.equal_fraction
+                steps_diff = _steps_diff(outputs, plain, steps)
+                if steps_diff is not None:
+                    ort["unoptimized_max_diff_steps"] = steps_diff
     quantization = None
     if float_model:
         quantization = quantization_accuracy(outputs, run_model(original, inputs))

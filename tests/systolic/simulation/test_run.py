@@ -97,6 +97,25 @@ def test_attention_products_run_on_the_array(form: str, dataflow: Dataflow,
         np.testing.assert_array_equal(output, stored)
 
 
+@pytest.mark.skipif(not onnxruntime_available(), reason="onnxruntime is not installed")
+def test_a_difference_from_onnxruntimes_fused_kernels_is_told_apart(tmp_path: Path) -> None:
+    """attn_qdq differs from onnxruntime's optimized session (its QLinearSoftmax/QLinearAdd
+    round differently) but equals it node by node: the report carries both comparisons."""
+    inputs = np.load(MODELS / "attn_inputs.npz")
+    np.save(tmp_path / "x.npy", inputs["input_0"])
+    outcome = simulate_model(MODELS / "attn_qdq.onnx", ArrayConfig(rows=4, cols=4),
+                             backend="model", input_path=tmp_path / "x.npy")  # fmt: skip
+    checks = outcome.report.to_json()["checks"]
+    assert checks["onnxruntime_equal_fraction"] < 1.0
+    assert checks["onnxruntime_unoptimized_equal_fraction"] == 1.0
+    assert checks["onnxruntime_unoptimized_max_abs_diff"] == 0.0
+    assert checks["onnxruntime_unoptimized_max_diff_steps"] == 0
+    exact = simulate_model(MODELS / "mlp_qdq.onnx", ArrayConfig(rows=4, cols=4), backend="model")
+    exact_checks = exact.report.to_json()["checks"]
+    assert exact_checks["onnxruntime_equal_fraction"] == 1.0
+    assert "onnxruntime_unoptimized_equal_fraction" not in exact_checks
+
+
 @pytest.mark.parametrize(("network", "form", "rows", "cols", "dataflow"), CASES)
 def test_model_backend(network: str, form: str, rows: int, cols: int, dataflow: Dataflow,
                        tmp_path: Path) -> None:  # fmt: skip
