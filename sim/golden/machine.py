@@ -19,6 +19,7 @@ array too.
 """
 
 from collections.abc import Callable, Iterable, Mapping
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -38,12 +39,12 @@ from systolic.sim.isa.instructions import (
 )
 from systolic.sim.isa.memories import PARAMS_DEPTH, Memory, depth, params_row_bytes
 from systolic.sim.isa.params import unpack_params
-from systolic.sim.isa.patterns import element_offsets
 from systolic.sim.isa.program import Program, TensorPlacement, TensorRole
 
 from systolic.config import ArrayConfig
 from systolic.errors import SimulationError
 
+from .compute_batch import ComputeBatch
 from .requant import extremes, requantize, round_shift_int64, scaled_round_shift
 
 __all__ = ["Machine", "run_program"]
@@ -62,6 +63,20 @@ def _sign_extend(values: np.ndarray, width: int) -> np.ndarray:
     low ^= half
     low -= half
     return low
+
+
+_LOAD_SHAPE = attrgetter("count", "n0", "row_stride0", "row_stride1", "k0", "length", "run",
+                         "n_mid", "stride_mid", "stride_outer")
+"""The fields of a LOAD that its addresses relative to `ext` depend on."""
+
+
+def _load_layout(instr: Load, config: ArrayConfig) -> tuple[np.ndarray, int, int]:
+    """Return a spad LOAD's byte addresses minus `ext` (count x length, one-byte operands)
+    and the lowest and highest of them."""
+    bases = instr.row_pattern.addresses(instr.count) - instr.ext
+    offsets = bases[:, None] + instr.element_pattern.offsets(1)[None, :]
+    low, high = instr._external_range(config)
+    return offsets, low - instr.ext, high - instr.ext
 
 
 def _magnitude(values: np.ndarray) -> int:
@@ -104,6 +119,7 @@ class Machine:
         # the array they were made from (COMPUTE checks its identity).
         self._weights_f: tuple[np.ndarray, np.ndarray, int] | None = None
         self.halted = False
+        self._load_layouts: dict[tuple[int, ...], tuple[np.ndarray, int, int]] = {}
         self._operand_bytes = config.operand_bytes
         self._input_width, self._weight_width = config.input_width, config.weight_width
 
@@ -150,21 +166,69 @@ class Machine:
     # -- execution -----------------------------------------------------------------------------
 
     def run(self, instructions: Iterable[Instruction]) -> None:
-        """Execute instructions in order until HALT."""
+        """Execute instructions in order until HALT.
+
+        The result is exactly that of `execute` on each instruction in turn (also when one
+        raises: the earlier ones have taken effect). COMPUTE and COMPUTE.OS are deferred and
+        applied in batches (`compute_batch.ComputeBatch`) until a LOAD overwrites rows they
+        read, a STORE reads rows they write, or the run ends.
+        """
         if self.halted:
             for instr in instructions:
                 raise SimulationError(f"{instr.MNEMONIC} executed after HALT")
         config = self.config
-        handlers = self._handlers()
-        for instr in instructions:
-            instr.check_once(config)
-            handler = handlers.get(type(instr))
-            if handler is None:
-                handler = getattr(self, f"_exec_{type(instr).__name__.lower()}")
-            handler(instr)
-            if self.halted:
-                return
+        batch = ComputeBatch(self)
+        handlers = self._batched_handlers(batch)
+        try:
+            for instr in instructions:
+                instr.check_once(config)
+                handler = handlers.get(type(instr))
+                if handler is None:
+                    batch.flush()
+                    handler = getattr(self, f"_exec_{type(instr).__name__.lower()}")
+                handler(instr)
+                if self.halted:
+                    return
+        finally:
+            batch.flush()
         raise SimulationError("the program ended without HALT")
+
+    def _batched_handlers(self, batch: ComputeBatch) -> dict[type, "Callable[[Any], None]"]:
+        """Return `run`'s handlers: EXECUTE deferred to `batch`, which is flushed first by
+        the instructions that conflict with what it holds."""
+        handlers = self._handlers()
+        exec_load, exec_store = self._exec_load, self._exec_store
+
+        def load(instr: Load) -> None:
+            if batch:
+                span = batch.reads_in  # (COMPUTE.OS copies its spad_wt rows when deferred)
+                if (instr.mem is LoadTarget.SPAD_IN and instr.row <= span[1]
+                        and span[0] < instr.row + instr.count):
+                    batch.flush()
+            exec_load(instr)
+
+        def store(instr: Store) -> None:
+            span = batch.writes_acc
+            if instr.acc_row <= span[1] and span[0] < instr.acc_row + instr.m:
+                batch.flush()
+            exec_store(instr)
+
+        def compute(instr: Compute) -> None:
+            if self.shadow is not None:  # the shadow weights become active for this COMPUTE
+                self.weights, self.shadow = self.shadow, None
+            batch.add_ws(instr.in_row, instr.m, instr.acc_row, instr.accumulate, self.weights)
+
+        def compute_os(instr: ComputeOS) -> None:
+            batch.add_os(instr.in_row, instr.a_stride, instr.m, instr.k, instr.n, instr.wt_row,
+                         instr.acc_row, instr.accumulate)
+
+        def halt(instr: Halt) -> None:
+            batch.flush()
+            self.halted = True
+
+        handlers.update({Load: load, Store: store, Compute: compute, ComputeOS: compute_os,
+                         Halt: halt})
+        return handlers
 
     def execute(self, instr: Instruction) -> None:
         """Apply one instruction to the state (it is checked against the configuration)."""
@@ -186,23 +250,22 @@ class Machine:
 
     def _exec_load(self, instr: Load) -> None:
         mem = instr.mem
-        if mem is not LoadTarget.PARAMS and instr.n0 == 1 and self._operand_bytes == 1:
-            # The common case (one-byte operands, one row stride, inside memory), inlined.
-            offsets, (first, last) = element_offsets(
-                instr.k0, instr.length, instr.run, instr.n_mid, instr.stride_mid,
-                instr.stride_outer, 1)
-            count, ext, stride = instr.count, instr.ext, instr.row_stride1
-            span = (count - 1) * stride
-            if 0 <= ext + min(span, 0) + first and ext + max(span, 0) + last < self.memory.size:
-                bases = np.arange(count, dtype=np.int64)
-                bases *= stride
-                bases += ext
-                raw = self.memory[bases[:, None] + offsets]
+        if mem is not LoadTarget.PARAMS and self._operand_bytes == 1:
+            # The common case (one-byte operands): the addresses relative to `ext` depend
+            # only on the shape fields, so they are computed once per shape.
+            key = _LOAD_SHAPE(instr)
+            layout = self._load_layouts.get(key)
+            if layout is None:
+                layout = self._load_layouts[key] = _load_layout(instr, self.config)
+            offsets, low, high = layout
+            ext = instr.ext
+            if 0 <= ext + low and ext + high < self.memory.size:
+                raw = self.memory[ext:][offsets] if low >= 0 else self.memory[offsets + ext]
                 if instr.flip_sign:
                     raw ^= np.uint8(_FLIP)
                 wt = mem is LoadTarget.SPAD_WT
                 spad = self.spad_wt if wt else self.spad_in
-                row, length = instr.row, instr.length
+                row, count, length = instr.row, instr.count, instr.length
                 if length < spad.shape[1]:
                     spad[row : row + count] = 0
                 width = self._weight_width if wt else self._input_width

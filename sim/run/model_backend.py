@@ -38,8 +38,7 @@ def run_model(program: Program, memory: bytes | bytearray, *, watchdog: int | No
     machine = Machine(program.config, len(memory))
     machine.memory[:] = np.frombuffer(bytes(memory), dtype=np.uint8)
     machine.run(program.instructions)
-    times = tuple(InstructionTimes(*cycles)
-                  for cycles in zip(timing.accept, timing.issue, timing.complete, strict=True))
+    times = tuple(map(InstructionTimes, timing.accept, timing.issue, timing.complete))
     return RunResult(memory=bytearray(machine.memory.tobytes()),
                      total_cycles=timing.total_cycles, times=times,
                      counters=dict(timing.counters))
