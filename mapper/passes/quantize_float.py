@@ -21,13 +21,16 @@ pairs that `fuse_qdq` then fuses (the same form onnxruntime's QDQ quantizer writ
   MatMul or Add is absorbed: the quantized result is the activation's output (likewise the
   Add of a constant bias after a MatMul). MaxPool and
   the layout ops (Flatten, Reshape, Transpose, Squeeze, Unsqueeze) of a quantized value keep
-  its parameters.
+  its parameters. A Concat of quantized values gets one set of parameters for its inputs and
+  output (calibrated on the output, which covers every input; DenseNet's chained concats end
+  up sharing the block's last one), so it stays a layout op instead of a requantization on
+  the host.
 - Calibration: the caller's feeds, or `calibration.random_calibration(graph, seed)` (8 seeded
   standard-normal inputs) when none is given.
 """
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from systolic.mapper.ir import DataType, Graph, Model, Node
@@ -146,7 +149,32 @@ def _plan(graph: Graph) -> _Plan:
               and len([o for o in node.outputs if o]) == 1 and _float(graph, node.outputs[0])):
             add(node.outputs[0])
             plan.shared[node.outputs[0]] = node.inputs[0]
+        elif node.op_type == "Concat" and _float(graph, node.outputs[0]):
+            _share_concat(node, plan, chosen, add)
     return plan
+
+
+def _share_concat(node: Node, plan: _Plan, chosen: set[str],
+                  add: Callable[[str], None]) -> None:
+    """Quantize a Concat of quantized values with one set of parameters for its inputs and
+    its output (calibrated on the output, whose range covers every input's), so it stays a
+    layout op on the integers. Each input's parameter source then takes the output's; not
+    done when an input is not quantized, or its source already follows another value's
+    parameters or must be symmetric (the Concat then runs on the host)."""
+    inputs = [name for name in node.inputs if name]
+    if not inputs or any(name not in chosen for name in inputs):
+        return
+    roots = []
+    for name in inputs:
+        while name in plan.shared:
+            name = plan.shared[name]
+        roots.append(name)
+    output = node.outputs[0]
+    if output in chosen or any(root in plan.symmetric for root in roots):
+        return
+    add(output)
+    for root in dict.fromkeys(roots):
+        plan.shared[root] = output
 
 
 def _bias_add_output(result: str, consumers: Mapping[str, list[Node]],

@@ -86,3 +86,35 @@ def test_matmul_with_bias_add_and_relu_becomes_one_qmatmul():
     accuracy = quantization_accuracy(model, fused, feeds)
     assert accuracy["cosine_similarity"] > 0.999
     assert accuracy["top1_agreement"] >= 0.75
+
+
+def test_concats_share_their_outputs_parameters_and_stay_layout_ops():
+    """Inception branches into a Concat, then a DenseNet-style chain Concat(previous, new):
+    every Concat input ends up with its output's parameters, so no Concat (and no Q/DQ
+    around one) is left for the host."""
+    r = np.random.default_rng(5)
+
+    def conv_w(cout: int, cin: int) -> np.ndarray:
+        return r.standard_normal((cout, cin, 3, 3)).astype(np.float32) / 4
+
+    nodes = [node("Conv", ["x", "wa"], ["a"], name="a", pads=[1, 1, 1, 1]),
+             node("Relu", ["a"], ["ar"], name="a_relu"),
+             node("Conv", ["x", "wb"], ["b"], name="b", pads=[1, 1, 1, 1]),
+             node("Concat", ["ar", "b"], ["c1"], name="cat1", axis=1),
+             node("Conv", ["c1", "wc"], ["c"], name="c", pads=[1, 1, 1, 1]),
+             node("Concat", ["c1", "c"], ["c2"], name="cat2", axis=1),
+             node("Conv", ["c2", "wd"], ["y"], name="d", pads=[1, 1, 1, 1])]
+    constants = {"wa": conv_w(4, 3), "wb": conv_w(4, 3), "wc": conv_w(4, 8),
+                 "wd": conv_w(2, 12)}
+    model = build(nodes, [("x", np.float32, [1, 3, 6, 6])], [("y", np.float32, [1, 2, 6, 6])],
+                  constants)
+    feeds = [{"x": r.standard_normal((1, 3, 6, 6)).astype(np.float32)} for _ in range(4)]
+    fused, report = run_passes(model, calibration=feeds)
+    ops = [(n.domain, n.op_type) for n in fused.graph.nodes]
+    assert ops.count(("systolic", "QConv")) == 4 and ops.count(("", "Concat")) == 2
+    assert ops.count(("", "DequantizeLinear")) == 1  # only the final output's
+    for name in ("cat1", "cat2"):
+        fate = report.fate(name)
+        assert fate is not None and fate.action == "layout", fate
+    accuracy = quantization_accuracy(model, fused, feeds)
+    assert accuracy["cosine_similarity"] > 0.999
