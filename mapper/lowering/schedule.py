@@ -170,6 +170,22 @@ _HOIST = {"in": 2, "wt": 4}
 """How many steps early a tile's LOAD may run, at most, per scratchpad (when rows allow)."""
 
 
+def _per_tile(load: Instruction) -> list[Instruction]:
+    """Return a weight LOAD of several column tiles (n0 rows each) as one LOAD per tile.
+
+    A long LOAD holds the LOAD unit while the LOADs behind it fill its queue, and dispatch,
+    in program order, then stops feeding the array; tile by tile, the LOADs of other steps
+    slip in between.
+    """
+    if not isinstance(load, Load) or load.n0 >= load.count or load.count % load.n0:
+        return [load]
+    return [
+        dataclasses.replace(load, row=load.row + t * load.n0, count=load.n0,
+                            ext=load.ext + t * load.row_stride1)
+        for t in range(load.count // load.n0)
+    ]  # fmt: skip
+
+
 class Scheduler:
     """Emits the instructions of jobs one after the other, sharing the rings between them.
 
@@ -221,10 +237,19 @@ class Scheduler:
         self._flush()
         early: list[list[Instruction]] = [[] for _ in self._steps]
         prologue: list[Instruction] = []
+        # Output-stationary: early LOADs of later steps ride along the first step's EXECUTEs
+        # rather than all going ahead of its first one (which would wait for all of them).
+        first = len(self._steps)
+        if self.config.dataflow is Dataflow.OS:
+            first = next((index for index, step in enumerate(self._steps)
+                          if any(instr.UNIT is Unit.EX for instr in step.body)), first)  # fmt: skip
         for index, step in enumerate(self._steps):
             for instr, hoist in step.loads:
-                if hoist and index - hoist >= 0:
-                    early[index - hoist].append(instr)
+                target = index - hoist
+                if hoist and index > first:
+                    early[max(target, first)].append(instr)
+                elif hoist and target >= 0:
+                    early[target].append(instr)
                 elif hoist:
                     prologue.append(instr)
         out = prologue
@@ -407,7 +432,13 @@ class Scheduler:
                         if start != 0 or s0 != 0 or b0 != 0:
                             self._new_step()
                         w_key = (self._jobs, "w", t0, tiles, s0, ks)
+                        loads = len(self._steps[-1].loads)
                         w_row = self._load_weights(job, image, w_key, t0, tiles, s0, ks)
+                        self._steps[-1].loads[loads:] = [
+                            (piece, hoist)
+                            for instr, hoist in self._steps[-1].loads[loads:]
+                            for piece in _per_tile(instr)
+                        ]
                         stop = min(b1, start + m_size)
                         m = stop - start
                         a_key = (self._jobs, "a", start, s0)

@@ -16,11 +16,15 @@ cycles (`max(m, rows)` per WS tile, `max(k, rows)` per OS tile) against the LOAD
 beats, at least 2 per LOAD: the memory latency of consecutive LOADs overlaps) and the STORE
 unit's, keeping the cheapest; the part of an output-stationary weight slab (a group's K
 range) that cannot load during the steps before its use adds to the array's time. Ties go
-to the plan moving fewer bytes.
+to the plan moving fewer bytes. Output-stationary plans are costed step by step instead
+(`_pipeline`: the LOAD unit in program order against the array), with A's bus beats
+averaged over its rows' alignments (`_chunk_beats`).
 """
 
 import dataclasses
+import math
 
+import numpy as np
 from systolic.sim.isa.memories import Memory, depth
 from systolic.sim.isa.patterns import ElementPattern
 
@@ -105,8 +109,95 @@ def plan_ws(job: GemmJob, config: ArrayConfig) -> WsPlan:
     return best[1]
 
 
+def _alignments(job: GemmJob, config: ArrayConfig) -> np.ndarray:
+    """Return the offsets modulo `bus_bytes` that A's row addresses take (each row pattern's
+    base plus multiples of the gcd of its strides and the bus width)."""
+    bus = config.bus_bytes
+    residues: set[int] = set()
+    for block in job.a_rows:
+        step = bus
+        if block.count > 1 and block.n0 > 1:
+            step = math.gcd(step, block.stride0)
+        if block.count > block.n0:
+            step = math.gcd(step, block.stride1)
+        residues.update((block.base + i * step) % bus for i in range(bus // step))
+    return np.array(sorted(residues or {0}), dtype=np.int64)
+
+
+def _chunk_beats(job: GemmJob, k0: int, length: int, config: ArrayConfig,
+                 alignments: np.ndarray) -> float:  # fmt: skip
+    """Bus beats to gather elements k0 .. k0+length-1 of one A row, averaged over the row
+    alignments A's rows take (segments are counted one by one, as the LOAD unit does)."""
+    walk, bus = job.walk, config.bus_bytes
+    pattern = ElementPattern(k0, length, walk.run, walk.n_mid, walk.stride_mid, walk.stride_outer)
+    beats = 0.0
+    for segment in pattern.runs(config.operand_bytes):
+        first = alignments + segment.address
+        beats += float(np.mean((first + segment.length - 1) // bus - first // bus + 1))
+    return beats
+
+
+def _os_tile_cycles(m: int, k: int, config: ArrayConfig) -> int:
+    """Array cycles of one COMPUTE.OS of m rows and k steps back to back with its neighbours:
+    each `dim`-wide chunk takes max(m, its width) (the loader reads m rows into a bank while
+    the other bank streams), and a tile takes at least `rows` (docs/cycle-model.md)."""
+    dim = config.dim
+    chunks = sum(max(m, min(dim, k - k0)) for k0 in range(0, k, dim))
+    return max(chunks, config.rows)
+
+
+def _k_super_choices(job: GemmJob, most: int, config: ArrayConfig) -> list[int]:
+    """Return the K ranges per pass worth trying up to `most`: the largest multiple of `dim`
+    (or all of K), and the multiples of the element walk's period (one kernel row of a
+    convolution) when it is not a multiple of `dim`, so that no chunk cuts a kernel row it
+    need not cut (fewer segments, fewer bus beats)."""
+    k, dim = job.k, config.dim
+    choices = {k if k <= most else most // dim * dim}
+    period = job.walk.run * job.walk.n_mid
+    if 1 < period < k and period % dim and dim % period:
+        choices.update(j * period for j in range(1, min(most, k) // period + 1))
+    return sorted(c for c in choices if c >= min(k, dim))
+
+
+def _pipeline(steps: list[tuple[int, float, float]], w_ahead: int, a_ahead: int) -> list[float]:
+    """Return when each of `steps` (array cycles, A LOAD cycles, weight LOAD cycles) ends.
+
+    As the schedule places them, step i's weight LOAD sits `w_ahead` steps earlier in the
+    program and its A LOADs `a_ahead` steps earlier (fewer at the start); the LOAD unit takes
+    them in program order, each once the array has finished the step before the one it sits
+    in (dispatch has reached it), and the array runs each step once its LOADs are done.
+    """
+    loads = sorted(
+        [(max(i - w_ahead, 0), i, 0, w) for i, (_, _, w) in enumerate(steps) if w]
+        + [(max(i - a_ahead, 0), i, 1, a) for i, (_, a, _) in enumerate(steps)]
+    )
+    done = [0.0] * len(steps)
+    ends: list[float] = []
+    free = 0.0
+    cursor = 0
+    for i, (array, _, _) in enumerate(steps):
+        while cursor < len(loads) and loads[cursor][0] <= i:
+            place, step, _, cycles = loads[cursor]
+            free = max(free, ends[place - 1] if place else 0.0) + cycles
+            done[step] = free
+            cursor += 1
+        ends.append(max(ends[-1] if ends else 0.0, done[i]) + array)
+    return ends
+
+
+def _split(total: int, most: int) -> list[int]:
+    """Return `total` cut into pieces of `most` and a last smaller one."""
+    return [min(most, total - start) for start in range(0, total, most)]
+
+
 def plan_os(job: GemmJob, config: ArrayConfig) -> OsPlan:
-    """Return the cheapest output-stationary plan for `job` (module docstring)."""
+    """Return the cheapest output-stationary plan for `job` (module docstring).
+
+    Each step (a block of row tiles for one K range of one group) costs the larger of its
+    array cycles and its LOAD cycles (the A chunks of its row tiles, and the group's weight
+    slab for that K range when it is not already on chip); the plan costs the sum of its
+    steps, or the STORE unit's time if that is longer.
+    """
     rows, cols, dim = config.rows, config.cols, config.dim
     total, k, n = job.rows, job.k, job.n
     tiles_n = -(-n // cols)
@@ -116,50 +207,68 @@ def plan_os(job: GemmJob, config: ArrayConfig) -> OsPlan:
     wt_depth = depth(config, Memory.SPAD_WT)
     resident = tiles_n * k <= wt_depth
     overhead = 2  # LOADs overlap their memory latency; each occupies the unit >= 2 cycles
-    a_beats = _row_beats(job, min(dim, k), config)
+    alignments = _alignments(job, config)
     w_beats = _dense_beats(cols, config)
     y_beats = _dense_beats(min(cols, n), config) + 0.5
+    store = tiles_m * tiles_n * (m * y_beats + 7)
+    chunk_cache: dict[tuple[int, int], float] = {}
+    a_cache: dict[tuple[int, int], float] = {}
+    tile_cache: dict[int, int] = {}
+
+    def chunk(k0: int, length: int) -> float:
+        if (k0, length) not in chunk_cache:
+            chunk_cache[k0, length] = _chunk_beats(job, k0, length, config, alignments)
+        return chunk_cache[k0, length]
+
+    def a_pass(s0: int, ks: int) -> float:
+        """LOAD cycles of one row tile's A chunks for K range s0 .. s0+ks-1."""
+        if (s0, ks) not in a_cache:
+            a_cache[s0, ks] = sum(
+                m * chunk(k0, min(dim, s0 + ks - k0)) + overhead for k0 in range(s0, s0 + ks, dim)
+            )
+        return a_cache[s0, ks]
+
+    def tile(ks: int) -> int:
+        if ks not in tile_cache:
+            tile_cache[ks] = _os_tile_cycles(m, ks, config)
+        return tile_cache[ks]
+
     best: tuple[tuple[float, float], OsPlan] | None = None
+    tried: set[tuple[int, int]] = set()
     for group in range(1, min(tiles_n, _MAX_GROUP) + 1):
+        block_tiles = acc_half // group // m
+        if block_tiles < 1:
+            continue
+        blocks = _split(tiles_m, block_tiles)
+        groups = _split(tiles_n, group)
         for share in (5, 3, 1):  # the slab of weights: a fifth of spad_wt, a third, all of it
             budget = wt_depth // share
             if budget // group < min(k, dim):
                 continue
-            k_super = k if group * k <= budget else budget // group // dim * dim
-            k_super = min(k_super, max(1, in_third // m) * dim)
-            if k_super < min(k, dim):
-                continue
-            block_tiles = acc_half // group // m
-            if block_tiles < 1:
-                continue
-            block = min(tiles_m, block_tiles) * m
-            passes = -(-k // k_super)
-            chunk_loads = sum(-(-min(k_super, k - s) // dim) for s in range(0, k, k_super))
-            groups = -(-tiles_n // group)
-            blocks = -(-total // block)
-            compute = (
-                tiles_m
-                * tiles_n
-                * sum(max(min(k_super, k - s), rows) for s in range(0, k, k_super))
-            )
-            a_load = groups * tiles_m * chunk_loads * (m * a_beats + overhead)
-            slab = group * k_super * w_beats
-            if resident:
-                w_load = groups * overhead + tiles_n * k * w_beats
-                slabs = 0
-            else:
-                slabs = groups * passes * (blocks if passes > 1 else 1)
-                w_load = slabs * (overhead + slab)
-            # A slab loads during the `hoist` steps before its first use (schedule._HOIST),
-            # sharing the LOAD unit with their A tiles; the rest of it stalls the array.
-            hoist = min(4, wt_depth // max(group * k_super, 1) - 2)
-            store = tiles_m * tiles_n * (m * y_beats + 7)
-            step_slack = group * k_super - -(-k_super // dim) * m * a_beats
-            exposed = slab - max(hoist, 0) * max(step_slack, 0.0)
-            cost = max(compute + slabs * max(exposed, 0.0), a_load + w_load, store)
-            key = (cost, a_load + w_load)
-            if best is None or key < best[0]:
-                best = (key, OsPlan(group, block, k_super))
+            most = k if group * k <= budget else budget // group // dim * dim
+            most = min(most, max(1, in_third // m) * dim)
+            for k_super in _k_super_choices(job, most, config):
+                if (group, k_super) in tried:
+                    continue
+                tried.add((group, k_super))
+                passes = [(s0, min(k_super, k - s0)) for s0 in range(0, k, k_super)]
+                reload = not resident and len(passes) > 1  # a group's slabs per block
+                # spad_wt holds `fit` slabs: one in use, and up to 4 loading ahead (_HOIST)
+                fit = wt_depth // (group * k_super)
+                steps = []
+                for g in groups:
+                    for index, b in enumerate(blocks):
+                        for s0, ks in passes:
+                            w_load = g * ks * w_beats + overhead if reload or index == 0 else 0
+                            array = g * tile(ks)
+                            steps += [(array, a_pass(s0, ks), w_load)] + [
+                                (array, a_pass(s0, ks), 0)
+                            ] * (b - 1)
+                time = _pipeline(steps, max(0, min(4, fit - 2)), 2)[-1]
+                moved = sum(a + w for _, a, w in steps)
+                key = (max(time, store), moved)
+                if best is None or key < best[0]:
+                    best = (key, OsPlan(group, min(tiles_m, block_tiles) * m, k_super))
     if best is None:
         raise AssertionError("no output-stationary plan; ArrayConfig guarantees one")
     return best[1]
