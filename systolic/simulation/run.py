@@ -289,8 +289,8 @@ def simulate_model(
         ort = {"max_abs_diff": comparison.max_abs_diff,
                "equal_fraction": comparison.equal_fraction}  # fmt: skip
         if not float_model:
-            steps = _output_steps(original, integer)
-            steps_diff = _steps_diff(outputs, theirs, steps)
+            output_steps = _output_steps(original, integer)
+            steps_diff = _steps_diff(outputs, theirs, output_steps)
             if steps_diff is not None:
                 ort["max_diff_steps"] = steps_diff
             if comparison.equal_fraction < 1.0:  # tell its fused kernels from a real difference
@@ -298,7 +298,7 @@ def simulate_model(
                 node_by_node = compare_outputs(outputs, plain)
                 ort["unoptimized_max_abs_diff"] = node_by_node.max_abs_diff
                 ort["unoptimized_equal_fraction"] = node_by_node.equal_fraction
-                steps_diff = _steps_diff(outputs, plain, steps)
+                steps_diff = _steps_diff(outputs, plain, output_steps)
                 if steps_diff is not None:
                     ort["unoptimized_max_diff_steps"] = steps_diff
     quantization = None
