@@ -35,7 +35,9 @@ NodeUnit = tuple[str, str]
 _HOST_WHY = {
     op: f"{op} needs exponentials or divisions in float, which no accelerator unit computes: "
     "runs on the host"
-    for op in ("Softmax", "LogSoftmax", "Sigmoid", "Tanh", "Exp", "Log", "Erf", "Gelu", "Div")
+    for op in ("Softmax", "LogSoftmax", "Sigmoid", "Tanh", "Exp", "Log", "Erf", "Gelu", "Div",
+               "QLinearSoftmax", "LayerNormalization", "InstanceNormalization", "Reciprocal",
+               "Softplus", "Mish", "Elu", "Selu", "Sin", "Cos")
 }
 
 _TARGET = re.compile(r"""\s('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")

@@ -14,6 +14,7 @@ __all__ = [
     "EIGHT_BIT",
     "broadcast_matmul_shape",
     "check_per_tensor",
+    "check_per_tensor_io",
     "check_quantized",
     "check_scale_type",
     "check_vector_or_scalar",
@@ -64,6 +65,20 @@ def check_per_tensor(op: Op, info: TensorInfo | None, what: str) -> None:
     if info is not None and not (info.shape == () or info.shape == (1,)):
         raise op.error(f"{what} must be a scalar or a 1-element 1-D tensor, got shape "
                        f"{list(info.shape)}")
+
+
+def check_per_tensor_io(op: Op, x: TensorInfo, x_scale: TensorInfo, x_zp: TensorInfo | None,
+                        y_scale: TensorInfo, y_zp: TensorInfo | None) -> None:
+    """Check the X, X_scale, X_zero_point, Y_scale, Y_zero_point inputs of an elementwise
+    QLinear operator: X 8-bit, per-tensor float scales, per-tensor zero points of X's type."""
+    check_quantized(op, x, "X")
+    for info, name in ((x_scale, "X_scale"), (y_scale, "Y_scale")):
+        check_scale_type(op, info, name)
+        check_per_tensor(op, info, name)
+    for zp, name in ((x_zp, "X_zero_point"), (y_zp, "Y_zero_point")):
+        check_per_tensor(op, zp, name)
+        if zp is not None and zp.dtype != x.dtype:
+            raise op.error(f"{name} has type {zp.dtype.short}; expected {x.dtype.short}")
 
 
 def check_vector_or_scalar(op: Op, info: TensorInfo | None, length: int, what: str) -> None:

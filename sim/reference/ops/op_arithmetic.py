@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
-from systolic.mapper.ir import Attrs
+from systolic.mapper.ir import Attrs, DataType
 
 from ..op import Op, TensorInfo
 from ._shared import NUMERIC_TYPES, broadcast_shape, check_type, fold, int_attr, legacy_broadcast
@@ -42,6 +42,9 @@ class _Binary(Op):
 
     mixed_types_from: ClassVar[int] = 10**9
     legacy_until: ClassVar[int] = 7
+    types: ClassVar[frozenset[DataType]] = NUMERIC_TYPES
+    boolean_result: ClassVar[bool] = False
+    """True for comparisons and logical operators, whose output is bool."""
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -68,14 +71,15 @@ class _Binary(Op):
     def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
         a, b = inputs
         assert a is not None and b is not None
-        check_type(self, a, NUMERIC_TYPES, "A")
+        check_type(self, a, self.types, "A")
         if a.dtype != b.dtype and self.version < self.mixed_types_from:
             raise self.error(f"A is {a.dtype.short} but B is {b.dtype.short}")
-        check_type(self, b, NUMERIC_TYPES, "B")
+        check_type(self, b, self.types, "B")
         shape = broadcast_shape(self, a.shape, self._b_shape(a.shape, b.shape))
         if self.legacy and shape != a.shape:
             raise self.error(f"B {list(b.shape)} would enlarge A {list(a.shape)}")
-        return fold(self, inputs, [TensorInfo(a.dtype, shape)])
+        dtype = DataType.BOOL if self.boolean_result else a.dtype
+        return fold(self, inputs, [TensorInfo(dtype, shape)])
 
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
         a, b = inputs
@@ -85,7 +89,8 @@ class _Binary(Op):
             result = self.compute(a, b)
         except ZeroDivisionError:
             raise self.error("integer division by zero") from None
-        return [np.asarray(result).astype(a.dtype, copy=False)]
+        dtype = np.dtype(np.bool_) if self.boolean_result else a.dtype
+        return [np.asarray(result).astype(dtype, copy=False)]
 
 
 class Add(_Binary):

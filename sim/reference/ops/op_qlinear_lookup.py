@@ -8,7 +8,7 @@ from systolic.mapper.ir import Attrs
 
 from .. import quant
 from ..op import Op, TensorInfo
-from ._quantized import check_per_tensor, check_quantized, check_scale_type
+from ._quantized import check_per_tensor_io
 from ._shared import float_attr
 
 
@@ -26,14 +26,7 @@ class _QLinearLookup(Op):
         padded = list(inputs) + [None] * (5 - len(inputs))
         x, x_scale, x_zp, y_scale, y_zp = padded
         assert x is not None and x_scale is not None and y_scale is not None
-        check_quantized(self, x, "X")
-        for info, name in ((x_scale, "X_scale"), (y_scale, "Y_scale")):
-            check_scale_type(self, info, name)
-            check_per_tensor(self, info, name)
-        for zp, name in ((x_zp, "X_zero_point"), (y_zp, "Y_zero_point")):
-            check_per_tensor(self, zp, name)
-            if zp is not None and zp.dtype != x.dtype:
-                raise self.error(f"{name} has type {zp.dtype.short}; expected {x.dtype.short}")
+        check_per_tensor_io(self, x, x_scale, x_zp, y_scale, y_zp)
         return [TensorInfo(x.dtype, x.shape)]
 
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:

@@ -1,4 +1,5 @@
-"""Element-wise unary math without attributes: Exp, Neg, Sigmoid, Sqrt, Tanh."""
+"""Element-wise unary math without attributes: Abs, Ceil, Cos, Erf, Exp, Floor, Log, Neg,
+Reciprocal, Sigmoid, Sin, Sqrt, Tanh."""
 
 from collections.abc import Sequence
 from typing import ClassVar
@@ -6,6 +7,7 @@ from typing import ClassVar
 import numpy as np
 from systolic.mapper.ir import DataType
 
+from ..kernels.special import erf
 from ..op import Op, TensorInfo
 from ._shared import FLOAT_TYPES, NUMERIC_TYPES, check_type, fold
 
@@ -37,6 +39,48 @@ class _Unary(Op):
             return [np.asarray(self.compute(x)).astype(x.dtype, copy=False)]
 
 
+class Abs(_Unary):
+    """Abs-1 (consumed_inputs ignored), -6, -13; signed integers wrap (|-128| is -128 in
+    int8)."""
+
+    op_type = "Abs"
+    since_versions = (1, 6, 13)
+    types = NUMERIC_TYPES
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(np.abs(x))
+
+
+class Ceil(_Unary):
+    """Ceil-1, -6, -13."""
+
+    op_type = "Ceil"
+    since_versions = (1, 6, 13)
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(np.ceil(x))
+
+
+class Cos(_Unary):
+    """Cos-7, -22."""
+
+    op_type = "Cos"
+    since_versions = (7, 22)
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(np.cos(x))
+
+
+class Erf(_Unary):
+    """Erf-9, -13: the error function, computed in float64 and rounded to X's type."""
+
+    op_type = "Erf"
+    since_versions = (9, 13)
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return erf(x)
+
+
 class Exp(_Unary):
     """Exp-1 (consumed_inputs ignored), -6, -13."""
 
@@ -44,6 +88,27 @@ class Exp(_Unary):
     since_versions = (1, 6, 13)
     def compute(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(np.exp(x))
+
+
+class Floor(_Unary):
+    """Floor-1, -6, -13."""
+
+    op_type = "Floor"
+    since_versions = (1, 6, 13)
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(np.floor(x))
+
+
+class Log(_Unary):
+    """Log-1, -6, -13; log(0) is -inf and a negative input gives NaN."""
+
+    op_type = "Log"
+    since_versions = (1, 6, 13)
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.asarray(np.log(x))
 
 
 class Neg(_Unary):
@@ -56,6 +121,17 @@ class Neg(_Unary):
     types = NUMERIC_TYPES
 
 
+class Reciprocal(_Unary):
+    """Reciprocal-1, -6, -13: 1 / x (1 / 0 is inf)."""
+
+    op_type = "Reciprocal"
+    since_versions = (1, 6, 13)
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.asarray(np.reciprocal(x))
+
+
 class Sigmoid(_Unary):
     """Sigmoid-1, -6, -13: 1 / (1 + exp(-x))."""
 
@@ -63,6 +139,16 @@ class Sigmoid(_Unary):
     since_versions = (1, 6, 13)
     def compute(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(_sigmoid(x))
+
+
+class Sin(_Unary):
+    """Sin-7, -22."""
+
+    op_type = "Sin"
+    since_versions = (7, 22)
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(np.sin(x))
 
 
 class Sqrt(_Unary):
@@ -83,4 +169,4 @@ class Tanh(_Unary):
         return np.asarray(np.tanh(x))
 
 
-OPS = (Exp, Neg, Sigmoid, Sqrt, Tanh)
+OPS = (Abs, Ceil, Cos, Erf, Exp, Floor, Log, Neg, Reciprocal, Sigmoid, Sin, Sqrt, Tanh)

@@ -1,0 +1,73 @@
+"""Logical operators on bool tensors: Not, And, Or, Xor.
+
+And, Or and Xor take the `broadcast`/`axis` attributes before opset 7 and broadcast like
+numpy from 7.
+"""
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+from systolic.mapper.ir import DataType
+
+from ..op import Op, TensorInfo
+from ._shared import check_type, fold
+from .op_arithmetic import _Binary
+
+_BOOL = frozenset({DataType.BOOL})
+
+
+class Not(Op):
+    """Not-1: element-wise negation of a bool tensor."""
+
+    op_type = "Not"
+    since_versions = (1,)
+
+    def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
+        (x,) = inputs
+        assert x is not None
+        check_type(self, x, _BOOL, "X")
+        return fold(self, inputs, [TensorInfo(x.dtype, x.shape)])
+
+    def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+        (x,) = inputs
+        assert x is not None
+        return [np.logical_not(x)]
+
+
+class _Logical(_Binary):
+    types: ClassVar[frozenset[DataType]] = _BOOL
+    boolean_result = True
+
+
+class And(_Logical):
+    """And-1, -7."""
+
+    op_type = "And"
+    since_versions = (1, 7)
+
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray(np.logical_and(a, b))
+
+
+class Or(_Logical):
+    """Or-1, -7."""
+
+    op_type = "Or"
+    since_versions = (1, 7)
+
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray(np.logical_or(a, b))
+
+
+class Xor(_Logical):
+    """Xor-1, -7."""
+
+    op_type = "Xor"
+    since_versions = (1, 7)
+
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray(np.logical_xor(a, b))
+
+
+OPS = (And, Not, Or, Xor)
