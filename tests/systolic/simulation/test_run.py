@@ -71,8 +71,16 @@ ATTENTION_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("form", "dataflow"), ATTENTION_CASES)
-def test_attention_products_run_on_the_array(form: str, dataflow: Dataflow,
+ATTENTION_RTL_CASES = [
+    pytest.param(f, d, "rtl", id=f"attn_{f}-4x4-{d.value}-rtl", marks=pytest.mark.slow)
+    for f in ("float", "qdq") for d in Dataflow
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("form", "dataflow", "backend"), [
+    pytest.param(*case.values, "model", id=case.id) for case in ATTENTION_CASES
+] + ATTENTION_RTL_CASES)  # fmt: skip
+def test_attention_products_run_on_the_array(form: str, dataflow: Dataflow, backend: str,
                                              tmp_path: Path) -> None:  # fmt: skip
     """attn (tests/models): Q·K^T and scores·V (both factors computed) and the batched
     constant-weight product run on the array, bit-exact. The QDQ output equals onnxruntime's
@@ -83,7 +91,7 @@ def test_attention_products_run_on_the_array(form: str, dataflow: Dataflow,
     inputs = np.load(MODELS / "attn_inputs.npz")
     np.save(tmp_path / "x.npy", inputs["input_0"])
     config = ArrayConfig(rows=4, cols=4, dataflow=dataflow)
-    outcome = simulate_model(model, config, backend="model", input_path=tmp_path / "x.npy",
+    outcome = simulate_model(model, config, backend=backend, input_path=tmp_path / "x.npy",
                              compare_onnxruntime=False)  # fmt: skip
     report = outcome.report.to_json()
     assert report["checks"]["reference_bit_exact"], report["checks"]["mismatch"]
