@@ -434,11 +434,12 @@ class Scheduler:
                         w_key = (self._jobs, "w", t0, tiles, s0, ks)
                         loads = len(self._steps[-1].loads)
                         w_row = self._load_weights(job, image, w_key, t0, tiles, s0, ks)
-                        self._steps[-1].loads[loads:] = [
-                            (piece, hoist)
-                            for instr, hoist in self._steps[-1].loads[loads:]
-                            for piece in _per_tile(instr)
-                        ]
+                        if job.rows > self.config.rows:  # other row tiles' loads to let in
+                            self._steps[-1].loads[loads:] = [
+                                (piece, hoist)
+                                for instr, hoist in self._steps[-1].loads[loads:]
+                                for piece in _per_tile(instr)
+                            ]
                         stop = min(b1, start + m_size)
                         m = stop - start
                         a_key = (self._jobs, "a", start, s0)
