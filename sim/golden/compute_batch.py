@@ -5,8 +5,8 @@ were offered (`add_ws`: the spad_in rows and the active weights; `add_os`: the s
 spad_wt rows) and applies them to `machine.acc` in `flush`, with the exact values that
 executing them one by one in program order gives (`Machine.execute`, docs/isa.md). The
 caller flushes before anything that would change what a pending instruction reads (a LOAD
-into rows in `reads_in`/`reads_wt`) or read what it writes (a STORE of rows in `writes_acc`),
-and at the end of the run.
+into spad_in rows for which `reads_in` is true) or read what it writes (a STORE of acc rows
+for which `writes_acc` is true), and at the end of the run. Both track the exact rows.
 
 A flush groups the instructions by accumulator rows. When every two pending row ranges are
 equal or disjoint, a group is an accumulation chain: its result is the wrapped sum of the
@@ -19,6 +19,7 @@ accumulator keeps the low `acc_width` bits, so the values are the same either wa
 ranges that overlap otherwise are applied one by one.
 """
 
+from collections.abc import Callable
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
@@ -35,7 +36,6 @@ _FLOAT_EXACT = 2**53
 _FLOAT32_EXACT = 2**24
 _BLOCK_COLUMNS = 32
 _GEMM_SIZE = 2**17  # multiply-adds of one BLAS call: below its threshold for threads
-_NONE = (1, 0)  # an empty row range (first > last)
 
 
 def _magnitude(values: np.ndarray) -> int:
@@ -85,13 +85,6 @@ def exact_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return result
 
 
-def _grow(span: tuple[int, int], first: int, last: int) -> tuple[int, int]:
-    """Return the bounding range of `span` and [first, last]."""
-    if span[0] > span[1]:
-        return first, last
-    return min(span[0], first), max(span[1], last)
-
-
 class ComputeBatch:
     """Pending EXECUTE instructions of one machine (see the module docstring).
 
@@ -102,18 +95,33 @@ class ComputeBatch:
     def __init__(self, machine: "Machine") -> None:
         self.machine = machine
         self.pending: list[tuple[int, int, bool, tuple[int, ...], np.ndarray]] = []
-        self.reads_in = _NONE
-        self.writes_acc = _NONE
+        # One byte per spad_in / acc row: 1 where a pending instruction reads / writes it.
+        self._in_rows = bytearray(machine.spad_in.shape[0])
+        self._acc_rows = bytearray(machine.acc.shape[0])
+        self._ones = b"\x01" * max(len(self._in_rows), len(self._acc_rows))
+        self.before_flush: Callable[[], None] | None = None
+        """Called before a flush that applies something (it reads the scratchpads)."""
+        self.after_flush: Callable[[], None] | None = None
+        """Called after a flush that applied something (the accumulator changed)."""
 
     def __bool__(self) -> bool:
         return bool(self.pending)
+
+    def reads_in(self, first: int, count: int) -> bool:
+        """Return whether a pending instruction reads a spad_in row in [first, first+count)."""
+        return self._in_rows.find(1, first, first + count) >= 0
+
+    def writes_acc(self, first: int, count: int) -> bool:
+        """Return whether a pending instruction writes an acc row in [first, first+count)."""
+        return self._acc_rows.find(1, first, first + count) >= 0
 
     def add_ws(self, in_row: int, m: int, acc_row: int, accumulate: bool,
                weights: np.ndarray) -> None:
         """Defer a weight-stationary COMPUTE with the active `weights` (rows x cols)."""
         self.pending.append((acc_row, m, accumulate, (in_row,), weights))
-        self.reads_in = _grow(self.reads_in, in_row, in_row + m - 1)
-        self.writes_acc = _grow(self.writes_acc, acc_row, acc_row + m - 1)
+        ones = self._ones
+        self._in_rows[in_row : in_row + m] = ones[:m]
+        self._acc_rows[acc_row : acc_row + m] = ones[:m]
 
     def add_os(self, in_row: int, a_stride: int, m: int, k: int, n: int, wt_row: int,
                acc_row: int, accumulate: bool) -> None:
@@ -127,8 +135,14 @@ class ComputeBatch:
             b[:, :n] = machine.spad_wt[wt_row : wt_row + k, :n]
         chunks = -(-k // machine.config.dim)
         self.pending.append((acc_row, m, accumulate, (in_row, a_stride, k), b))
-        self.reads_in = _grow(self.reads_in, in_row, in_row + (chunks - 1) * a_stride + m - 1)
-        self.writes_acc = _grow(self.writes_acc, acc_row, acc_row + m - 1)
+        ones, in_rows = self._ones, self._in_rows
+        if chunks == 1 or a_stride <= m:  # the chunks' rows are one range
+            span = (chunks - 1) * a_stride + m
+            in_rows[in_row : in_row + span] = ones[:span]
+        else:
+            for first in range(in_row, in_row + chunks * a_stride, a_stride):
+                in_rows[first : first + m] = ones[:m]
+        self._acc_rows[acc_row : acc_row + m] = ones[:m]
 
     def _operand(self, key: tuple[int, ...], m: int) -> np.ndarray:
         """Return the A matrix (m x K) that operand `key` names, from the current spad_in."""
@@ -146,12 +160,23 @@ class ComputeBatch:
         return operand
 
     def flush(self) -> None:
-        """Apply every pending instruction to the accumulator, as program order would."""
+        """Call `before_flush`, apply every pending instruction to the accumulator, as program
+        order would, then call `after_flush`."""
         pending = self.pending
         if not pending:
             return
+        if self.before_flush is not None:
+            self.before_flush()
         self.pending = []
-        self.reads_in = self.writes_acc = _NONE
+        self._in_rows = bytearray(len(self._in_rows))
+        self._acc_rows = bytearray(len(self._acc_rows))
+        self._apply_all(pending)
+        if self.after_flush is not None:
+            self.after_flush()
+
+    def _apply_all(self, pending: list[tuple[int, int, bool, tuple[int, ...], np.ndarray]]
+                   ) -> None:
+        """Apply `pending` (program order) to the accumulator."""
         groups: dict[tuple[int, int], list[int]] = {}
         for j, entry in enumerate(pending):
             groups.setdefault((entry[0], entry[1]), []).append(j)

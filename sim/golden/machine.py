@@ -13,9 +13,10 @@ Speed (whole networks run here): instructions are checked once per configuration
 (`Instruction.check_once`: a Program's instructions were checked when it was built); matrix
 products run in float64 when a bound on the operands proves every partial sum exact (else in
 int64), rounding in int64 when the operands leave headroom (else with Python integers), so
-the values are the same integers either way. The machine replaces `weights` on activation and
-never modifies that array in place; code that writes `weights` directly must assign a new
-array too.
+the values are the same integers either way; `run` holds LOADs, COMPUTEs and STOREs back and
+applies each kind in batches, in an order that gives the same state (see `run`). The machine
+replaces `weights` on activation and never modifies that array in place; code that writes
+`weights` directly must assign a new array too.
 """
 
 from collections.abc import Callable, Iterable, Mapping
@@ -45,24 +46,16 @@ from systolic.config import ArrayConfig
 from systolic.errors import SimulationError
 
 from .compute_batch import ComputeBatch
+from .load_batch import LoadBatch
 from .requant import extremes, requantize, round_shift_int64, scaled_round_shift
+from .requant import sign_extend as _sign_extend
+from .store_batch import StoreBatch
 
 __all__ = ["Machine", "run_program"]
 
 _FLIP = 0x80
 _FLOAT_EXACT = 2**53
 """Integers of magnitude up to this are exact in float64, and so are sums of products below it."""
-
-
-def _sign_extend(values: np.ndarray, width: int) -> np.ndarray:
-    """Return the low `width` bits of int64 `values` as signed numbers."""
-    if width >= 64:
-        return values
-    half = 1 << (width - 1)
-    low = values & ((1 << width) - 1)
-    low ^= half
-    low -= half
-    return low
 
 
 _LOAD_SHAPE = attrgetter("count", "n0", "row_stride0", "row_stride1", "k0", "length", "run",
@@ -169,64 +162,140 @@ class Machine:
         """Execute instructions in order until HALT.
 
         The result is exactly that of `execute` on each instruction in turn (also when one
-        raises: the earlier ones have taken effect). COMPUTE and COMPUTE.OS are deferred and
-        applied in batches (`compute_batch.ComputeBatch`) until a LOAD overwrites rows they
-        read, a STORE reads rows they write, or the run ends.
+        raises: the earlier ones have taken effect). Three kinds of instructions are held
+        back and applied in batches, each batch flushed before an instruction that depends
+        on what it holds, and at the end:
+
+        - scratchpad LOADs (`load_batch.LoadBatch`, one per scratchpad), until something
+          reads rows they write (spad_in: a COMPUTE batch's flush, POOL, ADD, COPY;
+          spad_wt: COMPUTE.OS, PRELOAD) or writes external memory (a STORE batch's flush,
+          POOL, ADD, COPY);
+        - COMPUTE and COMPUTE.OS (`compute_batch.ComputeBatch`), until a LOAD overwrites
+          rows they read or a COMPUTE writes rows a held STORE has still to read;
+        - STOREs (`store_batch.StoreBatch`; their acc rows are read when offered, or after
+          the flush of the COMPUTEs pending then), until a LOAD reads bytes they write, a
+          PARAMS LOAD, POOL, ADD or COPY.
         """
         if self.halted:
             for instr in instructions:
                 raise SimulationError(f"{instr.MNEMONIC} executed after HALT")
         config = self.config
+        loads_in, loads_wt = LoadBatch(self, weights=False), LoadBatch(self, weights=True)
         batch = ComputeBatch(self)
-        handlers = self._batched_handlers(batch)
+        stores = StoreBatch(self, batch)
+
+        def flush_loads() -> None:
+            loads_in.flush()
+            loads_wt.flush()
+
+        batch.before_flush = loads_in.flush
+        stores.before_write = flush_loads
+        handlers = self._batched_handlers(loads_in, loads_wt, batch, stores)
         try:
             for instr in instructions:
                 instr.check_once(config)
                 handler = handlers.get(type(instr))
                 if handler is None:
+                    flush_loads()
                     batch.flush()
+                    stores.flush()
                     handler = getattr(self, f"_exec_{type(instr).__name__.lower()}")
                 handler(instr)
                 if self.halted:
                     return
         finally:
+            flush_loads()
             batch.flush()
+            stores.flush()
         raise SimulationError("the program ended without HALT")
 
-    def _batched_handlers(self, batch: ComputeBatch) -> dict[type, "Callable[[Any], None]"]:
-        """Return `run`'s handlers: EXECUTE deferred to `batch`, which is flushed first by
-        the instructions that conflict with what it holds."""
+    def _batched_handlers(self, loads_in: LoadBatch, loads_wt: LoadBatch, batch: ComputeBatch,
+                          stores: StoreBatch) -> dict[type, "Callable[[Any], None]"]:
+        """Return `run`'s handlers: LOADs held in `loads_in`/`loads_wt`, EXECUTE deferred to
+        `batch` and STOREs held in `stores`, each flushed first by what conflicts with what
+        it holds."""
         handlers = self._handlers()
-        exec_load, exec_store = self._exec_load, self._exec_store
+        exec_load, exec_store, exec_preload = self._exec_load, self._exec_store, self._exec_preload
+        layouts, config = self._load_layouts, self.config
+        memory_size = self.memory.size
+        fast = self._operand_bytes == 1
+        spad_in = LoadTarget.SPAD_IN
 
         def load(instr: Load) -> None:
-            if batch:
-                span = batch.reads_in  # (COMPUTE.OS copies its spad_wt rows when deferred)
-                if (instr.mem is LoadTarget.SPAD_IN and instr.row <= span[1]
-                        and span[0] < instr.row + instr.count):
-                    batch.flush()
-            exec_load(instr)
+            mem = instr.mem
+            if mem is LoadTarget.PARAMS:
+                stores.flush()  # (held STOREs read the params rows when flushed)
+                exec_load(instr)
+                stores.params_changed()
+                return
+            loads = loads_in if mem is spad_in else loads_wt
+            # (COMPUTE.OS copies its spad_wt rows when deferred)
+            if loads is loads_in and batch and batch.reads_in(instr.row, instr.count):
+                batch.flush()
+            if fast:
+                key = _LOAD_SHAPE(instr)
+                layout = layouts.get(key)
+                if layout is None:
+                    layout = layouts[key] = _load_layout(instr, config)
+                ext = instr.ext
+                low, high = ext + layout[1], ext + layout[2]
+            else:
+                layout = None
+                low, high = instr._external_range(config)
+            if stores:
+                writes = stores.writes
+                if low <= writes[1] and writes[0] <= high:
+                    stores.flush()
+            if not (layout is not None and 0 <= low and high < memory_size
+                    and loads.add(instr, layout)):
+                loads.flush()
+                exec_load(instr)
 
         def store(instr: Store) -> None:
-            span = batch.writes_acc
-            if instr.acc_row <= span[1] and span[0] < instr.acc_row + instr.m:
+            # (when pending COMPUTEs write its rows, it copies them after their flush)
+            if not stores.add(instr, batch.writes_acc(instr.acc_row, instr.m)):
                 batch.flush()
-            exec_store(instr)
+                stores.flush()
+                exec_store(instr)
+
+        def preload(instr: Preload) -> None:
+            if loads_wt and loads_wt.writes(instr.row, instr.k):
+                loads_wt.flush()
+            exec_preload(instr)
 
         def compute(instr: Compute) -> None:
             if self.shadow is not None:  # the shadow weights become active for this COMPUTE
                 self.weights, self.shadow = self.shadow, None
+            if stores.reads_acc(instr.acc_row, instr.m):
+                batch.flush()
             batch.add_ws(instr.in_row, instr.m, instr.acc_row, instr.accumulate, self.weights)
 
         def compute_os(instr: ComputeOS) -> None:
+            if stores.reads_acc(instr.acc_row, instr.m):
+                batch.flush()
+            if loads_wt and loads_wt.writes(instr.wt_row, instr.k):
+                loads_wt.flush()
             batch.add_os(instr.in_row, instr.a_stride, instr.m, instr.k, instr.n, instr.wt_row,
                          instr.acc_row, instr.accumulate)
 
+        def memory_writer(execute: "Callable[[Any], None]") -> "Callable[[Any], None]":
+            def write(instr: Instruction) -> None:
+                loads_in.flush()  # (it reads spad_in)
+                stores.flush()  # (later writes win; this flushes loads_wt too)
+                loads_wt.flush()
+                execute(instr)
+            return write
+
         def halt(instr: Halt) -> None:
+            loads_in.flush()
+            loads_wt.flush()
             batch.flush()
+            stores.flush()
             self.halted = True
 
-        handlers.update({Load: load, Store: store, Compute: compute, ComputeOS: compute_os,
+        handlers.update({Load: load, Store: store, Preload: preload, Compute: compute,
+                         ComputeOS: compute_os, Pool: memory_writer(self._exec_pool),
+                         Add: memory_writer(self._exec_add), Copy: memory_writer(self._exec_copy),
                          Halt: halt})
         return handlers
 
@@ -338,7 +407,11 @@ class Machine:
     # -- EXECUTE -------------------------------------------------------------------------------
 
     def _exec_preload(self, instr: Preload) -> None:
-        shadow = np.zeros((self.config.rows, self.config.cols), dtype=np.int64)
+        config = self.config
+        if instr.k == config.rows and instr.n == config.cols:  # a whole tile: a plain copy
+            self.shadow = self.spad_wt[instr.row : instr.row + instr.k, : instr.n].copy()
+            return
+        shadow = np.zeros((config.rows, config.cols), dtype=np.int64)
         shadow[: instr.k, : instr.n] = self.spad_wt[instr.row : instr.row + instr.k, : instr.n]
         self.shadow = shadow
 

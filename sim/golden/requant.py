@@ -31,6 +31,7 @@ __all__ = [
     "round_shift_half_even",
     "round_shift_int64",
     "scaled_round_shift",
+    "sign_extend",
 ]
 
 MULTIPLIER_BITS = 31
@@ -120,6 +121,18 @@ def extremes(values: np.ndarray) -> tuple[int, int]:
         items = values.ravel().tolist()
         return int(min(items)), int(max(items))
     return int(values.min()), int(values.max())
+
+
+def sign_extend(values: np.ndarray, width: int) -> np.ndarray:
+    """Return the low `width` bits of int64 `values` as signed numbers (a new array, or
+    `values` itself for a width of 64)."""
+    if width >= 64:
+        return values
+    half = 1 << (width - 1)
+    low = values & ((1 << width) - 1)
+    low ^= half
+    low -= half
+    return low
 
 
 def _magnitude(values: np.ndarray) -> int:

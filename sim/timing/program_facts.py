@@ -61,6 +61,7 @@ _VALUE_ONLY = frozenset({
 })
 
 Range = tuple[int, int, int, bool]  # (memory id, first, last, write)
+_FEW = 64  # rows x segments up to which a LOAD's beats are summed without numpy
 
 
 class Describer:
@@ -76,6 +77,7 @@ class Describer:
         self.bus = config.bus_bytes
         self._dim = config.dim
         self._cache: dict[tuple[Any, ...], tuple[int, tuple[Range, ...], int]] = {}
+        self._runs: dict[tuple[int, ...], list[tuple[int, int]]] = {}  # element pattern -> runs
         self._keys: dict[type, tuple[attrgetter[Any], attrgetter[Any], bool]] = {}
         for cls, (_, positions) in _POSITIONS.items():
             names = [f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
@@ -145,15 +147,33 @@ class Describer:
         return value
 
     def _load_beats(self, instr: Load) -> int:
-        """Return the aligned beats of every segment of every row (vectorised)."""
+        """Return the aligned beats of every segment of every row (vectorised, or in plain
+        integers for a few rows and segments)."""
         config, bus = self.config, self.bus
         if instr.mem is LoadTarget.PARAMS:
             runs = [(0, params_row_bytes(config))]
         else:
-            runs = [(s.address, s.length) for s in instr.element_pattern.runs(config.operand_bytes)]
+            key = (instr.k0, instr.length, instr.run, instr.n_mid, instr.stride_mid,
+                   instr.stride_outer)
+            cached = self._runs.get(key)
+            if cached is None:
+                cached = self._runs[key] = [
+                    (s.address, s.length)
+                    for s in instr.element_pattern.runs(config.operand_bytes)]
+            runs = cached
+        count = instr.count
         if bus == 1:
-            return instr.count * sum(length for _, length in runs)
-        bases = instr.row_pattern.addresses(instr.count)
+            return count * sum(length for _, length in runs)
+        if count * len(runs) <= _FEW:
+            n0, stride0, stride1, ext = instr.n0, instr.row_stride0, instr.row_stride1, instr.ext
+            total = count * len(runs)
+            for r in range(count):
+                base = ext + r // n0 * stride1 + r % n0 * stride0
+                for offset, length in runs:
+                    start = base + offset
+                    total += (start + length - 1) // bus - start // bus
+            return total
+        bases = instr.row_pattern.addresses(count)
         total = 0
         for offset, length in runs:
             starts = bases + offset
@@ -306,8 +326,10 @@ def _shifted_ranges(describer: Describer, cls: type, objs: Sequence[Any]
         keys = list(zip(map(shape, objs), phase.tolist()))
     else:
         keys = list(map(shape, objs))
-    id_of = {key: j for j, key in enumerate(dict.fromkeys(keys))}
-    uid = np.fromiter(map(id_of.__getitem__, keys), dtype=np.int64, count=len(keys))
+    id_of: dict[Any, int] = {}
+    number = id_of.setdefault  # (one hash per key: the first occurrence numbers it)
+    uid = np.fromiter((number(key, len(id_of)) for key in keys), dtype=np.int64,
+                      count=len(keys))
     _, first = np.unique(uid, return_index=True)
     table = []
     costs = []

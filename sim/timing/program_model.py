@@ -92,7 +92,7 @@ COUNTER_NAMES: tuple[str, ...] = (
 )
 """Names of the counters `ProgramTiming.counters` holds (unit_busy[u] as unit_busy_ld ...)."""
 
-_CHECKPOINT_EVERY = 32
+_CHECKPOINT_EVERY = 128  # (rollbacks are rare: a checkpoint costs more than a replay)
 _CHECKPOINTS_KEPT = 16
 _MAX_ROLLBACKS = 10**6
 
@@ -406,19 +406,24 @@ class ProgramModel:
                         ready_from = loader_free
                     taken = loader_free if loader_free > earliest else earliest
                     load_start = taken + 1
-                    for chunk in range(-(-k // dim)):
-                        width = k - chunk * dim
-                        if width > dim:
-                            width = dim
-                        free = bank1 if chunks % 2 else bank0
-                        first_read = free if free > load_start else load_start
-                        load_start = first_read + m
-                        first = beat_taken if beat_taken > first_read + m + 1 else first_read + m + 1
-                        beat_taken = first + width
-                        if chunks % 2:
-                            bank1 = first + width - 1
+                    # Per chunk: its m rows are read from max(its bank's free cycle, the
+                    # previous read + 1) (load_start is then the cycle after the last read);
+                    # its first column issues at max(last read + 2, T_prev), and it takes
+                    # `width` columns (dim, the last chunk k - (chunks - 1) * dim).
+                    last_chunk = (k - 1) // dim
+                    for chunk in range(last_chunk + 1):
+                        if chunks & 1:
+                            load_start = (bank1 if bank1 > load_start else load_start) + m
+                            if beat_taken <= load_start:
+                                beat_taken = load_start + 1
+                            beat_taken += dim if chunk < last_chunk else k - chunk * dim
+                            bank1 = beat_taken - 1
                         else:
-                            bank0 = first + width - 1
+                            load_start = (bank0 if bank0 > load_start else load_start) + m
+                            if beat_taken <= load_start:
+                                beat_taken = load_start + 1
+                            beat_taken += dim if chunk < last_chunk else k - chunk * dim
+                            bank0 = beat_taken - 1
                         chunks += 1
                     loader_free = load_start - 1
                     final = tile_end + rows if tile_end + rows > beat_taken else beat_taken
