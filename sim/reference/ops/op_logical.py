@@ -4,35 +4,26 @@ And, Or and Xor take the `broadcast`/`axis` attributes before opset 7 and broadc
 numpy from 7.
 """
 
-from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
 from systolic.mapper.ir import DataType
 
-from ..op import Op, TensorInfo
-from ._shared import check_type, fold
 from .op_arithmetic import _Binary
+from .op_unary import _Unary
 
 _BOOL = frozenset({DataType.BOOL})
 
 
-class Not(Op):
+class Not(_Unary):
     """Not-1: element-wise negation of a bool tensor."""
 
     op_type = "Not"
     since_versions = (1,)
+    types: ClassVar[frozenset[DataType]] = _BOOL
 
-    def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
-        (x,) = inputs
-        assert x is not None
-        check_type(self, x, _BOOL, "X")
-        return fold(self, inputs, [TensorInfo(x.dtype, x.shape)])
-
-    def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
-        (x,) = inputs
-        assert x is not None
-        return [np.logical_not(x)]
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(np.logical_not(x))
 
 
 class _Logical(_Binary):
