@@ -6,12 +6,13 @@ from typing import ClassVar
 import numpy as np
 from systolic.mapper.ir import Attrs
 
-from ..kernels.conv import AUTO_PADS, conv_nd, conv_output_shape, resolve_auto_pad
-from ..op import Op, TensorInfo
-from ._shared import FLOAT_TYPES, check_type, int_attr, ints_attr, str_attr
+from ..kernels.conv import conv_nd, conv_output_shape, resolve_auto_pad
+from ..op import TensorInfo
+from ._conv_attrs import ConvAttrs
+from ._shared import FLOAT_TYPES, check_type
 
 
-class Conv(Op):
+class Conv(ConvAttrs):
     """Conv-1, -11, -22 (the later versions only reword the padding text and widen types).
 
     kernel_shape defaults to W's spatial shape; strides and dilations default to 1, pads to 0.
@@ -26,24 +27,8 @@ class Conv(Op):
 
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)
-        self.auto_pad = str_attr(self, "auto_pad", "NOTSET")
-        if self.auto_pad not in AUTO_PADS:
-            raise self.error(f"auto_pad {self.auto_pad!r} is not one of {', '.join(AUTO_PADS)}")
-        self.group = int_attr(self, "group", 1)
-        if self.group < 1:
-            raise self.error(f"group must be at least 1, got {self.group}")
-        self.kernel_shape = ints_attr(self, "kernel_shape")
-        self.strides = ints_attr(self, "strides")
-        self.dilations = ints_attr(self, "dilations")
-        self.pads = ints_attr(self, "pads")
         if self.pads is not None and self.auto_pad != "NOTSET":
             raise self.error("pads and auto_pad are both set; remove one of them")
-        for name in ("strides", "dilations", "kernel_shape"):
-            values = getattr(self, name)
-            if values is not None and any(v < 1 for v in values):
-                raise self.error(f"{name} must be positive, got {list(values)}")
-        if self.pads is not None and any(p < 0 for p in self.pads):
-            raise self.error(f"pads must not be negative, got {list(self.pads)}")
 
     def geometry(
         self, x_shape: Sequence[int], w_shape: Sequence[int]

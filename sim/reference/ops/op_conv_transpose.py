@@ -7,16 +7,16 @@ from itertools import product
 import numpy as np
 from systolic.mapper.ir import Attrs
 
-from ..kernels.conv import AUTO_PADS
-from ..op import Op, TensorInfo
-from ._shared import FLOAT_TYPES, check_type, int_attr, ints_attr, str_attr
+from ..op import TensorInfo
+from ._conv_attrs import ConvAttrs
+from ._shared import FLOAT_TYPES, check_type, ints_attr
 
 Geometry = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
                  tuple[int, ...]]
 """(kernel, strides, dilations, pads as all begins then all ends, output spatial shape)."""
 
 
-class ConvTranspose(Op):
+class ConvTranspose(ConvAttrs):
     """ConvTranspose-1, -11, -22 (later versions reword the text and widen types).
 
     X is [N, C, *in], W is [C, M / group, *kernel]. Input cell i adds X * W[k] to output cell
@@ -33,26 +33,11 @@ class ConvTranspose(Op):
 
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)
-        self.auto_pad = str_attr(self, "auto_pad", "NOTSET")
-        if self.auto_pad not in AUTO_PADS:
-            raise self.error(f"auto_pad {self.auto_pad!r} is not one of {', '.join(AUTO_PADS)}")
-        self.group = int_attr(self, "group", 1)
-        if self.group < 1:
-            raise self.error(f"group must be at least 1, got {self.group}")
-        self.kernel_shape = ints_attr(self, "kernel_shape")
-        self.strides = ints_attr(self, "strides")
-        self.dilations = ints_attr(self, "dilations")
-        self.pads = ints_attr(self, "pads")
         self.output_padding = ints_attr(self, "output_padding")
         self.output_shape = ints_attr(self, "output_shape")
-        for name in ("strides", "dilations", "kernel_shape"):
-            values = getattr(self, name)
-            if values is not None and any(v < 1 for v in values):
-                raise self.error(f"{name} must be positive, got {list(values)}")
-        for name in ("pads", "output_padding"):
-            values = getattr(self, name)
-            if values is not None and any(v < 0 for v in values):
-                raise self.error(f"{name} must not be negative, got {list(values)}")
+        if self.output_padding is not None and any(v < 0 for v in self.output_padding):
+            raise self.error(f"output_padding must not be negative, got "
+                             f"{list(self.output_padding)}")
 
     def geometry(self, x_shape: Sequence[int], w_shape: Sequence[int]) -> Geometry:
         """Return the checked geometry for inputs of these shapes."""
