@@ -20,6 +20,7 @@ B itself int8 with zero point 0 or uint8 with 128 (the weight LOAD's flip_sign).
 import itertools
 import math
 from collections.abc import Mapping
+from typing import TypedDict
 
 import numpy as np
 from systolic.mapper.ir import Node
@@ -89,24 +90,15 @@ def lower_qmatmul(
     if y.shape != (*a.shape[:-1], n):
         raise ModelError(f"node {label!r}: Y is placed as {list(y.shape)}, the product gives "
                          f"{[*a.shape[:-1], n]}")  # fmt: skip
-    ob = config.operand_bytes
     a_zp, flip_in, out, bias = _sides(node, a, y, n, config, constants)
-    k_stride = a.strides[-1]
-    walk = ElementWalk(k, 1, 0, 0) if k_stride == ob or k == 1 else ElementWalk(1, k, k_stride, 0)
     job = GemmJob(
         label=label,
         a_rows=row_blocks(a.address, a.shape[:-1], a.strides[:-1]),
         y_rows=row_blocks(y.address, y.shape[:-1], y.strides[:-1]),
-        walk=walk,
+        walk=_walk(k, a.strides[-1], config),
         weights=b_matrix,
         bias=fold_zero_point(b_matrix, bias, a_zp, label),
-        multiplier=_columns(node, "multiplier", n),
-        shift=_columns(node, "shift", n),
-        zero_point=out.zero_point,
-        lo=out.lo,
-        hi=out.hi,
-        flip_in=flip_in,
-        flip_out=out.flip,
+        **_stage(node, n, out, flip_in),
     )
     rows = job.rows
     return lower_jobs([job], rows * k * n, config, alloc)
@@ -140,10 +132,8 @@ def _lower_batched(
         raise ModelError(f"node {label!r}: Y is placed as {list(y.shape)}, the product gives "
                          f"{list(shape)}")  # fmt: skip
     k, n = b_shape[-2:]
-    ob = config.operand_bytes
     a_zp, flip_in, out, bias = _sides(node, a, y, n, config, constants)
-    multiplier = _columns(node, "multiplier", n)
-    shift = _columns(node, "shift", n)
+    stage = _stage(node, n, out, flip_in)
     b_flip = False
     if not constant:
         assert b is not None
@@ -163,8 +153,7 @@ def _lower_batched(
         y_shape, y_strides = (*y_shape[:-1], 1, y_shape[-1]), (*y_strides[:-1], 0, y_strides[-1])
     m = a_shape[-2]
     batch = y_shape[:-2]
-    k_stride = a_strides[-1]
-    walk = ElementWalk(k, 1, 0, 0) if k_stride == ob or k == 1 else ElementWalk(1, k, k_stride, 0)
+    walk = _walk(k, a_strides[-1], config)
     entries: dict[tuple[int, ...], tuple[list[RowBlock], list[RowBlock]]] = {}
     for index in itertools.product(*(range(size) for size in batch)):
         a_base = a.address + _offset(index, a_shape[:-2], a_strides[:-2])
@@ -192,13 +181,7 @@ def _lower_batched(
                 walk=walk,
                 weights=weights,
                 bias=job_bias,
-                multiplier=multiplier,
-                shift=shift,
-                zero_point=out.zero_point,
-                lo=out.lo,
-                hi=out.hi,
-                flip_in=flip_in,
-                flip_out=out.flip,
+                **stage,
             )
         )
     macs = math.prod(shape) * k
@@ -224,6 +207,33 @@ def _sides(
     else:
         bias = np.zeros(n, np.int64)
     return a_zp, flip_in, out, bias
+
+
+def _walk(k: int, k_stride: int, config: ArrayConfig) -> ElementWalk:
+    """Return the element pattern of A's K elements (contiguous, or `k_stride` apart)."""
+    if k_stride == config.operand_bytes or k == 1:
+        return ElementWalk(k, 1, 0, 0)
+    return ElementWalk(1, k, k_stride, 0)
+
+
+class _Stage(TypedDict):
+    """The GemmJob fields every job of one node shares."""
+
+    multiplier: np.ndarray
+    shift: np.ndarray
+    zero_point: int
+    lo: int
+    hi: int
+    flip_in: bool
+    flip_out: bool
+
+
+def _stage(node: Node, n: int, out: OutputSide, flip_in: bool) -> _Stage:
+    """Return the GemmJob fields every job of the node shares: per-column requantization,
+    the output stage's zero point and bounds, and both flip_signs."""
+    return {"multiplier": _columns(node, "multiplier", n), "shift": _columns(node, "shift", n),
+            "zero_point": out.zero_point, "lo": out.lo, "hi": out.hi, "flip_in": flip_in,
+            "flip_out": out.flip}  # fmt: skip
 
 
 def _columns(node: Node, name: str, n: int) -> np.ndarray:
