@@ -9,7 +9,6 @@ from systolic.mapper.ir import Attrs
 from ..kernels.conv import conv_nd, conv_output_shape, resolve_auto_pad
 from ..op import TensorInfo
 from ._conv_attrs import ConvAttrs
-from ._shared import FLOAT_TYPES, check_type
 
 
 class Conv(ConvAttrs):
@@ -34,14 +33,8 @@ class Conv(ConvAttrs):
         self, x_shape: Sequence[int], w_shape: Sequence[int]
     ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """Return (kernel, strides, pads, dilations) for inputs of these shapes, checked."""
-        rank = len(x_shape) - 2
-        if rank < 1 or len(w_shape) != len(x_shape):
-            raise self.error(f"X {list(x_shape)} and W {list(w_shape)} must both be "
-                             "[N, C, *spatial] of the same rank, with at least one spatial axis")
-        kernel = tuple(w_shape[2:])
-        if self.kernel_shape is not None and self.kernel_shape != kernel:
-            raise self.error(f"kernel_shape {list(self.kernel_shape)} disagrees with W's "
-                             f"spatial shape {list(kernel)}")
+        kernel = self.spatial_kernel(x_shape, w_shape)
+        rank = len(kernel)
         strides = self.strides or (1,) * rank
         dilations = self.dilations or (1,) * rank
         if len(strides) != rank or len(dilations) != rank:
@@ -62,9 +55,7 @@ class Conv(ConvAttrs):
         x, w, *rest = inputs
         b = rest[0] if rest else None
         assert x is not None and w is not None
-        check_type(self, x, FLOAT_TYPES, "X")
-        if w.dtype != x.dtype or (b is not None and b.dtype != x.dtype):
-            raise self.error("X, W and B must have the same element type")
+        self.check_operand_types(x, w, b)
         kernel, strides, pads, dilations = self.geometry(x.shape, w.shape)
         if b is not None and b.shape != (w.shape[0],):
             raise self.error(f"B must have shape [{w.shape[0]}], got {list(b.shape)}")

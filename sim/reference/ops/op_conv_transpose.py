@@ -9,7 +9,7 @@ from systolic.mapper.ir import Attrs
 
 from ..op import TensorInfo
 from ._conv_attrs import ConvAttrs
-from ._shared import FLOAT_TYPES, check_type, ints_attr
+from ._shared import ints_attr
 
 Geometry = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
                  tuple[int, ...]]
@@ -41,20 +41,14 @@ class ConvTranspose(ConvAttrs):
 
     def geometry(self, x_shape: Sequence[int], w_shape: Sequence[int]) -> Geometry:
         """Return the checked geometry for inputs of these shapes."""
-        rank = len(x_shape) - 2
-        if rank < 1 or len(w_shape) != len(x_shape):
-            raise self.error(f"X {list(x_shape)} and W {list(w_shape)} must both be "
-                             "[N, C, *spatial] of the same rank, with at least one spatial axis")
+        kernel = self.spatial_kernel(x_shape, w_shape)
+        rank = len(kernel)
         if w_shape[0] != x_shape[1]:
             raise self.error(f"W {list(w_shape)} must be [C, M / group, ...] with C = "
                              f"{x_shape[1]}, X's channels")
         if x_shape[1] % self.group:
             raise self.error(f"X's {x_shape[1]} channels are not divisible by group="
                              f"{self.group}")
-        kernel = tuple(int(k) for k in w_shape[2:])
-        if self.kernel_shape is not None and self.kernel_shape != kernel:
-            raise self.error(f"kernel_shape {list(self.kernel_shape)} disagrees with W's "
-                             f"spatial shape {list(kernel)}")
         strides = self.strides or (1,) * rank
         dilations = self.dilations or (1,) * rank
         extra = self.output_padding or (0,) * rank
@@ -105,9 +99,7 @@ class ConvTranspose(ConvAttrs):
         x, w, *rest = inputs
         b = rest[0] if rest else None
         assert x is not None and w is not None
-        check_type(self, x, FLOAT_TYPES, "X")
-        if w.dtype != x.dtype or (b is not None and b.dtype != x.dtype):
-            raise self.error("X, W and B must have the same element type")
+        self.check_operand_types(x, w, b)
         *_, out = self.geometry(x.shape, w.shape)
         m = w.shape[1] * self.group
         if b is not None and b.shape != (m,):
