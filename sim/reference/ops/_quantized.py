@@ -68,14 +68,18 @@ def check_per_tensor(op: Op, info: TensorInfo | None, what: str) -> None:
 
 
 def check_per_tensor_io(op: Op, x: TensorInfo, x_scale: TensorInfo, x_zp: TensorInfo | None,
-                        y_scale: TensorInfo, y_zp: TensorInfo | None) -> None:
+                        y_scale: TensorInfo, y_zp: TensorInfo | None, *,
+                        prefixes: tuple[str, str] = ("X", "Y")) -> None:
     """Check the X, X_scale, X_zero_point, Y_scale, Y_zero_point inputs of an elementwise
-    QLinear operator: X 8-bit, per-tensor float scales, per-tensor zero points of X's type."""
+    QLinear operator: X 8-bit, per-tensor float scales, per-tensor zero points of X's type.
+    Messages name the scales and zero points with `prefixes` (the schema's "x"/"y" for the
+    pooling operators)."""
     check_quantized(op, x, "X")
-    for info, name in ((x_scale, "X_scale"), (y_scale, "Y_scale")):
+    x_name, y_name = prefixes
+    for info, name in ((x_scale, f"{x_name}_scale"), (y_scale, f"{y_name}_scale")):
         check_scale_type(op, info, name)
         check_per_tensor(op, info, name)
-    for zp, name in ((x_zp, "X_zero_point"), (y_zp, "Y_zero_point")):
+    for zp, name in ((x_zp, f"{x_name}_zero_point"), (y_zp, f"{y_name}_zero_point")):
         check_per_tensor(op, zp, name)
         if zp is not None and zp.dtype != x.dtype:
             raise op.error(f"{name} has type {zp.dtype.short}; expected {x.dtype.short}")

@@ -10,7 +10,7 @@ from systolic.mapper.ir import Attrs
 from .. import quant
 from ..kernels.pool import pool_windows, window_counts
 from ..op import TensorInfo
-from ._quantized import check_per_tensor, check_quantized, check_scale_type, zero_point_value
+from ._quantized import check_per_tensor_io, zero_point_value
 from ._shared import int_attr
 from .op_pool import _Pool
 
@@ -72,14 +72,7 @@ class QLinearAveragePool(_Pool):
     def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
         x, x_scale, x_zp, y_scale, y_zp = _five(inputs)
         assert x is not None and x_scale is not None and y_scale is not None
-        check_quantized(self, x, "X")
-        for info, name in ((x_scale, "x_scale"), (y_scale, "y_scale")):
-            check_scale_type(self, info, name)
-            check_per_tensor(self, info, name)
-        for zp, name in ((x_zp, "x_zero_point"), (y_zp, "y_zero_point")):
-            check_per_tensor(self, zp, name)
-            if zp is not None and zp.dtype != x.dtype:
-                raise self.error(f"{name} has type {zp.dtype.short}; expected {x.dtype.short}")
+        check_per_tensor_io(self, x, x_scale, x_zp, y_scale, y_zp, prefixes=("x", "y"))
         nchw = self._nchw_shape(x.shape)
         _, out = self._checked_geometry(nchw)
         if self.channels_last:

@@ -7,7 +7,7 @@ from systolic.mapper.ir import Attrs
 
 from .. import quant
 from ..op import Op, TensorInfo
-from ._quantized import check_per_tensor, check_quantized, check_scale_type, zero_point_value
+from ._quantized import check_per_tensor_io, zero_point_value
 from ._shared import int_attr
 
 IMAGE_SIZE_LIMIT = 2**24
@@ -42,14 +42,7 @@ class QLinearGlobalAveragePool(Op):
     def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
         x, x_scale, x_zp, y_scale, y_zp = inputs
         assert x is not None and x_scale is not None and y_scale is not None
-        check_quantized(self, x, "X")
-        for info, name in ((x_scale, "x_scale"), (y_scale, "y_scale")):
-            check_scale_type(self, info, name)
-            check_per_tensor(self, info, name)
-        for zp, name in ((x_zp, "x_zero_point"), (y_zp, "y_zero_point")):
-            check_per_tensor(self, zp, name)
-            if zp is not None and zp.dtype != x.dtype:
-                raise self.error(f"{name} has type {zp.dtype.short}; expected {x.dtype.short}")
+        check_per_tensor_io(self, x, x_scale, x_zp, y_scale, y_zp, prefixes=("x", "y"))
         axes = self._spatial_axes(len(x.shape))
         if int(np.prod([x.shape[a] for a in axes])) >= IMAGE_SIZE_LIMIT:
             raise self.error("the image has 2**24 positions or more; the count must be exact "
