@@ -20,7 +20,6 @@ from systolic.proto import ProgramProto
 from systolic.sim.golden.machine import Machine
 from systolic.sim.isa.assembler import assemble
 from systolic.sim.isa.disassembler import disassemble
-from systolic.sim.isa.instructions import Halt
 from systolic.sim.isa.program import (
     HostStep,
     Program,
@@ -127,9 +126,7 @@ class CompiledModel:
             yield self._segment(start, end)
 
     def _segment(self, first: int, end: int) -> AcceleratorStep:
-        program = self.program
-        code = (*program.instructions[first:end], Halt())
-        return AcceleratorStep(first, Program(program.config, code))
+        return AcceleratorStep(first, self.program.part(first, end))
 
     def to_proto(self) -> ProgramProto:
         """Return the program message (what `save` writes)."""

@@ -21,6 +21,7 @@ from systolic.proto import (
 
 from systolic.config import ArrayConfig, Dataflow
 
+from .encode_batch import encode_words
 from .fields import INSTRUCTION_BYTES, InstructionError
 from .host_nodes import host_step_to_proto
 from .instructions import INSTRUCTION_TYPES, Instruction
@@ -43,7 +44,8 @@ _BY_MNEMONIC = {cls.MNEMONIC: cls for cls in INSTRUCTION_TYPES}
 
 def assemble_code(instructions: Iterable[Instruction]) -> bytes:
     """Return the concatenated 64-byte instruction words."""
-    return b"".join(instr.encode() for instr in instructions)
+    words: bytes = encode_words(list(instructions)).tobytes()
+    return words
 
 
 def config_to_proto(config: ArrayConfig) -> ArrayConfigProto:
@@ -68,7 +70,7 @@ def assemble(program: Program) -> ProgramProto:
         format_version=FORMAT_VERSION,
         config=config_to_proto(program.config),
         instruction_bytes=INSTRUCTION_BYTES,
-        code=assemble_code(program.instructions),
+        code=program.words.tobytes(),
     )
     for segment in program.segments:
         message.segments.append(MemorySegmentProto(address=segment.address, data=segment.data))

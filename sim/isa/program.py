@@ -22,6 +22,7 @@ from systolic.mapper.ir import Node, Tensor
 from systolic.config import ArrayConfig
 from systolic.errors import SystolicError
 
+from .encode_batch import encode_words
 from .instructions import Halt, Instruction, Unit
 from .memories import Memory
 from .patterns import ADDRESS_LIMIT
@@ -318,6 +319,26 @@ class Program:
             for t in self.tensors
             if t.role is role or (both and t.role is TensorRole.INPUT_OUTPUT)
         )
+
+    @functools.cached_property
+    def words(self) -> np.ndarray:
+        """The instruction words, HALT included: uint64, shape (len(instructions), 8), row i
+        the eight little-endian 64-bit words of instruction i (`encode_batch.encode_words`),
+        read-only. Made once, when first read."""
+        words = encode_words(self.instructions)
+        words.flags.writeable = False
+        return words
+
+    def part(self, first: int, end: int) -> "Program":
+        """Return the program of instructions `first .. end - 1` followed by a HALT (same
+        configuration, no segments, tensors or layers); its `words` come from this program's
+        (made here if not yet), so they are not encoded again."""
+        halt = Halt()
+        part = Program(self.config, (*self.instructions[first:end], halt))
+        words = np.concatenate((self.words[first:end], encode_words([halt])))
+        words.flags.writeable = False
+        part.__dict__["words"] = words  # (the cached_property's slot)
+        return part
 
     @functools.cached_property
     def memory_end(self) -> int:
