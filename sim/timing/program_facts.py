@@ -8,14 +8,16 @@ instruction its kind (`K_*`), unit, conflict mask, per-memory row spans and unit
 """
 
 import dataclasses
+import functools
 from collections.abc import Sequence
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from systolic.config import ArrayConfig
 
+from ..isa.encode_batch import CLASS_OF_OPCODE, WORDS, encode_words, field_columns, opcodes
 from ..isa.instructions import (
     Add,
     Compute,
@@ -27,6 +29,7 @@ from ..isa.instructions import (
     Pool,
     Preload,
     Store,
+    decode,
 )
 from ..isa.memories import params_row_bytes
 from .dispatch_model import MEMORY_ID
@@ -79,6 +82,7 @@ class Describer:
         self._cache: dict[tuple[Any, ...], tuple[int, tuple[Range, ...], int]] = {}
         self._runs: dict[tuple[int, ...], list[tuple[int, int]]] = {}  # element pattern -> runs
         self._keys: dict[type, tuple[attrgetter[Any], attrgetter[Any], bool]] = {}
+        self._names: dict[type, tuple[str, ...]] = {}
         for cls, (_, positions) in _POSITIONS.items():
             names = [f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
                      if f.name not in positions and f.name not in _VALUE_ONLY]
@@ -86,10 +90,15 @@ class Describer:
             where = attrgetter(*positions, *positions[:1]) if len(positions) == 1 else attrgetter(
                 *positions)
             self._keys[cls] = (attrgetter(*names), where, "ext" in positions)
+            self._names[cls] = tuple(names)
 
     def shape_of(self, cls: type) -> "attrgetter[Any]":
         """Return the getter of the cache key's fields of instructions of class `cls`."""
         return self._keys[cls][0]
+
+    def shape_names(self, cls: type) -> tuple[str, ...]:
+        """Return the names of the cache key's fields of instructions of class `cls`."""
+        return self._names[cls]
 
     def describe(self, instr: Instruction) -> tuple[int, tuple[Range, ...], int]:
         """Return (unit, footprint ranges, cost): cost is LOAD beats or a STORE-unit duration."""
@@ -206,71 +215,124 @@ def _kind_of(cls: type) -> int:
 
 
 class ProgramFacts:
-    """The static data of a program's instructions (HALT excluded), in flat lists.
+    """The static data of a program's instructions (HALT excluded), in flat arrays and lists.
 
     Per instruction i: `kinds[i]` (`K_*`), `units[i]` (LD, EX, ST), `masks[i]` (bit m: a
     range in memory m, bit 8 + m: a write to it, `SHARED`: two ranges in one memory),
     `firsts[m][i]`, `lasts[m][i]` (the rows of its range in memory m; only meaningful for the
-    memories in its mask), `args[i]` (LOAD beats, the STORE-unit
-    duration, a COMPUTE's or COMPUTE.OS's m) and `ks[i]` (a COMPUTE.OS's k); `footprint(i)`
-    gives its ranges back. COMPUTE, PRELOAD and COMPUTE.OS come from their footprint
-    formulas, the other classes from one `Describer.describe` per distinct cache key whose
-    ranges are shifted by each instruction's position fields. Raises ValueError for an
-    EXECUTE instruction of the other dataflow (`ExecuteTiming`'s message) and for classes
-    the accelerator does not execute.
+    memories in its mask), `args[i]` (LOAD beats, the STORE-unit duration, a COMPUTE's or
+    COMPUTE.OS's m) and `ks[i]` (a COMPUTE.OS's k); `footprint(i)` gives its ranges back.
+    The same values are numpy arrays (int64): `kind_array`, `unit_array`, `mask_array`,
+    `arg_array`, `k_array` (shape (n,)) and `span_array` (shape (2 * MEMORIES, n): row 2m
+    holds firsts[m], row 2m + 1 lasts[m]); the lists are made from them when first read.
+
+    The facts come from the instruction words (`words`: `encode_batch.encode_words(body)`,
+    computed when not given), class by class: COMPUTE, PRELOAD and COMPUTE.OS from their
+    footprint formulas, the other classes from one `Describer.describe` per distinct cache
+    key whose ranges are shifted by each instruction's position fields. Raises ValueError for
+    an EXECUTE instruction of the other dataflow (`ExecuteTiming`'s message) and for
+    instructions the accelerator does not execute (HALT).
     """
 
-    def __init__(self, describer: Describer, body: Sequence[Instruction], ws: bool) -> None:
+    def __init__(self, describer: Describer, body: Sequence[Instruction], ws: bool,
+                 words: np.ndarray | None = None) -> None:
         n = len(body)
-        types = list(map(type, body))
-        kind_of = {cls: _kind_of(cls) for cls in dict.fromkeys(types)}
-        for cls, kind in kind_of.items():  # the first instruction the unit refuses
+        if words is None:
+            words = encode_words(body)
+        if words.shape != (n, WORDS):
+            raise ValueError(f"words must have shape ({n}, {WORDS}), not {words.shape}")
+        codes_of = opcodes(words)
+        present = np.flatnonzero(np.bincount(codes_of, minlength=256)).tolist()
+        classes = {op: CLASS_OF_OPCODE[op] for op in present}
+        for op, cls in classes.items():  # the first instruction the unit refuses
+            kind = _kind_of(cls)
             if kind >= K_COMPUTE and (kind == K_COMPUTE_OS) == ws:
-                instr = body[types.index(cls)]
                 raise ValueError(
-                    f"{instr.MNEMONIC} is not an EXECUTE instruction of a "
+                    f"{cls.MNEMONIC} is not an EXECUTE instruction of a "
                     f"{describer.config.dataflow.value} array")
-        type_id = {cls: j for j, cls in enumerate(kind_of)}
-        ids = np.fromiter(map(type_id.__getitem__, types), dtype=np.int16, count=n)
-        codes = np.array(list(kind_of.values()), dtype=np.int8)[ids]
-        self.kinds: list[int] = codes.tolist()
-        self.units: list[int] = np.array(_UNIT_OF_KIND, dtype=np.int8)[codes].tolist()
+        kind_table = np.zeros(256, dtype=np.int64)
+        for op, cls in classes.items():
+            kind_table[op] = _kind_of(cls)
+        self.kind_array: np.ndarray = kind_table[codes_of]
+        self.unit_array: np.ndarray = np.array(_UNIT_OF_KIND, dtype=np.int64)[self.kind_array]
         args = np.zeros(n, dtype=np.int64)
         ks = np.zeros(n, dtype=np.int64)
         masks = np.zeros(n, dtype=np.int64)
         spans = np.zeros((MEMORIES * 2, n), dtype=np.int64)  # first, last per memory
         spans[1::2] = -1
         self.shared: dict[int, tuple[Range, ...]] = {}
-        for cls, j in type_id.items():
-            where = np.flatnonzero(ids == j)
-            objs = itemgetter(*where.tolist())(body) if where.size > 1 else (
-                body[int(where[0])],)
+        for op, cls in classes.items():
+            where = np.flatnonzero(codes_of == op)
+            rows = words[where]
             spec: list[tuple[Any, Any, Any, Any]]
             if cls is Compute:
-                in_row, m, acc_row = _columns(objs, ("in_row", "m", "acc_row"))
+                in_row, m, acc_row = field_columns(rows, cls, ("in_row", "m", "acc_row"))
                 spec = [(0, in_row, in_row + m - 1, False), (2, acc_row, acc_row + m - 1, True)]
                 args[where] = m
             elif cls is Preload:
-                row, k = _columns(objs, ("row", "k"))
+                row, k = field_columns(rows, cls, ("row", "k"))
                 spec = [(1, row, row + k - 1, False)]
             elif cls is ComputeOS:
-                in_row, wt_row, acc_row, m, k, a_stride = _columns(
-                    objs, ("in_row", "wt_row", "acc_row", "m", "k", "a_stride"))
+                in_row, wt_row, acc_row, m, k, a_stride = field_columns(
+                    rows, cls, ("in_row", "wt_row", "acc_row", "m", "k", "a_stride"))
                 in_last = in_row + (-(-k // describer.config.dim) - 1) * a_stride + m - 1
                 spec = [(0, in_row, in_last, False), (1, wt_row, wt_row + k - 1, False),
                         (2, acc_row, acc_row + m - 1, True)]
                 args[where] = m
                 ks[where] = k
             else:
-                spec, cost = _shifted_ranges(describer, cls, objs)
+                spec, cost = _shifted_ranges(describer, cls, rows)
                 args[where] = cost
             self._add_spans(spec, where, masks, spans)
-        rows = spans.tolist()
-        self.firsts: list[list[int]] = rows[0::2]
-        self.lasts: list[list[int]] = rows[1::2]
-        self.args: list[int] = args.tolist()
-        self.ks: list[int] = ks.tolist()
-        self.masks: list[int] = masks.tolist()
+        self.span_array: np.ndarray = spans
+        self.arg_array: np.ndarray = args
+        self.k_array: np.ndarray = ks
+        self.mask_array: np.ndarray = masks
+
+    @functools.cached_property
+    def kinds(self) -> list[int]:
+        """Per instruction its kind (`K_*`)."""
+        kinds: list[int] = self.kind_array.tolist()
+        return kinds
+
+    @functools.cached_property
+    def units(self) -> list[int]:
+        """Per instruction its unit (LD, EX, ST)."""
+        units: list[int] = self.unit_array.tolist()
+        return units
+
+    @functools.cached_property
+    def masks(self) -> list[int]:
+        """Per instruction its conflict mask (see the class docstring)."""
+        masks: list[int] = self.mask_array.tolist()
+        return masks
+
+    @functools.cached_property
+    def args(self) -> list[int]:
+        """Per instruction its unit argument (see the class docstring)."""
+        args: list[int] = self.arg_array.tolist()
+        return args
+
+    @functools.cached_property
+    def ks(self) -> list[int]:
+        """Per instruction a COMPUTE.OS's k (else 0)."""
+        ks: list[int] = self.k_array.tolist()
+        return ks
+
+    @functools.cached_property
+    def _span_lists(self) -> list[list[int]]:
+        spans: list[list[int]] = self.span_array.tolist()
+        return spans
+
+    @property
+    def firsts(self) -> list[list[int]]:
+        """Per memory, per instruction the first row of its range there."""
+        return self._span_lists[0::2]
+
+    @property
+    def lasts(self) -> list[list[int]]:
+        """Per memory, per instruction the last row of its range there."""
+        return self._span_lists[1::2]
 
     def _add_spans(self, spec: list[tuple[Any, Any, Any, Any]], where: np.ndarray,
                    masks: np.ndarray, spans: np.ndarray) -> None:
@@ -306,35 +368,27 @@ class ProgramFacts:
                      for m in range(MEMORIES) if mask >> m & 1)
 
 
-def _columns(objs: Sequence[Any], names: Sequence[str]) -> list[np.ndarray]:
-    """Return one int64 array per field of `objs`."""
-    return [np.fromiter(map(attrgetter(name), objs), dtype=np.int64, count=len(objs))
-            for name in names]
-
-
-def _shifted_ranges(describer: Describer, cls: type, objs: Sequence[Any]
+def _shifted_ranges(describer: Describer, cls: type[Instruction], rows: np.ndarray
                     ) -> tuple[list[tuple[Any, Any, Any, Any]], np.ndarray]:
-    """Return the footprint columns and costs of `objs` (all of class `cls`): one instruction
-    per distinct `Describer` cache key is described, the others are shifted copies."""
+    """Return the footprint columns and costs of the instructions encoded in `rows` (all of
+    class `cls`): one instruction per distinct `Describer` cache key is described (decoded
+    from its words), the others are shifted copies."""
     _, positions = _POSITIONS[cls]
-    offsets = _columns(objs, positions)
-    shape = describer.shape_of(cls)
-    keys: list[Any]
+    offsets = field_columns(rows, cls, positions)
+    shape = field_columns(rows, cls, describer.shape_names(cls))
     if "ext" in positions:
         phase = offsets[-1] % describer.bus
         offsets[-1] = offsets[-1] - phase
-        keys = list(zip(map(shape, objs), phase.tolist()))
-    else:
-        keys = list(map(shape, objs))
-    id_of: dict[Any, int] = {}
-    number = id_of.setdefault  # (one hash per key: the first occurrence numbers it)
-    uid = np.fromiter((number(key, len(id_of)) for key in keys), dtype=np.int64,
-                      count=len(keys))
-    _, first = np.unique(uid, return_index=True)
+        shape.append(phase)
+    keys = np.stack(shape, axis=1) if shape else np.zeros((rows.shape[0], 1), dtype=np.int64)
+    # (each key row as one opaque value: sorting those is much faster than np.unique(axis=0))
+    opaque = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.shape[1] * 8))).reshape(-1)
+    _, first, uid = np.unique(opaque, return_index=True, return_inverse=True)
+    uid = uid.reshape(-1)
     table = []
     costs = []
     for i in first.tolist():
-        _, ranges, cost = describer.describe(objs[i])
+        _, ranges, cost = describer.describe(decode(rows[i].tobytes()))
         costs.append(cost)
         table.append([(mem, lo - int(o[i]), hi - int(o[i]), write)
                       for (mem, lo, hi, write), o in zip(ranges, offsets, strict=True)])
