@@ -29,7 +29,12 @@ from systolic.sim.isa.program import LayerUnit, ProgramLayer
 from systolic.sim.run.backends import BACKENDS, run_program
 from systolic.sim.run.result import InstructionTimes
 from systolic.sim.timing.program_model import ProgramModel
-from systolic.simulation.layer_timing import RunTimes, ideal_array_cycles, layer_timings
+from systolic.simulation.layer_timing import (
+    RunTimes,
+    ideal_array_cycles,
+    layer_timings,
+    program_units,
+)
 from systolic.simulation.report import LayerResult
 
 __all__ = ["accelerator_runs", "check_backend", "layer_results"]
@@ -103,8 +108,7 @@ def unit_name(layer: ProgramLayer) -> str:
 def layer_results(compiled: CompiledModel, runs: Sequence[RunTimes]) -> list[LayerResult]:
     """Return one `LayerResult` per layer of `compiled`, in execution order."""
     config = compiled.config
-    units = [instruction.UNIT for instruction in compiled.program.instructions]
-    timings = layer_timings(compiled.layers, units, runs)
+    timings = layer_timings(compiled.layers, program_units(compiled.program), runs)
     results = []
     for layer, timing in zip(compiled.layers, timings, strict=True):
         array = layer.unit is LayerUnit.ARRAY

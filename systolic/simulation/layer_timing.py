@@ -24,15 +24,19 @@ Rules (README, "simulate"; every backend reports the same times, so they agree t
 - `ideal_cycles` = ceil(MACs / (rows · cols)) for array layers, else 0.
 """
 
+import bisect
 import dataclasses
 from collections.abc import Sequence
 
-from systolic.config import ArrayConfig
-from systolic.sim.isa.instruction_base import Unit
-from systolic.sim.isa.program import LayerUnit, ProgramLayer
-from systolic.sim.run.result import InstructionTimes
+import numpy as np
 
-__all__ = ["LayerTiming", "RunTimes", "ideal_array_cycles", "layer_timings"]
+from systolic.config import ArrayConfig
+from systolic.sim.isa.encode_batch import CLASS_OF_OPCODE, opcodes
+from systolic.sim.isa.instruction_base import Unit
+from systolic.sim.isa.program import LayerUnit, Program, ProgramLayer
+from systolic.sim.run.result import InstructionTimes, times_columns
+
+__all__ = ["LayerTiming", "RunTimes", "ideal_array_cycles", "layer_timings", "program_units"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,17 +68,31 @@ def ideal_array_cycles(macs: int, config: ArrayConfig) -> int:
     return -(-macs // config.pes)
 
 
-def _union_length(intervals: list[tuple[int, int]]) -> int:
-    total = 0
-    reach = None
-    for start, end in sorted(intervals):
-        if reach is None or start >= reach:
-            total += end - start
-            reach = end
-        elif end > reach:
-            total += end - reach
-            reach = end
-    return total
+def _union_length(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Return the size of the union of the intervals [starts[i], ends[i]) (empty ones count
+    nothing): sorted by start, each adds what reaches beyond every earlier one's end."""
+    keep = ends > starts
+    starts, ends = starts[keep], ends[keep]
+    if not starts.size:
+        return 0
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    reach = np.empty_like(ends)
+    reach[0] = starts[0]
+    np.maximum.accumulate(ends[:-1], out=reach[1:])
+    return int(np.maximum(0, ends - np.maximum(starts, reach)).sum())
+
+
+_UNIT_CODES = {Unit.LD: 0, Unit.EX: 1, Unit.ST: 2, Unit.DISPATCH: 3}
+_UNIT_OF_OPCODE = np.full(256, _UNIT_CODES[Unit.DISPATCH], dtype=np.int8)
+for _cls in CLASS_OF_OPCODE.values():
+    _UNIT_OF_OPCODE[_cls.OPCODE] = _UNIT_CODES[_cls.UNIT]
+
+
+def program_units(program: Program) -> np.ndarray:
+    """Return the unit of every instruction of `program` as codes (`layer_timings`' form)."""
+    codes: np.ndarray = _UNIT_OF_OPCODE[opcodes(program.words)]
+    return codes
 
 
 def _work_unit(layer: ProgramLayer) -> Unit:
@@ -82,39 +100,43 @@ def _work_unit(layer: ProgramLayer) -> Unit:
 
 
 def layer_timings(
-    layers: Sequence[ProgramLayer], units: Sequence[Unit], runs: Sequence[RunTimes]
+    layers: Sequence[ProgramLayer], units: Sequence[Unit] | np.ndarray, runs: Sequence[RunTimes]
 ) -> list[LayerTiming]:
     """Return the timing of every layer (in layer order) from the `runs` of the program;
-    `units[i]` is the unit of the program's instruction i (`Instruction.UNIT`)."""
-    run_of: dict[int, RunTimes] = {}
-    for run in runs:
-        for index in range(run.first, run.first + len(run.times) - 1):
-            run_of[index] = run
+    `units[i]` is the unit of the program's instruction i (`Instruction.UNIT`, or its code
+    from `program_units`)."""
+    if not isinstance(units, np.ndarray):
+        units = np.array([_UNIT_CODES[unit] for unit in units], dtype=np.int8)
+    ordered = sorted(runs, key=lambda run: run.first)
+    firsts = [run.first for run in ordered]
     # the layers of each run, in order
     by_run: dict[int, list[int]] = {}
     for index, layer in enumerate(layers):
         if layer.unit is LayerUnit.HOST or layer.count == 0:
             continue
-        by_run.setdefault(run_of[layer.first].first, []).append(index)
+        position = bisect.bisect_right(firsts, layer.first) - 1
+        run = ordered[position] if position >= 0 else None
+        if run is None or layer.first >= run.first + len(run.times) - 1:
+            raise ValueError(f"layer {layer.name!r} (instruction {layer.first}) is in no run")
+        by_run.setdefault(run.first, []).append(index)
     result = [LayerTiming(0, 0) for _ in layers]
-    for run in runs:
+    for run in ordered:
         members = by_run.get(run.first, [])
+        if not members:
+            continue
+        _, issues, completes = times_columns(run.times)
+        run_units = units[run.first : run.first + len(run.times) - 1]
         start = 0
         for position, index in enumerate(members):
             layer = layers[index]
-            local = range(layer.first - run.first, layer.end - run.first)
-            end = max(start, run.times[local[-1]].complete)
+            low, high = layer.first - run.first, layer.end - run.first
+            end = max(start, int(completes[high - 1]))
             if position == len(members) - 1:
                 end = max(end, run.total_cycles)
-            unit = _work_unit(layer)
-            own = [
-                (run.times[i].issue, run.times[i].complete)
-                for i in local
-                if units[run.first + i] is unit
-            ]
-            clipped = [(max(a, start), min(b, end)) for a, b in own]
-            busy = _union_length([(a, b) for a, b in clipped if b > a])
-            active = _union_length([(a, b) for a, b in own if b > a])
+            own = run_units[low:high] == _UNIT_CODES[_work_unit(layer)]
+            own_issues, own_completes = issues[low:high][own], completes[low:high][own]
+            busy = _union_length(np.maximum(own_issues, start), np.minimum(own_completes, end))
+            active = _union_length(own_issues, own_completes)
             result[index] = LayerTiming(end - start, busy, active)
             start = end
     return result

@@ -54,7 +54,7 @@ from systolic.sim.run.progress import watching
 
 from .bitexact import compare_final_outputs, compare_layer, reference_values
 from .inputs import check_calibration_inputs, load_inputs, model_inputs
-from .layer_timing import RunTimes, ideal_array_cycles, layer_timings
+from .layer_timing import RunTimes, ideal_array_cycles, layer_timings, program_units
 from .onnxruntime_check import compare_outputs, onnxruntime_available, run_onnxruntime
 from .outputs import PendingFiles
 from .progress import ProgressBar
@@ -271,8 +271,7 @@ def simulate_model(
     if mismatch is None:
         mismatch = compare_final_outputs(compiled, outputs, reference)
 
-    units = [instr.UNIT for instr in compiled.program.instructions]
-    timings = layer_timings(layers, units, runs)
+    timings = layer_timings(layers, program_units(compiled.program), runs)
     results = []
     for layer, timing in zip(layers, timings, strict=True):
         array = layer.unit is LayerUnit.ARRAY

@@ -1,8 +1,9 @@
 """Per-layer cycles from per-instruction times: the end rule, busy unions and stalls."""
 
+import numpy as np
 from systolic.sim.isa.instruction_base import Unit
 from systolic.sim.isa.program import LayerUnit, ProgramLayer
-from systolic.sim.run.result import InstructionTimes
+from systolic.sim.run.result import InstructionTimes, TimesTable
 
 from systolic.config import ArrayConfig
 from systolic.simulation.layer_timing import RunTimes, ideal_array_cycles, layer_timings
@@ -84,3 +85,39 @@ def test_active_is_the_unclipped_busy_time_of_the_layers_own_unit() -> None:
     assert (a.cycles, a.busy, a.active) == (30, 20, 20)
     assert (b.cycles, b.busy, b.active) == (6, 4, 12)  # [22, 34) unclipped, [30, 34) clipped
     assert b.stall_cycles == 2
+
+
+def _union_by_cycles(intervals: list[tuple[int, int]]) -> int:
+    return len({cycle for start, end in intervals for cycle in range(start, end)})
+
+
+def test_busy_and_active_are_interval_unions_for_random_runs() -> None:
+    # Random overlapping intervals (also empty and nested ones), times as a tuple and as a
+    # TimesTable, against unions counted cycle by cycle.
+    rng = np.random.default_rng(7)
+    units_cycle = [LD, EX, ST]
+    count = 60
+    units = [units_cycle[int(u)] for u in rng.integers(0, 3, count)] + [Unit.DISPATCH]
+    issues = np.sort(rng.integers(0, 200, count))
+    completes = issues + rng.integers(0, 40, count)
+    total = int(completes.max()) + 5
+    times = [InstructionTimes(int(i), int(i), int(c)) for i, c in zip(issues, completes,
+                                                                      strict=True)]
+    times.append(InstructionTimes(total, total, total))
+    layers = [ProgramLayer("a", "QConv", LayerUnit.ARRAY, 0, 25, macs=10),
+              ProgramLayer("b", "QAdd", LayerUnit.VECTOR, 25, 35)]
+    table = TimesTable([t.accept for t in times], [t.issue for t in times],
+                       [t.complete for t in times])
+    assert table == tuple(times) and tuple(times) == table
+    expected = layer_timings(layers, units, [RunTimes(0, tuple(times), total)])
+    assert layer_timings(layers, units, [RunTimes(0, table, total)]) == expected
+    start = 0
+    for layer, timing in zip(layers, expected, strict=True):
+        work = EX if layer.unit is LayerUnit.ARRAY else ST
+        own = [(times[i].issue, times[i].complete) for i in range(layer.first, layer.end)
+               if units[i] is work]
+        end = start + timing.cycles
+        assert timing.active == _union_by_cycles(own)
+        assert timing.busy == _union_by_cycles([(max(a, start), min(b, end)) for a, b in own])
+        start = end
+    assert start == total
