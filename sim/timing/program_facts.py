@@ -31,8 +31,9 @@ from ..isa.instructions import (
     Store,
     decode,
 )
-from ..isa.memories import params_row_bytes
+from ..isa.memories import Memory, params_row_bytes
 from .dispatch_model import MEMORY_ID
+from .native_facts import external_facts
 from .store_timing import duration
 
 __all__ = [
@@ -261,6 +262,7 @@ class ProgramFacts:
         spans = np.zeros((MEMORIES * 2, n), dtype=np.int64)  # first, last per memory
         spans[1::2] = -1
         self.shared: dict[int, tuple[Range, ...]] = {}
+        native: tuple[np.ndarray, ...] | None = None  # (LD/ST costs and external ranges)
         for op, cls in classes.items():
             where = np.flatnonzero(codes_of == op)
             rows = words[where]
@@ -281,7 +283,14 @@ class ProgramFacts:
                 args[where] = m
                 ks[where] = k
             else:
-                spec, cost = _shifted_ranges(describer, cls, rows)
+                if native is None:
+                    native = external_facts(words, describer.config) or ()
+                if native:
+                    cost, ext_first, ext_last = (column[where] for column in native)
+                    spec = _unit_ranges(cls, rows) + [(MEMORY_ID[Memory.EXTERNAL], ext_first,
+                                                       ext_last, cls is not Load)]
+                else:
+                    spec, cost = _shifted_ranges(describer, cls, rows)
                 args[where] = cost
             self._add_spans(spec, where, masks, spans)
         self.span_array: np.ndarray = spans
@@ -366,6 +375,32 @@ class ProgramFacts:
         mask = self.masks[index]
         return tuple((m, self.firsts[m][index], self.lasts[m][index], bool(mask >> (8 + m) & 1))
                      for m in range(MEMORIES) if mask >> m & 1)
+
+
+_LOAD_MEMORY_ID = np.array([MEMORY_ID[target.memory] for target in LoadTarget], dtype=np.int64)
+
+
+def _unit_ranges(cls: type[Instruction], rows: np.ndarray) -> list[tuple[Any, Any, Any, Any]]:
+    """Return the on-chip footprint ranges (in `footprint` order, the external one left out)
+    of the LOAD or STORE-unit instructions encoded in `rows`, all of class `cls`."""
+    if cls is Load:
+        mem, row, count = field_columns(rows, cls, ("mem", "row", "count"))
+        return [(_LOAD_MEMORY_ID[mem], row, row + count - 1, True)]
+    spad_in = MEMORY_ID[Memory.SPAD_IN]
+    if cls is Store:
+        acc_row, m, param_row = field_columns(rows, cls, ("acc_row", "m", "param_row"))
+        return [(MEMORY_ID[Memory.ACC], acc_row, acc_row + m - 1, False),
+                (MEMORY_ID[Memory.PARAMS], param_row, param_row, False)]
+    if cls is Pool:
+        in_row, h, w = field_columns(rows, cls, ("in_row", "h", "w"))
+        return [(spad_in, in_row, in_row + h * w - 1, False)]
+    if cls is Add:
+        a_row, b_row, m = field_columns(rows, cls, ("a_row", "b_row", "m"))
+        return [(spad_in, a_row, a_row + m - 1, False), (spad_in, b_row, b_row + m - 1, False)]
+    if cls is Copy:
+        in_row, m = field_columns(rows, cls, ("in_row", "m"))
+        return [(spad_in, in_row, in_row + m - 1, False)]
+    raise ValueError(f"{cls.__name__} is not a LOAD or STORE-unit instruction")
 
 
 def _shifted_ranges(describer: Describer, cls: type[Instruction], rows: np.ndarray
