@@ -23,7 +23,7 @@ from systolic.config import ArrayConfig
 from systolic.errors import SystolicError
 
 from .encode_batch import encode_words
-from .instructions import Halt, Instruction, Unit
+from .instructions import INSTRUCTION_TYPES, Halt, Instruction, Unit
 from .memories import Memory
 from .patterns import ADDRESS_LIMIT
 
@@ -237,6 +237,10 @@ class TensorPlacement:
         return math.prod(self.shape)
 
 
+_OFF_CHIP_CLASSES = tuple(cls for cls in INSTRUCTION_TYPES if cls.UNIT in (Unit.LD, Unit.ST))
+"""The instructions that read or write external memory."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Program:
     """A program for one configuration; see the module docstring."""
@@ -345,6 +349,15 @@ class Program:
         """The first address after every byte the program's image, tensors and instructions use."""
         end = max([s.end for s in self.segments] + [t.end for t in self.tensors] + [0])
         config = self.config
+        from systolic.sim.timing.native_facts import external_facts  # (timing imports isa)
+
+        facts = external_facts(self.words, config)
+        if facts is not None:  # the external ranges of every LOAD and STORE-unit instruction
+            codes = self.words[:, 0] & 0xFF
+            off_chip = np.isin(codes, [cls.OPCODE for cls in _OFF_CHIP_CLASSES])
+            if off_chip.any():
+                end = max(end, int(facts[2][off_chip].max()) + 1)
+            return end
         for instr in self.instructions:
             if instr.UNIT is Unit.EX or isinstance(instr, Halt):  # on-chip only
                 continue

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from systolic.sim.isa.encode_batch import CLASS_OF_OPCODE, encode_words, field_columns, opcodes
 from systolic.sim.isa.instructions import INSTRUCTION_TYPES, Halt, decode
+from systolic.sim.isa.memories import Memory
 from systolic.sim.isa.program import Program
 from systolic.sim.timing.synthetic_programs import synthetic_program
 
@@ -52,3 +53,15 @@ def test_a_part_of_a_program_has_its_words_and_a_halt() -> None:
     assert part.instructions == (*program.instructions[10:50], Halt())
     assert part.words.tobytes() == encode_words(part.instructions).tobytes()
     assert not part.words.flags.writeable
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_memory_end_covers_every_external_access(native: str, monkeypatch) -> None:
+    # (with native code, the external ranges come from the instruction words in C)
+    monkeypatch.setenv("SYSTOLIC_NATIVE", native)
+    for seed, dataflow in enumerate((Dataflow.WS, Dataflow.OS)):
+        config = ArrayConfig(rows=4, cols=3, dataflow=dataflow, bus_bytes=4)
+        program = Program(config, synthetic_program(config, 500, seed=seed).instructions)
+        ends = [access.last + 1 for instr in program.instructions
+                for access in instr.footprint(config) if access.memory is Memory.EXTERNAL]
+        assert program.memory_end == max(ends)
