@@ -1,23 +1,26 @@
 """The "model" backend: golden-model values with the analytic cycle model's times.
 
-`run_model(program, memory)` executes the program on `systolic.sim.golden.machine.Machine`
-(bit-exact, program order) for the memory image, and times it with
+`run_model(program, memory)` executes the program on the golden machine (bit-exact, program
+order: its C engine `systolic.sim.golden.native_machine`, or `systolic.sim.golden.machine.Machine`
+without a C compiler) for the memory image, and times it with
 `systolic.sim.timing.program_model.ProgramModel`, which gives the same accept, issue and
 complete cycles, total cycles and counters as the RTL (`backend="rtl"`), without simulating
-cycles: fast enough for whole networks.
+cycles: fast enough for whole networks. Both read the program's instruction words
+(`Program.words`).
 """
 
 from pathlib import Path
 
 import numpy as np
 from systolic.sim.golden.machine import Machine
+from systolic.sim.golden.native_machine import run_native
 from systolic.sim.isa.disassembler import format_instruction
 from systolic.sim.isa.program import Program
 from systolic.sim.timing.program_model import ProgramModel, ProgramTiming
 
 from systolic.errors import SimulationError
 
-from .result import UNIT_NAMES, InstructionTimes, RunResult
+from .result import UNIT_NAMES, RunResult, TimesTable
 
 __all__ = ["run_model"]
 
@@ -35,12 +38,14 @@ def run_model(program: Program, memory: bytes | bytearray, *, watchdog: int | No
     timing = ProgramModel(program.config).run(program.instructions)
     if watchdog is not None and timing.total_cycles >= watchdog:
         raise SimulationError(_hang_message(program, timing, watchdog))
-    machine = Machine(program.config, len(memory))
-    machine.memory[:] = np.frombuffer(bytes(memory), dtype=np.uint8)
-    machine.run(program.instructions)
-    times = tuple(map(InstructionTimes, timing.accept, timing.issue, timing.complete))
-    return RunResult(memory=bytearray(machine.memory.tobytes()),
-                     total_cycles=timing.total_cycles, times=times,
+    image = bytearray(memory)
+    values = np.frombuffer(image, dtype=np.uint8)
+    if not run_native(program.config, program.words, values, instructions=program.instructions):
+        machine = Machine(program.config, 0)
+        machine.memory = values  # (the machine works on `image` in place)
+        machine.run(program.instructions)
+    times = TimesTable(timing.accept, timing.issue, timing.complete)
+    return RunResult(memory=image, total_cycles=timing.total_cycles, times=times,
                      counters=dict(timing.counters))
 
 
