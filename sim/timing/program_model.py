@@ -43,11 +43,12 @@ every instruction come from `program_facts.ProgramFacts` (numpy, class by class,
 `Describer.describe` per distinct shape), and one loop keeps the state in local variables:
 the EXECUTE unit's schedule (`ExecuteTiming`'s rules, inlined; `tests/sim/timing` checks them
 against the RTL), the in-flight table split by unit, whose conflicts are found from
-per-memory masks and row spans.
+per-memory masks and row spans. That loop (`_pass`) is the specification: `run` uses its
+port to C (`native_pass`, `sim/native/timing.c`, identical results) when the native library
+is available and `native` is not False, and `_pass` otherwise.
 """
 
 import bisect
-import dataclasses
 import gc
 from collections import deque
 from collections.abc import Sequence
@@ -60,6 +61,7 @@ from systolic.config import ArrayConfig, Dataflow
 from ..isa.instructions import Halt, Instruction
 from .execute_timing import ExecuteTiming
 from .load_timing import SETUP_CYCLES
+from .native_pass import native_pass
 from .program_facts import (
     ALL_MEMORIES,
     EX,
@@ -73,6 +75,7 @@ from .program_facts import (
     ProgramFacts,
     overlap,
 )
+from .program_timing import ProgramTiming
 
 __all__ = ["COUNTER_NAMES", "QUEUE_DEPTH", "TABLE_ENTRIES", "ProgramModel", "ProgramTiming"]
 
@@ -95,18 +98,6 @@ COUNTER_NAMES: tuple[str, ...] = (
 _CHECKPOINT_EVERY = 128  # (rollbacks are rare: a checkpoint costs more than a replay)
 _CHECKPOINTS_KEPT = 16
 _MAX_ROLLBACKS = 10**6
-
-@dataclasses.dataclass(frozen=True)
-class ProgramTiming:
-    """Per instruction (program order, HALT included) the accept, issue and complete cycles."""
-
-    accept: tuple[int, ...]
-    issue: tuple[int, ...]
-    complete: tuple[int, ...]
-    total_cycles: int
-    counters: dict[str, int]
-    rollbacks: int = 0
-    """Returns to a checkpoint the EXECUTE completion merge needed (model cost only)."""
 
 
 def _merge_agrees(raw_of: list[int | None], kinds: list[int], completes: list[int]) -> bool:
@@ -160,15 +151,24 @@ class ProgramModel:
     """The accelerator's cycle model for one configuration (see the module docstring)."""
 
     def __init__(self, config: ArrayConfig, *, table_entries: int = TABLE_ENTRIES,
-                 queue_depth: int = QUEUE_DEPTH) -> None:
+                 queue_depth: int = QUEUE_DEPTH, native: bool = True) -> None:
+        """`native=False` forces the Python pass (else the C loop runs when it is available,
+        `native_pass`)."""
         self.config = config
         self.table_entries = table_entries
         self.queue_depth = queue_depth
+        self.native = native
         self._describer = Describer(config)
 
-    def run(self, instructions: Sequence[Instruction]) -> ProgramTiming:
-        """Return the timing of `instructions` (a program: it must end with its only HALT)."""
+    def run(self, instructions: Sequence[Instruction], *, words: np.ndarray | None = None
+            ) -> ProgramTiming:
+        """Return the timing of `instructions` (a program: it must end with its only HALT).
+
+        `words`, when given, is their encoding (`Program.words`: shape (n, 8), HALT
+        included), which the facts are read from; else they are encoded here."""
         count = len(instructions)
+        if words is not None and words.shape[0] != count:
+            raise ValueError(f"words has {words.shape[0]} rows for {count} instructions")
         if count == 0 or not isinstance(instructions[-1], Halt):
             raise ValueError("a program must end with HALT")
         body = instructions[:-1]
@@ -180,7 +180,12 @@ class ProgramModel:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            facts = ProgramFacts(self._describer, body, self.config.dataflow is Dataflow.WS)
+            facts = ProgramFacts(self._describer, body, self.config.dataflow is Dataflow.WS,
+                                 words=None if words is None else words[:-1])
+            if self.native:
+                timing = native_pass(self.config, self.table_entries, self.queue_depth, facts)
+                if timing is not None:
+                    return timing
             return self._pass(facts, len(body))
         finally:
             if collecting:
