@@ -9,6 +9,7 @@ the rows of class `cls` back as int64 arrays (signed fields sign-extended).
 """
 
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from operator import attrgetter
 
 import numpy as np
@@ -47,9 +48,10 @@ def encode_words(instructions: Sequence[Instruction]) -> np.ndarray:
         if len(fields) == 1:
             table = np.fromiter(map(attrgetter(fields[0].name), objs), dtype=np.int64,
                                 count=len(objs))[:, None]
-        else:
+        else:  # (one flat iterator: np.array of tuples holding enums is several times slower)
             getter = attrgetter(*(f.name for f in fields))
-            table = np.array(list(map(getter, objs)), dtype=np.int64).reshape(len(objs), -1)
+            table = np.fromiter(chain.from_iterable(map(getter, objs)), dtype=np.int64,
+                                count=len(objs) * len(fields)).reshape(len(objs), -1)
         for column, field in enumerate(fields):
             raw = table[:, column].astype(np.uint64) & np.uint64((1 << field.width) - 1)
             words[where, field.offset // 64] |= raw << np.uint64(field.offset % 64)

@@ -35,7 +35,7 @@ def run_model(program: Program, memory: bytes | bytearray, *, watchdog: int | No
     """
     if watchdog is not None and watchdog < 1:
         raise ValueError(f"watchdog must be a positive number of cycles, not {watchdog!r}")
-    timing = ProgramModel(program.config).run(program.instructions)
+    timing = ProgramModel(program.config).run(program.instructions, words=program.words)
     if watchdog is not None and timing.total_cycles >= watchdog:
         raise SimulationError(_hang_message(program, timing, watchdog))
     image = bytearray(memory)
