@@ -1,10 +1,11 @@
-"""Writing output files whole or not at all."""
+"""Writing output files whole or not at all, and the keys of on-disk caches."""
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["write_atomically"]
+__all__ = ["digest_parts", "write_atomically"]
 
 
 def _umask() -> int:
@@ -29,3 +30,14 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | str) -> None:
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def digest_parts(*parts: str, length: int = 32) -> str:
+    """Return the first `length` hex digits of the SHA-256 of `parts`, each prefixed with its
+    length (so no two different lists of parts give the same input): a cache folder's key."""
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8")
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()[:length]

@@ -14,7 +14,6 @@ renamed into place, so concurrent processes never load a half-written library.
 
 import ctypes
 import functools
-import hashlib
 import os
 import platform
 import shutil
@@ -22,6 +21,8 @@ import subprocess
 import tempfile
 from importlib import resources
 from pathlib import Path
+
+from systolic.fileio import digest_parts
 
 from .isa_header import isa_header
 
@@ -151,9 +152,4 @@ def _cpu_identity() -> str:
 
 
 def _digest(*parts: str) -> str:
-    digest = hashlib.sha256()
-    for part in parts:
-        data = part.encode("utf-8")
-        digest.update(len(data).to_bytes(8, "little"))
-        digest.update(data)
-    return digest.hexdigest()[:24]
+    return digest_parts(*parts, length=24)

@@ -18,7 +18,6 @@ The cache folder is `$SYSTOLIC_CACHE_DIR/verilator` when that variable is set, o
 """
 
 import dataclasses
-import hashlib
 import os
 import shutil
 import subprocess
@@ -28,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 
 from systolic.errors import SimulationError
+from systolic.fileio import digest_parts
 
 from .toolchain import Toolchain, find_toolchain
 
@@ -80,12 +80,7 @@ class Build:
 
 
 def _digest(*parts: str) -> str:
-    digest = hashlib.sha256()
-    for part in parts:
-        data = part.encode("utf-8")
-        digest.update(len(data).to_bytes(8, "little"))
-        digest.update(data)
-    return digest.hexdigest()[:32]
+    return digest_parts(*parts, length=32)
 
 
 def _flags_text(toolchain: Toolchain) -> str:

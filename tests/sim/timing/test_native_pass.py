@@ -24,6 +24,8 @@ from systolic.commands.compile import integer_model
 from systolic.commands.model_loading import load_user_model
 from systolic.config import ArrayConfig, Dataflow
 
+from .test_program_model import random_config
+
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
 
@@ -36,14 +38,6 @@ def _library(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(program_model, "_MAX_ROLLBACKS", 2000)
 
 
-def random_config(rng: np.random.Generator, dataflow: Dataflow, *, largest: int = 4
-                  ) -> ArrayConfig:
-    """A small array with every bus width and memory latency of interest."""
-    return ArrayConfig(
-        rows=int(rng.integers(1, largest + 1)), cols=int(rng.integers(1, largest + 1)),
-        dataflow=dataflow, input_width=int(rng.choice([8, 8, 8, 12])),
-        spad_kib=int(rng.integers(1, 3)), acc_kib=int(rng.integers(1, 3)),
-        bus_bytes=int(2 ** rng.integers(0, 7)), mem_latency=int(rng.integers(0, 21)))
 
 
 def both_passes(config: ArrayConfig, instructions, *, table_entries: int = 16,
