@@ -60,7 +60,11 @@ def load_library(name: str) -> ctypes.CDLL | None:
 
 @functools.cache
 def _load_cached(name: str) -> ctypes.CDLL | None:
-    source = resources.files(__package__).joinpath(f"{name}.c").read_text(encoding="utf-8")
+    try:
+        source = resources.files(__package__).joinpath(f"{name}.c").read_text(encoding="utf-8")
+    except OSError as error:
+        _reasons[name] = f"the native {name} engine's source is missing: {error}"
+        return None
     return build_library(name, source)
 
 
@@ -78,7 +82,11 @@ def build_library(name: str, source: str) -> ctypes.CDLL | None:
     final = cache_root() / f"{name}-{key}"
     library = final / f"lib{name}.so"
     if not library.is_file():
-        failure = _build(name, source, header, compiler[0], final)
+        try:
+            failure = _build(name, source, header, compiler[0], final)
+        except OSError as error:  # (a cache folder that cannot be written, a compiler crash)
+            failure = (f"building the native {name} engine in {final.parent} failed: {error}; "
+                       f"set SYSTOLIC_CACHE_DIR to a writable folder")
         if failure is not None:
             _reasons[name] = failure
             return None

@@ -74,3 +74,14 @@ def test_the_header_names_every_opcode() -> None:
     text = isa_header()
     for cls in INSTRUCTION_TYPES:
         assert f"#define OP_{cls.MNEMONIC.replace('.', '_').upper()} {cls.OPCODE}\n" in text
+
+
+def test_an_unwritable_cache_folder_is_reported_not_raised(tmp_path, monkeypatch) -> None:
+    if build._compiler() is None:
+        pytest.skip("no C compiler")
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("SYSTOLIC_CACHE_DIR", str(blocked))
+    assert build.build_library("field_reader_2", _reader_source()) is None
+    reason = build.unavailable_reason("field_reader_2")
+    assert reason is not None and "set SYSTOLIC_CACHE_DIR to a writable folder" in reason
