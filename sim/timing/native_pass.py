@@ -80,16 +80,6 @@ def _execute_start(config: ArrayConfig) -> np.ndarray:
     return np.array(state, dtype=np.int64)
 
 
-def _spans(facts: ProgramFacts, n: int) -> np.ndarray:
-    spans = getattr(facts, "span_array", None)
-    if spans is None:
-        spans = np.empty((2 * MEMORIES, n), dtype=np.int64)
-        if n:
-            spans[0::2] = facts.firsts
-            spans[1::2] = facts.lasts
-    return _int64(spans)
-
-
 def _shared(facts: ProgramFacts, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Return the SHARED footprints as CSR: offsets (n + 1) and rows of (mem, first, last,
     write)."""
@@ -110,13 +100,10 @@ def native_pass(config: ArrayConfig, table_entries: int, queue_depth: int,
     library = timing_library() if _LAYOUT_AGREES else None
     if library is None:
         return None
-    n = len(facts.kinds)
-    columns = [getattr(facts, f"{name}_array", None) for name in ("kind", "unit", "mask",
-                                                                   "arg", "k")]
-    lists = (facts.kinds, facts.units, facts.masks, facts.args, facts.ks)
-    kinds, units, masks, args, ks = (
-        _int64(lst if column is None else column) for column, lst in zip(columns, lists))
-    spans = _spans(facts, n)
+    n = facts.kind_array.size
+    kinds, units, masks, args, ks, spans = (_int64(array) for array in (
+        facts.kind_array, facts.unit_array, facts.mask_array, facts.arg_array, facts.k_array,
+        facts.span_array))
     shared_offsets, shared_ranges = _shared(facts, n)
     from .program_model import (  # (program_model imports this module)
         _CHECKPOINT_EVERY,

@@ -245,15 +245,13 @@ class ProgramFacts:
         codes_of = opcodes(words)
         present = np.flatnonzero(np.bincount(codes_of, minlength=256)).tolist()
         classes = {op: CLASS_OF_OPCODE[op] for op in present}
-        for op, cls in classes.items():  # the first instruction the unit refuses
-            kind = _kind_of(cls)
-            if kind >= K_COMPUTE and (kind == K_COMPUTE_OS) == ws:
+        kind_table = np.zeros(256, dtype=np.int64)
+        for op, cls in classes.items():
+            kind = kind_table[op] = _kind_of(cls)
+            if kind >= K_COMPUTE and (kind == K_COMPUTE_OS) == ws:  # the unit refuses it
                 raise ValueError(
                     f"{cls.MNEMONIC} is not an EXECUTE instruction of a "
                     f"{describer.config.dataflow.value} array")
-        kind_table = np.zeros(256, dtype=np.int64)
-        for op, cls in classes.items():
-            kind_table[op] = _kind_of(cls)
         self.kind_array: np.ndarray = kind_table[codes_of]
         self.unit_array: np.ndarray = np.array(_UNIT_OF_KIND, dtype=np.int64)[self.kind_array]
         args = np.zeros(n, dtype=np.int64)

@@ -181,12 +181,10 @@ def _facts(config: ArrayConfig) -> tuple[ProgramFacts, list]:
 
 
 def _replace(facts: ProgramFacts, name: str, values: list[int]) -> ProgramFacts:
-    """A copy of `facts` whose list `name` (and its array, if any) holds `values`."""
+    """A copy of `facts` whose array of `name` (what the native pass reads) holds `values`."""
     changed = copy.copy(facts)
-    setattr(changed, name, values)
     array = {"kinds": "kind_array", "units": "unit_array", "ks": "k_array"}[name]
-    if hasattr(facts, array):
-        setattr(changed, array, np.array(values, dtype=np.int64))
+    setattr(changed, array, np.array(values, dtype=np.int64))
     return changed
 
 
