@@ -15,10 +15,13 @@ from operator import attrgetter
 import numpy as np
 
 from .fields import INSTRUCTION_BYTES, OPCODE_BITS, Field
-from .instruction_base import Instruction
+from .instruction_base import Instruction, Unit
 from .instructions import INSTRUCTION_TYPES
 
-__all__ = ["CLASS_OF_OPCODE", "WORDS", "encode_words", "field_columns", "opcodes"]
+__all__ = [
+    "CLASS_OF_OPCODE", "UNIT_CODES", "WORDS", "encode_words", "field_columns", "opcodes",
+    "unit_codes",
+]
 
 WORDS = INSTRUCTION_BYTES // 8
 """64-bit words per instruction."""
@@ -26,6 +29,11 @@ WORDS = INSTRUCTION_BYTES // 8
 _OPCODE_MASK = (1 << OPCODE_BITS) - 1
 CLASS_OF_OPCODE: dict[int, type[Instruction]] = {cls.OPCODE: cls for cls in INSTRUCTION_TYPES}
 """The instruction class of every opcode."""
+UNIT_CODES: dict[Unit, int] = {Unit.LD: 0, Unit.EX: 1, Unit.ST: 2, Unit.DISPATCH: 3}
+"""The number `unit_codes` gives each unit (the dispatcher's order, HALT's DISPATCH last)."""
+_UNIT_OF_OPCODE = np.full(256, UNIT_CODES[Unit.DISPATCH], dtype=np.int8)
+for _cls in INSTRUCTION_TYPES:
+    _UNIT_OF_OPCODE[_cls.OPCODE] = UNIT_CODES[_cls.UNIT]
 
 
 def encode_words(instructions: Sequence[Instruction]) -> np.ndarray:
@@ -61,6 +69,12 @@ def encode_words(instructions: Sequence[Instruction]) -> np.ndarray:
 def opcodes(words: np.ndarray) -> np.ndarray:
     """Return the opcode of every row of `words` (uint8)."""
     return (words[:, 0] & np.uint64(_OPCODE_MASK)).astype(np.uint8)
+
+
+def unit_codes(words: np.ndarray) -> np.ndarray:
+    """Return the unit of every row of `words` as its `UNIT_CODES` number (int8)."""
+    codes: np.ndarray = _UNIT_OF_OPCODE[opcodes(words)]
+    return codes
 
 
 def field_columns(words: np.ndarray, cls: type[Instruction], names: Iterable[str]

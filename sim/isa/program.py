@@ -22,8 +22,8 @@ from systolic.mapper.ir import Node, Tensor
 from systolic.config import ArrayConfig
 from systolic.errors import SystolicError
 
-from .encode_batch import encode_words
-from .instructions import INSTRUCTION_TYPES, Halt, Instruction, Unit
+from .encode_batch import UNIT_CODES, encode_words, unit_codes
+from .instructions import Halt, Instruction, Unit
 from .memories import Memory
 from .patterns import ADDRESS_LIMIT
 
@@ -237,10 +237,6 @@ class TensorPlacement:
         return math.prod(self.shape)
 
 
-_OFF_CHIP_CLASSES = tuple(cls for cls in INSTRUCTION_TYPES if cls.UNIT in (Unit.LD, Unit.ST))
-"""The instructions that read or write external memory."""
-
-
 @dataclasses.dataclass(frozen=True)
 class Program:
     """A program for one configuration; see the module docstring."""
@@ -353,8 +349,8 @@ class Program:
 
         facts = external_facts(self.words, config)
         if facts is not None:  # the external ranges of every LOAD and STORE-unit instruction
-            codes = self.words[:, 0] & 0xFF
-            off_chip = np.isin(codes, [cls.OPCODE for cls in _OFF_CHIP_CLASSES])
+            units = unit_codes(self.words)
+            off_chip = (units == UNIT_CODES[Unit.LD]) | (units == UNIT_CODES[Unit.ST])
             if off_chip.any():
                 end = max(end, int(facts[2][off_chip].max()) + 1)
             return end

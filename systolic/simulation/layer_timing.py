@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from systolic.config import ArrayConfig
-from systolic.sim.isa.encode_batch import CLASS_OF_OPCODE, opcodes
+from systolic.sim.isa.encode_batch import UNIT_CODES, unit_codes
 from systolic.sim.isa.instruction_base import Unit
 from systolic.sim.isa.program import LayerUnit, Program, ProgramLayer
 from systolic.sim.run.result import InstructionTimes, times_columns
@@ -83,16 +83,9 @@ def _union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     return int(np.maximum(0, ends - np.maximum(starts, reach)).sum())
 
 
-_UNIT_CODES = {Unit.LD: 0, Unit.EX: 1, Unit.ST: 2, Unit.DISPATCH: 3}
-_UNIT_OF_OPCODE = np.full(256, _UNIT_CODES[Unit.DISPATCH], dtype=np.int8)
-for _cls in CLASS_OF_OPCODE.values():
-    _UNIT_OF_OPCODE[_cls.OPCODE] = _UNIT_CODES[_cls.UNIT]
-
-
 def program_units(program: Program) -> np.ndarray:
     """Return the unit of every instruction of `program` as codes (`layer_timings`' form)."""
-    codes: np.ndarray = _UNIT_OF_OPCODE[opcodes(program.words)]
-    return codes
+    return unit_codes(program.words)
 
 
 def _work_unit(layer: ProgramLayer) -> Unit:
@@ -106,7 +99,7 @@ def layer_timings(
     `units[i]` is the unit of the program's instruction i (`Instruction.UNIT`, or its code
     from `program_units`)."""
     if not isinstance(units, np.ndarray):
-        units = np.array([_UNIT_CODES[unit] for unit in units], dtype=np.int8)
+        units = np.array([UNIT_CODES[unit] for unit in units], dtype=np.int8)
     ordered = sorted(runs, key=lambda run: run.first)
     firsts = [run.first for run in ordered]
     # the layers of each run, in order
@@ -133,7 +126,7 @@ def layer_timings(
             end = max(start, int(completes[high - 1]))
             if position == len(members) - 1:
                 end = max(end, run.total_cycles)
-            own = run_units[low:high] == _UNIT_CODES[_work_unit(layer)]
+            own = run_units[low:high] == UNIT_CODES[_work_unit(layer)]
             own_issues, own_completes = issues[low:high][own], completes[low:high][own]
             busy = _union_length(np.maximum(own_issues, start), np.minimum(own_completes, end))
             active = _union_length(own_issues, own_completes)
