@@ -25,10 +25,9 @@ from pathlib import Path
 
 import numpy as np
 from systolic.sim.golden.machine import Machine
-from systolic.sim.golden.native_machine import run_native
 from systolic.sim.isa.encode_batch import encode_words
 from systolic.sim.isa.program import Program
-from systolic.sim.run.model_backend import run_model
+from systolic.sim.run.model_backend import run_golden, run_model
 from systolic.sim.run.result import RunResult
 from systolic.sim.timing.program_model import ProgramModel, ProgramTiming
 from systolic.sim.timing.synthetic_programs import synthetic_program
@@ -100,14 +99,8 @@ def _resnet_parts(program: Program, repeat: int, python: bool) -> None:
     timing_cpu, timing = _cpu(
         lambda: ProgramModel(config).run(instructions, words=words), repeat)
 
-    def golden() -> None:
-        memory = np.frombuffer(bytearray(image), dtype=np.uint8)
-        if not run_native(config, words, memory, instructions=instructions):
-            machine = Machine(config, 0)
-            machine.memory = memory
-            machine.run(instructions)
-
-    golden_cpu, _ = _cpu(golden, repeat)
+    golden_cpu, _ = _cpu(
+        lambda: run_golden(program, np.frombuffer(bytearray(image), dtype=np.uint8)), repeat)
     wall = time.perf_counter()
     total_cpu, result = _cpu(lambda: run_model(program, image), repeat)
     wall = (time.perf_counter() - wall) / repeat

@@ -22,7 +22,7 @@ from systolic.errors import SimulationError
 
 from .result import UNIT_NAMES, RunResult, TimesTable
 
-__all__ = ["run_model"]
+__all__ = ["run_golden", "run_model"]
 
 
 def run_model(program: Program, memory: bytes | bytearray, *, watchdog: int | None = None,
@@ -39,14 +39,20 @@ def run_model(program: Program, memory: bytes | bytearray, *, watchdog: int | No
     if watchdog is not None and timing.total_cycles >= watchdog:
         raise SimulationError(_hang_message(program, timing, watchdog))
     image = bytearray(memory)
-    values = np.frombuffer(image, dtype=np.uint8)
-    if not run_native(program.config, program.words, values, instructions=program.instructions):
-        machine = Machine(program.config, 0)
-        machine.memory = values  # (the machine works on `image` in place)
-        machine.run(program.instructions)
+    run_golden(program, np.frombuffer(image, dtype=np.uint8))
     times = TimesTable(timing.accept, timing.issue, timing.complete)
     return RunResult(memory=image, total_cycles=timing.total_cycles, times=times,
                      counters=dict(timing.counters))
+
+
+def run_golden(program: Program, memory: np.ndarray) -> None:
+    """Run `program` to HALT on `memory` (a writeable uint8 array, changed in place) with
+    the golden machine: its C engine, or the Python `Machine` when that is unavailable."""
+    words, instructions = program.words, program.instructions
+    if not run_native(program.config, words, memory, instructions=instructions):
+        machine = Machine(program.config, 0)
+        machine.memory = memory  # (the machine works on `memory` in place)
+        machine.run(instructions)
 
 
 def _hang_message(program: Program, timing: ProgramTiming, limit: int) -> str:
