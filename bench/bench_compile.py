@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 import onnx
-from systolic.mapper.lowering import CompiledModel, compile_model
-from systolic.sim.golden.machine import Machine
-from systolic.sim.timing.program_model import ProgramModel
 
 from systolic.commands.compile import integer_model
 from systolic.commands.model_loading import load_user_model
 from systolic.config import ArrayConfig, Dataflow
+from systolic.mapper.lowering import CompiledModel, compile_model
+from systolic.sim.golden.machine import Machine
+from systolic.sim.timing.program_model import ProgramModel
 
 RESNET = Path(onnx.__file__).parent / "backend/test/data/light/light_resnet50.onnx"
 MODELS = Path(__file__).resolve().parent.parent / "tests" / "models"

@@ -24,15 +24,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from systolic.sim.golden.machine import Machine
-from systolic.sim.isa.encode_batch import encode_words
-from systolic.sim.isa.program import Program
-from systolic.sim.run.model_backend import run_golden, run_model
-from systolic.sim.run.result import RunResult
-from systolic.sim.timing.program_model import ProgramModel, ProgramTiming
-from systolic.sim.timing.synthetic_programs import synthetic_program
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.isa.encode_batch import encode_words
+from systolic.isa.program import Program
+from systolic.sim.golden.machine import Machine
+from systolic.sim.result import RunResult
+from systolic.sim.run.model_backend import run_golden, run_model
+from systolic.sim.timing.program_model import ProgramModel, ProgramTiming
+from systolic.sim.timing.synthetic_programs import synthetic_program
 
 
 def main() -> None:
@@ -77,6 +77,7 @@ def resnet(repeat: int, python: bool) -> None:
     """Time `run_model` and its parts on the light ResNet-50 at 16x16, WS and OS."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_compile import RESNET, load_and_pass
+
     from systolic.mapper.lowering import compile_model
     from systolic.sim.native.build import load_library, unavailable_reason
 

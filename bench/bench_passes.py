@@ -33,7 +33,9 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from systolic.mapper.ir import Graph, Model, Node, Tensor
+
+from systolic.commands.model_loading import load_user_model
+from systolic.ir import Graph, Model, Node, Tensor
 from systolic.mapper.passes.calibration import random_calibration
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.fold_constants import fold_constants
@@ -42,9 +44,7 @@ from systolic.mapper.passes.pipeline import run_passes
 from systolic.mapper.passes.quantize_float import is_quantized
 from systolic.mapper.passes.remove_identities import remove_identities
 from systolic.mapper.passes.report import PassReport
-from systolic.sim.reference.executor import run_model
-
-from systolic.commands.model_loading import load_user_model
+from systolic.reference.executor import run_model
 
 LIGHT = Path(onnx.__file__).parent / "backend/test/data/light"
 LIGHT_MODELS = ("resnet50", "vgg19", "squeezenet", "densenet121", "inception_v1")

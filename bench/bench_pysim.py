@@ -11,7 +11,9 @@ import argparse
 import time
 
 import numpy as np
-from systolic.sim.isa.instructions import (
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.isa.instructions import (
     Compute,
     ComputeOS,
     Halt,
@@ -21,10 +23,8 @@ from systolic.sim.isa.instructions import (
     Preload,
     Store,
 )
-from systolic.sim.isa.program import Program
+from systolic.isa.program import Program
 from systolic.sim.run.backends import initial_memory, run_program
-
-from systolic.config import ArrayConfig, Dataflow
 
 A_ADDR, B_ADDR, P_ADDR, Y_ADDR = 0x0000, 0x4000, 0x6000, 0x7000
 

@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 import onnx
+
 import systolic.sim.verilator.backend as verilator_backend
 import systolic.sim.verilator.design as verilator_design
-
 import systolic.simulation.run as simulation_run
 from systolic.config import ArrayConfig, Dataflow
 from systolic.simulation.run import SimulationOutcome, simulate_model

@@ -17,11 +17,10 @@ import os
 import tempfile
 import time
 
+from systolic.config import ArrayConfig, Dataflow
 from systolic.sim.run.backends import initial_memory, run_program
 from systolic.sim.timing.synthetic_programs import synthetic_program
 from systolic.sim.verilator.backend import accelerator_design
-
-from systolic.config import ArrayConfig, Dataflow
 
 
 def measure(size: int, instructions: int, scale: int, dataflow: Dataflow) -> None:

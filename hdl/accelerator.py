@@ -7,21 +7,21 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory as RamBlock
 from amaranth.lib.wiring import In, Out
 
-from ..config import ArrayConfig
-from ..sim.isa.fields import INSTRUCTION_BITS
-from ..sim.isa.memories import PARAMS_DEPTH, Memory, depth
-from .accumulator import Accumulator
-from .completion_merge import CompletionMerge
-from .dispatcher import Dispatcher
-from .entry_tracker import EntryTracker
-from .execute_ports import done_layout
-from .execute_unit import ExecuteUnit
-from .instruction_fields import TAG_WIDTH
-from .load_unit import LoadUnit
-from .ports import params_row_layout, spad_row_layout, write_beat_layout
-from .range_overlap import footprint_layout
-from .run_counters import RunCounters
-from .store_unit import StoreUnit
+from systolic.config import ArrayConfig
+from systolic.hdl.accumulator import Accumulator
+from systolic.hdl.completion_merge import CompletionMerge
+from systolic.hdl.dispatcher import Dispatcher
+from systolic.hdl.entry_tracker import EntryTracker
+from systolic.hdl.execute_ports import done_layout
+from systolic.hdl.execute_unit import ExecuteUnit
+from systolic.hdl.instruction_fields import TAG_WIDTH
+from systolic.hdl.load_unit import LoadUnit
+from systolic.hdl.ports import params_row_layout, spad_row_layout, write_beat_layout
+from systolic.hdl.range_overlap import footprint_layout
+from systolic.hdl.run_counters import RunCounters
+from systolic.hdl.store_unit import StoreUnit
+from systolic.isa.fields import INSTRUCTION_BITS
+from systolic.isa.memories import PARAMS_DEPTH, Memory, depth
 
 __all__ = [
     "ADDR_WIDTH",

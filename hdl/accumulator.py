@@ -11,7 +11,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from ..config import ArrayConfig
+from systolic.config import ArrayConfig
 
 __all__ = [
     "READ_LATENCY",

@@ -4,7 +4,7 @@ from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .execute_ports import done_layout
+from systolic.hdl.execute_ports import done_layout
 
 __all__ = ["CompletionMerge"]
 

@@ -5,7 +5,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from .range_overlap import footprint_layout, footprints_conflict
+from systolic.hdl.range_overlap import footprint_layout, footprints_conflict
 
 __all__ = ["Dispatcher"]
 

@@ -14,8 +14,8 @@ Exact cycles: `systolic.sim.timing.execute_timing`.
 from amaranth import Module, Mux, Signal, signed
 from amaranth.lib import data, fifo
 
-from ..sim.isa.instructions import ComputeOS
-from .instruction_fields import instruction_layout
+from systolic.hdl.instruction_fields import instruction_layout
+from systolic.isa.instructions import ComputeOS
 
 __all__ = ["elaborate_os"]
 

@@ -3,7 +3,7 @@
 from amaranth import unsigned
 from amaranth.lib import data
 
-from .instruction_fields import TAG_WIDTH
+from systolic.hdl.instruction_fields import TAG_WIDTH
 
 __all__ = ["done_layout"]
 

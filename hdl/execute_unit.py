@@ -8,15 +8,15 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import ArrayConfig, Dataflow
-from ..sim.isa.instructions import Compute, Preload
-from ..sim.isa.memories import Memory, depth
-from .accumulator import write_payload_layout
-from .execute_os import elaborate_os
-from .execute_ports import done_layout
-from .instruction_fields import INSTRUCTION_STREAM_LAYOUT, instruction_layout
-from .ports import memory_read_signature, spad_row_layout
-from .systolic_array import SystolicArray
+from systolic.config import ArrayConfig, Dataflow
+from systolic.hdl.accumulator import write_payload_layout
+from systolic.hdl.execute_os import elaborate_os
+from systolic.hdl.execute_ports import done_layout
+from systolic.hdl.instruction_fields import INSTRUCTION_STREAM_LAYOUT, instruction_layout
+from systolic.hdl.ports import memory_read_signature, spad_row_layout
+from systolic.hdl.systolic_array import SystolicArray
+from systolic.isa.instructions import Compute, Preload
+from systolic.isa.memories import Memory, depth
 
 __all__ = ["ExecuteUnit"]
 

@@ -1,7 +1,7 @@
 """Instruction words in hardware: layouts built from the Python field table, and unit streams.
 
-The bit layout of every instruction is `FIELDS` of its class in `systolic.sim.isa.instructions`
-(offsets assigned by `systolic.sim.isa.fields.layout`). `instruction_layout(cls)` turns that
+The bit layout of every instruction is `FIELDS` of its class in `systolic.isa.instructions`
+(offsets assigned by `systolic.isa.fields.layout`). `instruction_layout(cls)` turns that
 table into a `data.FlexibleLayout` over the 512-bit word at elaboration time, so the HDL decoder
 and the Python encoder read the same table and cannot disagree:
 
@@ -16,8 +16,9 @@ instruction with a strobe of `COMPLETION_LAYOUT` ({tag}).
 
 from amaranth.hdl import Shape, signed, unsigned
 from amaranth.lib import data, stream
-from systolic.sim.isa.fields import INSTRUCTION_BITS, OPCODE_BITS
-from systolic.sim.isa.instructions import Instruction
+
+from systolic.isa.fields import INSTRUCTION_BITS, OPCODE_BITS
+from systolic.isa.instructions import Instruction
 
 __all__ = [
     "COMPLETION_LAYOUT",

@@ -20,15 +20,23 @@ path at the price of a longer setup.
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
-from systolic.sim.isa.instructions import Load, LoadTarget
-from systolic.sim.isa.memories import Memory, depth, params_row_bytes
 
 from systolic.config import ArrayConfig
-
-from .dma_gather import RowGather
-from .instruction_fields import completion_signature, instruction_layout, instruction_signature
-from .load_walker import SegmentWalker, job_layout, meta_layout
-from .ports import addr_width, memory_write_signature, params_row_layout, spad_row_layout
+from systolic.hdl.dma_gather import RowGather
+from systolic.hdl.instruction_fields import (
+    completion_signature,
+    instruction_layout,
+    instruction_signature,
+)
+from systolic.hdl.load_walker import SegmentWalker, job_layout, meta_layout
+from systolic.hdl.ports import (
+    addr_width,
+    memory_write_signature,
+    params_row_layout,
+    spad_row_layout,
+)
+from systolic.isa.instructions import Load, LoadTarget
+from systolic.isa.memories import Memory, depth, params_row_bytes
 
 __all__ = ["SETUP_CYCLES", "LoadUnit"]
 

@@ -21,7 +21,7 @@ from amaranth.hdl import Module, Mux, Signal, Value, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .dma_gather import placement_layout
+from systolic.hdl.dma_gather import placement_layout
 
 __all__ = ["SegmentWalker", "consts_layout", "job_layout", "meta_layout", "position_layout"]
 

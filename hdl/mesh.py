@@ -14,8 +14,8 @@ from amaranth import Cat, Const, Module, Value, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import Dataflow
-from .pe import (
+from systolic.config import Dataflow
+from systolic.hdl.pe import (
     OutputStationaryPE,
     WeightStationaryPE,
     os_west_layout,

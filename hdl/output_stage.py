@@ -4,7 +4,7 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .round_shift import round_shift_parts
+from systolic.hdl.round_shift import round_shift_parts
 
 __all__ = ["LATENCY", "MULTIPLIER_WIDTH", "PARAM_WIDTH", "SHIFT_WIDTH", "OutputStage"]
 
@@ -36,7 +36,7 @@ class OutputStage(wiring.Component):
         q = round_half_to_even(p / 2**(31 + s))     arithmetic right shift by 0..62, ties to even
         y = clamp(q + zero_point, lo, hi)           signed out_width bits
 
-    The golden model is `systolic.sim.golden.requant.requantize` (bit-exact for out_width 8).
+    The golden model is `systolic.isa.requant.requantize` (bit-exact for out_width 8).
 
     Parameters
     ----------

@@ -4,7 +4,7 @@ A footprint is a fixed-size array of memory ranges, each {valid, mem, first, las
 with `first` and `last` inclusive. Two ranges conflict when both are valid, name the same
 memory, overlap (`a.first <= b.last` and `b.first <= a.last`) and at least one writes; two
 footprints conflict when any pair of their ranges does. The Python statement of the same rule
-is `systolic.sim.isa.memories.Access.conflicts`.
+is `systolic.isa.memories.Access.conflicts`.
 """
 
 from amaranth.hdl import Value
@@ -23,7 +23,7 @@ MEM_WIDTH = 3
 """Width of a range's memory id."""
 
 MEMORY_IDS = ("spad_in", "spad_wt", "acc", "params", "external")
-"""Memory id `i` names memory `MEMORY_IDS[i]` (the values of `systolic.sim.isa.memories.Memory`)."""
+"""Memory id `i` names memory `MEMORY_IDS[i]` (the values of `systolic.isa.memories.Memory`)."""
 
 
 def range_layout(addr_width: int) -> data.StructLayout:

@@ -5,7 +5,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from .ports import write_beat_layout
+from systolic.hdl.ports import write_beat_layout
 
 __all__ = ["RowWriter"]
 

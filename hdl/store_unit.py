@@ -5,22 +5,22 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from ..config import ArrayConfig
-from ..sim.isa.fields import INSTRUCTION_BITS
-from ..sim.isa.instructions import Add, Copy, Pool, Store
-from ..sim.isa.memories import PARAMS_DEPTH, Memory, depth
-from .accumulator import read_signature
-from .instruction_fields import (
+from systolic.config import ArrayConfig
+from systolic.hdl.accumulator import read_signature
+from systolic.hdl.instruction_fields import (
     TAG_WIDTH,
     completion_signature,
     instruction_layout,
     instruction_signature,
 )
-from .output_stage import OutputStage
-from .pool_window import emit_window_walk
-from .ports import memory_read_signature, params_row_layout, write_beat_layout
-from .row_writer import RowWriter
-from .vector_unit import SCALED_SUM, VectorUnit
+from systolic.hdl.output_stage import OutputStage
+from systolic.hdl.pool_window import emit_window_walk
+from systolic.hdl.ports import memory_read_signature, params_row_layout, write_beat_layout
+from systolic.hdl.row_writer import RowWriter
+from systolic.hdl.vector_unit import SCALED_SUM, VectorUnit
+from systolic.isa.fields import INSTRUCTION_BITS
+from systolic.isa.instructions import Add, Copy, Pool, Store
+from systolic.isa.memories import PARAMS_DEPTH, Memory, depth
 
 __all__ = ["StoreUnit"]
 

@@ -15,10 +15,10 @@ from amaranth.hdl import EnableInserter
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from ..config import ArrayConfig, Dataflow
-from .mesh import Mesh
-from .pe import os_west_layout, row_index_shape, weight_lane_layout, ws_west_layout
-from .skew import Deskew, Skew
+from systolic.config import ArrayConfig, Dataflow
+from systolic.hdl.mesh import Mesh
+from systolic.hdl.pe import os_west_layout, row_index_shape, weight_lane_layout, ws_west_layout
+from systolic.hdl.skew import Deskew, Skew
 
 __all__ = [
     "SystolicArray",

@@ -4,7 +4,7 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .round_shift import round_shift_parts
+from systolic.hdl.round_shift import round_shift_parts
 
 __all__ = ["LATENCY", "MAX", "SCALED_SUM", "VectorUnit", "element_layout"]
 

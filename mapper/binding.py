@@ -3,17 +3,16 @@
 A model imports operator sets as (domain, version) pairs; "" and "ai.onnx" name the same
 default domain. A node binds to the highest since_version of its operator not above the
 version its model (or function) imports for the node's domain, through
-`systolic.sim.reference.registry.resolve`; the node's `version` becomes that since_version.
+`systolic.reference.registry.resolve`; the node's `version` becomes that since_version.
 """
 
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from systolic.mapper.ir import Graph, Node
-from systolic.sim.reference import registry
-from systolic.sim.reference.op import Op
-
 from systolic.errors import ModelError, UnsupportedError
+from systolic.ir import Graph, Node
+from systolic.reference import registry
+from systolic.reference.ops.base import Op
 
 __all__ = ["bind_graph", "bind_version", "check_opsets", "supported_opsets_text"]
 

@@ -7,12 +7,10 @@ binding "N" from one input fixes it in every other input, output and value_info 
 import dataclasses
 from collections.abc import Mapping
 
-from systolic.mapper.ir import Model
-
 from systolic.errors import ModelError
-
-from .binding import bind_graph
-from .shape_inference import infer_shapes, substitute
+from systolic.ir import Model
+from systolic.mapper.binding import bind_graph
+from systolic.mapper.shape_inference import infer_shapes, substitute
 
 __all__ = ["DEFAULT_MAX_TENSOR_BYTES", "bind_inputs", "bind_symbols"]
 

@@ -12,9 +12,8 @@ import re
 import warnings
 from collections.abc import Iterable
 
-from systolic.mapper.ir import Graph, Node, Tensor
-
 from systolic.errors import ModelError
+from systolic.ir import Graph, Node, Tensor
 
 __all__ = ["NameWarning", "check_graph", "warn_bad_names"]
 

@@ -19,17 +19,21 @@ import os
 from pathlib import Path
 
 from google.protobuf.message import DecodeError
-from systolic.mapper.ir import Model
-from systolic.proto import IR_VERSION, ModelProto
 
 from systolic.errors import ModelError, UnsupportedError
-
-from .binding import bind_graph, check_opsets
-from .dim_binding import DEFAULT_MAX_TENSOR_BYTES, bind_inputs
-from .graph_checks import NameWarning, check_graph, warn_bad_names
-from .inline_functions import FunctionKey, LocalFunction, convert_function, inline_calls
-from .onnx_graph import ReadContext, convert_graph
-from .shape_inference import infer_shapes
+from systolic.ir import Model
+from systolic.mapper.binding import bind_graph, check_opsets
+from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES, bind_inputs
+from systolic.mapper.graph_checks import NameWarning, check_graph, warn_bad_names
+from systolic.mapper.inline_functions import (
+    FunctionKey,
+    LocalFunction,
+    convert_function,
+    inline_calls,
+)
+from systolic.mapper.shape_inference import infer_shapes
+from systolic.proto import IR_VERSION, ModelProto
+from systolic.proto.onnx_graph import ReadContext, convert_graph
 
 __all__ = [
     "DEFAULT_MAX_TENSOR_BYTES",

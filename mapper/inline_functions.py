@@ -10,13 +10,11 @@ function's own opset_import. Functions may call other local functions, but not r
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from systolic.mapper.ir import Attrs, AttrValue, Node
-from systolic.proto import FunctionProto
-
 from systolic.errors import ModelError
-
-from .binding import bind_version, check_opsets
-from .onnx_graph import ReadContext, convert_attribute, convert_node
+from systolic.ir import Attrs, AttrValue, Node
+from systolic.mapper.binding import bind_version, check_opsets
+from systolic.proto import FunctionProto
+from systolic.proto.onnx_graph import ReadContext, convert_attribute, convert_node
 
 __all__ = ["FunctionKey", "LocalFunction", "convert_function", "inline_calls"]
 

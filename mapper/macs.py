@@ -9,7 +9,7 @@ static shapes; where they are unknown the count is 0.
 import math
 from collections.abc import Callable
 
-from systolic.mapper.ir import Node, TensorType
+from systolic.ir import Node, TensorType
 
 __all__ = ["node_macs"]
 

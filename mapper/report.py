@@ -1,6 +1,6 @@
 """A model's summary as plain data (JSON-ready): metadata, signature, one row per node with
 its bound operator, output shapes, MACs and the unit that will run it (array, vector, host,
-or none for nodes the mapper removes: `systolic.mapper.coverage.node_units`) and why, and totals.
+or none for nodes the mapper removes: `systolic.mapper.lowering.coverage.node_units`) and why, and totals.
 
 `systolic inspect` prints it as text or writes it as JSON.
 """
@@ -8,9 +8,8 @@ or none for nodes the mapper removes: `systolic.mapper.coverage.node_units`) and
 from collections.abc import Sequence
 from typing import Any
 
-from systolic.mapper.ir import Model, Node, TensorType, ValueInfo
-
-from .macs import node_macs
+from systolic.ir import Model, Node, TensorType, ValueInfo
+from systolic.mapper.macs import node_macs
 
 __all__ = ["model_report"]
 

@@ -11,12 +11,10 @@ declared type (graph outputs, value_info) against the inferred one.
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from systolic.mapper.ir import Dim, Graph, Node, TensorType, ValueInfo
-from systolic.sim.reference.op import Op, TensorInfo
-
 from systolic.errors import ModelError, ResourceError
-
-from .onnx_tensors import element_bytes
+from systolic.ir import Dim, Graph, Node, TensorType, ValueInfo
+from systolic.proto.onnx_tensors import element_bytes
+from systolic.reference.ops.base import Op, TensorInfo
 
 __all__ = ["FOLD_LIMIT", "check_size", "infer_shapes", "substitute"]
 

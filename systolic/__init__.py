@@ -1,12 +1,26 @@
-"""systolic: ONNX models on a configurable systolic-array accelerator in Amaranth HDL."""
+"""systolic: ONNX models on a configurable systolic-array accelerator in Amaranth HDL.
 
+This package's own modules are the ground floor (configuration, errors, file helpers, the graph
+IR); the public API lives in `systolic.api` and is re-exported here on first use, so that
+`import systolic` stays cheap and the ground imports nothing above it (docs/layers.md).
+"""
+
+import importlib
 from importlib.metadata import PackageNotFoundError, version
-
-from .api import bind, load, load_bytes  # cheap: the importer itself loads on first call
+from typing import Any
 
 try:
     __version__ = version("systolic")
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0.0.0+unknown"
 
+_API_NAMES = ("bind", "load", "load_bytes")
+
 __all__ = ["__version__", "bind", "load", "load_bytes"]
+
+
+def __getattr__(name: str) -> Any:
+    """Resolve `systolic.load` and friends from `systolic.api` when first asked for."""
+    if name in _API_NAMES:
+        return getattr(importlib.import_module("systolic.api"), name)
+    raise AttributeError(f"module 'systolic' has no attribute {name!r}")

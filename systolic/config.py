@@ -9,7 +9,7 @@ import dataclasses
 import enum
 import re
 
-from .errors import ConfigError
+from systolic.errors import ConfigError
 
 __all__ = ["ArrayConfig", "Dataflow"]
 

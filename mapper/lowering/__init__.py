@@ -5,14 +5,19 @@ layer table, host steps); `simulate(compiled, inputs)` runs it on a backend;
 `check_on_golden(compiled, inputs)` compares every layer with the reference executor.
 """
 
-from .check import LayerCheck, check_on_golden, first_failure
-from .compile_model import compile_model, layer_unit
-from .compiled import AcceleratorStep, CompiledModel, MemoryView, simulate
-from .context import LayerContext
-from .conv import lower_qconv
-from .estimate import ArrayCycles, array_cycles, ideal_cycles
-from .layer_code import BumpAllocator, ConstantAllocator, LayerCode, LayerStats
-from .matmul import lower_qmatmul
+from systolic.mapper.lowering.check import LayerCheck, check_on_golden, first_failure
+from systolic.mapper.lowering.compile_model import compile_model, layer_unit
+from systolic.mapper.lowering.compiled import AcceleratorStep, CompiledModel, MemoryView, simulate
+from systolic.mapper.lowering.context import LayerContext
+from systolic.mapper.lowering.conv import lower_qconv
+from systolic.mapper.lowering.estimate import ArrayCycles, array_cycles, ideal_cycles
+from systolic.mapper.lowering.layer_code import (
+    BumpAllocator,
+    ConstantAllocator,
+    LayerCode,
+    LayerStats,
+)
+from systolic.mapper.lowering.matmul import lower_qmatmul
 
 __all__ = [
     "AcceleratorStep",

@@ -7,15 +7,14 @@ that writes the block of Y.
 """
 
 import numpy as np
-from systolic.mapper.ir import DataType, Node
-from systolic.sim.isa.instructions import Add, Instruction
-from systolic.sim.isa.memories import Memory, depth
 
 from systolic.errors import ResourceError
-
-from .context import LayerContext
-from .feature_map import feature_map, load_pixels
-from .node_attrs import int_attr
+from systolic.ir import DataType, Node
+from systolic.isa.instructions import Add, Instruction
+from systolic.isa.memories import Memory, depth
+from systolic.mapper.lowering.context import LayerContext
+from systolic.mapper.lowering.feature_map import feature_map, load_pixels
+from systolic.mapper.lowering.node_attrs import int_attr
 
 __all__ = ["lower_add"]
 

@@ -11,14 +11,18 @@ import dataclasses
 from collections.abc import Mapping
 
 import numpy as np
-from systolic.mapper.ir import Node
-from systolic.sim.golden.machine import Machine
-from systolic.sim.isa.program import LayerUnit
-from systolic.sim.reference.executor import run_graph
 
 from systolic.errors import ModelError
-
-from .compiled import CompiledModel, read_logical_value, run_host_step, write_value
+from systolic.ir import Node
+from systolic.isa.program import LayerUnit
+from systolic.mapper.lowering.compiled import (
+    CompiledModel,
+    read_logical_value,
+    run_host_step,
+    write_value,
+)
+from systolic.reference.executor import run_graph
+from systolic.sim.golden.machine import Machine
 
 __all__ = ["LayerCheck", "check_on_golden", "first_failure", "reference_values"]
 

@@ -23,12 +23,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
-from systolic.mapper.binding import bind_graph
-from systolic.mapper.ir import Graph, Model, Node, Tensor
-from systolic.mapper.macs import node_macs
-from systolic.mapper.shape_inference import infer_shapes
-from systolic.sim.isa.instructions import Halt, Instruction
-from systolic.sim.isa.program import (
+
+from systolic.config import ArrayConfig
+from systolic.errors import ModelError, ResourceError, UnsupportedError
+from systolic.ir import Graph, Model, Node, Tensor
+from systolic.isa.instructions import Halt, Instruction
+from systolic.isa.program import (
     HostStep,
     LayerUnit,
     Program,
@@ -36,17 +36,16 @@ from systolic.sim.isa.program import (
     TensorPlacement,
     TensorRole,
 )
-
-from systolic.config import ArrayConfig
-from systolic.errors import ModelError, ResourceError, UnsupportedError
-
-from .add import lower_add
-from .compiled import CompiledModel, MemoryView
-from .context import LayerContext
-from .layout import LAYOUT_OPS, decide_layout
-from .memory_plan import EIGHT_BIT, MemoryPlan, element_type
-from .node_attrs import int_attr, ints_attr
-from .pool import lower_pool
+from systolic.mapper.binding import bind_graph
+from systolic.mapper.lowering.add import lower_add
+from systolic.mapper.lowering.compiled import CompiledModel, MemoryView
+from systolic.mapper.lowering.context import LayerContext
+from systolic.mapper.lowering.layout import LAYOUT_OPS, decide_layout
+from systolic.mapper.lowering.memory_plan import EIGHT_BIT, MemoryPlan, element_type
+from systolic.mapper.lowering.node_attrs import int_attr, ints_attr
+from systolic.mapper.lowering.pool import lower_pool
+from systolic.mapper.macs import node_macs
+from systolic.mapper.shape_inference import infer_shapes
 
 __all__ = ["compile_model", "layer_unit"]
 

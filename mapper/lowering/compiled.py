@@ -15,23 +15,23 @@ from pathlib import Path
 
 import numpy as np
 from google.protobuf.message import DecodeError
-from systolic.mapper.ir import Graph
-from systolic.proto import ProgramProto
-from systolic.sim.golden.machine import Machine
-from systolic.sim.isa.assembler import assemble
-from systolic.sim.isa.disassembler import disassemble
-from systolic.sim.isa.program import (
+
+from systolic.config import ArrayConfig
+from systolic.errors import ModelError, SimulationError
+from systolic.fileio import write_atomically
+from systolic.ir import Graph
+from systolic.isa.assembler import assemble
+from systolic.isa.disassembler import disassemble
+from systolic.isa.program import (
     HostStep,
     Program,
     ProgramLayer,
     TensorPlacement,
     TensorRole,
 )
-from systolic.sim.reference.executor import make_op
-
-from systolic.config import ArrayConfig
-from systolic.errors import ModelError, SimulationError
-from systolic.fileio import write_atomically
+from systolic.proto import ProgramProto
+from systolic.reference.executor import make_op
+from systolic.sim.golden.machine import Machine
 
 __all__ = [
     "AcceleratorStep",

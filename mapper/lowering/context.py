@@ -12,13 +12,12 @@ import dataclasses
 from collections.abc import Mapping
 
 import numpy as np
-from systolic.mapper.ir import DataType, Graph
-from systolic.sim.isa.program import TensorPlacement
 
 from systolic.config import ArrayConfig
 from systolic.errors import ModelError
-
-from .memory_plan import MemoryPlan
+from systolic.ir import DataType, Graph
+from systolic.isa.program import TensorPlacement
+from systolic.mapper.lowering.memory_plan import MemoryPlan
 
 __all__ = ["LayerContext"]
 

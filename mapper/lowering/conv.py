@@ -16,17 +16,23 @@ size minimises the estimated array time; the useful MACs in `LayerStats` exclude
 from collections.abc import Mapping
 
 import numpy as np
-from systolic.mapper.ir import Node
-from systolic.sim.isa.program import TensorPlacement
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import ModelError, UnsupportedError
-
-from .gemm import ElementWalk, GemmJob, RowBlock
-from .jobs import lower_jobs
-from .layer_code import ConstantAllocator, LayerCode
-from .node_attrs import constant_input, input_side, int_attr, ints_attr, output_side, per_channel
-from .params_rows import fold_zero_point
+from systolic.ir import Node
+from systolic.isa.program import TensorPlacement
+from systolic.mapper.lowering.gemm import ElementWalk, GemmJob, RowBlock
+from systolic.mapper.lowering.jobs import lower_jobs
+from systolic.mapper.lowering.layer_code import ConstantAllocator, LayerCode
+from systolic.mapper.lowering.node_attrs import (
+    constant_input,
+    input_side,
+    int_attr,
+    ints_attr,
+    output_side,
+    per_channel,
+)
+from systolic.mapper.lowering.params_rows import fold_zero_point
 
 __all__ = ["choose_pack", "lower_qconv"]
 

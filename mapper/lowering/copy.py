@@ -10,10 +10,9 @@ instructions. Blocks of rows alternate between the two halves of spad_in.
 
 import itertools
 
-from systolic.sim.isa.instructions import Copy, Instruction, Load, LoadTarget
-from systolic.sim.isa.memories import Memory, depth
-
 from systolic.config import ArrayConfig
+from systolic.isa.instructions import Copy, Instruction, Load, LoadTarget
+from systolic.isa.memories import Memory, depth
 
 __all__ = ["copy_strided"]
 

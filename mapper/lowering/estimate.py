@@ -11,9 +11,8 @@ independent of the memory system (which issue 5's cycle model adds).
 import dataclasses
 from collections.abc import Iterable
 
-from systolic.sim.isa.instructions import Compute, ComputeOS, Instruction, Preload
-
 from systolic.config import ArrayConfig
+from systolic.isa.instructions import Compute, ComputeOS, Instruction, Preload
 
 __all__ = ["ArrayCycles", "array_cycles", "ideal_cycles"]
 

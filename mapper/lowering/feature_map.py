@@ -10,10 +10,9 @@ x * pixel_stride`; its channel c lies `c * element` bytes further.
 import dataclasses
 import math
 
-from systolic.sim.isa.instructions import Load, LoadTarget
-from systolic.sim.isa.program import TensorPlacement
-
 from systolic.errors import UnsupportedError
+from systolic.isa.instructions import Load, LoadTarget
+from systolic.isa.program import TensorPlacement
 
 __all__ = ["FeatureMap", "feature_map", "load_pixels"]
 

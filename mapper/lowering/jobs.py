@@ -5,21 +5,19 @@ where it lies; only its params rows are constants."""
 
 from collections.abc import Sequence
 
-from systolic.sim.isa.program import MemorySegment
-
 from systolic.config import ArrayConfig
-
-from .estimate import array_cycles, ideal_cycles
-from .gemm import ComputedWeights, GemmJob
-from .layer_code import ConstantAllocator, LayerCode, LayerStats
-from .params_rows import (
+from systolic.isa.program import MemorySegment
+from systolic.mapper.lowering.estimate import array_cycles, ideal_cycles
+from systolic.mapper.lowering.gemm import ComputedWeights, GemmJob
+from systolic.mapper.lowering.layer_code import ConstantAllocator, LayerCode, LayerStats
+from systolic.mapper.lowering.params_rows import (
     check_accumulator,
     check_computed_accumulator,
     check_weight_width,
     params_image,
     weight_image,
 )
-from .schedule import JobImage, Scheduler
+from systolic.mapper.lowering.schedule import JobImage, Scheduler
 
 __all__ = ["lower_jobs"]
 

@@ -8,8 +8,8 @@ rows, at addresses the caller's allocator handed out) and `LayerStats` for the r
 import dataclasses
 from typing import Protocol
 
-from systolic.sim.isa.instructions import Instruction
-from systolic.sim.isa.program import MemorySegment
+from systolic.isa.instructions import Instruction
+from systolic.isa.program import MemorySegment
 
 __all__ = ["BumpAllocator", "ConstantAllocator", "LayerCode", "LayerStats"]
 

@@ -25,15 +25,15 @@ import dataclasses
 from collections.abc import Callable, Mapping
 
 import numpy as np
-from systolic.mapper.ir import Node
-from systolic.sim.isa.instructions import Instruction
-from systolic.sim.isa.program import TensorPlacement, TensorRole
-from systolic.sim.reference.executor import make_op
 
-from .context import LayerContext
-from .copy import copy_strided
-from .memory_plan import EIGHT_BIT
-from .node_attrs import int_attr
+from systolic.ir import Node
+from systolic.isa.instructions import Instruction
+from systolic.isa.program import TensorPlacement, TensorRole
+from systolic.mapper.lowering.context import LayerContext
+from systolic.mapper.lowering.copy import copy_strided
+from systolic.mapper.lowering.memory_plan import EIGHT_BIT
+from systolic.mapper.lowering.node_attrs import int_attr
+from systolic.reference.executor import make_op
 
 __all__ = ["LAYOUT_OPS", "LayoutDecision", "address_array", "decide_layout", "strides_of"]
 

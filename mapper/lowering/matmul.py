@@ -23,17 +23,15 @@ from collections.abc import Mapping
 from typing import TypedDict
 
 import numpy as np
-from systolic.mapper.ir import Node
-from systolic.sim.isa.program import TensorPlacement
-from systolic.sim.reference.ops.op_systolic_qmatmul import matmul_shape
 
 from systolic.config import ArrayConfig
 from systolic.errors import ModelError, UnsupportedError
-
-from .gemm import ComputedWeights, ElementWalk, GemmJob, RowBlock
-from .jobs import lower_jobs
-from .layer_code import ConstantAllocator, LayerCode
-from .node_attrs import (
+from systolic.ir import Node
+from systolic.isa.program import TensorPlacement
+from systolic.mapper.lowering.gemm import ComputedWeights, ElementWalk, GemmJob, RowBlock
+from systolic.mapper.lowering.jobs import lower_jobs
+from systolic.mapper.lowering.layer_code import ConstantAllocator, LayerCode
+from systolic.mapper.lowering.node_attrs import (
     OutputSide,
     constant_input,
     input_side,
@@ -42,7 +40,8 @@ from .node_attrs import (
     output_side,
     per_channel,
 )
-from .params_rows import fold_zero_point
+from systolic.mapper.lowering.params_rows import fold_zero_point
+from systolic.reference.ops.op_systolic_qmatmul import matmul_shape
 
 __all__ = ["lower_qmatmul", "row_blocks"]
 

@@ -16,11 +16,11 @@ import dataclasses
 import math
 
 import numpy as np
-from systolic.mapper.ir import DataType
-from systolic.sim.isa.program import ElementType, MemorySegment, TensorPlacement, TensorRole
 
 from systolic.config import ArrayConfig
 from systolic.errors import ResourceError, UnsupportedError
+from systolic.ir import DataType
+from systolic.isa.program import ElementType, MemorySegment, TensorPlacement, TensorRole
 
 __all__ = [
     "EIGHT_BIT",

@@ -9,11 +9,11 @@ import dataclasses
 from collections.abc import Mapping
 
 import numpy as np
-from systolic.mapper.ir import Node
-from systolic.sim.isa.program import ElementType, TensorPlacement
 
 from systolic.config import ArrayConfig
 from systolic.errors import ModelError, UnsupportedError
+from systolic.ir import Node
+from systolic.isa.program import ElementType, TensorPlacement
 
 __all__ = [
     "OutputSide",

@@ -9,14 +9,14 @@
   holds K rows of `cols` elements (`operand_bytes` each, zero beyond N), tiles one after the
   other, so row κ of tile t is at `(t·K + κ)·cols·operand_bytes`.
 - Params rows: one per column tile (lane j = output column t·cols + j), packed by
-  `systolic.sim.isa.params.pack_params`.
+  `systolic.isa.params.pack_params`.
 """
 
 import numpy as np
-from systolic.sim.isa.params import pack_params
 
 from systolic.config import ArrayConfig
 from systolic.errors import ResourceError, UnsupportedError
+from systolic.isa.params import pack_params
 
 __all__ = [
     "check_accumulator",

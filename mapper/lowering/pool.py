@@ -9,17 +9,16 @@ overshoot); max pooling and interior outputs take one POOL per tile.
 """
 
 import numpy as np
-from systolic.mapper.ir import DataType, Node
-from systolic.sim.isa.instructions import Instruction, Pool, PoolMode
-from systolic.sim.isa.memories import Memory, depth
-from systolic.sim.reference.kernels.pool import window_counts
-from systolic.sim.reference.ops.op_systolic_qaveragepool import QAveragePool
 
 from systolic.errors import ResourceError, UnsupportedError
-
-from .context import LayerContext
-from .feature_map import feature_map, load_pixels
-from .node_attrs import int_attr, ints_attr
+from systolic.ir import DataType, Node
+from systolic.isa.instructions import Instruction, Pool, PoolMode
+from systolic.isa.memories import Memory, depth
+from systolic.mapper.lowering.context import LayerContext
+from systolic.mapper.lowering.feature_map import feature_map, load_pixels
+from systolic.mapper.lowering.node_attrs import int_attr, ints_attr
+from systolic.reference.kernels.pool import window_counts
+from systolic.reference.ops.op_systolic_qaveragepool import QAveragePool
 
 __all__ = ["count_rectangles", "lower_pool"]
 

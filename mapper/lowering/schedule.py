@@ -26,7 +26,8 @@ import bisect
 import dataclasses
 from collections.abc import Hashable, Iterator, Sequence
 
-from systolic.sim.isa.instructions import (
+from systolic.config import ArrayConfig, Dataflow
+from systolic.isa.instructions import (
     Compute,
     ComputeOS,
     Instruction,
@@ -36,12 +37,9 @@ from systolic.sim.isa.instructions import (
     Store,
     Unit,
 )
-from systolic.sim.isa.memories import PARAMS_DEPTH, Memory, depth, params_row_bytes
-
-from systolic.config import ArrayConfig, Dataflow
-
-from .gemm import ComputedWeights, GemmJob, RowPiece, split_rows
-from .tiling import OsPlan, WsPlan, plan_os, plan_ws
+from systolic.isa.memories import PARAMS_DEPTH, Memory, depth, params_row_bytes
+from systolic.mapper.lowering.gemm import ComputedWeights, GemmJob, RowPiece, split_rows
+from systolic.mapper.lowering.tiling import OsPlan, WsPlan, plan_os, plan_ws
 
 __all__ = ["JobImage", "Ring", "Scheduler", "computed_weight_loads"]
 

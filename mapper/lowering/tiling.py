@@ -25,12 +25,11 @@ import dataclasses
 import math
 
 import numpy as np
-from systolic.sim.isa.memories import Memory, depth
-from systolic.sim.isa.patterns import ElementPattern
 
 from systolic.config import ArrayConfig
-
-from .gemm import GemmJob
+from systolic.isa.memories import Memory, depth
+from systolic.isa.patterns import ElementPattern
+from systolic.mapper.lowering.gemm import GemmJob
 
 __all__ = ["OsPlan", "WsPlan", "plan_os", "plan_ws"]
 

@@ -4,10 +4,10 @@ executor on the same inputs."""
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from systolic.mapper.ir import Model
-from systolic.sim.reference.executor import run_model
 
 from systolic.errors import ModelError
+from systolic.ir import Model
+from systolic.reference.executor import run_model
 
 __all__ = ["quantization_accuracy"]
 

@@ -4,9 +4,10 @@ inputs, and the seeded random set used when the caller gives none."""
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
-from systolic.mapper.ir import DataType, Graph, Model, Node
-from systolic.sim.reference.executor import run_model
-from systolic.sim.reference.kernels.blas_threads import single_threaded_blas
+
+from systolic.ir import DataType, Graph, Model, Node
+from systolic.reference.executor import run_model
+from systolic.reference.kernels.blas_threads import single_threaded_blas
 
 __all__ = ["RANDOM_SAMPLES", "calibrate", "random_calibration"]
 

@@ -3,9 +3,8 @@ outputs), then constants nobody reads."""
 
 import dataclasses
 
-from systolic.mapper.ir import Model
-
-from .report import REMOVED, PassReport
+from systolic.ir import Model
+from systolic.mapper.passes.report import REMOVED, PassReport
 
 __all__ = ["eliminate_dead"]
 

@@ -12,10 +12,10 @@ stays a standard op (on the host), with the reason noted.
 import dataclasses
 
 import numpy as np
-from systolic.mapper.ir import Attrs, Model, Node, Tensor
 
-from .graph_tools import Namer, attr_float, attr_int, constants_of, tensor
-from .report import FUSED, PassReport
+from systolic.ir import Attrs, Model, Node, Tensor
+from systolic.mapper.passes.graph_tools import Namer, attr_float, attr_int, constants_of, tensor
+from systolic.mapper.passes.report import FUSED, PassReport
 
 __all__ = ["fold_batchnorm"]
 

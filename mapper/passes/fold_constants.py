@@ -12,12 +12,12 @@ folded: they mark the quantization the later passes fuse. Nodes producing graph 
 import dataclasses
 
 import numpy as np
-from systolic.mapper.ir import DataType, Model, Node, Tensor, TensorType
-from systolic.sim.reference.executor import make_op
-from systolic.sim.reference.op import TensorInfo
 
-from .graph_tools import constants_of, tensor
-from .report import FOLDED, PassReport
+from systolic.ir import DataType, Model, Node, Tensor, TensorType
+from systolic.mapper.passes.graph_tools import constants_of, tensor
+from systolic.mapper.passes.report import FOLDED, PassReport
+from systolic.reference.executor import make_op
+from systolic.reference.ops.base import TensorInfo
 
 __all__ = ["fold_constants"]
 

@@ -12,13 +12,17 @@ Relu/Clip met inside the QDQ patterns are fused by `fuse_qdq` with the same help
 
 import dataclasses
 
-from systolic.mapper.ir import Attrs, Model, Node
-from systolic.sim.reference.ops._systolic import SYSTOLIC_DOMAIN
-
-from .fusion_context import FusionContext
-from .graph_tools import attr_int
-from .quant_params import NotFusable, activation_bounds, is_activation, per_tensor_params
-from .report import PassReport
+from systolic.ir import Attrs, Model, Node
+from systolic.mapper.passes.fusion_context import FusionContext
+from systolic.mapper.passes.graph_tools import attr_int
+from systolic.mapper.passes.quant_params import (
+    NotFusable,
+    activation_bounds,
+    is_activation,
+    per_tensor_params,
+)
+from systolic.mapper.passes.report import PassReport
+from systolic.reference.ops._systolic import SYSTOLIC_DOMAIN
 
 __all__ = ["fuse_activations"]
 

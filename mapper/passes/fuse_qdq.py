@@ -25,14 +25,12 @@ import dataclasses
 from collections.abc import Callable
 
 import numpy as np
-from systolic.mapper.ir import DataType, Model, Node
-from systolic.sim.reference import quant
-from systolic.sim.reference.kernels.conv import resolve_auto_pad
 
-from .fusion_context import FusionContext
-from .graph_tools import attr_float, attr_int, attr_ints, attr_str
-from .pool_geometry import pool_geometry
-from .quant_params import (
+from systolic.ir import DataType, Model, Node
+from systolic.mapper.passes.fusion_context import FusionContext
+from systolic.mapper.passes.graph_tools import attr_float, attr_int, attr_ints, attr_str
+from systolic.mapper.passes.pool_geometry import pool_geometry
+from systolic.mapper.passes.quant_params import (
     NotFusable,
     QuantParams,
     activation_bounds,
@@ -44,7 +42,9 @@ from .quant_params import (
     per_tensor_params,
     require_symmetric,
 )
-from .report import PassReport
+from systolic.mapper.passes.report import PassReport
+from systolic.reference.kernels import quant
+from systolic.reference.kernels.conv import resolve_auto_pad
 
 __all__ = ["LAYOUT_OPS", "fuse_qdq"]
 

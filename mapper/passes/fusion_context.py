@@ -5,11 +5,11 @@ replaced at a position, nodes removed, new constants)."""
 from collections.abc import Iterable
 
 import numpy as np
-from systolic.mapper.ir import DataType, Graph, Node, Tensor
-from systolic.sim.reference.ops._systolic import SYSTOLIC_DOMAIN
 
-from .graph_tools import Namer, constants_of, make_node, replace_graph, tensor
-from .quant_params import NotFusable
+from systolic.ir import DataType, Graph, Node, Tensor
+from systolic.mapper.passes.graph_tools import Namer, constants_of, make_node, replace_graph, tensor
+from systolic.mapper.passes.quant_params import NotFusable
+from systolic.reference.ops._systolic import SYSTOLIC_DOMAIN
 
 __all__ = ["FusionContext"]
 

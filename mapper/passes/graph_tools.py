@@ -5,7 +5,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 
 import numpy as np
-from systolic.mapper.ir import Attrs, AttrValue, DataType, Graph, Model, Node, Tensor
+
+from systolic.ir import Attrs, AttrValue, DataType, Graph, Model, Node, Tensor
 
 __all__ = [
     "Namer",

@@ -3,7 +3,7 @@ original nodes through passes that rename values."""
 
 import dataclasses
 
-from systolic.mapper.ir import Model
+from systolic.ir import Model
 
 __all__ = ["name_nodes"]
 

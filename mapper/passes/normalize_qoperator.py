@@ -18,13 +18,12 @@ import dataclasses
 from collections.abc import Callable
 
 import numpy as np
-from systolic.mapper.ir import DataType, Model, Node
-from systolic.sim.reference.kernels.conv import resolve_auto_pad
 
-from .fusion_context import FusionContext
-from .graph_tools import attr_float, attr_int, attr_ints, attr_str
-from .pool_geometry import pool_geometry
-from .quant_params import (
+from systolic.ir import DataType, Model, Node
+from systolic.mapper.passes.fusion_context import FusionContext
+from systolic.mapper.passes.graph_tools import attr_float, attr_int, attr_ints, attr_str
+from systolic.mapper.passes.pool_geometry import pool_geometry
+from systolic.mapper.passes.quant_params import (
     EIGHT_BIT,
     NotFusable,
     QuantParams,
@@ -37,7 +36,8 @@ from .quant_params import (
     per_tensor_params,
     require_symmetric,
 )
-from .report import PassReport
+from systolic.mapper.passes.report import PassReport
+from systolic.reference.kernels.conv import resolve_auto_pad
 
 __all__ = ["normalize_qoperator"]
 

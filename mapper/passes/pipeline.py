@@ -25,23 +25,23 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+from systolic.ir import DataType, Model
 from systolic.mapper.binding import bind_graph
 from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES
-from systolic.mapper.ir import DataType, Model
+from systolic.mapper.passes.eliminate_dead import eliminate_dead
+from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
+from systolic.mapper.passes.fold_constants import fold_constants
+from systolic.mapper.passes.fuse_activations import fuse_activations
+from systolic.mapper.passes.fuse_qdq import LAYOUT_OPS, fuse_qdq
+from systolic.mapper.passes.name_nodes import name_nodes
+from systolic.mapper.passes.normalize_qoperator import normalize_qoperator
+from systolic.mapper.passes.quantize_float import is_quantized, quantize_float
+from systolic.mapper.passes.remove_identities import remove_identities
+from systolic.mapper.passes.report import HOST, LAYOUT, PassReport
+from systolic.mapper.passes.spatial_mean import spatial_mean_to_pool
 from systolic.mapper.shape_inference import infer_shapes
-from systolic.sim.reference.ops._systolic import SYSTOLIC_DOMAIN
-
-from .eliminate_dead import eliminate_dead
-from .fold_batchnorm import fold_batchnorm
-from .fold_constants import fold_constants
-from .fuse_activations import fuse_activations
-from .fuse_qdq import LAYOUT_OPS, fuse_qdq
-from .name_nodes import name_nodes
-from .normalize_qoperator import normalize_qoperator
-from .quantize_float import is_quantized, quantize_float
-from .remove_identities import remove_identities
-from .report import HOST, LAYOUT, PassReport
-from .spatial_mean import spatial_mean_to_pool
+from systolic.reference.ops._systolic import SYSTOLIC_DOMAIN
 
 __all__ = ["finalize", "run_passes"]
 

@@ -1,11 +1,10 @@
 """The window geometry of a pooling node as the systolic pooling ops take it: kernel,
 strides and explicit pads, with ceil_mode turned into extra end padding."""
 
-from systolic.mapper.ir import Node
-from systolic.sim.reference.kernels.conv import conv_output_shape, resolve_auto_pad
-
-from .graph_tools import attr_int, attr_ints, attr_str
-from .quant_params import NotFusable
+from systolic.ir import Node
+from systolic.mapper.passes.graph_tools import attr_int, attr_ints, attr_str
+from systolic.mapper.passes.quant_params import NotFusable
+from systolic.reference.kernels.conv import conv_output_shape, resolve_auto_pad
 
 __all__ = ["pool_geometry"]
 

@@ -6,17 +6,17 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from systolic.mapper.ir import DataType, Node
-from systolic.sim.golden.requant import (
+
+from systolic.ir import DataType, Node
+from systolic.isa.requant import (
     MULTIPLIER_BITS,
     SHIFT_MAX,
     SHIFT_MIN,
     MultiplierRangeError,
     quantize_multiplier,
 )
-from systolic.sim.reference import quant
-
-from .graph_tools import attr_float
+from systolic.mapper.passes.graph_tools import attr_float
+from systolic.reference.kernels import quant
 
 __all__ = [
     "EIGHT_BIT",

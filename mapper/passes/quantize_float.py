@@ -33,12 +33,12 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
-from systolic.mapper.ir import DataType, Graph, Model, Node
 
-from .calibration import calibrate, random_calibration
-from .graph_tools import Namer, attr_int, constants_of, make_node, tensor
-from .quant_params import is_activation
-from .report import PassReport
+from systolic.ir import DataType, Graph, Model, Node
+from systolic.mapper.passes.calibration import calibrate, random_calibration
+from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of, make_node, tensor
+from systolic.mapper.passes.quant_params import is_activation
+from systolic.mapper.passes.report import PassReport
 
 __all__ = ["QUANTIZED_OP_TYPES", "is_quantized", "quantize_float"]
 

@@ -8,9 +8,8 @@ input is itself a graph input or a constant, the node stays).
 
 import dataclasses
 
-from systolic.mapper.ir import Model, Node
-
-from .report import REMOVED, PassReport
+from systolic.ir import Model, Node
+from systolic.mapper.passes.report import REMOVED, PassReport
 
 __all__ = ["remove_identities"]
 

@@ -17,10 +17,18 @@ an unknown rank, integer data) stays a ReduceMean (on the host).
 import dataclasses
 
 import numpy as np
-from systolic.mapper.ir import DataType, Graph, Model, Node
 
-from .graph_tools import Namer, attr_int, attr_ints, constants_of, make_node, replace_graph, tensor
-from .report import PassReport
+from systolic.ir import DataType, Graph, Model, Node
+from systolic.mapper.passes.graph_tools import (
+    Namer,
+    attr_int,
+    attr_ints,
+    constants_of,
+    make_node,
+    replace_graph,
+    tensor,
+)
+from systolic.mapper.passes.report import PassReport
 
 __all__ = ["spatial_mean_to_pool"]
 

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .requant import extremes
+from systolic.isa.requant import extremes
 
 if TYPE_CHECKING:
-    from .machine import Machine
+    from systolic.sim.golden.machine import Machine
 
 __all__ = ["ComputeBatch"]
 

@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .requant import sign_extend
+from systolic.isa.requant import sign_extend
 
 if TYPE_CHECKING:
-    from systolic.sim.isa.instructions import Load
-
-    from .machine import Machine
+    from systolic.isa.instructions import Load
+    from systolic.sim.golden.machine import Machine
 
 __all__ = ["LoadBatch"]
 

@@ -7,7 +7,7 @@ multiplier and shift) and the PE weights of a weight-stationary array (active an
 `execute` applies one instruction bit-exactly as docs/isa.md and docs/numeric-contract.md say;
 `run` executes a program in program order, which is the meaning the hardware's in-flight
 table preserves while it overlaps the units. The output stage is
-`systolic.sim.golden.requant.requantize`.
+`systolic.isa.requant.requantize`.
 
 Speed (whole networks run here): instructions are checked once per configuration object
 (`Instruction.check_once`: a Program's instructions were checked when it was built); matrix
@@ -24,7 +24,10 @@ from operator import attrgetter
 from typing import Any
 
 import numpy as np
-from systolic.sim.isa.instructions import (
+
+from systolic.config import ArrayConfig
+from systolic.errors import SimulationError
+from systolic.isa.instructions import (
     Add,
     Compute,
     ComputeOS,
@@ -38,18 +41,14 @@ from systolic.sim.isa.instructions import (
     Preload,
     Store,
 )
-from systolic.sim.isa.memories import PARAMS_DEPTH, Memory, depth, params_row_bytes
-from systolic.sim.isa.params import unpack_params
-from systolic.sim.isa.program import Program, TensorPlacement, TensorRole
-
-from systolic.config import ArrayConfig
-from systolic.errors import SimulationError
-
-from .compute_batch import ComputeBatch
-from .load_batch import LoadBatch
-from .requant import extremes, requantize, round_shift_int64, scaled_round_shift
-from .requant import sign_extend as _sign_extend
-from .store_batch import StoreBatch
+from systolic.isa.memories import PARAMS_DEPTH, Memory, depth, params_row_bytes
+from systolic.isa.params import unpack_params
+from systolic.isa.program import Program, TensorPlacement, TensorRole
+from systolic.isa.requant import extremes, requantize, round_shift_int64, scaled_round_shift
+from systolic.isa.requant import sign_extend as _sign_extend
+from systolic.sim.golden.compute_batch import ComputeBatch
+from systolic.sim.golden.load_batch import LoadBatch
+from systolic.sim.golden.store_batch import StoreBatch
 
 __all__ = ["Machine", "run_program"]
 

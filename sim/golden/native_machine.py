@@ -27,11 +27,10 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from systolic.config import ArrayConfig, Dataflow
-
-from ..isa.instructions import Instruction, decode
-from ..isa.memories import Memory, depth
-from ..native.build import load_library
-from .machine import Machine
+from systolic.isa.instructions import Instruction, decode
+from systolic.isa.memories import Memory, depth
+from systolic.sim.golden.machine import Machine
+from systolic.sim.native.build import load_library
 
 __all__ = ["NativeStatus", "native_execute", "run_native"]
 

@@ -28,14 +28,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from systolic.errors import SimulationError
-
-from .requant import MULTIPLIER_BITS, extremes, round_shift_int64
+from systolic.isa.requant import MULTIPLIER_BITS, extremes, round_shift_int64
 
 if TYPE_CHECKING:
-    from systolic.sim.isa.instructions import Store
-
-    from .compute_batch import ComputeBatch
-    from .machine import Machine
+    from systolic.isa.instructions import Store
+    from systolic.sim.golden.compute_batch import ComputeBatch
+    from systolic.sim.golden.machine import Machine
 
 __all__ = ["StoreBatch"]
 

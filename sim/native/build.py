@@ -23,8 +23,7 @@ from importlib import resources
 from pathlib import Path
 
 from systolic.fileio import digest_parts
-
-from .isa_header import isa_header
+from systolic.sim.native.isa_header import isa_header
 
 __all__ = ["FLAGS", "build_library", "cache_root", "load_library", "unavailable_reason"]
 

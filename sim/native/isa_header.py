@@ -1,7 +1,7 @@
 """The C header of the instruction encoding, generated from the Python field tables.
 
 `isa_header()` returns the text of `isa_fields.h`: for every instruction class and field of
-`systolic.sim.isa.instructions.INSTRUCTION_TYPES`, a macro `<MNEMONIC>_<FIELD>` (upper case,
+`systolic.isa.instructions.INSTRUCTION_TYPES`, a macro `<MNEMONIC>_<FIELD>` (upper case,
 "." replaced by "_", e.g. `LOAD_ROW`, `COMPUTE_OS_IN_ROW`) that expands to
 `offset, width, signed`; `FIELD(words, NAME)` returns that field of one instruction as an
 int64 from `const uint64_t *words` (its eight little-endian 64-bit words, docs/isa.md: no
@@ -9,8 +9,8 @@ field crosses a word); `OPCODE(words)` is bits 7:0 and `OP_<MNEMONIC>` each opco
 `INSTRUCTION_WORDS` is 8. So the C code and the Python encoder share one layout.
 """
 
-from ..isa.fields import INSTRUCTION_BYTES, OPCODE_BITS
-from ..isa.instructions import INSTRUCTION_TYPES
+from systolic.isa.fields import INSTRUCTION_BYTES, OPCODE_BITS
+from systolic.isa.instructions import INSTRUCTION_TYPES
 
 __all__ = ["isa_header"]
 

@@ -10,12 +10,11 @@ words little-endian: `COMMAND_BITS` bits, `COMMAND_WORDS32` words.
 
 from collections.abc import Sequence
 
+from systolic.config import ArrayConfig
 from systolic.hdl.accelerator import ADDR_WIDTH, HALT_UNIT, RANGES, command_layout
 from systolic.hdl.range_overlap import MEMORY_IDS, range_layout
-from systolic.sim.isa.instructions import Instruction, Unit
-from systolic.sim.isa.program import Program
-
-from systolic.config import ArrayConfig
+from systolic.isa.instructions import Instruction, Unit
+from systolic.isa.program import Program
 
 __all__ = [
     "COMMAND_BITS",

@@ -15,16 +15,15 @@ from typing import Any
 
 from amaranth.hdl import Cat
 from amaranth.sim import Simulator
-from systolic.hdl.accelerator import HALT_UNIT, UNITS, Accelerator
-from systolic.sim.isa.disassembler import format_instruction
-from systolic.sim.isa.program import Program
-from systolic.sim.run.progress import report_cycle
-from systolic.sim.run.result import UNIT_NAMES, InstructionTimes, RunResult
 
 from systolic.errors import SimulationError
-
-from .commands import encode_program, unit_index
-from .external_memory import ExternalMemory
+from systolic.hdl.accelerator import HALT_UNIT, UNITS, Accelerator
+from systolic.isa.disassembler import format_instruction
+from systolic.isa.program import Program
+from systolic.sim.progress import report_cycle
+from systolic.sim.result import UNIT_NAMES, InstructionTimes, RunResult
+from systolic.sim.rtl.commands import encode_program, unit_index
+from systolic.sim.rtl.external_memory import ExternalMemory
 
 __all__ = ["DEFAULT_WATCHDOG", "run_pysim"]
 

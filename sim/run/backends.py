@@ -9,11 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from systolic.sim.isa.program import Program
-
 from systolic.errors import ConfigError
-
-from .result import RunResult
+from systolic.isa.program import Program
+from systolic.sim.result import RunResult
+from systolic.sim.timing.native_facts import memory_end
 
 __all__ = ["BACKENDS", "Backend", "initial_memory", "register_backend", "run_program"]
 
@@ -63,7 +62,7 @@ def initial_memory(program: Program, size: int | None = None) -> bytearray:
     `size` defaults to `program.memory_end` rounded up to a whole bus beat.
     """
     bus = program.config.bus_bytes
-    end = program.memory_end if size is None else size
+    end = memory_end(program) if size is None else size
     image = bytearray(-(-end // bus) * bus)
     for segment in program.segments:
         image[segment.address:segment.end] = segment.data

@@ -12,15 +12,14 @@ cycles: fast enough for whole networks. Both read the program's instruction word
 from pathlib import Path
 
 import numpy as np
-from systolic.sim.golden.machine import Machine
-from systolic.sim.golden.native_machine import run_native
-from systolic.sim.isa.disassembler import format_instruction
-from systolic.sim.isa.program import Program
-from systolic.sim.timing.program_model import ProgramModel, ProgramTiming
 
 from systolic.errors import SimulationError
-
-from .result import UNIT_NAMES, RunResult, TimesTable
+from systolic.isa.disassembler import format_instruction
+from systolic.isa.program import Program
+from systolic.sim.golden.machine import Machine
+from systolic.sim.golden.native_machine import run_native
+from systolic.sim.result import UNIT_NAMES, RunResult, TimesTable
+from systolic.sim.timing.program_model import ProgramModel, ProgramTiming
 
 __all__ = ["run_golden", "run_model"]
 

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
-from ..isa.memories import Access, Memory
+from systolic.isa.memories import Access, Memory
 
 __all__ = [
     "MEMORY_ID",

@@ -57,8 +57,7 @@ import dataclasses
 from typing import NamedTuple
 
 from systolic.config import ArrayConfig, Dataflow
-
-from ..isa.instructions import Compute, ComputeOS, Instruction, Preload
+from systolic.isa.instructions import Compute, ComputeOS, Instruction, Preload
 
 __all__ = ["ExecuteTiming", "InstructionTiming"]
 

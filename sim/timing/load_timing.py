@@ -1,6 +1,6 @@
 """Cycle-exact timing of the LOAD unit (`systolic.hdl.load_unit.LoadUnit`).
 
-A LOAD costs one cycle per aligned bus beat of its segments (`systolic.sim.isa.patterns`), in
+A LOAD costs one cycle per aligned bus beat of its segments (`systolic.isa.patterns`), in
 row order with no per-row or per-segment bubble. Taken by the unit in cycle s, it issues its
 first read request in cycle s + `SETUP_CYCLES` and its last in s + 1 + beats; the last row is
 written, and completion reported, in cycle s + beats + mem_latency + `SETUP_CYCLES`.
@@ -12,10 +12,9 @@ These numbers assume a read channel that takes a request every cycle (the model 
 """
 
 from systolic.config import ArrayConfig
-
-from ..isa.instructions import Load
-from ..isa.patterns import total_beats
-from .dispatch_model import UnitTiming
+from systolic.isa.instructions import Load
+from systolic.isa.patterns import total_beats
+from systolic.sim.timing.dispatch_model import UnitTiming
 
 __all__ = ["SETUP_CYCLES", "load_beats", "load_duration", "load_timing"]
 

@@ -13,12 +13,13 @@ import ctypes
 import numpy as np
 
 from systolic.config import ArrayConfig
+from systolic.isa.encode_batch import UNIT_CODES, WORDS, unit_codes
+from systolic.isa.instructions import Unit
+from systolic.isa.memories import params_row_bytes
+from systolic.isa.program import Program
+from systolic.sim.native.build import load_library
 
-from ..isa.encode_batch import WORDS
-from ..isa.memories import params_row_bytes
-from ..native.build import load_library
-
-__all__ = ["external_facts"]
+__all__ = ["external_facts", "memory_end"]
 
 _RUN_SCRATCH = 65536  # (facts.c MAX_RUNS: one row's segments of a 16-bit element count)
 
@@ -52,3 +53,19 @@ def external_facts(words: np.ndarray, config: ArrayConfig
     if status != 0:
         return None
     return cost, first, last
+
+
+def memory_end(program: Program) -> int:
+    """Return `program.memory_end`, from the native external ranges when they build."""
+    if "memory_end" in program.__dict__:  # (already computed by the specification)
+        return program.memory_end
+    facts = external_facts(program.words, program.config)
+    if facts is None:
+        return program.memory_end
+    end = program.data_end
+    units = unit_codes(program.words)
+    off_chip = (units == UNIT_CODES[Unit.LD]) | (units == UNIT_CODES[Unit.ST])
+    if off_chip.any():
+        end = max(end, int(facts[2][off_chip].max()) + 1)
+    program.__dict__["memory_end"] = end  # (the cached_property's slot)
+    return end

@@ -13,13 +13,12 @@ import ctypes
 from typing import Any
 
 import numpy as np
-from systolic.sim.native.build import load_library
 
 from systolic.config import ArrayConfig, Dataflow
-
-from .execute_timing import _NEVER, ExecuteTiming
-from .load_timing import SETUP_CYCLES
-from .program_facts import (
+from systolic.sim.native.build import load_library
+from systolic.sim.timing.execute_timing import _NEVER, ExecuteTiming
+from systolic.sim.timing.load_timing import SETUP_CYCLES
+from systolic.sim.timing.program_facts import (
     EX,
     K_COMPUTE,
     K_COMPUTE_OS,
@@ -32,7 +31,7 @@ from .program_facts import (
     ST,
     ProgramFacts,
 )
-from .program_timing import ProgramTiming
+from systolic.sim.timing.program_timing import ProgramTiming
 
 __all__ = ["native_pass", "timing_library"]
 
@@ -105,7 +104,7 @@ def native_pass(config: ArrayConfig, table_entries: int, queue_depth: int,
         facts.kind_array, facts.unit_array, facts.mask_array, facts.arg_array, facts.k_array,
         facts.span_array))
     shared_offsets, shared_ranges = _shared(facts, n)
-    from .program_model import (  # (program_model imports this module)
+    from systolic.sim.timing.program_model import (  # (program_model imports this module)
         _CHECKPOINT_EVERY,
         _CHECKPOINTS_KEPT,
         _MAX_ROLLBACKS,

@@ -16,9 +16,8 @@ from typing import Any
 import numpy as np
 
 from systolic.config import ArrayConfig
-
-from ..isa.encode_batch import CLASS_OF_OPCODE, WORDS, encode_words, field_columns, opcodes
-from ..isa.instructions import (
+from systolic.isa.encode_batch import CLASS_OF_OPCODE, WORDS, encode_words, field_columns, opcodes
+from systolic.isa.instructions import (
     Add,
     Compute,
     ComputeOS,
@@ -31,10 +30,10 @@ from ..isa.instructions import (
     Store,
     decode,
 )
-from ..isa.memories import Memory, params_row_bytes
-from .dispatch_model import MEMORY_ID
-from .native_facts import external_facts
-from .store_timing import duration
+from systolic.isa.memories import Memory, params_row_bytes
+from systolic.sim.timing.dispatch_model import MEMORY_ID
+from systolic.sim.timing.native_facts import external_facts
+from systolic.sim.timing.store_timing import duration
 
 __all__ = [
     "ALL_MEMORIES", "EX", "K_COMPUTE", "K_COMPUTE_OS", "K_LD", "K_PRELOAD", "K_ST", "LD",

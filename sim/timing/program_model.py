@@ -57,12 +57,11 @@ from typing import Any
 import numpy as np
 
 from systolic.config import ArrayConfig, Dataflow
-
-from ..isa.instructions import Halt, Instruction
-from .execute_timing import ExecuteTiming
-from .load_timing import SETUP_CYCLES
-from .native_pass import native_pass
-from .program_facts import (
+from systolic.isa.instructions import Halt, Instruction
+from systolic.sim.timing.execute_timing import ExecuteTiming
+from systolic.sim.timing.load_timing import SETUP_CYCLES
+from systolic.sim.timing.native_pass import native_pass
+from systolic.sim.timing.program_facts import (
     ALL_MEMORIES,
     EX,
     K_COMPUTE,
@@ -75,7 +74,7 @@ from .program_facts import (
     ProgramFacts,
     overlap,
 )
-from .program_timing import ProgramTiming
+from systolic.sim.timing.program_timing import ProgramTiming
 
 __all__ = ["COUNTER_NAMES", "QUEUE_DEPTH", "TABLE_ENTRIES", "ProgramModel", "ProgramTiming"]
 

@@ -22,10 +22,9 @@ with K = 3 + the datapath latency: COPY 3, STORE 7 (OutputStage), POOL and ADD 8
 from itertools import accumulate
 
 from systolic.config import ArrayConfig
-
-from ..isa.instructions import Add, Copy, Instruction, Pool, Store
-from ..isa.patterns import beats
-from .dispatch_model import UnitTiming
+from systolic.isa.instructions import Add, Copy, Instruction, Pool, Store
+from systolic.isa.patterns import beats
+from systolic.sim.timing.dispatch_model import UnitTiming
 
 __all__ = ["FIXED_CYCLES", "duration", "reader_cycles", "row_beats", "unit_timing"]
 

@@ -16,8 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from systolic.config import ArrayConfig, Dataflow
-
-from ..isa.instructions import (
+from systolic.isa.instructions import (
     Add,
     Compute,
     ComputeOS,
@@ -31,9 +30,9 @@ from ..isa.instructions import (
     Preload,
     Store,
 )
-from ..isa.memories import Memory, depth
-from ..isa.params import pack_params
-from ..isa.program import Program
+from systolic.isa.memories import Memory, depth
+from systolic.isa.params import pack_params
+from systolic.isa.program import Program
 
 __all__ = ["SyntheticProgram", "random_program", "synthetic_program"]
 

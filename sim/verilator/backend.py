@@ -1,30 +1,28 @@
 """The `verilator` simulation backend: a program on the Accelerator's Verilog under Verilator.
 
 `run(program, memory, watchdog=...)` emits the Accelerator for `program.config` with
-`systolic.verilog.emit` (the same Verilog the tool ships; `emitted.py` caches the text on
+`systolic.hdl.emit` (the same Verilog the tool ships; `emitted.py` caches the text on
 disk), builds it with the C++ harness (once per design; `build.py` caches builds on disk),
 streams the program's commands and models the external memory as the `rtl` backend does: the
 same cycle numbering, memory contents, counters and per-instruction times (docs:
-systolic.sim.run.result).
+systolic.sim.result).
 """
 
 import functools
 from pathlib import Path
 
-from systolic.sim.isa.disassembler import format_instruction
-from systolic.sim.isa.instructions import Halt
-from systolic.sim.isa.program import Program
-from systolic.sim.rtl.commands import encode_command
-from systolic.sim.rtl.pysim_driver import DEFAULT_WATCHDOG
-from systolic.sim.run.progress import report_cycle
-from systolic.sim.run.result import UNIT_NAMES, InstructionTimes, RunResult
-
 from systolic.config import ArrayConfig
 from systolic.errors import SimulationError
-
-from .design import VerilatedDesign
-from .emitted import emitted_accelerator
-from .process import HarnessResult
+from systolic.isa.disassembler import format_instruction
+from systolic.isa.instructions import Halt
+from systolic.isa.program import Program
+from systolic.sim.progress import report_cycle
+from systolic.sim.result import UNIT_NAMES, InstructionTimes, RunResult
+from systolic.sim.rtl.commands import encode_command
+from systolic.sim.rtl.pysim_driver import DEFAULT_WATCHDOG
+from systolic.sim.verilator.design import VerilatedDesign
+from systolic.sim.verilator.emitted import emitted_accelerator
+from systolic.sim.verilator.process import HarnessResult
 
 __all__ = ["accelerator_design", "run"]
 

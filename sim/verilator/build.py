@@ -28,8 +28,7 @@ from pathlib import Path
 
 from systolic.errors import SimulationError
 from systolic.fileio import digest_parts
-
-from .toolchain import Toolchain, find_toolchain
+from systolic.sim.verilator.toolchain import Toolchain, find_toolchain
 
 __all__ = [
     "MAKE_VARIABLES",

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from amaranth.lib import wiring
 
-from .build import Build, build_simulator
-from .ports import PortMap, wrapper_name
-from .process import HarnessResult, encode_commands, run_harness
+from systolic.sim.verilator.build import Build, build_simulator
+from systolic.sim.verilator.ports import PortMap, wrapper_name
+from systolic.sim.verilator.process import HarnessResult, encode_commands, run_harness
 
 __all__ = ["HarnessParts", "VerilatedDesign", "harness_parts"]
 

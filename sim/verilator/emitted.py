@@ -6,7 +6,7 @@ cache needs the Verilog text for its key. So the build inputs (`design.HarnessPa
 Verilog with the wrapper, the header and the command width) are kept under
 `<cache>/emitted/<key>.json`, where the key is a SHA-256 of the configuration, the Amaranth
 version and the text of every source file the emission reads (`source_files()`: the
-`systolic.hdl`, `systolic.sim.isa` and `systolic.verilog` packages, the configuration and error
+`systolic.hdl`, `systolic.isa` and `systolic.verilog` packages, the configuration and error
 modules, and this backend's `ports`, `design` and `emitted` modules). Any edit to one of them,
 or another Amaranth, gives a new key: a stale text is never used. Entries are written
 atomically (a temporary file renamed into place).
@@ -22,13 +22,12 @@ import tempfile
 from pathlib import Path
 
 from systolic.config import ArrayConfig
-
-from .build import cache_root
-from .design import HarnessParts, harness_parts
+from systolic.sim.verilator.build import cache_root
+from systolic.sim.verilator.design import HarnessParts, harness_parts
 
 __all__ = ["emit_accelerator", "emitted_accelerator", "source_files"]
 
-SOURCE_PACKAGES = ("systolic.hdl", "systolic.sim.isa", "systolic.verilog")
+SOURCE_PACKAGES = ("systolic.hdl", "systolic.isa", "systolic.verilog")
 """Packages whose every module can change the emitted Verilog or its ports."""
 
 SOURCE_MODULES = (
@@ -72,7 +71,7 @@ def _key(config: ArrayConfig) -> str:
 
 def emit_accelerator(config: ArrayConfig) -> HarnessParts:
     """Elaborate the Accelerator for `config` and return its build inputs (no cache)."""
-    from systolic.verilog.emit import build_accelerator, to_verilog, top_name
+    from systolic.hdl.emit import build_accelerator, to_verilog, top_name
 
     component = build_accelerator(config)
     top = top_name(config)

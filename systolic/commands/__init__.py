@@ -6,6 +6,6 @@ taking the parsed arguments and returning the exit status.
 
 from types import ModuleType
 
-from . import compare, compile, disasm, inspect, simulate, verilog
+from systolic.commands import compare, compile, disasm, inspect, simulate, verilog
 
 COMMANDS: tuple[ModuleType, ...] = (inspect, compile, simulate, compare, disasm, verilog)

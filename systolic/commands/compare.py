@@ -19,11 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from systolic.commands.output_paths import check_output_file
+from systolic.commands.simulate import seed_value
 from systolic.config import ArrayConfig
 from systolic.errors import ConfigError
-
-from .output_paths import check_output_file
-from .simulate import seed_value
 
 if TYPE_CHECKING:
     from systolic.compare.result import ConfigResult

@@ -15,10 +15,10 @@ from systolic.errors import ConfigError
 from systolic.simulation.progress import ProgressBar
 
 if TYPE_CHECKING:
-    from systolic.mapper.ir import Model
+    from systolic.ir import Model
 
-from .config_args import add_config_arguments, config_from_args
-from .model_loading import add_max_memory_argument, load_user_model, parse_size
+from systolic.commands.config_args import add_config_arguments, config_from_args
+from systolic.commands.model_loading import add_max_memory_argument, load_user_model, parse_size
 
 __all__ = ["integer_model", "parse_input_shapes", "register", "run"]
 
@@ -75,10 +75,9 @@ def parse_input_shapes(texts: list[str]) -> dict[str, tuple[int, ...]]:
 
 def run(args: argparse.Namespace) -> int:
     """Compile and write the program; return 0."""
+    from systolic.commands.output_paths import check_output_file
     from systolic.mapper.importer import bind_inputs
     from systolic.mapper.lowering import compile_model
-
-    from .output_paths import check_output_file
 
     config = config_from_args(args)
     limit = parse_size(args.max_memory)

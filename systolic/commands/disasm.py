@@ -2,7 +2,7 @@
 
 The configuration, the memory map (image segments and tensor placements), then each layer
 with its instructions, one per line in the assembler's text form. Everything but the
-instructions is a `#` comment, so `systolic.sim.isa.assembler.parse_text` reads the listing
+instructions is a `#` comment, so `systolic.isa.assembler.parse_text` reads the listing
 back into the program's instructions.
 """
 
@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from systolic.errors import ModelError, SystolicError
-from systolic.sim.isa.disassembler import format_instruction
-from systolic.sim.isa.program import Program
+from systolic.isa.disassembler import format_instruction
+from systolic.isa.program import Program
 
 __all__ = ["load_program", "register", "render", "run"]
 

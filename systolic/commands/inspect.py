@@ -14,12 +14,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from systolic.commands.config_args import add_config_arguments, config_from_args
+from systolic.commands.model_loading import add_max_memory_argument, parse_size
+from systolic.commands.output_paths import check_output_file
 from systolic.errors import ConfigError
 from systolic.fileio import write_atomically
-
-from .config_args import add_config_arguments, config_from_args
-from .model_loading import add_max_memory_argument, parse_size
-from .output_paths import check_output_file
 
 __all__ = ["parse_size", "register", "render_text", "run"]
 
@@ -47,9 +46,9 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 def run(args: argparse.Namespace) -> int:
     """Load the model, print or write its summary; return 0."""
     from systolic.examples import example_path
-    from systolic.mapper.coverage import node_units
     from systolic.mapper.graph_checks import NameWarning
     from systolic.mapper.importer import load_model
+    from systolic.mapper.lowering.coverage import node_units
     from systolic.mapper.report import model_report
 
     limit = parse_size(args.max_memory)

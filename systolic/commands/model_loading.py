@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from systolic.errors import ConfigError
 
 if TYPE_CHECKING:  # the importer (numpy, protobuf) loads only when a command reads a model
-    from systolic.mapper.ir import Model
+    from systolic.ir import Model
 
 __all__ = ["add_max_memory_argument", "load_user_model", "parse_size"]
 

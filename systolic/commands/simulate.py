@@ -14,12 +14,11 @@ import json
 import sys
 from pathlib import Path
 
+from systolic.commands.config_args import add_config_arguments, config_from_args
+from systolic.commands.model_loading import add_max_memory_argument, parse_size
+from systolic.commands.output_paths import check_output_file
 from systolic.errors import ConfigError
 from systolic.simulation.report import SimulationReport, render_table
-
-from .config_args import add_config_arguments, config_from_args
-from .model_loading import add_max_memory_argument, parse_size
-from .output_paths import check_output_file
 
 __all__ = ["register", "run", "seed_value"]
 

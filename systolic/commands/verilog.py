@@ -15,11 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from systolic.commands.config_args import add_config_arguments, config_from_args
+from systolic.commands.output_paths import check_output_file, check_output_folder
 from systolic.errors import ConfigError
 from systolic.fileio import write_atomically
-
-from .config_args import add_config_arguments, config_from_args
-from .output_paths import check_output_file, check_output_folder
 
 __all__ = ["register", "render_report", "run"]
 

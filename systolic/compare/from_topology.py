@@ -23,9 +23,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from systolic.compare.layer_cycles import check_backend
+from systolic.compare.result import ConfigResult
+from systolic.compare.sweep import sweep_graph
+from systolic.compare.topology import MAX_LAYER_BYTES, TopologyLayer
 from systolic.config import ArrayConfig
 from systolic.errors import ResourceError
-from systolic.mapper.ir import (
+from systolic.ir import (
     Attrs,
     AttrValue,
     DataType,
@@ -35,12 +39,7 @@ from systolic.mapper.ir import (
     TensorType,
     ValueInfo,
 )
-from systolic.sim.golden.requant import quantize_multiplier
-
-from .layer_cycles import check_backend
-from .result import ConfigResult
-from .sweep import sweep_graph
-from .topology import MAX_LAYER_BYTES, TopologyLayer
+from systolic.isa.requant import quantize_multiplier
 
 __all__ = ["TopologyGraph", "is_gemm", "topology_graph", "topology_sweep"]
 

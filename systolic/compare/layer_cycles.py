@@ -19,15 +19,15 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from systolic.errors import ConfigError
+from systolic.isa.program import LayerUnit, ProgramLayer
 from systolic.mapper.lowering.compiled import (
     AcceleratorStep,
     CompiledModel,
     run_host_step,
     write_value,
 )
-from systolic.sim.isa.program import LayerUnit, ProgramLayer
+from systolic.sim.result import InstructionTimes
 from systolic.sim.run.backends import BACKENDS, run_program
-from systolic.sim.run.result import InstructionTimes
 from systolic.sim.timing.program_model import ProgramModel
 from systolic.simulation.layer_timing import (
     RunTimes,

@@ -8,9 +8,8 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
+from systolic.compare.result import ConfigResult
 from systolic.errors import ConfigError
-
-from .result import ConfigResult
 
 __all__ = ["check_plot_available", "plot_bytes"]
 

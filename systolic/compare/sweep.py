@@ -14,17 +14,16 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from systolic.compare.grid import config_label
+from systolic.compare.layer_cycles import accelerator_runs, check_backend, layer_results
+from systolic.compare.result import ConfigResult
 from systolic.config import ArrayConfig
+from systolic.ir import Graph, Model
 from systolic.mapper.importer import bind_inputs, load_model
-from systolic.mapper.ir import Graph, Model
 from systolic.mapper.lowering import compile_model
 from systolic.mapper.passes.pipeline import run_passes
 from systolic.mapper.passes.quantize_float import is_quantized
 from systolic.simulation.inputs import check_calibration_inputs, load_inputs, model_inputs
-
-from .grid import config_label
-from .layer_cycles import accelerator_runs, check_backend, layer_results
-from .result import ConfigResult
 
 __all__ = ["PreparedModel", "prepare_model", "run_config", "sweep", "sweep_graph", "varying_fields"]
 

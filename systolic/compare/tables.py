@@ -12,9 +12,8 @@ import csv
 import io
 from collections.abc import Sequence
 
+from systolic.compare.result import ConfigResult
 from systolic.simulation.report import LayerResult
-
-from .result import ConfigResult
 
 __all__ = ["CSV_COLUMNS", "TOTAL_ROW", "render_layers", "render_summary", "to_csv"]
 

@@ -17,13 +17,12 @@ systolic.QConv and every matrix product (Gemm, MatMul, QGemm, ...) a systolic.QM
 import math
 from collections.abc import Callable, Mapping
 
+from systolic.compare.topology import TopologyLayer
 from systolic.errors import ModelError, UnsupportedError
+from systolic.ir import Graph, Model, Node
 from systolic.mapper.binding import bind_graph
-from systolic.mapper.ir import Graph, Model, Node
 from systolic.mapper.lowering.node_attrs import int_attr, ints_attr
 from systolic.mapper.shape_inference import infer_shapes
-
-from .topology import TopologyLayer
 
 __all__ = ["model_topology"]
 

@@ -22,11 +22,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.isa.program import LayerUnit, ProgramLayer
 from systolic.mapper.lowering.check import reference_values
 from systolic.mapper.lowering.compiled import CompiledModel, read_logical_value
-from systolic.sim.isa.program import LayerUnit, ProgramLayer
-
-from .report import Mismatch
+from systolic.simulation.report import Mismatch
 
 __all__ = ["compare_final_outputs", "compare_layer", "reference_values", "tile_text"]
 

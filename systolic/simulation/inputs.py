@@ -11,7 +11,7 @@ import zipfile
 import numpy as np
 
 from systolic.errors import ModelError
-from systolic.mapper.ir import Model, TensorType, ValueInfo
+from systolic.ir import Model, TensorType, ValueInfo
 
 __all__ = ["check_calibration_inputs", "load_inputs", "model_inputs", "random_inputs"]
 

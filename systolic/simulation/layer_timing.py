@@ -31,10 +31,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from systolic.config import ArrayConfig
-from systolic.sim.isa.encode_batch import UNIT_CODES, unit_codes
-from systolic.sim.isa.instruction_base import Unit
-from systolic.sim.isa.program import LayerUnit, Program, ProgramLayer
-from systolic.sim.run.result import InstructionTimes, times_columns
+from systolic.isa.encode_batch import UNIT_CODES, unit_codes
+from systolic.isa.instruction_base import Unit
+from systolic.isa.program import LayerUnit, Program, ProgramLayer
+from systolic.sim.result import InstructionTimes, times_columns
 
 __all__ = ["LayerTiming", "RunTimes", "ideal_array_cycles", "layer_timings", "program_units"]
 

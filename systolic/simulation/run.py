@@ -30,13 +30,14 @@ import numpy as np
 
 from systolic.config import ArrayConfig
 from systolic.errors import ConfigError
+from systolic.ir import Model
+from systolic.isa.program import LayerUnit, ProgramLayer
 from systolic.mapper.importer import (
     DEFAULT_MAX_TENSOR_BYTES,
     NameWarning,
     bind_inputs,
     load_model,
 )
-from systolic.mapper.ir import Model
 from systolic.mapper.lowering import compile_model
 from systolic.mapper.lowering.compiled import (
     AcceleratorStep,
@@ -47,19 +48,26 @@ from systolic.mapper.lowering.compiled import (
 )
 from systolic.mapper.passes.pipeline import run_passes
 from systolic.mapper.passes.quantize_float import is_quantized
-from systolic.sim.isa.program import LayerUnit, ProgramLayer
-from systolic.sim.reference.executor import run_model
+from systolic.reference.executor import run_model
+from systolic.sim.progress import watching
 from systolic.sim.run.backends import BACKENDS, run_program
-from systolic.sim.run.progress import watching
-
-from .bitexact import compare_final_outputs, compare_layer, reference_values
-from .inputs import check_calibration_inputs, load_inputs, model_inputs
-from .layer_timing import RunTimes, ideal_array_cycles, layer_timings, program_units
-from .onnxruntime_check import compare_outputs, onnxruntime_available, run_onnxruntime
-from .outputs import PendingFiles
-from .progress import ProgressBar
-from .quantization import quantization_accuracy
-from .report import LayerResult, Mismatch, SimulationReport
+from systolic.simulation.bitexact import compare_final_outputs, compare_layer, reference_values
+from systolic.simulation.inputs import check_calibration_inputs, load_inputs, model_inputs
+from systolic.simulation.layer_timing import (
+    RunTimes,
+    ideal_array_cycles,
+    layer_timings,
+    program_units,
+)
+from systolic.simulation.onnxruntime_check import (
+    compare_outputs,
+    onnxruntime_available,
+    run_onnxruntime,
+)
+from systolic.simulation.outputs import PendingFiles
+from systolic.simulation.progress import ProgressBar
+from systolic.simulation.quantization import quantization_accuracy
+from systolic.simulation.report import LayerResult, Mismatch, SimulationReport
 
 __all__ = ["SimulationOutcome", "simulate_model", "vcd_paths"]
 
@@ -67,7 +75,7 @@ RTL_BACKENDS = ("rtl",)
 """Backends that can write a VCD waveform."""
 
 CYCLE_REPORTING = ("rtl", "verilator")
-"""Backends that report their progress in cycles (`systolic.sim.run.progress.report_cycle`)."""
+"""Backends that report their progress in cycles (`systolic.sim.progress.report_cycle`)."""
 
 
 @dataclasses.dataclass(frozen=True)

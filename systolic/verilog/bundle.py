@@ -15,11 +15,10 @@ from pathlib import Path
 
 from systolic.config import ArrayConfig
 from systolic.errors import ConfigError
-
-from .emit import build_accelerator, component_ports, to_verilog, top_name
-from .lint import LINT_CONFIG
-from .readme import render_readme
-from .synth import synth_script
+from systolic.hdl.emit import build_accelerator, component_ports, to_verilog, top_name
+from systolic.verilog.lint import LINT_CONFIG
+from systolic.verilog.readme import render_readme
+from systolic.verilog.synth import synth_script
 
 __all__ = ["Bundle", "render_bundle", "write_bundle"]
 

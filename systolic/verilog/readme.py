@@ -12,11 +12,10 @@ from collections.abc import Sequence
 
 from systolic import __version__
 from systolic.config import ArrayConfig
+from systolic.hdl.emit import ConstantMember, Port, layout_fields
 from systolic.hdl.ports import params_row_layout, spad_row_layout
 from systolic.hdl.range_overlap import MEMORY_IDS
-from systolic.sim.isa.memories import PARAMS_DEPTH, Memory, depth
-
-from .emit import ConstantMember, Port, layout_fields
+from systolic.isa.memories import PARAMS_DEPTH, Memory, depth
 
 __all__ = [
     "CLOCK_PORTS",
@@ -241,7 +240,7 @@ def _driving(config: ArrayConfig, top: str) -> list[str]:
         ("3. **Commands.** Offer the program's instructions in order on `i_instr` (valid/"
         "ready; offer instruction i as soon as i-1 was taken). Each command packs the "
         "512-bit instruction word with its unit and its hazard footprint; the host computes "
-        "them with the instruction set in `systolic.sim.isa` (`Instruction.encode()`, "
+        "them with the instruction set in `systolic.isa` (`Instruction.encode()`, "
         "`Instruction.footprint(config)`), and "
         "`systolic.sim.rtl.commands.encode_command(instr, config)` returns the whole "
         "command as one integer (bit i of the integer is bit i of `i_instr__payload`; "

@@ -1,4 +1,4 @@
-"""Whole programs for the accelerator tests, built with the `systolic.sim.isa` classes.
+"""Whole programs for the accelerator tests, built with the `systolic.isa` classes.
 
 Each builder returns a `Program` whose memory image (`initial_memory`) holds random operands;
 `golden_image` runs it on `systolic.sim.golden.machine.Machine`, the oracle the RTL's final
@@ -11,8 +11,9 @@ outputs from `Y_ADDR`; elements of `operand_bytes` bytes, row-major.
 import dataclasses
 
 import numpy as np
-from systolic.sim.golden.machine import Machine
-from systolic.sim.isa.instructions import (
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.isa.instructions import (
     Add,
     Compute,
     ComputeOS,
@@ -26,11 +27,10 @@ from systolic.sim.isa.instructions import (
     Preload,
     Store,
 )
-from systolic.sim.isa.params import pack_params
-from systolic.sim.isa.program import MemorySegment, Program
+from systolic.isa.params import pack_params
+from systolic.isa.program import MemorySegment, Program
+from systolic.sim.golden.machine import Machine
 from systolic.sim.run.backends import initial_memory
-
-from systolic.config import ArrayConfig, Dataflow
 
 A_ADDR, B_ADDR, P_ADDR, Y_ADDR = 0x0000, 0x1000, 0x2000, 0x3000
 MEMORY_BYTES = 0x4000

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from amaranth.sim import Simulator
+
+from systolic.config import ArrayConfig, Dataflow
 from systolic.hdl.systolic_array import (
     SystolicArray,
     a_payload_layout,
@@ -20,8 +22,6 @@ from systolic.hdl.systolic_array import (
     c_payload_layout,
     weights_payload_layout,
 )
-
-from systolic.config import ArrayConfig, Dataflow
 
 from .streams import field, pack, stream_get, stream_put, unpack_array
 

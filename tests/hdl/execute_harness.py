@@ -15,13 +15,13 @@ from amaranth import Module, signed
 from amaranth.lib import data
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
-from systolic.hdl.execute_unit import ExecuteUnit
-from systolic.sim.golden.machine import Machine
-from systolic.sim.isa.instructions import Compute, ComputeOS, Instruction, Preload
-from systolic.sim.isa.memories import Memory as Mem
-from systolic.sim.isa.memories import depth
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.hdl.execute_unit import ExecuteUnit
+from systolic.isa.instructions import Compute, ComputeOS, Instruction, Preload
+from systolic.isa.memories import Memory as Mem
+from systolic.isa.memories import depth
+from systolic.sim.golden.machine import Machine
 
 __all__ = ["ExRun", "random_program", "random_state", "run_golden", "run_rtl"]
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from amaranth.sim import Simulator
-from systolic.hdl.store_unit import StoreUnit
-from systolic.sim.golden.machine import Machine
-from systolic.sim.isa.instructions import Instruction
 
 from systolic.config import ArrayConfig
+from systolic.hdl.store_unit import StoreUnit
+from systolic.isa.instructions import Instruction
+from systolic.sim.golden.machine import Machine
 
 from .streams import TIMEOUT_CYCLES, stream_put
 

@@ -1,10 +1,10 @@
 """Random valid STORE-unit instructions (STORE, COPY, POOL, ADD) for a configuration."""
 
 import numpy as np
-from systolic.sim.isa.instructions import Add, Copy, Instruction, Pool, PoolMode, Store
-from systolic.sim.isa.memories import Memory, depth
 
 from systolic.config import ArrayConfig
+from systolic.isa.instructions import Add, Copy, Instruction, Pool, PoolMode, Store
+from systolic.isa.memories import Memory, depth
 
 from .store_harness import MEMORY_BYTES
 

@@ -11,17 +11,17 @@ import numpy as np
 import pytest
 from amaranth.back import verilog
 from amaranth.sim import Simulator
+
+from systolic.config import ArrayConfig, Dataflow
 from systolic.hdl.accelerator import HALT_UNIT, Accelerator
-from systolic.sim.isa.instructions import Compute, Halt, Load, LoadTarget, Preload, Store, Unit
-from systolic.sim.isa.program import MemorySegment, Program
+from systolic.isa.instructions import Compute, Halt, Load, LoadTarget, Preload, Store, Unit
+from systolic.isa.program import MemorySegment, Program
+from systolic.sim.result import InstructionTimes, RunResult
 from systolic.sim.rtl.commands import encode_command
 from systolic.sim.run.backends import run_program
-from systolic.sim.run.result import InstructionTimes, RunResult
 from systolic.sim.timing.execute_timing import ExecuteTiming
 from systolic.sim.timing.load_timing import load_duration
 from systolic.sim.timing.store_timing import duration as store_duration
-
-from systolic.config import ArrayConfig, Dataflow
 
 from .accelerator_programs import (
     A_ADDR,

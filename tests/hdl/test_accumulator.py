@@ -16,9 +16,9 @@ import pytest
 from amaranth.back import verilog
 from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
-from systolic.hdl.accumulator import READ_LATENCY, WRITE_TO_READ, Accumulator
 
 from systolic.config import ArrayConfig
+from systolic.hdl.accumulator import READ_LATENCY, WRITE_TO_READ, Accumulator
 
 from .streams import field, pack, stream_get, stream_put, unpack_array
 

@@ -5,6 +5,7 @@ import random
 
 import pytest
 from amaranth.sim import Simulator
+
 from systolic.hdl.completion_merge import CompletionMerge
 
 

@@ -12,9 +12,10 @@ import random
 import pytest
 from amaranth.back import verilog
 from amaranth.sim import Simulator
+
 from systolic.hdl.dispatcher import Dispatcher
 from systolic.hdl.range_overlap import MEMORY_IDS
-from systolic.sim.isa.memories import Access, Memory
+from systolic.isa.memories import Access, Memory
 from systolic.sim.timing.dispatch_model import (
     MEMORY_ID,
     DispatchModel,

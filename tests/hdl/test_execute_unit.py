@@ -6,11 +6,11 @@ import random
 import numpy as np
 import pytest
 from amaranth.back import verilog
-from systolic.hdl.execute_unit import ExecuteUnit
-from systolic.sim.isa.instructions import Compute, ComputeOS, Instruction, Preload
-from systolic.sim.timing.execute_timing import ExecuteTiming
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.hdl.execute_unit import ExecuteUnit
+from systolic.isa.instructions import Compute, ComputeOS, Instruction, Preload
+from systolic.sim.timing.execute_timing import ExecuteTiming
 
 from .execute_harness import random_program, random_state, run_golden, run_rtl
 

@@ -10,13 +10,13 @@ import pytest
 from amaranth.back import verilog
 from amaranth.hdl import Signal, Value
 from amaranth.sim import Simulator
-from systolic.hdl.load_unit import LoadUnit
-from systolic.sim.golden.machine import Machine
-from systolic.sim.isa.instructions import Load, LoadTarget
-from systolic.sim.isa.memories import Memory, depth, params_row_bytes
-from systolic.sim.timing.load_timing import load_timing
 
 from systolic.config import ArrayConfig
+from systolic.hdl.load_unit import LoadUnit
+from systolic.isa.instructions import Load, LoadTarget
+from systolic.isa.memories import Memory, depth, params_row_bytes
+from systolic.sim.golden.machine import Machine
+from systolic.sim.timing.load_timing import load_timing
 
 from .streams import pack, stream_put, unpack_array
 

@@ -9,10 +9,10 @@ import pytest
 from amaranth import signed
 from amaranth.lib import data
 from amaranth.sim import Simulator
-from systolic.hdl.mesh import Mesh
-from systolic.hdl.pe import os_west_layout, weight_lane_layout, ws_west_layout
 
 from systolic.config import Dataflow
+from systolic.hdl.mesh import Mesh
+from systolic.hdl.pe import os_west_layout, weight_lane_layout, ws_west_layout
 
 from .array_harness import reference_matmul
 from .streams import pack, unpack_array

@@ -1,6 +1,6 @@
 # amaranth: UnusedElaboratable=no
 
-"""OutputStage against the golden model `systolic.sim.golden.requant.requantize`, bit-exact."""
+"""OutputStage against the golden model `systolic.isa.requant.requantize`, bit-exact."""
 
 import random
 
@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from amaranth.back import verilog
 from amaranth.sim import Simulator
+
 from systolic.hdl.output_stage import LATENCY, OutputStage
-from systolic.sim.golden.requant import requantize
+from systolic.isa.requant import requantize
 
 from .streams import field, pack, stream_get, stream_put, unpack_array
 

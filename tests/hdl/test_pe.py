@@ -5,6 +5,7 @@ import random
 import pytest
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
+
 from systolic.hdl.pe import OutputStationaryPE, WeightStationaryPE
 
 

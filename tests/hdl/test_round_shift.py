@@ -4,6 +4,7 @@ from fractions import Fraction
 
 from amaranth.hdl import Module, Signal, signed
 from amaranth.sim import Simulator
+
 from systolic.hdl.round_shift import round_shift_parts
 
 

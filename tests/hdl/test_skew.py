@@ -6,6 +6,7 @@ import pytest
 from amaranth import Module, Signal, signed
 from amaranth.lib import data
 from amaranth.sim import Simulator
+
 from systolic.hdl.skew import Deskew, Skew
 
 from .streams import unpack_array

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from amaranth.back import verilog
 from amaranth.hdl import Signal
-from systolic.hdl.store_unit import StoreUnit
-from systolic.sim.isa.instructions import Copy, Store
-from systolic.sim.timing.store_timing import duration
 
 from systolic.config import ArrayConfig
+from systolic.hdl.store_unit import StoreUnit
+from systolic.isa.instructions import Copy, Store
+from systolic.sim.timing.store_timing import duration
 
 from .store_harness import golden_memory, random_machine, run_unit
 from .store_instructions import random_instruction

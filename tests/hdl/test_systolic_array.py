@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from amaranth import Fragment
 from amaranth.back import verilog
-from systolic.hdl.systolic_array import SystolicArray
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.hdl.systolic_array import SystolicArray
 
 from .array_harness import (
     expected_os_cycles,

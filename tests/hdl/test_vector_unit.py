@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from amaranth.back import verilog
 from amaranth.sim import Simulator
+
 from systolic.hdl.vector_unit import LATENCY, MAX, SCALED_SUM, VectorUnit, element_layout
-from systolic.sim.golden.requant import round_shift_half_even
+from systolic.isa.requant import round_shift_half_even
 
 from .streams import pack, stream_get, stream_put, unpack_array
 

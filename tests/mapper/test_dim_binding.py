@@ -2,11 +2,11 @@
 
 import pytest
 from onnx import TensorProto, helper
-from systolic.mapper.dim_binding import bind_inputs, bind_symbols
-from systolic.mapper.importer import load_model_bytes
-from systolic.mapper.ir import Model
 
 from systolic.errors import ModelError
+from systolic.ir import Model
+from systolic.mapper.dim_binding import bind_inputs, bind_symbols
+from systolic.mapper.importer import load_model_bytes
 
 
 def _model() -> Model:

@@ -3,10 +3,10 @@
 import warnings
 
 import pytest
-from systolic.mapper.graph_checks import NameWarning, check_graph, warn_bad_names
-from systolic.mapper.ir import DataType, Graph, Node, TensorType, ValueInfo
 
 from systolic.errors import ModelError
+from systolic.ir import DataType, Graph, Node, TensorType, ValueInfo
+from systolic.mapper.graph_checks import NameWarning, check_graph, warn_bad_names
 
 F4 = TensorType(DataType.FLOAT, (4,))
 

@@ -9,11 +9,11 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from systolic.mapper.graph_checks import NameWarning
-from systolic.mapper.importer import MAX_IR_VERSION, bind_inputs, load_model, load_model_bytes
-from systolic.mapper.ir import DataType, TensorType
 
 from systolic.errors import ModelError, UnsupportedError
+from systolic.ir import DataType, TensorType
+from systolic.mapper.graph_checks import NameWarning
+from systolic.mapper.importer import MAX_IR_VERSION, bind_inputs, load_model, load_model_bytes
 
 LIGHT = sorted(
     glob.glob(os.path.join(os.path.dirname(onnx.__file__), "backend/test/data/light/*.onnx"))
@@ -322,7 +322,8 @@ def test_local_functions_are_inlined_with_attribute_references() -> None:
 
 def test_inlined_model_computes_what_onnxruntime_computes() -> None:
     import onnxruntime
-    from systolic.sim.reference.executor import run_model
+
+    from systolic.reference.executor import run_model
 
     proto = _function_model()
     model = _load(proto)

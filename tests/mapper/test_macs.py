@@ -1,6 +1,6 @@
 """MAC counts from shapes, against the arithmetic written out."""
 
-from systolic.mapper.ir import Attrs, DataType, Node, TensorType
+from systolic.ir import Attrs, DataType, Node, TensorType
 from systolic.mapper.macs import node_macs
 
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from systolic.mapper.importer import load_model_bytes
 
 from systolic.errors import ModelError, ResourceError
+from systolic.mapper.importer import load_model_bytes
 
 
 def _load(

@@ -11,6 +11,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+
 from systolic.proto import ModelProto, TensorProto
 
 SUITES = ("light", "pytorch-converted", "pytorch-operator", "simple")

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
+
 from systolic.proto import ModelProto
 
 onnx_ml_pb2 = pytest.importorskip(

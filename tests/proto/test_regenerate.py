@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+
 from systolic.proto import regenerate
 
 pytest.importorskip("grpc_tools", reason="grpcio-tools (extra `dev`/`test`) is not installed")

@@ -4,7 +4,7 @@ import sys
 import pytest
 
 import systolic
-from systolic.cli import main
+from systolic.commands.cli import main
 
 
 def test_version(capsys):
@@ -28,7 +28,7 @@ def test_unknown_command_is_a_usage_error(capsys):
 
 def test_console_entry_point_runs_as_a_module():
     result = subprocess.run(
-        [sys.executable, "-m", "systolic.cli", "--help"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "systolic.commands.cli", "--help"], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0
     assert "usage: systolic" in result.stdout

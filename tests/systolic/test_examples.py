@@ -1,6 +1,6 @@
 import pytest
 
-from systolic.cli import main
+from systolic.commands.cli import main
 from systolic.examples import DEFAULT_EXAMPLE, example_names, example_path
 
 

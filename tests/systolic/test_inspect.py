@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from systolic.cli import main
+from systolic.commands.cli import main
 from systolic.commands.inspect import parse_size
 
 BAD = Path(__file__).resolve().parents[1] / "data" / "bad_models"
@@ -119,7 +119,7 @@ def test_bad_model_is_one_line_exit_2_nothing_written(
 def test_bad_model_in_a_subprocess(case: str, tmp_path: Path) -> None:
     target = tmp_path / "out.json"
     result = subprocess.run(
-        [sys.executable, "-m", "systolic.cli", "inspect", str(BAD / case), "--json", str(target)],
+        [sys.executable, "-m", "systolic.commands.cli", "inspect", str(BAD / case), "--json", str(target)],
         check=False,
         capture_output=True,
         text=True,

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from google.protobuf.message import DecodeError
+
 from systolic.proto import (
     AttributeProto,
     AttributeType,

@@ -14,9 +14,9 @@ from types import ModuleType
 
 import pytest
 from google.protobuf.message import DecodeError
-from systolic.proto import ModelProto
 
 from systolic import errors
+from systolic.proto import ModelProto
 
 HERE = Path(__file__).resolve().parent
 MANIFEST = json.loads((HERE / "manifest.json").read_text())

@@ -6,13 +6,13 @@ import types
 
 import numpy as np
 import pytest
-from systolic.mapper.ir import Attrs, Node
-from systolic.mapper.lowering.layer_code import BumpAllocator, LayerCode
-from systolic.sim.golden.machine import Machine
-from systolic.sim.isa.instructions import Halt
-from systolic.sim.isa.program import ElementType, TensorPlacement, TensorRole
 
 from systolic.config import ArrayConfig
+from systolic.ir import Attrs, Node
+from systolic.isa.instructions import Halt
+from systolic.isa.program import ElementType, TensorPlacement, TensorRole
+from systolic.mapper.lowering.layer_code import BumpAllocator, LayerCode
+from systolic.sim.golden.machine import Machine
 
 
 @dataclasses.dataclass

@@ -3,7 +3,8 @@
 from collections.abc import Sequence
 
 import numpy as np
-from systolic.mapper.ir import (
+
+from systolic.ir import (
     Attrs,
     AttrValue,
     DataType,
@@ -13,7 +14,7 @@ from systolic.mapper.ir import (
     TensorType,
     ValueInfo,
 )
-from systolic.sim.golden.requant import quantize_multiplier
+from systolic.isa.requant import quantize_multiplier
 
 OPSETS = {"": 13, "systolic": 1}
 

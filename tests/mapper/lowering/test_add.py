@@ -3,13 +3,13 @@ bit: channel-last maps (also inside a halo), row-major matrices, tiles, mixed ty
 
 import numpy as np
 import pytest
-from systolic.mapper.ir import DataType
-from systolic.mapper.lowering import check_on_golden, compile_model, first_failure, simulate
-from systolic.sim.isa.instructions import Add
-from systolic.sim.isa.program import LayerUnit
-from systolic.sim.reference.executor import run_graph
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.ir import DataType
+from systolic.isa.instructions import Add
+from systolic.isa.program import LayerUnit
+from systolic.mapper.lowering import check_on_golden, compile_model, first_failure, simulate
+from systolic.reference.executor import run_graph
 
 from .graphs import OPSETS, graph, node, qconv, random_input
 

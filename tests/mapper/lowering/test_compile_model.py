@@ -7,8 +7,14 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+
+from systolic.commands.compile import integer_model
+from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import UnsupportedError
+from systolic.ir import DataType, Tensor
+from systolic.isa.instructions import Halt
+from systolic.isa.program import HostStep, LayerUnit, TensorRole
 from systolic.mapper.importer import load_model
-from systolic.mapper.ir import DataType, Tensor
 from systolic.mapper.lowering import (
     AcceleratorStep,
     CompiledModel,
@@ -17,13 +23,7 @@ from systolic.mapper.lowering import (
     first_failure,
     simulate,
 )
-from systolic.sim.isa.instructions import Halt
-from systolic.sim.isa.program import HostStep, LayerUnit, TensorRole
-from systolic.sim.reference.executor import run_graph, run_model
-
-from systolic.commands.compile import integer_model
-from systolic.config import ArrayConfig, Dataflow
-from systolic.errors import UnsupportedError
+from systolic.reference.executor import run_graph, run_model
 
 from .graphs import OPSETS, graph, node, qconv, qmatmul, random_input
 

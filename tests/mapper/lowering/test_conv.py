@@ -5,14 +5,14 @@ import math
 
 import numpy as np
 import pytest
-from systolic.mapper.ir import Attrs
-from systolic.mapper.lowering.conv import lower_qconv
-from systolic.sim.isa.program import ElementType, TensorRole
-from systolic.sim.reference.kernels.conv import conv_nd
-from systolic.sim.reference.ops.op_systolic_qconv import QConv
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import ResourceError, UnsupportedError
+from systolic.ir import Attrs
+from systolic.isa.program import ElementType, TensorRole
+from systolic.mapper.lowering.conv import lower_qconv
+from systolic.reference.kernels.conv import conv_nd
+from systolic.reference.ops.op_systolic_qconv import QConv
 
 ARRAYS = [(1, 1), (2, 3), (4, 4), (8, 8), (16, 16)]
 

@@ -1,9 +1,8 @@
 """array_cycles: busy and occupied array time of EXECUTE instructions."""
 
-from systolic.mapper.lowering.estimate import array_cycles, ideal_cycles
-from systolic.sim.isa.instructions import Compute, ComputeOS, Load, LoadTarget, Preload, Store
-
 from systolic.config import ArrayConfig, Dataflow
+from systolic.isa.instructions import Compute, ComputeOS, Load, LoadTarget, Preload, Store
+from systolic.mapper.lowering.estimate import array_cycles, ideal_cycles
 
 
 def test_weight_stationary_tiles_occupy_at_least_rows_cycles() -> None:

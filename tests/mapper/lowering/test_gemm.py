@@ -1,6 +1,7 @@
 """split_rows: the row pieces of a tile follow the blocks' row patterns exactly."""
 
 import pytest
+
 from systolic.mapper.lowering.gemm import RowBlock, split_rows
 
 BLOCKS = (RowBlock(1000, 14, 5, 3, 100), RowBlock(5000, 6, 4, 2, 50))

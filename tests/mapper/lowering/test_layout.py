@@ -3,14 +3,14 @@ each checked on the golden machine against the reference executor."""
 
 import numpy as np
 import pytest
-from systolic.mapper.ir import DataType, Tensor
-from systolic.mapper.lowering import check_on_golden, compile_model, first_failure, simulate
-from systolic.mapper.lowering.layout import address_array, strides_of
-from systolic.sim.isa.instructions import Copy
-from systolic.sim.isa.program import ElementType, LayerUnit, TensorPlacement, TensorRole
-from systolic.sim.reference.executor import run_graph
 
 from systolic.config import ArrayConfig
+from systolic.ir import DataType, Tensor
+from systolic.isa.instructions import Copy
+from systolic.isa.program import ElementType, LayerUnit, TensorPlacement, TensorRole
+from systolic.mapper.lowering import check_on_golden, compile_model, first_failure, simulate
+from systolic.mapper.lowering.layout import address_array, strides_of
+from systolic.reference.executor import run_graph
 
 from .graphs import OPSETS, graph, node, qmatmul, random_input
 

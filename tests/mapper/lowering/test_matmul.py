@@ -4,13 +4,13 @@ import math
 
 import numpy as np
 import pytest
-from systolic.mapper.ir import Attrs
-from systolic.mapper.lowering.matmul import lower_qmatmul, row_blocks
-from systolic.sim.isa.program import ElementType, TensorPlacement, TensorRole
-from systolic.sim.reference.ops.op_systolic_qmatmul import QMatMul
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import UnsupportedError
+from systolic.ir import Attrs
+from systolic.isa.program import ElementType, TensorPlacement, TensorRole
+from systolic.mapper.lowering.matmul import lower_qmatmul, row_blocks
+from systolic.reference.ops.op_systolic_qmatmul import QMatMul
 
 ARRAYS = [(1, 1), (2, 3), (4, 4), (8, 8), (16, 16)]
 

@@ -5,16 +5,16 @@ import math
 
 import numpy as np
 import pytest
-from systolic.mapper.ir import Attrs, Node
-from systolic.mapper.lowering.layer_code import BumpAllocator
-from systolic.mapper.lowering.matmul import lower_qmatmul
-from systolic.sim.golden.machine import Machine
-from systolic.sim.isa.instructions import Halt
-from systolic.sim.isa.program import ElementType, TensorPlacement, TensorRole
-from systolic.sim.reference.ops.op_systolic_qmatmul import QMatMul, matmul_shape
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import UnsupportedError
+from systolic.ir import Attrs, Node
+from systolic.isa.instructions import Halt
+from systolic.isa.program import ElementType, TensorPlacement, TensorRole
+from systolic.mapper.lowering.layer_code import BumpAllocator
+from systolic.mapper.lowering.matmul import lower_qmatmul
+from systolic.reference.ops.op_systolic_qmatmul import QMatMul, matmul_shape
+from systolic.sim.golden.machine import Machine
 
 ARRAYS = [(1, 1), (2, 3), (4, 4), (8, 8)]
 

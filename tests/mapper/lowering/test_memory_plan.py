@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
-from systolic.mapper.ir import DataType
-from systolic.mapper.lowering.memory_plan import MemoryPlan, canonical_strides, is_channel_last
-from systolic.sim.isa.program import ElementType, TensorRole
 
 from systolic.config import ArrayConfig
 from systolic.errors import ResourceError, UnsupportedError
+from systolic.ir import DataType
+from systolic.isa.program import ElementType, TensorRole
+from systolic.mapper.lowering.memory_plan import MemoryPlan, canonical_strides, is_channel_last
 
 
 def test_activations_of_rank_three_and_four_are_channel_last():

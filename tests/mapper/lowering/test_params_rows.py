@@ -2,16 +2,16 @@
 
 import numpy as np
 import pytest
+
+from systolic.config import ArrayConfig
+from systolic.errors import ResourceError, UnsupportedError
+from systolic.isa.params import unpack_params
 from systolic.mapper.lowering.params_rows import (
     check_accumulator,
     fold_zero_point,
     params_image,
     weight_image,
 )
-from systolic.sim.isa.params import unpack_params
-
-from systolic.config import ArrayConfig
-from systolic.errors import ResourceError, UnsupportedError
 
 
 def test_the_zero_point_is_folded_per_column() -> None:

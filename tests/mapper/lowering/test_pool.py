@@ -3,14 +3,14 @@ reference operators, bit for bit."""
 
 import numpy as np
 import pytest
-from systolic.mapper.ir import DataType
-from systolic.mapper.lowering import check_on_golden, compile_model, first_failure, simulate
-from systolic.mapper.lowering.pool import count_rectangles
-from systolic.sim.isa.instructions import Pool
-from systolic.sim.isa.program import LayerUnit
-from systolic.sim.reference.executor import run_graph
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.ir import DataType
+from systolic.isa.instructions import Pool
+from systolic.isa.program import LayerUnit
+from systolic.mapper.lowering import check_on_golden, compile_model, first_failure, simulate
+from systolic.mapper.lowering.pool import count_rectangles
+from systolic.reference.executor import run_graph
 
 from .graphs import OPSETS, graph, node, random_input
 

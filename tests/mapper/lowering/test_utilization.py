@@ -6,14 +6,14 @@ the whole layer's cycles from the analytic cycle model (sim/timing/program_model
 
 import numpy as np
 import pytest
-from systolic.mapper.ir import Attrs, Node
-from systolic.mapper.lowering.conv import lower_qconv
-from systolic.mapper.lowering.layer_code import BumpAllocator
-from systolic.sim.isa.instructions import Halt
-from systolic.sim.isa.program import ElementType, TensorPlacement, TensorRole
-from systolic.sim.timing.program_model import ProgramModel
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.ir import Attrs, Node
+from systolic.isa.instructions import Halt
+from systolic.isa.program import ElementType, TensorPlacement, TensorRole
+from systolic.mapper.lowering.conv import lower_qconv
+from systolic.mapper.lowering.layer_code import BumpAllocator
+from systolic.sim.timing.program_model import ProgramModel
 
 
 def _nhwc(name: str, address: int, shape: tuple[int, int, int, int], halo: int) -> TensorPlacement:

@@ -2,8 +2,9 @@
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
+
+from systolic.ir import Model
 from systolic.mapper.importer import load_model_bytes
-from systolic.mapper.ir import Model
 
 
 def build(nodes, inputs, outputs, constants=None, *, opset=13, ms=False) -> Model:

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
-from systolic.mapper.passes.accuracy import quantization_accuracy
 
 from systolic.errors import ModelError
+from systolic.mapper.passes.accuracy import quantization_accuracy
 
 from .model_builder import build, node
 

@@ -1,4 +1,5 @@
 import numpy as np
+
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.report import PassReport
 

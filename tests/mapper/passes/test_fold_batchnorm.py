@@ -1,8 +1,9 @@
 import numpy as np
+
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.pipeline import finalize
 from systolic.mapper.passes.report import PassReport
-from systolic.sim.reference.executor import run_model
+from systolic.reference.executor import run_model
 
 from .model_builder import build, node
 

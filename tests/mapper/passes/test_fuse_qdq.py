@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
+
 from systolic.mapper.passes.pipeline import run_passes
-from systolic.sim.reference.executor import run_model
+from systolic.reference.executor import run_model
 
 from .model_builder import build, node
 

@@ -4,8 +4,9 @@ weights; the fused integer graph against the QDQ graph run in float."""
 
 import numpy as np
 import pytest
+
 from systolic.mapper.passes.pipeline import run_passes
-from systolic.sim.reference.executor import run_model
+from systolic.reference.executor import run_model
 
 from .model_builder import build, node
 

@@ -1,5 +1,6 @@
 import numpy as np
-from systolic.mapper.ir import DataType
+
+from systolic.ir import DataType
 from systolic.mapper.passes.graph_tools import tensor
 
 

@@ -9,6 +9,7 @@ import os
 import numpy as np
 import onnx
 import pytest
+
 from systolic.mapper.importer import load_model
 from systolic.mapper.passes.pipeline import run_passes
 

@@ -1,4 +1,5 @@
 import numpy as np
+
 from systolic.mapper.passes.name_nodes import name_nodes
 
 from .model_builder import build, node

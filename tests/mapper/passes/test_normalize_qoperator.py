@@ -1,6 +1,7 @@
 import numpy as np
+
 from systolic.mapper.passes.pipeline import run_passes
-from systolic.sim.reference.executor import run_model
+from systolic.reference.executor import run_model
 
 from .model_builder import build, node
 

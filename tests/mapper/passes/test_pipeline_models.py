@@ -11,11 +11,12 @@ from collections import Counter
 
 import numpy as np
 import pytest
+
+from systolic.ir import DataType
 from systolic.mapper.importer import load_model
-from systolic.mapper.ir import DataType
 from systolic.mapper.passes.accuracy import quantization_accuracy
 from systolic.mapper.passes.pipeline import run_passes
-from systolic.sim.reference.executor import run_model
+from systolic.reference.executor import run_model
 
 MODELS = pathlib.Path(__file__).resolve().parents[2] / "models"
 NETWORKS = ("mlp", "lenet", "resnet_tiny", "dwsep")

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+
 from systolic.mapper.passes.quant_params import NotFusable, effective_weights
 from systolic.mapper.passes.quantize_float import quantize_weights
 

@@ -1,6 +1,7 @@
 import pathlib
 
 import numpy as np
+
 from systolic.mapper.importer import load_model
 from systolic.mapper.passes.accuracy import quantization_accuracy
 from systolic.mapper.passes.calibration import RANDOM_SAMPLES, random_calibration

@@ -1,9 +1,10 @@
 import numpy as np
 import pytest
+
 from systolic.mapper.passes.pipeline import finalize, run_passes
 from systolic.mapper.passes.report import PassReport
 from systolic.mapper.passes.spatial_mean import spatial_mean_to_pool
-from systolic.sim.reference.executor import run_model
+from systolic.reference.executor import run_model
 
 from .model_builder import build, node
 

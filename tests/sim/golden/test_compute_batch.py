@@ -9,9 +9,10 @@ import dataclasses
 
 import numpy as np
 import pytest
-from systolic.sim.golden.compute_batch import exact_product
-from systolic.sim.golden.machine import Machine
-from systolic.sim.isa.instructions import (
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import ConfigError, SimulationError
+from systolic.isa.instructions import (
     Compute,
     ComputeOS,
     Halt,
@@ -21,11 +22,10 @@ from systolic.sim.isa.instructions import (
     Preload,
     Store,
 )
-from systolic.sim.isa.program import Program
+from systolic.isa.program import Program
+from systolic.sim.golden.compute_batch import exact_product
+from systolic.sim.golden.machine import Machine
 from systolic.sim.timing.synthetic_programs import random_program
-
-from systolic.config import ArrayConfig, Dataflow
-from systolic.errors import ConfigError, SimulationError
 
 WS = ArrayConfig(rows=4, cols=4, spad_kib=4, acc_kib=2)
 OS = dataclasses.replace(WS, rows=3, cols=4, dataflow=Dataflow.OS)

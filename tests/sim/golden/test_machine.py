@@ -12,10 +12,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from systolic.sim.golden.machine import Machine, run_program
-from systolic.sim.golden.requant import requantize
-from systolic.sim.isa.hazards import dependencies
-from systolic.sim.isa.instructions import (
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import SimulationError
+from systolic.isa.hazards import dependencies
+from systolic.isa.instructions import (
     Add,
     Compute,
     ComputeOS,
@@ -29,17 +30,16 @@ from systolic.sim.isa.instructions import (
     Preload,
     Store,
 )
-from systolic.sim.isa.params import pack_params
-from systolic.sim.isa.program import (
+from systolic.isa.params import pack_params
+from systolic.isa.program import (
     ElementType,
     MemorySegment,
     Program,
     TensorPlacement,
     TensorRole,
 )
-
-from systolic.config import ArrayConfig, Dataflow
-from systolic.errors import SimulationError
+from systolic.isa.requant import requantize
+from systolic.sim.golden.machine import Machine, run_program
 
 WS = ArrayConfig(rows=8, cols=8, spad_kib=16, acc_kib=4)
 OS = dataclasses.replace(WS, rows=4, cols=6, dataflow=Dataflow.OS)

@@ -13,15 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from systolic.mapper.importer import load_model
-from systolic.mapper.lowering import compile_model
-from systolic.mapper.passes.pipeline import run_passes
-from systolic.sim.golden import native_machine
-from systolic.sim.golden.machine import Machine
-from systolic.sim.golden.native_machine import NativeStatus, native_execute, run_native
-from systolic.sim.isa.encode_batch import encode_words
-from systolic.sim.isa.fields import InstructionError
-from systolic.sim.isa.instructions import (
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import SimulationError
+from systolic.isa.encode_batch import encode_words
+from systolic.isa.fields import InstructionError
+from systolic.isa.instructions import (
     Add,
     Compute,
     ComputeOS,
@@ -35,13 +32,16 @@ from systolic.sim.isa.instructions import (
     Preload,
     Store,
 )
-from systolic.sim.isa.memories import Memory, depth
-from systolic.sim.isa.params import pack_params
+from systolic.isa.memories import Memory, depth
+from systolic.isa.params import pack_params
+from systolic.mapper.importer import load_model
+from systolic.mapper.lowering import compile_model
+from systolic.mapper.passes.pipeline import run_passes
+from systolic.sim.golden import native_machine
+from systolic.sim.golden.machine import Machine
+from systolic.sim.golden.native_machine import NativeStatus, native_execute, run_native
 from systolic.sim.native.build import load_library, unavailable_reason
 from systolic.sim.timing.synthetic_programs import random_program
-
-from systolic.config import ArrayConfig, Dataflow
-from systolic.errors import SimulationError
 
 from ...hdl.accelerator_programs import (
     gemm_program,

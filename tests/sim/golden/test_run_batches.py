@@ -13,8 +13,10 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from systolic.sim.golden.machine import Machine
-from systolic.sim.isa.instructions import (
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import SystolicError
+from systolic.isa.instructions import (
     Compute,
     ComputeOS,
     Copy,
@@ -25,11 +27,9 @@ from systolic.sim.isa.instructions import (
     Preload,
     Store,
 )
-from systolic.sim.isa.memories import Memory, depth
-from systolic.sim.isa.params import pack_params
-
-from systolic.config import ArrayConfig, Dataflow
-from systolic.errors import SystolicError
+from systolic.isa.memories import Memory, depth
+from systolic.isa.params import pack_params
+from systolic.sim.golden.machine import Machine
 
 WS = ArrayConfig(rows=4, cols=4, spad_kib=1, acc_kib=1)
 OS = dataclasses.replace(WS, dataflow=Dataflow.OS)

@@ -4,12 +4,13 @@ import ctypes
 
 import numpy as np
 import pytest
-from systolic.sim.isa.encode_batch import encode_words
-from systolic.sim.isa.instructions import INSTRUCTION_TYPES, Halt
+
+from systolic.isa.encode_batch import encode_words
+from systolic.isa.instructions import INSTRUCTION_TYPES, Halt
 from systolic.sim.native import build
 from systolic.sim.native.isa_header import isa_header
 
-from ..isa.random_instructions import random_instruction
+from ...systolic.isa.random_instructions import random_instruction
 
 _CLASSES = [cls for cls in INSTRUCTION_TYPES if cls is not Halt]
 

@@ -2,9 +2,11 @@
 
 import pytest
 from amaranth.lib import data
+
+from systolic.config import ArrayConfig
 from systolic.hdl.accelerator import command_layout
 from systolic.hdl.range_overlap import MEMORY_IDS
-from systolic.sim.isa.instructions import (
+from systolic.isa.instructions import (
     Compute,
     Copy,
     Halt,
@@ -21,8 +23,6 @@ from systolic.sim.rtl.commands import (
     encode_command,
     split_words32,
 )
-
-from systolic.config import ArrayConfig
 
 CONFIG = ArrayConfig(rows=4, cols=4, spad_kib=4, acc_kib=4)
 

@@ -1,9 +1,9 @@
 """`ExternalMemory`: read latency, strobed writes, bounds."""
 
 import pytest
-from systolic.sim.rtl.external_memory import ExternalMemory
 
 from systolic.errors import SimulationError
+from systolic.sim.rtl.external_memory import ExternalMemory
 
 
 def test_reads_arrive_after_the_latency_in_order() -> None:

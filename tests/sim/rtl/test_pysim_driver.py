@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from systolic.sim.rtl.pysim_driver import run_pysim
 
 from systolic.config import Dataflow
 from systolic.errors import SimulationError
+from systolic.sim.rtl.pysim_driver import run_pysim
 
 from ...hdl.accelerator_programs import (
     gemm_program,

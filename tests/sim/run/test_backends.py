@@ -2,14 +2,14 @@
 
 import numpy as np
 import pytest
-from systolic.sim.isa.instructions import Halt
-from systolic.sim.isa.program import MemorySegment, Program
-from systolic.sim.run import backends
-from systolic.sim.run.backends import initial_memory, register_backend, run_program
-from systolic.sim.run.result import COUNTER_NAMES, InstructionTimes, RunResult
 
 from systolic.config import Dataflow
 from systolic.errors import ConfigError
+from systolic.isa.instructions import Halt
+from systolic.isa.program import MemorySegment, Program
+from systolic.sim.result import COUNTER_NAMES, InstructionTimes, RunResult
+from systolic.sim.run import backends
+from systolic.sim.run.backends import initial_memory, register_backend, run_program
 
 from ...hdl.accelerator_programs import gemm_program, golden_image, operands, small_config
 

@@ -4,14 +4,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from systolic.commands.model_loading import load_user_model
+from systolic.config import ArrayConfig, Dataflow
 from systolic.mapper.lowering import compile_model
 from systolic.mapper.passes.pipeline import run_passes
 from systolic.sim.golden.machine import Machine
 from systolic.sim.native.build import load_library
 from systolic.sim.run.model_backend import run_model
-
-from systolic.commands.model_loading import load_user_model
-from systolic.config import ArrayConfig, Dataflow
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 

@@ -2,7 +2,8 @@
 tests/hdl/test_dispatcher.py)."""
 
 import pytest
-from systolic.sim.isa.memories import Access, Memory
+
+from systolic.isa.memories import Access, Memory
 from systolic.sim.timing.dispatch_model import DispatchModel, Job, UnitModel, UnitTiming
 
 

@@ -5,10 +5,10 @@ import itertools
 import random
 
 import pytest
-from systolic.sim.isa.instructions import Compute, ComputeOS, Load, LoadTarget, Preload
-from systolic.sim.timing.execute_timing import ExecuteTiming, InstructionTiming
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.isa.instructions import Compute, ComputeOS, Load, LoadTarget, Preload
+from systolic.sim.timing.execute_timing import ExecuteTiming, InstructionTiming
 
 
 def config(rows: int, cols: int, dataflow: Dataflow) -> ArrayConfig:

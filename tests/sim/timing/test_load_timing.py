@@ -5,11 +5,11 @@ formulas are checked against hand-counted beats.
 """
 
 import pytest
-from systolic.sim.isa.instructions import Load, LoadTarget
-from systolic.sim.timing.dispatch_model import UnitTiming
-from systolic.sim.timing.load_timing import SETUP_CYCLES, load_beats, load_duration, load_timing
 
 from systolic.config import ArrayConfig
+from systolic.isa.instructions import Load, LoadTarget
+from systolic.sim.timing.dispatch_model import UnitTiming
+from systolic.sim.timing.load_timing import SETUP_CYCLES, load_beats, load_duration, load_timing
 
 CONFIG = ArrayConfig(rows=4, cols=4, bus_bytes=16, spad_kib=4, acc_kib=4)
 

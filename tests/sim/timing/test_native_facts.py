@@ -4,18 +4,18 @@ import dataclasses
 
 import numpy as np
 import pytest
-from systolic.sim.isa.encode_batch import encode_words
-from systolic.sim.isa.fields import InstructionError
-from systolic.sim.isa.instructions import Add, Copy, Load, Pool, Store
-from systolic.sim.isa.memories import Memory
+
+from systolic.config import ArrayConfig
+from systolic.isa.encode_batch import encode_words
+from systolic.isa.fields import InstructionError
+from systolic.isa.instructions import Add, Copy, Load, Pool, Store
+from systolic.isa.memories import Memory
 from systolic.sim.native.build import load_library, unavailable_reason
 from systolic.sim.timing.load_timing import load_beats
 from systolic.sim.timing.native_facts import external_facts
 from systolic.sim.timing.store_timing import duration
 
-from systolic.config import ArrayConfig
-
-from ..isa.random_instructions import random_instruction
+from ...systolic.isa.random_instructions import random_instruction
 
 _SMALL = {"count": 40, "m": 40, "oh": 6, "ow": 6, "h": 12, "w": 12, "length": 300}
 _STRIDES = ("row_stride0", "row_stride1", "stride_mid", "stride_outer")

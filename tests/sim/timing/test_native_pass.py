@@ -11,6 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from systolic.commands.compile import integer_model
+from systolic.commands.model_loading import load_user_model
+from systolic.config import ArrayConfig, Dataflow
 from systolic.mapper.lowering import compile_model
 from systolic.sim.native.build import unavailable_reason
 from systolic.sim.timing import program_model
@@ -19,10 +23,6 @@ from systolic.sim.timing.program_facts import ProgramFacts
 from systolic.sim.timing.program_model import ProgramModel
 from systolic.sim.timing.program_timing import ProgramTiming
 from systolic.sim.timing.synthetic_programs import random_program, synthetic_program
-
-from systolic.commands.compile import integer_model
-from systolic.commands.model_loading import load_user_model
-from systolic.config import ArrayConfig, Dataflow
 
 from .test_program_model import random_config
 
@@ -144,7 +144,7 @@ def test_compiled_test_models(dataflow: Dataflow) -> None:
 
 
 def test_empty_program() -> None:
-    from systolic.sim.isa.instructions import Halt
+    from systolic.isa.instructions import Halt
 
     config = ArrayConfig(rows=2, cols=2, spad_kib=1, acc_kib=1)
     native, python, _ = both_passes(config, [Halt()])

@@ -2,7 +2,9 @@
 
 import numpy as np
 import pytest
-from systolic.sim.isa.instructions import Compute, ComputeOS, Load, Preload
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.isa.instructions import Compute, ComputeOS, Load, Preload
 from systolic.sim.timing.dispatch_model import MEMORY_ID
 from systolic.sim.timing.load_timing import load_beats
 from systolic.sim.timing.program_facts import (
@@ -23,8 +25,6 @@ from systolic.sim.timing.program_facts import (
 )
 from systolic.sim.timing.store_timing import duration
 from systolic.sim.timing.synthetic_programs import random_program, synthetic_program
-
-from systolic.config import ArrayConfig, Dataflow
 
 _KIND = {Load: K_LD, Compute: K_COMPUTE, Preload: K_PRELOAD, ComputeOS: K_COMPUTE_OS}
 

@@ -8,8 +8,10 @@ cycles for every instruction, the same total and counters, and the same memory i
 
 import numpy as np
 import pytest
-from systolic.sim.golden.machine import Machine
-from systolic.sim.isa.instructions import (
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import SimulationError
+from systolic.isa.instructions import (
     Compute,
     Copy,
     Halt,
@@ -18,7 +20,8 @@ from systolic.sim.isa.instructions import (
     Preload,
     Store,
 )
-from systolic.sim.isa.program import Program
+from systolic.isa.program import Program
+from systolic.sim.golden.machine import Machine
 from systolic.sim.run.backends import run_program
 from systolic.sim.timing.dispatch_model import MEMORY_ID, DispatchModel, Job
 from systolic.sim.timing.load_timing import load_beats, load_timing
@@ -29,9 +32,6 @@ from systolic.sim.timing.synthetic_programs import (
     random_program,
     synthetic_program,
 )
-
-from systolic.config import ArrayConfig, Dataflow
-from systolic.errors import SimulationError
 
 MAX_RTL_INSTRUCTIONS = 60  # keeps one pysim run around a second
 
@@ -224,7 +224,7 @@ def test_watchdog_message_equals_the_rtls(cut: int) -> None:
 
 def test_the_model_uses_the_accelerators_sizes_and_counter_names() -> None:
     from systolic.hdl import accelerator
-    from systolic.sim.run.result import COUNTER_NAMES as RESULT_COUNTERS
+    from systolic.sim.result import COUNTER_NAMES as RESULT_COUNTERS
     from systolic.sim.timing import program_model
 
     assert program_model.TABLE_ENTRIES == accelerator.TABLE_ENTRIES

@@ -8,7 +8,9 @@ and the writer are free), and with hand-computed examples.
 
 import numpy as np
 import pytest
-from systolic.sim.isa.instructions import Add, Compute, Copy, Pool, PoolMode, Store
+
+from systolic.config import ArrayConfig
+from systolic.isa.instructions import Add, Compute, Copy, Pool, PoolMode, Store
 from systolic.sim.timing.dispatch_model import UnitTiming
 from systolic.sim.timing.store_timing import (
     FIXED_CYCLES,
@@ -17,8 +19,6 @@ from systolic.sim.timing.store_timing import (
     row_beats,
     unit_timing,
 )
-
-from systolic.config import ArrayConfig
 
 CONFIG = ArrayConfig(rows=4, cols=4, spad_kib=4, acc_kib=4, bus_bytes=4)
 

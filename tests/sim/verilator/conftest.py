@@ -31,9 +31,8 @@ def tiny_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def copy_design(tiny_cache: Path) -> Callable[[int, int], object]:
     """Return `make(bus_bytes, mem_latency)`: a built `VerilatedDesign` of `CopyEngine`."""
+    from systolic.hdl.emit import to_verilog
     from systolic.sim.verilator.design import VerilatedDesign
-
-    from systolic.verilog.emit import to_verilog
 
     designs: dict[tuple[int, int], VerilatedDesign] = {}
 

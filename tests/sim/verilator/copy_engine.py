@@ -12,6 +12,7 @@ import dataclasses
 from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
+
 from systolic.hdl.ports import write_beat_layout
 
 __all__ = ["CopyEngine", "Expected", "copy_command", "expected_run"]

@@ -8,14 +8,14 @@ import dataclasses
 
 import numpy as np
 import pytest
-from systolic.sim.isa.instructions import Halt, Load, LoadTarget
-from systolic.sim.isa.program import Program
-from systolic.sim.run.backends import run_program
-from systolic.sim.run.result import COUNTER_NAMES
-from systolic.sim.timing.synthetic_programs import random_program
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import SimulationError
+from systolic.isa.instructions import Halt, Load, LoadTarget
+from systolic.isa.program import Program
+from systolic.sim.result import COUNTER_NAMES
+from systolic.sim.run.backends import run_program
+from systolic.sim.timing.synthetic_programs import random_program
 
 from ...hdl.accelerator_programs import (
     Y_ADDR,

@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
-from systolic.sim.verilator import build, toolchain
-from systolic.sim.verilator.build import build_simulator, cache_root
 
 from systolic.errors import SimulationError
+from systolic.sim.verilator import build, toolchain
+from systolic.sim.verilator.build import build_simulator, cache_root
 
 from .conftest import needs_verilator
 

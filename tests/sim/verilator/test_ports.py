@@ -6,9 +6,9 @@ import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-from systolic.sim.verilator.ports import Port, PortMap, verilator_name
 
 from systolic.errors import SimulationError
+from systolic.sim.verilator.ports import Port, PortMap, verilator_name
 
 from .copy_engine import CopyEngine
 

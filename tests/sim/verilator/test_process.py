@@ -1,9 +1,9 @@
 """The harness's files: the command encoding and the report parser."""
 
 import pytest
-from systolic.sim.verilator.process import encode_commands, parse_report
 
 from systolic.errors import SimulationError
+from systolic.sim.verilator.process import encode_commands, parse_report
 
 
 def test_commands_are_flag_and_little_endian_words() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from systolic.cli import main
+from systolic.commands.cli import main
 from systolic.compare.topology import parse_topology
 
 SMALL_TOPOLOGY = """Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,

@@ -4,13 +4,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from systolic.mapper.lowering import CompiledModel, simulate
-from systolic.sim.isa.program import LayerUnit
-from systolic.sim.reference.executor import run_model
 
-from systolic.cli import main
+from systolic.commands.cli import main
 from systolic.commands.compile import integer_model
 from systolic.config import Dataflow
+from systolic.isa.program import LayerUnit
+from systolic.mapper.lowering import CompiledModel, simulate
+from systolic.reference.executor import run_model
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 

@@ -3,10 +3,10 @@
 from pathlib import Path
 
 import pytest
-from systolic.mapper.lowering import CompiledModel
-from systolic.sim.isa.assembler import parse_text
 
-from systolic.cli import main
+from systolic.commands.cli import main
+from systolic.isa.assembler import parse_text
+from systolic.mapper.lowering import CompiledModel
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 

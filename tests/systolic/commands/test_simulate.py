@@ -8,16 +8,16 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+
+from systolic.commands.cli import main
+from systolic.config import ArrayConfig
+from systolic.errors import SimulationError
+from systolic.examples import example_path
 from systolic.mapper.importer import load_model
 from systolic.mapper.lowering import compile_model
 from systolic.mapper.passes.pipeline import run_passes
 from systolic.sim.run import backends
 from systolic.sim.run.model_backend import run_model
-
-from systolic.cli import main
-from systolic.config import ArrayConfig
-from systolic.errors import SimulationError
-from systolic.examples import example_path
 from systolic.simulation.run import vcd_paths
 
 MODELS = Path(__file__).parents[2] / "models"

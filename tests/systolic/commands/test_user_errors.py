@@ -15,10 +15,10 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from systolic.sim.run import backends
 
-from systolic.cli import main
+from systolic.commands.cli import main
 from systolic.errors import SimulationError
+from systolic.sim.run import backends
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 RNG_SEED = 7

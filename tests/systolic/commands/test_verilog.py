@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from systolic.cli import main
 from systolic.commands import verilog as verilog_command
+from systolic.commands.cli import main
 from systolic.verilog import synth
 
 SMALL = ["--array", "2x2", "--spad-kib", "8", "--acc-kib", "4"]
@@ -37,7 +37,7 @@ def test_same_configuration_gives_identical_bytes_in_another_process(tmp_path: P
     assert main(["verilog", *SMALL, "--dataflow", "os", "-o", str(tmp_path / "a")]) == 0
     env = dict(os.environ, PYTHONHASHSEED="12345")
     subprocess.run(
-        [sys.executable, "-m", "systolic.cli", "verilog", *SMALL, "--dataflow", "os",
+        [sys.executable, "-m", "systolic.commands.cli", "verilog", *SMALL, "--dataflow", "os",
          "-o", "b"],
         cwd=tmp_path, env=env, check=True, capture_output=True,
     )
@@ -102,7 +102,7 @@ def test_failed_check_leaves_the_folder_as_it_was(tmp_path: Path, monkeypatch) -
 
 
 def verilog_command_args(output: Path, *extra: str):
-    from systolic.cli import build_parser
+    from systolic.commands.cli import build_parser
 
     return build_parser().parse_args(["verilog", *SMALL, *extra, "-o", str(output)])
 

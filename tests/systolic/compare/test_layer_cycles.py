@@ -4,13 +4,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from systolic.mapper.lowering import AcceleratorStep, compile_model
-from systolic.sim.run.backends import run_program
 
 from systolic.compare.layer_cycles import accelerator_runs, check_backend, layer_results
 from systolic.compare.sweep import PreparedModel, prepare_model, run_config
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import ConfigError
+from systolic.mapper.lowering import AcceleratorStep, compile_model
+from systolic.sim.run.backends import run_program
 
 
 @pytest.mark.parametrize("dataflow", [Dataflow.WS, Dataflow.OS])

@@ -7,8 +7,6 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from systolic.mapper.lowering import AcceleratorStep, compile_model
-from systolic.sim.timing.program_model import ProgramModel
 
 from systolic.compare.grid import config_grid
 from systolic.compare.sweep import (
@@ -20,6 +18,8 @@ from systolic.compare.sweep import (
 )
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import ModelError
+from systolic.mapper.lowering import AcceleratorStep, compile_model
+from systolic.sim.timing.program_model import ProgramModel
 
 GRID = {"arrays": ["4x4", "8x8"], "dataflows": ["ws", "os"]}
 

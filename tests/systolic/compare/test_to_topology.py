@@ -5,17 +5,17 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from systolic.mapper.binding import bind_graph
-from systolic.mapper.importer import load_model
-from systolic.mapper.ir import Model
-from systolic.mapper.macs import node_macs
-from systolic.mapper.shape_inference import infer_shapes
 
 from systolic.compare.sweep import PreparedModel, prepare_model
 from systolic.compare.to_topology import model_topology
 from systolic.compare.topology import TopologyLayer, format_topology, parse_topology
 from systolic.errors import UnsupportedError
 from systolic.examples import example_path
+from systolic.ir import Model
+from systolic.mapper.binding import bind_graph
+from systolic.mapper.importer import load_model
+from systolic.mapper.macs import node_macs
+from systolic.mapper.shape_inference import infer_shapes
 
 
 def _model_macs(model: Model) -> int:

@@ -1,14 +1,14 @@
 """Tile descriptions of mismatching elements, and the layer comparison on real memory."""
 
 import numpy as np
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.examples import example_path
+from systolic.isa.program import LayerUnit, ProgramLayer
 from systolic.mapper.importer import load_model
 from systolic.mapper.lowering import compile_model
 from systolic.mapper.lowering.compiled import simulate
 from systolic.mapper.passes.pipeline import run_passes
-from systolic.sim.isa.program import LayerUnit, ProgramLayer
-
-from systolic.config import ArrayConfig, Dataflow
-from systolic.examples import example_path
 from systolic.simulation.bitexact import compare_layer, reference_values, tile_text
 from systolic.simulation.inputs import random_inputs
 

@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from systolic.cli import main
+from systolic.commands.cli import main
 
 
 def _weights(r: np.random.Generator, name: str, shape: tuple[int, ...]) -> onnx.TensorProto:

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
-from systolic.mapper.importer import load_model
 
 from systolic.errors import ModelError
 from systolic.examples import example_path
+from systolic.mapper.importer import load_model
 from systolic.simulation.inputs import load_inputs, model_inputs, random_inputs
 
 

@@ -1,11 +1,11 @@
 """Per-layer cycles from per-instruction times: the end rule, busy unions and stalls."""
 
 import numpy as np
-from systolic.sim.isa.instruction_base import Unit
-from systolic.sim.isa.program import LayerUnit, ProgramLayer
-from systolic.sim.run.result import InstructionTimes, TimesTable
 
 from systolic.config import ArrayConfig
+from systolic.isa.instruction_base import Unit
+from systolic.isa.program import LayerUnit, ProgramLayer
+from systolic.sim.result import InstructionTimes, TimesTable
 from systolic.simulation.layer_timing import RunTimes, ideal_array_cycles, layer_timings
 
 CONFIG = ArrayConfig(rows=4, cols=4)

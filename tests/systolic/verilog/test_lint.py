@@ -5,16 +5,16 @@ import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import ConfigError
 from systolic.hdl.accumulator import Accumulator
 from systolic.hdl.dispatcher import Dispatcher
+from systolic.hdl.emit import build_accelerator, to_verilog, top_name
 from systolic.hdl.execute_unit import ExecuteUnit
 from systolic.hdl.load_unit import LoadUnit
 from systolic.hdl.store_unit import StoreUnit
 from systolic.hdl.systolic_array import SystolicArray
-
-from systolic.config import ArrayConfig, Dataflow
-from systolic.errors import ConfigError
-from systolic.verilog.emit import build_accelerator, to_verilog, top_name
 from systolic.verilog.lint import LINT_CONFIG, find_verilator, lint
 
 

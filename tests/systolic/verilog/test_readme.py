@@ -5,7 +5,7 @@ import re
 import pytest
 
 from systolic.config import ArrayConfig, Dataflow
-from systolic.verilog.emit import build_accelerator, component_ports, top_name
+from systolic.hdl.emit import build_accelerator, component_ports, top_name
 from systolic.verilog.readme import (
     CLOCK_PORTS,
     UNDESCRIBED,

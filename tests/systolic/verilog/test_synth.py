@@ -10,9 +10,9 @@ from amaranth.lib.wiring import In, Out
 
 from systolic.config import ArrayConfig
 from systolic.errors import ConfigError
+from systolic.hdl.emit import to_verilog
 from systolic.verilog import synth
 from systolic.verilog.bundle import render_bundle, write_bundle
-from systolic.verilog.emit import to_verilog
 from systolic.verilog.synth import (
     STAT_FILES,
     check_yosys,

@@ -1,0 +1,130 @@
+"""Where each node of an imported model will run, and why (`systolic inspect`'s unit column).
+
+`node_units(model, config)` runs the mapper passes and the model compiler for `config` and
+follows every original node to its outcome:
+
+- fused into a systolic op (QConv, QMatMul, QMaxPool, QAveragePool, QAdd): the unit the
+  compiled layer runs on, `array` or `vector` (or `host` when the lowering fell back, with
+  the lowering's reason); BatchNormalization folded into a Conv follows that Conv;
+- an integer layout op (Flatten, Reshape, ...): `vector` (a COPY on the vector datapath, or
+  addressing alone), as `systolic simulate` reports it;
+- kept as a standard op: `host`, with the reason the passes or the compiler gave;
+- removed or folded into a constant before the run (Identity, Dropout, constant chains, the
+  Quantize/Dequantize pairs fused ops absorb): `none`, with the reason.
+
+Symbolic input dimensions (a dynamic batch) are taken as 1 for this: the unit a node runs on
+does not depend on them. When the model cannot be mapped at all, every node is `host` with
+the mapper's message.
+"""
+
+import ast
+import re
+
+from systolic.config import ArrayConfig
+from systolic.errors import SystolicError
+from systolic.ir import Model
+from systolic.mapper.passes.name_nodes import name_nodes
+from systolic.mapper.passes.report import FOLDED, FUSED, LAYOUT, REMOVED, NodeFate
+
+__all__ = ["NodeUnit", "node_units"]
+
+NodeUnit = tuple[str, str]
+"""(unit, reason): unit is "array", "vector", "host" or "none"."""
+
+_HOST_WHY = {
+    op: f"{op} needs exponentials or divisions in float, which no accelerator unit computes: "
+    "runs on the host"
+    for op in ("Softmax", "LogSoftmax", "Sigmoid", "Tanh", "Exp", "Log", "Erf", "Gelu", "Div",
+               "QLinearSoftmax", "LayerNormalization", "InstanceNormalization", "Reciprocal",
+               "Softplus", "Mish", "Elu", "Selu", "Sin", "Cos")
+}
+
+_TARGET = re.compile(r"""\s('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+
+
+def _target(fate: NodeFate) -> str | None:
+    match = _TARGET.search(fate.into)
+    if match is None:
+        return None
+    name = ast.literal_eval(match.group(1))
+    return name if isinstance(name, str) else None
+
+
+def _symbols_as_one(model: Model) -> Model:
+    """Return `model` with every symbolic or unknown input dimension bound to 1 (unchanged
+    when all inputs are static or when the binding fails)."""
+    from systolic.mapper.dim_binding import bind_inputs
+
+    constants = {tensor.name for tensor in model.graph.initializers}
+    shapes = {
+        info.name: tuple(d if isinstance(d, int) else 1 for d in info.type.shape)
+        for info in model.graph.inputs
+        if info.name not in constants and info.type.shape is not None and not info.type.is_static
+    }
+    if not shapes:
+        return model
+    try:
+        return bind_inputs(model, shapes)
+    except SystolicError:
+        return model
+
+
+def node_units(model: Model, config: ArrayConfig) -> list[NodeUnit]:
+    """Return (unit, reason) for each node of `model.graph.nodes`, in order."""
+    from systolic.mapper.lowering import compile_model
+    from systolic.mapper.passes.pipeline import run_passes
+
+    names = [node.name for node in name_nodes(model).graph.nodes]
+    try:
+        integer, report = run_passes(_symbols_as_one(model))
+        compiled = compile_model(integer, config)
+    except SystolicError as err:
+        return [("host", f"the mapper cannot map this model: {err}")] * len(names)
+    layers = {layer.name: layer for layer in compiled.layers}
+
+    def layer_unit(label: str) -> NodeUnit | None:
+        layer = layers.get(label)
+        if layer is None:
+            return None
+        unit = layer.unit.value if layer.unit.value != "layout" else "vector"
+        return unit, layer.reason
+
+    result: list[NodeUnit] = []
+    for name in names:
+        fate = report.fate(name)
+        if fate is None:
+            result.append(layer_unit(name) or ("none", "no outcome recorded by the passes"))
+            continue
+        if fate.action == FUSED:
+            label, seen = _target(fate), set[str]()
+            found = None
+            while label is not None and label not in seen:
+                seen.add(label)
+                found = layer_unit(label)
+                if found is not None:
+                    break
+                onward = report.fate(label)
+                label = _target(onward) if onward and onward.action == FUSED else None
+            if found is None:
+                result.append(("none", f"fused into {fate.into}, which the compiler dropped"))
+            elif found[0] == "host":
+                result.append(("host", f"fused into {fate.into}; on the host: {found[1]}"))
+            else:
+                result.append((found[0], f"fused into {fate.into}"))
+        elif fate.action == LAYOUT:
+            found = layer_unit(name)
+            if found is None:
+                result.append(("none", "layout op removed by the compiler"))
+            elif found[0] == "host":
+                result.append(("host", found[1]))
+            else:
+                result.append(("vector", f"layout: {found[1]}"))
+        elif fate.action in (REMOVED, FOLDED):
+            result.append(("none", f"{fate.action}: {fate.reason}" if fate.reason
+                           else fate.action))  # fmt: skip
+        else:  # host
+            found = layer_unit(name)
+            reason = _HOST_WHY.get(fate.op_type.rsplit(".", 1)[-1].split(":")[0], "")
+            reason = reason or fate.reason or (found[1] if found else "")
+            result.append(("host", reason or "runs on the host"))
+    return result

@@ -1,0 +1,279 @@
+"""Convert ONNX protobuf messages (types, values, attributes, nodes, graphs) into the IR.
+
+Only the structure is converted here; the checks that need the whole graph (SSA, order,
+definitions) are in `mapper.graph_checks`, binding in `mapper.binding`, shapes in
+`mapper.shape_inference`.
+"""
+
+import dataclasses
+from pathlib import Path
+
+from systolic.errors import ModelError, UnsupportedError
+from systolic.ir import (
+    Attrs,
+    AttrValue,
+    DataType,
+    Dim,
+    Graph,
+    Node,
+    Tensor,
+    TensorType,
+    ValueInfo,
+)
+from systolic.proto import (
+    AttributeProto,
+    AttributeType,
+    GraphProto,
+    NodeProto,
+    TensorProto,
+    TypeProto,
+    ValueInfoProto,
+)
+from systolic.proto.onnx_sparse import densify
+from systolic.proto.onnx_tensors import tensor_to_numpy
+
+__all__ = [
+    "ReadContext",
+    "convert_attribute",
+    "convert_graph",
+    "convert_node",
+    "convert_tensor",
+    "convert_type",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadContext:
+    """What converting needs besides the messages: where external data lives and the limit."""
+
+    base_dir: Path | None
+    max_tensor_bytes: int
+
+
+def convert_tensor(
+    proto: TensorProto, where: str, ctx: ReadContext, name: str | None = None
+) -> Tensor:
+    """Return `proto` as an IR Tensor (named `name`, default the proto's own name)."""
+    dtype, data = tensor_to_numpy(
+        proto, where, base_dir=ctx.base_dir, max_bytes=ctx.max_tensor_bytes
+    )
+    return Tensor(proto.name if name is None else name, dtype, data)
+
+
+def convert_type(proto: TypeProto, where: str, *, require_rank: bool) -> TensorType:
+    """Return a tensor type; sequence, map, optional, sparse and opaque types are unsupported.
+
+    With `require_rank` (graph inputs and outputs) a missing shape is a ModelError."""
+    kind = proto.WhichOneof("value")
+    if kind != "tensor_type":
+        described = {
+            "sequence_type": "a sequence",
+            "map_type": "a map",
+            "optional_type": "an optional",
+            "sparse_tensor_type": "a sparse tensor",
+            "opaque_type": "an opaque value",
+            None: "of no type",
+        }.get(kind, str(kind))
+        if kind is None:
+            raise ModelError(f"{where} has no type: give it a tensor type with a shape")
+        raise UnsupportedError(
+            f"{where} is {described}; this tool supports only tensor inputs and outputs"
+        )
+    tensor = proto.tensor_type
+    try:
+        dtype = DataType(tensor.elem_type)
+    except ValueError:
+        raise UnsupportedError(
+            f"{where} has unknown element type number {tensor.elem_type}"
+        ) from None
+    if dtype == DataType.UNDEFINED:
+        raise ModelError(f"{where} has no element type: fix the model")
+    if not tensor.HasField("shape"):
+        if require_rank:
+            raise ModelError(
+                f"{where} has no shape; graph inputs and outputs must give at least their rank"
+            )
+        return TensorType(dtype, None)
+    dims: list[Dim] = []
+    for dim in tensor.shape.dim:
+        which = dim.WhichOneof("value")
+        if which == "dim_value":
+            if dim.dim_value < 0:
+                raise ModelError(f"{where} has negative dimension {dim.dim_value}")
+            dims.append(int(dim.dim_value))
+        elif which == "dim_param" and dim.dim_param:
+            dims.append(dim.dim_param)
+        else:
+            dims.append(None)
+    return TensorType(dtype, tuple(dims))
+
+
+def convert_value_info(proto: ValueInfoProto, role: str, *, require_rank: bool) -> ValueInfo:
+    """Return a graph input, output or value_info entry; `role` is "input", "output"..."""
+    if not proto.name:
+        raise ModelError(f"a graph {role} has no name: give every {role} a name")
+    where = f"graph {role} {proto.name!r}"
+    return ValueInfo(
+        proto.name, convert_type(proto.type, where, require_rank=require_rank), proto.doc_string
+    )
+
+
+_SCALAR_FIELDS = {
+    AttributeType.FLOAT: "f",
+    AttributeType.INT: "i",
+    AttributeType.STRING: "s",
+    AttributeType.TENSOR: "t",
+    AttributeType.GRAPH: "g",
+    AttributeType.SPARSE_TENSOR: "sparse_tensor",
+    AttributeType.TYPE_PROTO: "tp",
+}
+_LIST_FIELDS = {
+    AttributeType.FLOATS: "floats",
+    AttributeType.INTS: "ints",
+    AttributeType.STRINGS: "strings",
+    AttributeType.TENSORS: "tensors",
+    AttributeType.GRAPHS: "graphs",
+    AttributeType.SPARSE_TENSORS: "sparse_tensors",
+    AttributeType.TYPE_PROTOS: "type_protos",
+}
+
+
+def _attribute_kind(proto: AttributeProto, where: str) -> int:
+    if proto.type != AttributeType.UNDEFINED:
+        return int(proto.type)
+    # Before IR version 2 the kind was implied by the one value field that is set.
+    for kind, field in _SCALAR_FIELDS.items():
+        if proto.HasField(field):
+            return int(kind)
+    for kind, field in _LIST_FIELDS.items():
+        if len(getattr(proto, field)):
+            return int(kind)
+    raise ModelError(f"{where} has no type and no value: fix the model")
+
+
+def convert_attribute(proto: AttributeProto, where: str, ctx: ReadContext) -> AttrValue:
+    """Return an attribute's value. Graph and type attributes are unsupported."""
+    kind = _attribute_kind(proto, where)
+    if kind == AttributeType.FLOAT:
+        return float(proto.f)
+    if kind == AttributeType.INT:
+        return int(proto.i)
+    if kind == AttributeType.STRING:
+        return _text(proto.s)
+    if kind == AttributeType.TENSOR:
+        return convert_tensor(proto.t, where, ctx, name=proto.t.name)
+    if kind == AttributeType.SPARSE_TENSOR:
+        return densify(
+            proto.sparse_tensor, where, ctx.max_tensor_bytes, lambda t, w: convert_tensor(t, w, ctx)
+        )
+    if kind == AttributeType.FLOATS:
+        return tuple(float(v) for v in proto.floats)
+    if kind == AttributeType.INTS:
+        return tuple(int(v) for v in proto.ints)
+    if kind == AttributeType.STRINGS:
+        values = [_text(v) for v in proto.strings]
+        if any(isinstance(v, bytes) for v in values):
+            raise UnsupportedError(f"{where} holds strings that are not UTF-8")
+        return tuple(str(v) for v in values)
+    if kind == AttributeType.TENSORS:
+        return tuple(convert_tensor(t, f"{where}[{i}]", ctx) for i, t in enumerate(proto.tensors))
+    if kind == AttributeType.SPARSE_TENSORS:
+        return tuple(
+            densify(
+                t, f"{where}[{i}]", ctx.max_tensor_bytes, lambda p, w: convert_tensor(p, w, ctx)
+            )
+            for i, t in enumerate(proto.sparse_tensors)
+        )
+    if kind in (AttributeType.GRAPH, AttributeType.GRAPHS):
+        raise UnsupportedError(
+            f"{where} is a subgraph (control flow such as If or Loop), which this tool does not "
+            "support: fold or unroll it before importing"
+        )
+    if kind in (AttributeType.TYPE_PROTO, AttributeType.TYPE_PROTOS):
+        raise UnsupportedError(f"{where} is a type attribute, which this tool does not support")
+    raise ModelError(f"{where} has unknown attribute type number {kind}")
+
+
+def _text(raw: bytes) -> str | bytes:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def convert_node(proto: NodeProto, index: int, ctx: ReadContext) -> tuple[Node, dict[str, str]]:
+    """Return the node (unbound: version 0) and its attribute references.
+
+    The references map attribute name -> `ref_attr_name`; they only occur in function bodies,
+    where the caller decides; the caller of this function rejects them elsewhere.
+    """
+    label = proto.name or (proto.output[0] if proto.output else f"#{index}")
+    if not proto.op_type:
+        raise ModelError(f"node {label!r} has no op_type: fix the model")
+    if not any(proto.output):
+        raise ModelError(f"node {label!r} ({proto.op_type}) has no outputs")
+    attrs: dict[str, AttrValue] = {}
+    refs: dict[str, str] = {}
+    for attribute in proto.attribute:
+        where = f"attribute {attribute.name!r} of node {label!r} ({proto.op_type})"
+        if not attribute.name:
+            raise ModelError(f"node {label!r} ({proto.op_type}) has an attribute without a name")
+        if attribute.name in attrs or attribute.name in refs:
+            raise ModelError(f"{where} is given twice")
+        if attribute.ref_attr_name:
+            refs[attribute.name] = attribute.ref_attr_name
+            continue
+        attrs[attribute.name] = convert_attribute(attribute, where, ctx)
+    node = Node(
+        op_type=proto.op_type,
+        inputs=tuple(proto.input),
+        outputs=tuple(proto.output),
+        domain="" if proto.domain == "ai.onnx" else proto.domain,
+        name=proto.name,
+        attrs=Attrs(attrs),
+        doc=proto.doc_string,
+    )
+    return node, refs
+
+
+def convert_graph(proto: GraphProto, ctx: ReadContext) -> tuple[Graph, tuple[str, ...]]:
+    """Return the main graph, unchecked and unbound (signature, constants, nodes as stored),
+    and the `overload` each node calls (for model-local functions; usually "")."""
+    inputs = tuple(convert_value_info(v, "input", require_rank=True) for v in proto.input)
+    outputs = tuple(convert_value_info(v, "output", require_rank=True) for v in proto.output)
+    value_info = tuple(
+        convert_value_info(v, "value_info", require_rank=False) for v in proto.value_info
+    )
+    initializers: list[Tensor] = []
+    for index, tensor in enumerate(proto.initializer):
+        if not tensor.name:
+            raise ModelError(f"initializer #{index} has no name: give every initializer a name")
+        initializers.append(convert_tensor(tensor, f"initializer {tensor.name!r}", ctx))
+    for sparse in proto.sparse_initializer:
+        name = sparse.values.name
+        if not name:
+            raise ModelError("a sparse initializer has no name: name its values tensor")
+        where = f"sparse initializer {name!r}"
+        initializers.append(
+            densify(sparse, where, ctx.max_tensor_bytes, lambda t, w: convert_tensor(t, w, ctx))
+        )
+    nodes = []
+    for index, node_proto in enumerate(proto.node):
+        node, refs = convert_node(node_proto, index, ctx)
+        if refs:
+            first = next(iter(refs))
+            raise ModelError(
+                f"attribute {first!r} of node {node.label!r} refers to a function attribute "
+                f"{refs[first]!r} outside a function body: fix the model"
+            )
+        nodes.append(node)
+    graph = Graph(
+        name=proto.name,
+        inputs=inputs,
+        outputs=outputs,
+        nodes=tuple(nodes),
+        initializers=tuple(initializers),
+        value_info=value_info,
+        doc=proto.doc_string,
+    )
+    return graph, tuple(node.overload for node in proto.node)

@@ -1,0 +1,302 @@
+"""The store unit's instructions: STORE (requantize acc rows), POOL, ADD and COPY.
+
+Each writes rows of int8 lanes to external memory along its row pattern (ext, n0, row_stride0,
+row_stride1).
+"""
+
+import dataclasses
+import enum
+from typing import Any, ClassVar
+
+from systolic.config import ArrayConfig
+from systolic.isa.fields import Field, layout, spec
+from systolic.isa.instruction_base import (
+    ROW_PATTERN_SPECS,
+    U16,
+    U32,
+    Instruction,
+    Unit,
+    row_pattern_of,
+    write_range,
+)
+from systolic.isa.memories import PARAMS_DEPTH, Access, Memory, depth
+from systolic.isa.patterns import Segment, row_segments
+
+__all__ = ["Add", "Copy", "Pool", "PoolMode", "Store"]
+
+
+class PoolMode(enum.IntEnum):
+    """POOL's reduction (1-bit field `mode`)."""
+
+    MAX = 0
+    AVG = 1
+
+
+def _check_clamp(instr: Any) -> None:
+    lo, hi = instr.lo, instr.hi
+    if lo > hi:
+        instr._fail(f"lo ({lo}) must not exceed hi ({hi})")
+
+
+_INT8 = {"signed": True, "minimum": -128, "maximum": 127}
+_SHIFT = {"signed": True, "minimum": -31, "maximum": 31}
+
+
+@dataclasses.dataclass(frozen=True)
+class Store(Instruction):
+    """STORE: requantize `acc[acc_row, acc_row+m)` lanes 0..n-1 and write them out."""
+
+    OPCODE: ClassVar[int] = 0x05
+    MNEMONIC: ClassVar[str] = "STORE"
+    UNIT: ClassVar[Unit] = Unit.ST
+    FIELDS: ClassVar[tuple[Field, ...]] = layout(
+        spec("flip_sign", 1, kind=bool),
+        spec("n", U16, minimum=1),
+        spec("zero_point", 8, **_INT8),  # type: ignore[arg-type]
+        spec("lo", 8, **_INT8),  # type: ignore[arg-type]
+        spec("hi", 8, **_INT8),  # type: ignore[arg-type]
+        spec("param_row", U16, maximum=PARAMS_DEPTH - 1),
+        spec("acc_row", U32),
+        spec("m", U32, minimum=1),
+        *ROW_PATTERN_SPECS,
+    )
+
+    acc_row: int
+    m: int
+    n: int
+    param_row: int
+    zero_point: int
+    lo: int
+    hi: int
+    ext: int
+    n0: int = 1
+    row_stride0: int = 0
+    row_stride1: int = 0
+    flip_sign: bool = False
+
+    def _check_rules(self) -> None:
+        _check_clamp(self)
+
+    def check(self, config: ArrayConfig) -> None:
+        self._need_rows(
+            "acc_row + m", self.acc_row + self.m, depth(config, Memory.ACC), "acc", config
+        )
+        self._need_at_most("n", self.n, config.cols, "the array's cols")
+        self._need_flip_support(config)
+        written = write_range(self, self.m, self.n * config.operand_bytes)
+        self._need_address_space(written.first, written.last)
+
+    def footprint(self, config: ArrayConfig) -> tuple[Access, ...]:
+        return (
+            Access(Memory.ACC, self.acc_row, self.acc_row + self.m - 1, False),
+            Access(Memory.PARAMS, self.param_row, self.param_row, False),
+            write_range(self, self.m, self.n * config.operand_bytes),
+        )
+
+    def segments(self, config: ArrayConfig) -> list[Segment]:
+        return row_segments(row_pattern_of(self), self.m, self.n * config.operand_bytes)
+
+
+@dataclasses.dataclass(frozen=True)
+class Pool(Instruction):
+    """POOL: max or average pooling of an h x w pixel tile in spad_in, oh x ow outputs."""
+
+    OPCODE: ClassVar[int] = 0x06
+    MNEMONIC: ClassVar[str] = "POOL"
+    UNIT: ClassVar[Unit] = Unit.ST
+    FIELDS: ClassVar[tuple[Field, ...]] = layout(
+        spec("mode", 1, kind=PoolMode),
+        spec("flip_sign", 1, kind=bool),
+        spec("lanes", U16, minimum=1),
+        spec("h", U16, minimum=1),
+        spec("w", U16, minimum=1),
+        spec("kh", U16, minimum=1),
+        spec("kw", U16, minimum=1),
+        spec("sh", U16, minimum=1),
+        spec("sw", U16, minimum=1),
+        spec("pad_top", U16, signed=True),
+        spec("pad_left", U16, signed=True),
+        spec("oh", U16, minimum=1),
+        spec("ow", U16, minimum=1),
+        spec("in_row", U32),
+        spec("multiplier", U32, signed=True),
+        spec("shift", 8, **_SHIFT),  # type: ignore[arg-type]
+        spec("zp_in", 8, **_INT8),  # type: ignore[arg-type]
+        spec("zp_out", 8, **_INT8),  # type: ignore[arg-type]
+        spec("lo", 8, **_INT8),  # type: ignore[arg-type]
+        spec("hi", 8, **_INT8),  # type: ignore[arg-type]
+        *ROW_PATTERN_SPECS,
+    )
+
+    mode: PoolMode
+    in_row: int
+    lanes: int
+    h: int
+    w: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    pad_top: int
+    pad_left: int
+    oh: int
+    ow: int
+    lo: int
+    hi: int
+    ext: int
+    n0: int = 1
+    row_stride0: int = 0
+    row_stride1: int = 0
+    multiplier: int = 0
+    shift: int = 0
+    zp_in: int = 0
+    zp_out: int = 0
+    flip_sign: bool = False
+
+    def _check_rules(self) -> None:
+        _check_clamp(self)
+        if self.mode is PoolMode.MAX:
+            for name in ("multiplier", "shift", "zp_in", "zp_out"):
+                if getattr(self, name) != 0:
+                    self._fail(f"{name} must be 0 when mode is MAX, not {getattr(self, name)}")
+        for axis, pad, k, s, out, size in (
+            ("rows", self.pad_top, self.kh, self.sh, self.oh, self.h),
+            ("columns", self.pad_left, self.kw, self.sw, self.ow, self.w),
+        ):
+            if k - 1 - pad < 0 or (out - 1) * s - pad > size - 1:
+                self._fail(
+                    f"windows must overlap the tile: with {axis} pad {pad}, kernel {k}, "
+                    f"stride {s} and {out} outputs, a window lies outside 0..{size - 1}"
+                )
+
+    def check(self, config: ArrayConfig) -> None:
+        self._need_at_most("lanes", self.lanes, config.dim, "the scratchpad row width dim")
+        self._need_rows(
+            "in_row + h * w",
+            self.in_row + self.h * self.w,
+            depth(config, Memory.SPAD_IN),
+            "spad_in",
+            config,
+        )
+        self._need_flip_support(config)
+        written = write_range(self, self.oh * self.ow, self.lanes * config.operand_bytes)
+        self._need_address_space(written.first, written.last)
+
+    def footprint(self, config: ArrayConfig) -> tuple[Access, ...]:
+        return (
+            Access(Memory.SPAD_IN, self.in_row, self.in_row + self.h * self.w - 1, False),
+            write_range(self, self.oh * self.ow, self.lanes * config.operand_bytes),
+        )
+
+    def segments(self, config: ArrayConfig) -> list[Segment]:
+        return row_segments(
+            row_pattern_of(self), self.oh * self.ow, self.lanes * config.operand_bytes
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Add(Instruction):
+    """ADD: rescaled element-wise sum of spad_in rows a_row.. and b_row.., written out."""
+
+    OPCODE: ClassVar[int] = 0x07
+    MNEMONIC: ClassVar[str] = "ADD"
+    UNIT: ClassVar[Unit] = Unit.ST
+    FIELDS: ClassVar[tuple[Field, ...]] = layout(
+        spec("flip_sign", 1, kind=bool),
+        spec("lanes", U16, minimum=1),
+        spec("shift", 8, **_SHIFT),  # type: ignore[arg-type]
+        spec("zp_a", 8, **_INT8),  # type: ignore[arg-type]
+        spec("zp_b", 8, **_INT8),  # type: ignore[arg-type]
+        spec("zp_out", 8, **_INT8),  # type: ignore[arg-type]
+        spec("lo", 8, **_INT8),  # type: ignore[arg-type]
+        spec("hi", 8, **_INT8),  # type: ignore[arg-type]
+        spec("a_row", U32),
+        spec("b_row", U32),
+        spec("m", U32, minimum=1),
+        spec("multiplier_a", U32, signed=True),
+        spec("multiplier_b", U32, signed=True),
+        *ROW_PATTERN_SPECS,
+    )
+
+    a_row: int
+    b_row: int
+    m: int
+    lanes: int
+    multiplier_a: int
+    multiplier_b: int
+    shift: int
+    zp_a: int
+    zp_b: int
+    zp_out: int
+    lo: int
+    hi: int
+    ext: int
+    n0: int = 1
+    row_stride0: int = 0
+    row_stride1: int = 0
+    flip_sign: bool = False
+
+    def _check_rules(self) -> None:
+        _check_clamp(self)
+
+    def check(self, config: ArrayConfig) -> None:
+        self._need_at_most("lanes", self.lanes, config.dim, "the scratchpad row width dim")
+        spad = depth(config, Memory.SPAD_IN)
+        self._need_rows("a_row + m", self.a_row + self.m, spad, "spad_in", config)
+        self._need_rows("b_row + m", self.b_row + self.m, spad, "spad_in", config)
+        self._need_flip_support(config)
+        written = write_range(self, self.m, self.lanes * config.operand_bytes)
+        self._need_address_space(written.first, written.last)
+
+    def footprint(self, config: ArrayConfig) -> tuple[Access, ...]:
+        return (
+            Access(Memory.SPAD_IN, self.a_row, self.a_row + self.m - 1, False),
+            Access(Memory.SPAD_IN, self.b_row, self.b_row + self.m - 1, False),
+            write_range(self, self.m, self.lanes * config.operand_bytes),
+        )
+
+    def segments(self, config: ArrayConfig) -> list[Segment]:
+        return row_segments(row_pattern_of(self), self.m, self.lanes * config.operand_bytes)
+
+
+@dataclasses.dataclass(frozen=True)
+class Copy(Instruction):
+    """COPY: write lanes 0..lanes-1 of `spad_in[in_row, in_row+m)` to external memory."""
+
+    OPCODE: ClassVar[int] = 0x08
+    MNEMONIC: ClassVar[str] = "COPY"
+    UNIT: ClassVar[Unit] = Unit.ST
+    FIELDS: ClassVar[tuple[Field, ...]] = layout(
+        spec("flip_sign", 1, kind=bool),
+        spec("lanes", U16, minimum=1),
+        spec("in_row", U32),
+        spec("m", U32, minimum=1),
+        *ROW_PATTERN_SPECS,
+    )
+
+    in_row: int
+    m: int
+    lanes: int
+    ext: int
+    n0: int = 1
+    row_stride0: int = 0
+    row_stride1: int = 0
+    flip_sign: bool = False
+
+    def check(self, config: ArrayConfig) -> None:
+        self._need_at_most("lanes", self.lanes, config.dim, "the scratchpad row width dim")
+        self._need_rows(
+            "in_row + m", self.in_row + self.m, depth(config, Memory.SPAD_IN), "spad_in", config
+        )
+        self._need_flip_support(config)
+        written = write_range(self, self.m, self.lanes * config.operand_bytes)
+        self._need_address_space(written.first, written.last)
+
+    def footprint(self, config: ArrayConfig) -> tuple[Access, ...]:
+        return (
+            Access(Memory.SPAD_IN, self.in_row, self.in_row + self.m - 1, False),
+            write_range(self, self.m, self.lanes * config.operand_bytes),
+        )
+
+    def segments(self, config: ArrayConfig) -> list[Segment]:
+        return row_segments(row_pattern_of(self), self.m, self.lanes * config.operand_bytes)

@@ -1,0 +1,146 @@
+"""Run a graph of the frozen IR on numpy arrays with the reference operators.
+
+Nodes run in graph order (the IR is topologically sorted). Each intermediate value is freed
+as soon as its last consumer has run, so large models do not hold every activation.
+"""
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from systolic.errors import ModelError, UnsupportedError
+from systolic.ir import Graph, Model, Node, TensorType
+from systolic.reference import registry
+from systolic.reference.ops.base import Op
+
+__all__ = ["NodeHook", "make_op", "release_schedule", "run_graph", "run_model"]
+
+NodeHook = Callable[[Node, list[np.ndarray | None], list[np.ndarray]], None]
+"""Called after each node runs with the node, its inputs and its outputs."""
+
+
+def make_op(node: Node, opsets: Mapping[str, int]) -> Op:
+    """Instantiate the reference class for `node`: the version it is bound to (`node.version`)
+    when set, else the highest one the imported opset allows."""
+    domain = registry.canonical_domain(node.domain)
+    imported = {registry.canonical_domain(d): v for d, v in opsets.items()}
+    opset = node.version or imported.get(domain, 0)
+    bound = registry.resolve(domain, node.op_type, opset) if opset else None
+    if bound is None or (node.version and bound[0] != node.version):
+        raise UnsupportedError(
+            f"node {node.label!r}: operator {node.op_id if node.version else node.op_type} "
+            f"(opset {opset} of domain {domain or 'ai.onnx'}) is not implemented by the "
+            f"reference; it implements versions {registry.versions_of(domain, node.op_type)}"
+        )
+    version, cls = bound
+    op = cls(node.attrs, version, node.label)
+    op.num_outputs = len(node.outputs)
+    return op
+
+
+def release_schedule(graph: Graph) -> list[list[str]]:
+    """Return, for each node, the values to drop once it has run: the inputs it is the last
+    reader of and the outputs nobody reads, never a graph output."""
+    wanted = {info.name for info in graph.outputs}
+    last_use: dict[str, int] = {}
+    for index, node in enumerate(graph.nodes):
+        for name in (*node.outputs, *node.inputs):
+            if name:
+                last_use[name] = index
+    schedule: list[list[str]] = [[] for _ in graph.nodes]
+    for name, index in last_use.items():
+        if name not in wanted:
+            schedule[index].append(name)
+    return [sorted(names) for names in schedule]
+
+
+def _check_input(name: str, value: np.ndarray, expected: TensorType | None) -> np.ndarray:
+    if not isinstance(value, np.ndarray):
+        raise ModelError(f"input {name!r} must be a numpy array, got {type(value).__name__}")
+    if expected is None:
+        return value
+    if expected.dtype.has_numpy and value.dtype != expected.dtype.numpy:
+        raise ModelError(f"input {name!r} has dtype {value.dtype}; the graph expects "
+                         f"{expected.dtype.numpy} ({expected.text()})")
+    if expected.shape is not None:
+        fits = len(value.shape) == len(expected.shape) and all(
+            not isinstance(want, int) or want == got
+            for want, got in zip(expected.shape, value.shape, strict=True)
+        )
+        if not fits:
+            raise ModelError(f"input {name!r} has shape {list(value.shape)}; the graph "
+                             f"expects {expected.text()}")
+    return value
+
+
+def run_graph(
+    graph: Graph,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    opsets: Mapping[str, int],
+    on_node: NodeHook | None = None,
+) -> dict[str, np.ndarray]:
+    """Run `graph` and return its outputs by name.
+
+    `inputs` supplies every graph input that has no initializer (an initializer listed among
+    the inputs is a default the caller may override). `opsets` maps domains ("" for ONNX) to
+    imported versions, used for nodes not yet bound to a version. Raises ModelError for a
+    missing, unknown, mistyped or misshapen input and for a value read before it is made,
+    UnsupportedError for an operator or output the reference does not implement.
+    """
+    values: dict[str, np.ndarray] = {t.name: t.data for t in graph.initializers}
+    declared = {info.name: info.type for info in graph.inputs}
+    for name, value in inputs.items():
+        if name not in declared:
+            known = ", ".join(repr(n) for n in declared) or "none"
+            raise ModelError(f"{name!r} is not an input of graph {graph.name!r} (inputs: "
+                             f"{known})")
+        values[name] = _check_input(name, value, declared[name])
+    for name in declared:
+        if name not in values:
+            raise ModelError(f"graph input {name!r} is missing: pass it to run the graph")
+
+    ops = [make_op(node, opsets) for node in graph.nodes]
+    releases = release_schedule(graph)
+
+    for index, (node, op) in enumerate(zip(graph.nodes, ops, strict=True)):
+        args: list[np.ndarray | None] = []
+        for name in node.inputs:
+            if not name:
+                args.append(None)
+            elif name in values:
+                args.append(values[name])
+            else:
+                raise ModelError(f"node {node.label!r} reads {name!r}, which no graph input, "
+                                 "initializer or earlier node provides")
+        results = op.run(args)
+        for position, name in enumerate(node.outputs):
+            if not name:
+                continue
+            if position >= len(results):
+                raise UnsupportedError(
+                    f"node {node.label!r} ({node.op_type}): output {position} ({name!r}) is "
+                    "not computed by the reference; remove that output from the model"
+                )
+            values[name] = results[position]
+        if on_node is not None:
+            on_node(node, args, list(results))
+        for name in releases[index]:
+            values.pop(name, None)
+
+    missing = [info.name for info in graph.outputs if info.name not in values]
+    if missing:
+        raise ModelError(f"graph outputs {missing} are produced by no node or input")
+    return {info.name: values[info.name] for info in graph.outputs}
+
+
+def run_model(
+    model: Model,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    on_node: NodeHook | None = None,
+) -> dict[str, np.ndarray]:
+    """Run `model`'s main graph; see `run_graph`."""
+    opsets = dict(model.opsets)
+    return run_graph(model.graph, inputs, opsets=opsets, on_node=on_node)
+
