@@ -17,10 +17,8 @@ memory image and placements, and the host steps (`CompiledModel`).
 """
 
 import dataclasses
-import importlib
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import numpy as np
 
@@ -40,7 +38,9 @@ from systolic.mapper.binding import bind_graph
 from systolic.mapper.lowering.add import lower_add
 from systolic.mapper.lowering.compiled import CompiledModel, MemoryView
 from systolic.mapper.lowering.context import LayerContext
+from systolic.mapper.lowering.conv import lower_qconv
 from systolic.mapper.lowering.layout import LAYOUT_OPS, decide_layout
+from systolic.mapper.lowering.matmul import lower_qmatmul
 from systolic.mapper.lowering.memory_plan import EIGHT_BIT, MemoryPlan, element_type
 from systolic.mapper.lowering.node_attrs import int_attr, ints_attr
 from systolic.mapper.lowering.pool import lower_pool
@@ -51,7 +51,7 @@ __all__ = ["compile_model", "layer_unit"]
 
 SYSTOLIC = "systolic"
 
-_ARRAY = {"QConv": ("conv", "lower_qconv"), "QMatMul": ("matmul", "lower_qmatmul")}
+_ARRAY: dict[str, Callable[..., list[Instruction]]] = {"QConv": lower_qconv, "QMatMul": lower_qmatmul}
 _VECTOR: dict[str, Callable[[Node, LayerContext], list[Instruction]]] = {
     "QMaxPool": lower_pool,
     "QAveragePool": lower_pool,
@@ -79,16 +79,6 @@ class _PlanAllocator:
     def allocate(self, size: int, align: int, name: str) -> int:
         """Return the address of `size` fresh bytes aligned to `align`."""
         return self.plan.allocate(size, align)
-
-
-def _array_lowering(op_type: str) -> Callable[..., Any] | None:
-    module_name, function = _ARRAY[op_type]
-    try:
-        module = importlib.import_module(f"systolic.mapper.lowering.{module_name}")
-    except ModuleNotFoundError:
-        return None
-    lowering: Callable[..., Any] | None = getattr(module, function, None)
-    return lowering
 
 
 def _typed(graph: Graph, opsets: Mapping[str, int]) -> Graph:
@@ -360,9 +350,6 @@ class _Compiler:
         if unit is LayerUnit.HOST:
             self.host(node, "not an accelerator operator", macs)
             return
-        if unit is LayerUnit.ARRAY and _array_lowering(node.op_type) is None:
-            self.host(node, "the array lowering is not available", macs)
-            return
         data_inputs = [n for n in node.inputs if n]
         if unit is LayerUnit.ARRAY:  # the activation input, and a QMatMul's computed B
             data_inputs = [n for i, n in enumerate(data_inputs)
@@ -388,8 +375,7 @@ class _Compiler:
 
     def lower_array(self, node: Node, ctx: LayerContext) -> tuple[list[Instruction], int]:
         """Call `lower_qconv` / `lower_qmatmul`; return the instructions and useful MACs."""
-        lowering = _array_lowering(node.op_type)
-        assert lowering is not None
+        lowering = _ARRAY[node.op_type]
         constants = {
             name: ctx.constant(name)
             for name in node.inputs[1:]

@@ -198,7 +198,7 @@ def test_operands_wider_than_eight_bits_are_refused():
         compile_model(_network(), config)
 
 
-def test_without_the_array_lowering_a_layer_would_run_on_the_host():
+def test_a_conv_goes_to_the_array_and_a_pool_to_the_vector_unit():
     from systolic.mapper.lowering.compile_model import layer_unit
 
     units = [layer_unit(n) for n in _network().nodes]
