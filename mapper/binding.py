@@ -13,6 +13,7 @@ from systolic.errors import ModelError, UnsupportedError
 from systolic.ir import Graph, Node
 from systolic.reference import registry
 from systolic.reference.ops.base import Op
+from systolic.reference.signatures import check_arity
 
 __all__ = ["bind_graph", "bind_version", "check_opsets", "supported_opsets_text"]
 
@@ -59,7 +60,8 @@ def check_opsets(
 
 
 def bind_version(node: Node, opsets: Mapping[str, int]) -> tuple[Node, type[Op]]:
-    """Return the node with `version` set to the bound since_version, and the Op class.
+    """Return the node with `version` set to the bound since_version, and the Op class,
+    after checking the node's inputs and outputs against the operator's signature.
 
     A node that is already bound (version > 0) resolves at its own version, which yields the
     same operator again."""
@@ -90,6 +92,7 @@ def bind_version(node: Node, opsets: Mapping[str, int]) -> tuple[Node, type[Op]]
             f"supported: {detail}"
         )
     since, cls = found
+    check_arity(domain, node.op_type, since, node.inputs, node.outputs, node.label)
     return dataclasses.replace(node, domain=domain, version=since), cls
 
 

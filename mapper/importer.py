@@ -1,7 +1,8 @@
 """Read an ONNX model into the frozen IR: the only code in the project that touches protobuf.
 
 The pipeline, in order:
-1. parse the bytes (`ModelProto`), rejecting empty, truncated and non-ONNX input;
+1. parse the bytes (`ModelProto`), rejecting empty, truncated and non-ONNX input and
+   strings that are not UTF-8;
 2. check the IR version and the imported operator sets;
 3. convert model-local functions, then the main graph (tensors decoded, external data read
    from the model's folder, sparse initializers densified);
@@ -34,6 +35,7 @@ from systolic.mapper.inline_functions import (
 from systolic.mapper.shape_inference import infer_shapes
 from systolic.proto import IR_VERSION, ModelProto
 from systolic.proto.onnx_graph import ReadContext, convert_graph
+from systolic.proto.onnx_text import check_text
 
 __all__ = [
     "DEFAULT_MAX_TENSOR_BYTES",
@@ -135,6 +137,7 @@ def _parse(data: bytes) -> ModelProto:
             "not a valid ONNX model: it has no graph (protobuf decoded, but the file is "
             "truncated, corrupt or not an .onnx file)"
         )
+    check_text(proto)
     return proto
 
 

@@ -1,0 +1,218 @@
+"""The formal inputs and outputs of every operator the reference implements (its schema).
+
+`check_arity` holds a node against its operator's signature before any op sees it: how many
+inputs and outputs it may name and which of them may be omitted (""). The default-domain
+signatures are those of the ONNX operator schemas (onnx.defs, checked by
+tests/systolic/reference/test_signatures.py); com.microsoft's are onnxruntime's contrib schemas,
+and the systolic domain's are this tool's own operators.
+
+A signature is a string of formal names: "X" is required, "B?" optional (may be "" or left
+off at the end), "inputs+" variadic (one or more, always last).
+"""
+
+from systolic.errors import ModelError
+
+__all__ = ["SIGNATURES", "Signature", "check_arity", "signature_of"]
+
+Signature = tuple[str, str]
+"""(inputs, outputs) of one operator version, as formal-name strings."""
+
+SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
+    ("", "Abs"): ((1, "X", "Y"),),
+    ("", "Add"): ((1, "A B", "C"),),
+    ("", "And"): ((1, "A B", "C"),),
+    ("", "ArgMax"): ((1, "data", "reduced"),),
+    ("", "ArgMin"): ((1, "data", "reduced"),),
+    ("", "AveragePool"): ((1, "X", "Y"),),
+    ("", "BatchNormalization"): (
+        (1, "X scale B mean var", "Y mean? var? saved_mean? saved_var?"),
+        (14, "X scale B input_mean input_var", "Y running_mean? running_var?"),
+    ),
+    ("", "Cast"): ((1, "input", "output"),),
+    ("", "Ceil"): ((1, "X", "Y"),),
+    ("", "Clip"): ((1, "input", "output"), (11, "input min? max?", "output")),
+    ("", "Concat"): ((1, "inputs+", "concat_result"),),
+    ("", "Constant"): ((1, "", "output"),),
+    ("", "ConstantOfShape"): ((9, "input", "output"),),
+    ("", "Conv"): ((1, "X W B?", "Y"),),
+    ("", "ConvInteger"): ((10, "x w x_zero_point? w_zero_point?", "y"),),
+    ("", "ConvTranspose"): ((1, "X W B?", "Y"),),
+    ("", "Cos"): ((7, "input", "output"),),
+    ("", "DequantizeLinear"): ((10, "x x_scale x_zero_point?", "y"),),
+    ("", "Div"): ((1, "A B", "C"),),
+    ("", "Dropout"): (
+        (1, "data", "output mask?"),
+        (12, "data ratio? training_mode?", "output mask?"),
+    ),
+    ("", "Elu"): ((1, "X", "Y"),),
+    ("", "Equal"): ((1, "A B", "C"),),
+    ("", "Erf"): ((9, "input", "output"),),
+    ("", "Exp"): ((1, "input", "output"),),
+    ("", "Expand"): ((8, "input shape", "output"),),
+    ("", "Flatten"): ((1, "input", "output"),),
+    ("", "Floor"): ((1, "X", "Y"),),
+    ("", "Gather"): ((1, "data indices", "output"),),
+    ("", "Gelu"): ((20, "X", "Y"),),
+    ("", "Gemm"): ((1, "A B C", "Y"), (11, "A B C?", "Y")),
+    ("", "GlobalAveragePool"): ((1, "X", "Y"),),
+    ("", "GlobalMaxPool"): ((1, "X", "Y"),),
+    ("", "Greater"): ((1, "A B", "C"),),
+    ("", "GreaterOrEqual"): ((12, "A B", "C"),),
+    ("", "HardSigmoid"): ((1, "X", "Y"),),
+    ("", "HardSwish"): ((14, "X", "Y"),),
+    ("", "Identity"): ((1, "input", "output"),),
+    ("", "InstanceNormalization"): ((1, "input scale B", "output"),),
+    ("", "LRN"): ((1, "X", "Y"),),
+    ("", "LayerNormalization"): ((17, "X Scale B?", "Y Mean? InvStdDev?"),),
+    ("", "LeakyRelu"): ((1, "X", "Y"),),
+    ("", "Less"): ((1, "A B", "C"),),
+    ("", "LessOrEqual"): ((12, "A B", "C"),),
+    ("", "Log"): ((1, "input", "output"),),
+    ("", "LogSoftmax"): ((1, "input", "output"),),
+    ("", "MatMul"): ((1, "A B", "Y"),),
+    ("", "MatMulInteger"): ((10, "A B a_zero_point? b_zero_point?", "Y"),),
+    ("", "Max"): ((1, "data_0+", "max"),),
+    ("", "MaxPool"): ((1, "X", "Y"), (8, "X", "Y Indices?")),
+    ("", "Min"): ((1, "data_0+", "min"),),
+    ("", "Mish"): ((18, "X", "Y"),),
+    ("", "Mul"): ((1, "A B", "C"),),
+    ("", "Neg"): ((1, "X", "Y"),),
+    ("", "Not"): ((1, "X", "Y"),),
+    ("", "Or"): ((1, "A B", "C"),),
+    ("", "PRelu"): ((1, "X slope", "Y"),),
+    ("", "Pad"): (
+        (1, "data", "output"),
+        (11, "data pads constant_value?", "output"),
+        (18, "data pads constant_value? axes?", "output"),
+    ),
+    ("", "Pow"): ((1, "X Y", "Z"),),
+    ("", "QLinearConv"): (
+        (10, "x x_scale x_zero_point w w_scale w_zero_point y_scale y_zero_point B?", "y"),
+    ),
+    ("", "QLinearMatMul"): (
+        (10, "a a_scale a_zero_point b b_scale b_zero_point y_scale y_zero_point", "y"),
+    ),
+    ("", "QuantizeLinear"): ((10, "x y_scale y_zero_point?", "y"),),
+    ("", "Range"): ((11, "start limit delta", "output"),),
+    ("", "Reciprocal"): ((1, "X", "Y"),),
+    ("", "ReduceMax"): ((1, "data", "reduced"), (18, "data axes?", "reduced")),
+    ("", "ReduceMean"): ((1, "data", "reduced"), (18, "data axes?", "reduced")),
+    ("", "ReduceMin"): ((1, "data", "reduced"), (18, "data axes?", "reduced")),
+    ("", "ReduceProd"): ((1, "data", "reduced"), (18, "data axes?", "reduced")),
+    ("", "ReduceSum"): ((1, "data", "reduced"), (13, "data axes?", "reduced")),
+    ("", "Relu"): ((1, "X", "Y"),),
+    ("", "Reshape"): ((1, "data", "reshaped"), (5, "data shape", "reshaped")),
+    ("", "Resize"): (
+        (10, "X scales", "Y"),
+        (11, "X roi scales sizes?", "Y"),
+        (13, "X roi? scales? sizes?", "Y"),
+    ),
+    ("", "Selu"): ((1, "X", "Y"),),
+    ("", "Shape"): ((1, "data", "shape"),),
+    ("", "Sigmoid"): ((1, "X", "Y"),),
+    ("", "Sin"): ((7, "input", "output"),),
+    ("", "Slice"): ((1, "data", "output"), (10, "data starts ends axes? steps?", "output")),
+    ("", "Softmax"): ((1, "input", "output"),),
+    ("", "Softplus"): ((1, "X", "Y"),),
+    ("", "Split"): (
+        (1, "input split?", "outputs+"),
+        (2, "input", "outputs+"),
+        (13, "input split?", "outputs+"),
+    ),
+    ("", "Sqrt"): ((1, "X", "Y"),),
+    ("", "Squeeze"): ((1, "data", "squeezed"), (13, "data axes?", "squeezed")),
+    ("", "Sub"): ((1, "A B", "C"),),
+    ("", "Sum"): ((1, "data_0+", "sum"),),
+    ("", "Tanh"): ((1, "input", "output"),),
+    ("", "Tile"): ((1, "input tiles axis", "output"), (6, "input repeats", "output")),
+    ("", "Transpose"): ((1, "data", "transposed"),),
+    ("", "Unsqueeze"): ((1, "data", "expanded"), (13, "data axes", "expanded")),
+    ("", "Upsample"): ((1, "X", "Y"), (9, "X scales", "Y")),
+    ("", "Where"): ((9, "condition X Y", "output"),),
+    ("", "Xor"): ((1, "A B", "C"),),
+    ("com.microsoft", "QGemm"): (
+        (1, "A a_scale a_zero_point? B b_scale b_zero_point? C? y_scale? y_zero_point?", "Y"),
+    ),
+    ("com.microsoft", "QLinearAdd"): (
+        (1, "A A_scale A_zero_point? B B_scale B_zero_point? C_scale C_zero_point?", "C"),
+    ),
+    ("com.microsoft", "QLinearAveragePool"): (
+        (1, "X x_scale x_zero_point? y_scale y_zero_point?", "Y"),
+    ),
+    ("com.microsoft", "QLinearConcat"): ((1, "Y_scale Y_zero_point inputs+", "Y"),),
+    ("com.microsoft", "QLinearGlobalAveragePool"): (
+        (1, "X x_scale x_zero_point y_scale y_zero_point", "Y"),
+    ),
+    ("com.microsoft", "QLinearLeakyRelu"): (
+        (1, "X X_scale X_zero_point? Y_scale Y_zero_point?", "Y"),
+    ),
+    ("com.microsoft", "QLinearMul"): (
+        (1, "A A_scale A_zero_point? B B_scale B_zero_point? C_scale C_zero_point?", "C"),
+    ),
+    ("com.microsoft", "QLinearSigmoid"): (
+        (1, "X X_scale X_zero_point? Y_scale Y_zero_point?", "Y"),
+    ),
+    ("com.microsoft", "QLinearSoftmax"): (
+        (1, "X X_scale x_zero_point? y_scale y_zero_point", "Y"),
+    ),
+    ("systolic", "QAdd"): ((1, "A B", "C"),),
+    ("systolic", "QAveragePool"): ((1, "X", "Y"),),
+    ("systolic", "QConv"): ((1, "X W B?", "Y"),),
+    ("systolic", "QMatMul"): ((1, "A B bias?", "Y"),),
+    ("systolic", "QMaxPool"): ((1, "X", "Y"),),
+}
+
+
+def signature_of(domain: str, op_type: str, version: int) -> Signature | None:
+    """Return the signature of the operator version bound at since_version `version` or
+    below, or None for an operator without one."""
+    found = None
+    for since, inputs, outputs in SIGNATURES.get((domain, op_type), ()):
+        if since <= version:
+            found = (inputs, outputs)
+    return found
+
+
+def check_arity(
+    domain: str,
+    op_type: str,
+    version: int,
+    inputs: tuple[str, ...],
+    outputs: tuple[str, ...],
+    label: str,
+) -> None:
+    """Raise ModelError naming the node when it gives too few or too many inputs or outputs
+    for its operator, or omits ("") an input that is required. (An omitted output is one
+    nobody reads: the reference computes and drops it.)"""
+    signature = signature_of(domain, op_type, version)
+    if signature is None:
+        return
+    operator = f"{domain or 'ai.onnx'}.{op_type}:{version}"
+    for role, formals, actual in (
+        ("input", signature[0], inputs),
+        ("output", signature[1], outputs),
+    ):
+        problem = _arity_problem(formals.split(), actual, role)
+        if problem:
+            raise ModelError(
+                f"node {label!r} ({operator}) {problem}; its {role}s are "
+                f"({formals.replace(' ', ', ') or 'none'}): fix the model"
+            )
+
+
+def _arity_problem(formals: list[str], actual: tuple[str, ...], role: str) -> str:
+    variadic = bool(formals) and formals[-1].endswith("+")
+    required = [i for i, f in enumerate(formals) if not f.endswith("?")]
+    least = required[-1] + 1 if required else 0
+    most = None if variadic else len(formals)
+    if len(actual) < least or (most is not None and len(actual) > most):
+        if most is None:
+            span = f"{least} or more"
+        else:
+            span = f"{least}" if least == most else f"{least} to {most}"
+        return f"names {len(actual)} {role}(s) but the operator takes {span}"
+    for index, name in enumerate(actual if role == "input" else ()):
+        formal = formals[min(index, len(formals) - 1)]
+        if not name and not formal.endswith("?"):
+            return f"leaves required {role} {index} ({formal.rstrip('+')}) empty"
+    return ""
