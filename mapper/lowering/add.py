@@ -15,6 +15,7 @@ from systolic.isa.memories import Memory, depth
 from systolic.mapper.lowering.context import LayerContext
 from systolic.mapper.lowering.feature_map import feature_map, load_pixels
 from systolic.mapper.lowering.node_attrs import int_attr
+from systolic.mapper.lowering.vector_tiles import vector_tiles
 
 __all__ = ["lower_add"]
 
@@ -41,40 +42,35 @@ def lower_add(node: Node, ctx: LayerContext) -> list[Instruction]:
             f"QAdd {node.label!r}: an image row of {y_map.width} pixels does not fit a quarter "
             f"of spad_in ({quarter} rows); raise spad_kib"
         )
-    dim = ctx.config.dim
     code: list[Instruction] = []
-    buffer = 0
-    for image in range(len(y_map.image_addresses)):
-        for c0 in range(0, y_map.channels, dim):
-            lanes = min(dim, y_map.channels - c0)
-            for y0 in range(0, y_map.height, block):
-                rows = min(block, y_map.height - y0)
-                a_row = buffer * 2 * quarter
-                b_row = a_row + quarter
-                buffer ^= 1
-                code.append(load_pixels(a_map, image, y0, rows, c0, lanes, a_row,
-                                        flip_sign=bool(flips[0])))  # fmt: skip
-                code.append(load_pixels(b_map, image, y0, rows, c0, lanes, b_row,
-                                        flip_sign=bool(flips[1])))  # fmt: skip
-                code.append(
-                    Add(
-                        a_row=a_row,
-                        b_row=b_row,
-                        m=rows * y_map.width,
-                        lanes=lanes,
-                        multiplier_a=int_attr(node, "multiplier_a"),
-                        multiplier_b=int_attr(node, "multiplier_b"),
-                        shift=int_attr(node, "shift"),
-                        zp_a=int_attr(node, "a_zero_point", 0) - flips[0],
-                        zp_b=int_attr(node, "b_zero_point", 0) - flips[1],
-                        zp_out=int_attr(node, "y_zero_point", 0) - flips[2],
-                        lo=int_attr(node, "y_lo", int(info.min)) - flips[2],
-                        hi=int_attr(node, "y_hi", int(info.max)) - flips[2],
-                        ext=y_map.pixel(image, y0, 0, c0),
-                        n0=y_map.width,
-                        row_stride0=y_map.pixel_stride if y_map.width > 1 else 0,
-                        row_stride1=y_map.row_stride if rows > 1 else 0,
-                        flip_sign=bool(flips[2]),
-                    )
-                )
+    tiles = vector_tiles(len(y_map.image_addresses), y_map.channels, y_map.height,
+                         ctx.config.dim, block)  # fmt: skip
+    for t in tiles:
+        a_row = t.buffer * 2 * quarter
+        b_row = a_row + quarter
+        code.append(load_pixels(a_map, t.image, t.y0, t.rows, t.c0, t.lanes, a_row,
+                                flip_sign=bool(flips[0])))  # fmt: skip
+        code.append(load_pixels(b_map, t.image, t.y0, t.rows, t.c0, t.lanes, b_row,
+                                flip_sign=bool(flips[1])))  # fmt: skip
+        code.append(
+            Add(
+                a_row=a_row,
+                b_row=b_row,
+                m=t.rows * y_map.width,
+                lanes=t.lanes,
+                multiplier_a=int_attr(node, "multiplier_a"),
+                multiplier_b=int_attr(node, "multiplier_b"),
+                shift=int_attr(node, "shift"),
+                zp_a=int_attr(node, "a_zero_point", 0) - flips[0],
+                zp_b=int_attr(node, "b_zero_point", 0) - flips[1],
+                zp_out=int_attr(node, "y_zero_point", 0) - flips[2],
+                lo=int_attr(node, "y_lo", int(info.min)) - flips[2],
+                hi=int_attr(node, "y_hi", int(info.max)) - flips[2],
+                ext=y_map.pixel(t.image, t.y0, 0, t.c0),
+                n0=y_map.width,
+                row_stride0=y_map.pixel_stride if y_map.width > 1 else 0,
+                row_stride1=y_map.row_stride if t.rows > 1 else 0,
+                flip_sign=bool(flips[2]),
+            )
+        )
     return code

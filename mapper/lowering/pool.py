@@ -17,6 +17,7 @@ from systolic.isa.memories import Memory, depth
 from systolic.mapper.lowering.context import LayerContext
 from systolic.mapper.lowering.feature_map import feature_map, load_pixels
 from systolic.mapper.lowering.node_attrs import int_attr, ints_attr
+from systolic.mapper.lowering.vector_tiles import vector_tiles
 from systolic.reference.kernels.pool import window_counts
 from systolic.reference.ops.op_systolic_qaveragepool import QAveragePool
 
@@ -94,48 +95,42 @@ def lower_pool(node: Node, ctx: LayerContext) -> list[Instruction]:
             f"{node.op_type} {node.label!r}: {kh} input rows of {src.width} pixels do not fit "
             f"half of spad_in ({half} rows); raise spad_kib"
         )
-    dim = ctx.config.dim
     code: list[Instruction] = []
-    buffer = 0
-    for image in range(len(src.image_addresses)):
-        for c0 in range(0, src.channels, dim):
-            lanes = min(dim, src.channels - c0)
-            for oy0 in range(0, oh, tile_out):
-                oy1 = min(oh, oy0 + tile_out)
-                ty0 = max(0, oy0 * sh - pt)
-                ty1 = min(src.height, (oy1 - 1) * sh - pt + kh)
-                spad_row = buffer * half
-                buffer ^= 1
-                code.append(load_pixels(src, image, ty0, ty1 - ty0, c0, lanes, spad_row,
-                                        flip_sign=bool(x_flip)))  # fmt: skip
-                for ya, yb, xa, xb, _ in count_rectangles(counts[oy0:oy1]):
-                    ya, yb = ya + oy0, yb + oy0
-                    rect = {
-                        "mode": PoolMode.AVG if average else PoolMode.MAX,
-                        "in_row": spad_row,
-                        "lanes": lanes,
-                        "h": ty1 - ty0,
-                        "w": src.width,
-                        "kh": kh,
-                        "kw": kw,
-                        "sh": sh,
-                        "sw": sw,
-                        "pad_top": pt + ty0 - ya * sh,
-                        "pad_left": pl - xa * sw,
-                        "oh": yb - ya,
-                        "ow": xb - xa,
-                        "lo": lo,
-                        "hi": hi,
-                        "ext": dst.pixel(image, ya, xa, c0),
-                        "n0": xb - xa,
-                        "row_stride0": dst.pixel_stride if xb - xa > 1 else 0,
-                        "row_stride1": dst.row_stride if yb - ya > 1 else 0,
-                        "flip_sign": bool(y_flip),
-                    }
-                    if average:
-                        rect["multiplier"] = int(multipliers[ya, xa])
-                        rect["shift"] = int(shifts[ya, xa])
-                        rect["zp_in"] = zp_in
-                        rect["zp_out"] = zp_out
-                    code.append(Pool(**rect))  # type: ignore[arg-type]
+    for t in vector_tiles(len(src.image_addresses), src.channels, oh, ctx.config.dim, tile_out):
+        oy0, oy1 = t.y0, t.y0 + t.rows
+        ty0 = max(0, oy0 * sh - pt)
+        ty1 = min(src.height, (oy1 - 1) * sh - pt + kh)
+        spad_row = t.buffer * half
+        code.append(load_pixels(src, t.image, ty0, ty1 - ty0, t.c0, t.lanes, spad_row,
+                                flip_sign=bool(x_flip)))  # fmt: skip
+        for ya, yb, xa, xb, _ in count_rectangles(counts[oy0:oy1]):
+            ya, yb = ya + oy0, yb + oy0
+            rect = {
+                "mode": PoolMode.AVG if average else PoolMode.MAX,
+                "in_row": spad_row,
+                "lanes": t.lanes,
+                "h": ty1 - ty0,
+                "w": src.width,
+                "kh": kh,
+                "kw": kw,
+                "sh": sh,
+                "sw": sw,
+                "pad_top": pt + ty0 - ya * sh,
+                "pad_left": pl - xa * sw,
+                "oh": yb - ya,
+                "ow": xb - xa,
+                "lo": lo,
+                "hi": hi,
+                "ext": dst.pixel(t.image, ya, xa, t.c0),
+                "n0": xb - xa,
+                "row_stride0": dst.pixel_stride if xb - xa > 1 else 0,
+                "row_stride1": dst.row_stride if yb - ya > 1 else 0,
+                "flip_sign": bool(y_flip),
+            }
+            if average:
+                rect["multiplier"] = int(multipliers[ya, xa])
+                rect["shift"] = int(shifts[ya, xa])
+                rect["zp_in"] = zp_in
+                rect["zp_out"] = zp_out
+            code.append(Pool(**rect))  # type: ignore[arg-type]
     return code
