@@ -29,6 +29,11 @@ def resolve_location(location: str, base_dir: Path, where: str) -> Path:
     """Return the real path of `location` inside `base_dir`, refusing anything outside it."""
     if not location:
         raise ModelError(f"{where} uses external data but gives no 'location'")
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in location):
+        raise ModelError(
+            f"{where}: external data location {location!r} holds control characters; "
+            "name a data file next to the model"
+        )
     if os.path.isabs(location) or location.startswith(("/", "\\")) or ":" in location[:2]:
         raise ModelError(
             f"{where}: external data location {location!r} is an absolute path; only paths "
@@ -77,13 +82,20 @@ def read_external_data(
             f"{where}: external data file {location!r} is missing from {base_dir}: copy it "
             "next to the model"
         )
+    start = offset or 0
+    available = max(path.stat().st_size - start, 0)
+    if available < expected:
+        raise ModelError(
+            f"{where}: external data file {location!r} is too short: needs {expected} bytes "
+            f"at offset {start}, found {available}"
+        )
     with open(path, "rb") as handle:
-        handle.seek(offset or 0)
+        handle.seek(start)
         data = handle.read(expected)
     if len(data) != expected:
         raise ModelError(
-            f"{where}: external data file {location!r} is too short: needs {expected} bytes "
-            f"at offset {offset}, found {len(data)}"
+            f"{where}: external data file {location!r} changed while it was read: needs "
+            f"{expected} bytes at offset {start}, read {len(data)}"
         )
     return data
 

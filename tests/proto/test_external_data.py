@@ -115,3 +115,25 @@ def test_length_that_contradicts_the_shape_is_refused(tmp_path: Path) -> None:
     (tmp_path / "w.bin").write_bytes(WEIGHT.tobytes())
     with pytest.raises(ModelError, match=r"length 20 does not match the 24 bytes"):
         load_model(_write(tmp_path, _model("w.bin", length=20)))
+
+
+@pytest.mark.parametrize("location", ["\0", "w\0.bin", "w\n.bin", "\x1b[2Jw.bin"])
+def test_location_with_control_characters_is_refused(tmp_path: Path, location: str) -> None:
+    (tmp_path / "w.bin").write_bytes(WEIGHT.tobytes())
+    with pytest.raises(
+        ModelError,
+        match=r"^initializer 'w': external data location .* holds "
+        r"control characters; name a data file next to the model$",
+    ):
+        load_model(_write(tmp_path, _model(location)))
+
+
+@pytest.mark.parametrize("offset", [2**63, 2**63 - 1, 2**40, 8])
+def test_offset_past_the_end_is_too_short(tmp_path: Path, offset: int) -> None:
+    (tmp_path / "w.bin").write_bytes(WEIGHT.tobytes())
+    with pytest.raises(
+        ModelError,
+        match=rf"'w.bin' is too short: needs 24 bytes at offset {offset}, found "
+        rf"{max(24 - offset, 0)}$",
+    ):
+        load_model(_write(tmp_path, _model("w.bin", offset=offset)))
