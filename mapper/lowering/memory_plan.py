@@ -20,7 +20,7 @@ import numpy as np
 from systolic.config import ArrayConfig
 from systolic.errors import ResourceError, UnsupportedError
 from systolic.ir import DataType
-from systolic.isa.program import ElementType, MemorySegment, TensorPlacement, TensorRole
+from systolic.isa.program import PLACEABLE_TYPES, MemorySegment, TensorPlacement, TensorRole
 
 __all__ = [
     "EIGHT_BIT",
@@ -33,19 +33,14 @@ __all__ = [
 EIGHT_BIT = frozenset({DataType.UINT8, DataType.INT8})
 """The activation types the accelerator reads and writes."""
 
-_ELEMENT_TYPES = {
-    kind: ElementType[kind.name] for kind in DataType if kind.name in ElementType.__members__
-}
-"""Every type the program format places; the accelerator itself touches only `EIGHT_BIT`
-(and the int32 rows it reads), host steps read and write the others."""
-
 _ADDRESS_LIMIT = 1 << 32
 
 
-def element_type(dtype: DataType) -> ElementType | None:
-    """Return the placement element type of `dtype`, or None when it cannot be placed (the
-    value then lives on the host only)."""
-    return _ELEMENT_TYPES.get(dtype)
+def element_type(dtype: DataType) -> DataType | None:
+    """Return `dtype` when the program format can place it, else None (the value then lives
+    on the host only). The accelerator itself touches only `EIGHT_BIT` (and the int32 rows it
+    reads); host steps read and write the others."""
+    return dtype if dtype in PLACEABLE_TYPES else None
 
 
 def is_channel_last(

@@ -12,8 +12,8 @@ import numpy as np
 
 from systolic.config import ArrayConfig
 from systolic.errors import ModelError, UnsupportedError
-from systolic.ir import Node
-from systolic.isa.program import ElementType, TensorPlacement
+from systolic.ir import DataType, Node
+from systolic.isa.program import TensorPlacement
 
 __all__ = [
     "OutputSide",
@@ -68,7 +68,7 @@ def per_channel(node: Node, name: str, count: int) -> np.ndarray:
 
 def _eight_bit(placement: TensorPlacement, node: Node, config: ArrayConfig) -> bool:
     """Return whether `placement` is uint8 (else int8); raise for what LOAD/STORE cannot do."""
-    if placement.dtype not in (ElementType.UINT8, ElementType.INT8):
+    if placement.dtype not in (DataType.UINT8, DataType.INT8):
         raise UnsupportedError(
             f"layer {node.label!r}: tensor {placement.name!r} is {placement.dtype.name}; "
             f"the array reads and writes uint8 or int8"
@@ -78,7 +78,7 @@ def _eight_bit(placement: TensorPlacement, node: Node, config: ArrayConfig) -> b
             f"layer {node.label!r}: 8-bit activations need input_width >= 8, "
             f"not {config.input_width}"
         )
-    is_uint8 = placement.dtype is ElementType.UINT8
+    is_uint8 = placement.dtype is DataType.UINT8
     if is_uint8 and (config.input_width != 8 or config.operand_bytes != 1):
         raise UnsupportedError(
             f"layer {node.label!r}: uint8 tensor {placement.name!r} needs 8-bit operands "

@@ -10,11 +10,12 @@ import dataclasses
 import enum
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.ir import DataType
 from systolic.isa.fields import INSTRUCTION_BYTES, InstructionError
 from systolic.isa.host_nodes import host_step_from_proto
 from systolic.isa.instructions import Instruction, decode
 from systolic.isa.program import (
-    ElementType,
+    PLACEABLE_TYPES,
     LayerUnit,
     MemorySegment,
     Program,
@@ -74,14 +75,14 @@ def config_from_proto(message: ArrayConfigProto) -> ArrayConfig:
 def _placement(message: TensorPlacementProto) -> TensorPlacement:
     role_name = TensorPlacementProto.Role.Name(message.role)
     dtype_name = TensorPlacementProto.ElementType.Name(message.dtype)
-    if role_name not in TensorRole.__members__ or dtype_name not in ElementType.__members__:
+    if role_name not in TensorRole.__members__ or DataType[dtype_name] not in PLACEABLE_TYPES:
         raise ProgramError(f"tensor {message.name!r} has no role or no element type")
     return TensorPlacement(
         name=message.name,
         role=TensorRole[role_name],
         address=message.address,
         shape=tuple(message.shape),
-        dtype=ElementType[dtype_name],
+        dtype=DataType[dtype_name],
         strides=tuple(message.strides),
         scale=tuple(message.scale),
         zero_point=tuple(message.zero_point),

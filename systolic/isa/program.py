@@ -20,14 +20,14 @@ import numpy as np
 
 from systolic.config import ArrayConfig
 from systolic.errors import SystolicError
-from systolic.ir import Node, Tensor
+from systolic.ir import DataType, Node, Tensor
 from systolic.isa.encode_batch import encode_words
 from systolic.isa.instructions import Halt, Instruction, Unit
 from systolic.isa.memories import Memory
 from systolic.isa.patterns import ADDRESS_LIMIT
 
 __all__ = [
-    "ElementType",
+    "PLACEABLE_TYPES",
     "HostStep",
     "LayerUnit",
     "MemorySegment",
@@ -43,42 +43,12 @@ class ProgramError(SystolicError, ValueError):
     """A program that is inconsistent: overlapping segments, misplaced tensors, no HALT."""
 
 
-class ElementType(enum.IntEnum):
-    """Element types of placed tensors, numbered as ONNX's TensorProto.DataType."""
-
-    FLOAT = 1
-    UINT8 = 2
-    INT8 = 3
-    UINT16 = 4
-    INT16 = 5
-    INT32 = 6
-    INT64 = 7
-    BOOL = 9
-    FLOAT16 = 10
-    DOUBLE = 11
-    UINT32 = 12
-    UINT64 = 13
-
-    @property
-    def numpy(self) -> np.dtype:
-        """The little-endian numpy dtype of the elements."""
-        return np.dtype(_NUMPY[self])
-
-
-_NUMPY = {
-    ElementType.FLOAT: "<f4",
-    ElementType.UINT8: "u1",
-    ElementType.INT8: "i1",
-    ElementType.INT16: "<i2",
-    ElementType.INT32: "<i4",
-    ElementType.UINT16: "<u2",
-    ElementType.INT64: "<i8",
-    ElementType.BOOL: "?",
-    ElementType.FLOAT16: "<f2",
-    ElementType.DOUBLE: "<f8",
-    ElementType.UINT32: "<u4",
-    ElementType.UINT64: "<u8",
-}
+PLACEABLE_TYPES = frozenset({
+    DataType.FLOAT, DataType.UINT8, DataType.INT8, DataType.UINT16, DataType.INT16,
+    DataType.INT32, DataType.INT64, DataType.BOOL, DataType.FLOAT16, DataType.DOUBLE,
+    DataType.UINT32, DataType.UINT64,
+})
+"""The element types a placed tensor may have (the program format's ElementType enum)."""
 
 
 class TensorRole(enum.Enum):
@@ -167,7 +137,7 @@ class TensorPlacement:
     role: TensorRole
     address: int
     shape: tuple[int, ...]
-    dtype: ElementType
+    dtype: DataType
     strides: tuple[int, ...]
     scale: tuple[float, ...] = ()
     zero_point: tuple[int, ...] = ()
@@ -180,7 +150,7 @@ class TensorPlacement:
         role: TensorRole,
         address: int,
         shape: tuple[int, ...],
-        dtype: ElementType,
+        dtype: DataType,
         **quantization: object,
     ) -> "TensorPlacement":
         """Place a row-major tensor with no gaps at `address`."""
@@ -195,6 +165,9 @@ class TensorPlacement:
     def __post_init__(self) -> None:
         if not self.name:
             raise ProgramError("a tensor placement needs a name")
+        if self.dtype not in PLACEABLE_TYPES:
+            raise ProgramError(f"tensor {self.name!r} has element type {self.dtype.name}, "
+                               f"which a program cannot place")
         if len(self.strides) != len(self.shape):
             raise ProgramError(
                 f"tensor {self.name!r} has {len(self.shape)} dimensions but "

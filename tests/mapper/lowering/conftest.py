@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig
-from systolic.ir import Attrs, Node
+from systolic.ir import Attrs, DataType, Node
 from systolic.isa.instructions import Halt
-from systolic.isa.program import ElementType, TensorPlacement, TensorRole
+from systolic.isa.program import TensorPlacement, TensorRole
 from systolic.mapper.lowering.layer_code import BumpAllocator, LayerCode
 from systolic.sim.golden.machine import Machine
 
@@ -25,7 +25,7 @@ class Buffer:
 
 
 def place_nhwc(
-    name: str, role: TensorRole, address: int, shape: tuple[int, ...], dtype: ElementType,
+    name: str, role: TensorRole, address: int, shape: tuple[int, ...], dtype: DataType,
     halo: tuple[int, ...], channel_pad: int, fill: int, rng: np.random.Generator,
 ) -> Buffer:  # fmt: skip
     """Place an NCHW (or NCW) tensor channel-last inside a halo, channels padded by junk."""

@@ -8,8 +8,8 @@ import pytest
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import ResourceError, UnsupportedError
-from systolic.ir import Attrs
-from systolic.isa.program import ElementType, TensorRole
+from systolic.ir import Attrs, DataType
+from systolic.isa.program import TensorRole
 from systolic.mapper.lowering.conv import lower_qconv
 from systolic.reference.kernels.conv import conv_nd
 from systolic.reference.ops.op_systolic_qconv import QConv
@@ -112,8 +112,8 @@ def run_case(case: ConvCase, config: ArrayConfig, harness: object) -> None:
     reference = QConv(Attrs(case.attrs), 1, "layer")  # type: ignore[arg-type]
     expected = reference.run([case.x, case.w, case.b])[0]
     rng = np.random.default_rng(7)
-    x_kind = ElementType.UINT8 if case.x.dtype == np.uint8 else ElementType.INT8
-    y_kind = ElementType.UINT8 if expected.dtype == np.uint8 else ElementType.INT8
+    x_kind = DataType.UINT8 if case.x.dtype == np.uint8 else DataType.INT8
+    y_kind = DataType.UINT8 if expected.dtype == np.uint8 else DataType.INT8
     x_buf = h.place_nhwc("x", TensorRole.INPUT, 64, case.x.shape, x_kind, case.halo,  # type: ignore[attr-defined]
                          case.channel_pad, int(case.attrs["x_zero_point"]), rng)  # type: ignore[arg-type]  # fmt: skip
     rank = case.x.ndim - 2

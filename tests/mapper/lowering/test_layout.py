@@ -7,7 +7,7 @@ import pytest
 from systolic.config import ArrayConfig
 from systolic.ir import DataType, Tensor
 from systolic.isa.instructions import Copy
-from systolic.isa.program import ElementType, LayerUnit, TensorPlacement, TensorRole
+from systolic.isa.program import LayerUnit, TensorPlacement, TensorRole
 from systolic.mapper.lowering import check_on_golden, compile_model, first_failure, simulate
 from systolic.mapper.lowering.layout import address_array, strides_of
 from systolic.reference.executor import run_graph
@@ -33,7 +33,7 @@ def _maxpool(x: str, out: str):  # type: ignore[no-untyped-def]
 
 
 def test_address_array_and_strides_of_invert_each_other():
-    placement = TensorPlacement("t", TensorRole.ACTIVATION, 100, (2, 3, 4), ElementType.INT8,
+    placement = TensorPlacement("t", TensorRole.ACTIVATION, 100, (2, 3, 4), DataType.INT8,
                                 (40, 1, 7))  # fmt: skip
     addresses = address_array(placement)
     assert addresses[1, 2, 3] == 100 + 40 + 2 + 21

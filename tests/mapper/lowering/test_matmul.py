@@ -7,8 +7,8 @@ import pytest
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import UnsupportedError
-from systolic.ir import Attrs
-from systolic.isa.program import ElementType, TensorPlacement, TensorRole
+from systolic.ir import Attrs, DataType
+from systolic.isa.program import TensorPlacement, TensorRole
 from systolic.mapper.lowering.matmul import lower_qmatmul, row_blocks
 from systolic.reference.ops.op_systolic_qmatmul import QMatMul
 
@@ -23,7 +23,7 @@ def tight_config(rows: int, cols: int, dataflow: Dataflow) -> ArrayConfig:
 
 
 def padded_placement(
-    name: str, role: TensorRole, address: int, shape: tuple[int, ...], dtype: ElementType,
+    name: str, role: TensorRole, address: int, shape: tuple[int, ...], dtype: DataType,
     last_stride: int, row_pad: int,
 ) -> TensorPlacement:  # fmt: skip
     """Row-major placement whose rows are `row_pad` elements longer than needed."""
@@ -58,8 +58,8 @@ def run_matmul(
         "y_type": y_type,
     }
     expected = QMatMul(Attrs(attrs), 1, "layer").run([a, b, bias])[0]  # type: ignore[arg-type]
-    a_kind = ElementType.UINT8 if a_type == 2 else ElementType.INT8
-    y_kind = ElementType.UINT8 if y_type == 2 else ElementType.INT8
+    a_kind = DataType.UINT8 if a_type == 2 else DataType.INT8
+    y_kind = DataType.UINT8 if y_type == 2 else DataType.INT8
     a_place = padded_placement("a", TensorRole.INPUT, 32, a.shape, a_kind,
                                3 if strided_k else 1, int(rng.integers(0, 3)))  # fmt: skip
     y_place = padded_placement("y", TensorRole.OUTPUT, a_place.end + 16, expected.shape, y_kind,
@@ -116,8 +116,8 @@ def test_row_blocks_flatten_leading_axes_in_row_major_order() -> None:
 
 
 def test_non_contiguous_output_rows_are_refused(harness: object) -> None:
-    a = TensorPlacement.contiguous("a", TensorRole.INPUT, 0, (4, 8), ElementType.INT8)
-    y = TensorPlacement("y", TensorRole.OUTPUT, 64, (4, 3), ElementType.INT8, (6, 2))
+    a = TensorPlacement.contiguous("a", TensorRole.INPUT, 0, (4, 8), DataType.INT8)
+    y = TensorPlacement("y", TensorRole.OUTPUT, 64, (4, 3), DataType.INT8, (6, 2))
     node = harness.node("QMatMul", ("a", "b"), multiplier=(1 << 30,) * 3, shift=(0,) * 3,  # type: ignore[attr-defined]
                         y_type=3)  # fmt: skip
     with pytest.raises(UnsupportedError, match=r"^layer 'layer': Y \('y'\) must have contiguous"):

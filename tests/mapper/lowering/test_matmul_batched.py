@@ -8,9 +8,9 @@ import pytest
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import UnsupportedError
-from systolic.ir import Attrs, Node
+from systolic.ir import Attrs, DataType, Node
 from systolic.isa.instructions import Halt
-from systolic.isa.program import ElementType, TensorPlacement, TensorRole
+from systolic.isa.program import TensorPlacement, TensorRole
 from systolic.mapper.lowering.layer_code import BumpAllocator
 from systolic.mapper.lowering.matmul import lower_qmatmul
 from systolic.reference.ops.op_systolic_qmatmul import QMatMul, matmul_shape
@@ -27,7 +27,7 @@ def tight_config(rows: int, cols: int, dataflow: Dataflow) -> ArrayConfig:
 
 
 def placed(name: str, role: TensorRole, address: int, shape: tuple[int, ...],
-           dtype: ElementType, order: tuple[int, ...] | None = None) -> TensorPlacement:
+           dtype: DataType, order: tuple[int, ...] | None = None) -> TensorPlacement:
     """Row-major placement of `shape`, or (with `order`) of the axes permuted by `order` in
     memory: the logical tensor is then a transposed view (strides permuted)."""
     order = order or tuple(range(len(shape)))
@@ -82,7 +82,7 @@ def run_case(
     expected = op.run([a, b, bias])[0]
     shape = matmul_shape(a.shape, b.shape)
     assert shape is not None and expected.shape == shape
-    kinds = {2: ElementType.UINT8, 3: ElementType.INT8}
+    kinds = {2: DataType.UINT8, 3: DataType.INT8}
     a_place = placed("a", TensorRole.INPUT, 32, a.shape, kinds[a_type])
     b_place = placed("b", TensorRole.INPUT, a_place.end + 8, b.shape, kinds[b_type], b_order)
     y_place = placed("y", TensorRole.OUTPUT, b_place.end + 8, expected.shape, kinds[y_type])
@@ -132,9 +132,9 @@ def test_batched_and_computed_b_match_reference(
 
 
 def test_computed_b_with_asymmetric_a_is_refused() -> None:
-    a = placed("a", TensorRole.INPUT, 0, (2, 3, 4), ElementType.UINT8)
-    b = placed("b", TensorRole.INPUT, 64, (2, 4, 5), ElementType.INT8)
-    y = placed("y", TensorRole.OUTPUT, 128, (2, 3, 5), ElementType.INT8)
+    a = placed("a", TensorRole.INPUT, 0, (2, 3, 4), DataType.UINT8)
+    b = placed("b", TensorRole.INPUT, 64, (2, 4, 5), DataType.INT8)
+    y = placed("y", TensorRole.OUTPUT, 128, (2, 3, 5), DataType.INT8)
     node = Node("QMatMul", ("a", "b"), ("y",), domain="systolic", version=1, name="layer",
                 attrs=Attrs({"a_zero_point": 100, "multiplier": (1 << 30,), "shift": (0,),
                              "y_type": 3}))  # type: ignore[arg-type]  # fmt: skip

@@ -6,7 +6,7 @@ import pytest
 from systolic.config import ArrayConfig
 from systolic.errors import ResourceError, UnsupportedError
 from systolic.ir import DataType
-from systolic.isa.program import ElementType, TensorRole
+from systolic.isa.program import TensorRole
 from systolic.mapper.lowering.memory_plan import MemoryPlan, canonical_strides, is_channel_last
 
 
@@ -52,7 +52,7 @@ def test_constants_are_laid_out_by_the_rules_in_the_image():
     plan = MemoryPlan(ArrayConfig(rows=4, cols=4))
     data = np.arange(24, dtype=np.int8).reshape(1, 2, 3, 4)
     placement = plan.place_constant("c", DataType.INT8, data)
-    assert placement.role is TensorRole.CONSTANT and placement.dtype is ElementType.INT8
+    assert placement.role is TensorRole.CONSTANT and placement.dtype is DataType.INT8
     memory = np.zeros(plan.size, np.uint8)
     for segment in plan.segments:
         memory[segment.address : segment.end] = np.frombuffer(segment.data, np.uint8)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig, Dataflow
-from systolic.ir import Attrs, Node
+from systolic.ir import Attrs, DataType, Node
 from systolic.isa.instructions import Halt
-from systolic.isa.program import ElementType, TensorPlacement, TensorRole
+from systolic.isa.program import TensorPlacement, TensorRole
 from systolic.mapper.lowering.conv import lower_qconv
 from systolic.mapper.lowering.layer_code import BumpAllocator
 from systolic.sim.timing.program_model import ProgramModel
@@ -22,7 +22,7 @@ def _nhwc(name: str, address: int, shape: tuple[int, int, int, int], halo: int) 
     strides = ((h + 2 * halo) * row, 1, row, c)
     role = TensorRole.INPUT if name == "x" else TensorRole.OUTPUT
     return TensorPlacement(
-        name, role, address + halo * row + halo * c, shape, ElementType.UINT8, strides
+        name, role, address + halo * row + halo * c, shape, DataType.UINT8, strides
     )
 
 

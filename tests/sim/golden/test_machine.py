@@ -15,6 +15,7 @@ import pytest
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import SimulationError
+from systolic.ir import DataType
 from systolic.isa.hazards import dependencies
 from systolic.isa.instructions import (
     Add,
@@ -31,13 +32,7 @@ from systolic.isa.instructions import (
     Store,
 )
 from systolic.isa.params import pack_params
-from systolic.isa.program import (
-    ElementType,
-    MemorySegment,
-    Program,
-    TensorPlacement,
-    TensorRole,
-)
+from systolic.isa.program import MemorySegment, Program, TensorPlacement, TensorRole
 from systolic.isa.requant import requantize
 from systolic.sim.golden.machine import Machine, run_program
 
@@ -47,7 +42,7 @@ IN, OUT, CONST = TensorRole.INPUT, TensorRole.OUTPUT, TensorRole.CONSTANT
 PARAMS_ADDR = 0x8000
 
 
-def placed(name: str, role: TensorRole, address: int, array_or_shape, dtype=ElementType.INT8):
+def placed(name: str, role: TensorRole, address: int, array_or_shape, dtype=DataType.INT8):
     shape = array_or_shape if isinstance(array_or_shape, tuple) else array_or_shape.shape
     return TensorPlacement.contiguous(name, role, address, shape, dtype)
 
@@ -356,9 +351,9 @@ def test_uint8_flip_on_load_and_store() -> None:
         instrs,
         (MemorySegment(0x1000, b.astype(np.int8).tobytes()), MemorySegment(PARAMS_ADDR, params)),
         (
-            placed("a", IN, 0, a_u8, ElementType.UINT8),
-            placed("y", OUT, 0x2000, (6, 4), ElementType.UINT8),
-            placed("copy", OUT, 0x3000, (6, 8), ElementType.UINT8),
+            placed("a", IN, 0, a_u8, DataType.UINT8),
+            placed("y", OUT, 0x2000, (6, 4), DataType.UINT8),
+            placed("copy", OUT, 0x3000, (6, 8), DataType.UINT8),
         ),
     )
     out = run_program(program, {"a": a_u8})
@@ -525,8 +520,8 @@ def test_wide_operands_are_little_endian_and_truncated() -> None:
         instrs,
         (MemorySegment(0x100, b.astype("<i2").tobytes()),),
         (
-            placed("a", IN, 0, a, ElementType.INT16),
-            placed("c", OUT, 0x200, (1, 4), ElementType.INT16),
+            placed("a", IN, 0, a, DataType.INT16),
+            placed("c", OUT, 0x200, (1, 4), DataType.INT16),
         ),
     )
     machine = Machine.for_program(program)

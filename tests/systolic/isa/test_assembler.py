@@ -9,6 +9,7 @@ import pytest
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import ConfigError
+from systolic.ir import DataType
 from systolic.isa.assembler import assemble, assemble_code, parse_instruction, parse_text
 from systolic.isa.disassembler import (
     decode_code,
@@ -32,14 +33,7 @@ from systolic.isa.instructions import (
 )
 from systolic.isa.params import pack_params
 from systolic.isa.patterns import Segment
-from systolic.isa.program import (
-    ElementType,
-    MemorySegment,
-    Program,
-    ProgramError,
-    TensorPlacement,
-    TensorRole,
-)
+from systolic.isa.program import MemorySegment, Program, ProgramError, TensorPlacement, TensorRole
 from systolic.proto import ProgramProto
 
 CONFIG = ArrayConfig(rows=4, cols=4, spad_kib=16, acc_kib=4)
@@ -85,19 +79,19 @@ def sample_program(config: ArrayConfig = CONFIG) -> Program:
     )
     tensors = (
         TensorPlacement.contiguous(
-            "x", TensorRole.INPUT, 0, (6, 8), ElementType.UINT8, scale=(0.5,), zero_point=(128,)
+            "x", TensorRole.INPUT, 0, (6, 8), DataType.UINT8, scale=(0.5,), zero_point=(128,)
         ),
         TensorPlacement.contiguous(
             "w",
             TensorRole.CONSTANT,
             64,
             (8, 4),
-            ElementType.INT8,
+            DataType.INT8,
             scale=(0.1, 0.2, 0.3, 0.4),
             zero_point=(0, 0, 0, 0),
             axis=1,
         ),
-        TensorPlacement("y", TensorRole.OUTPUT, 256, (4, 4), ElementType.INT8, (4, 1)),
+        TensorPlacement("y", TensorRole.OUTPUT, 256, (4, 4), DataType.INT8, (4, 1)),
     )
     return Program(
         config,
@@ -194,7 +188,7 @@ def test_program_checks() -> None:
         Program(CONFIG, (Halt(),), (MemorySegment(0, bytes(8)), MemorySegment(4, bytes(8))))
     with pytest.raises(InstructionError, match=r"^COMPUTE.OS needs a os"):
         Program(CONFIG, (ComputeOS(0, 1, 1, 1, 0, 0), Halt()))
-    placed = TensorPlacement.contiguous("t", TensorRole.INPUT, 0, (2, 3), ElementType.INT32)
+    placed = TensorPlacement.contiguous("t", TensorRole.INPUT, 0, (2, 3), DataType.INT32)
     assert placed.strides == (12, 4) and placed.end == 24
     with pytest.raises(ProgramError, match=r"^tensor names must be unique: t$"):
         Program(CONFIG, (Halt(),), (), (placed, placed))
@@ -204,7 +198,7 @@ def test_program_checks() -> None:
             TensorRole.INPUT,
             0,
             (3,),
-            ElementType.INT8,
+            DataType.INT8,
             scale=(1.0, 2.0),
             zero_point=(0, 0),
             axis=0,
