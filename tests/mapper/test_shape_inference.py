@@ -106,3 +106,32 @@ def test_output_symbol_binds_once_across_outputs() -> None:
                 helper.make_tensor_value_info("z", TensorProto.FLOAT, ["M"]),
             ],
         )
+
+
+def _range(delta: float, start: float = 0.0) -> tuple[list, list, list, list]:  # type: ignore[type-arg]
+    inits = [
+        numpy_helper.from_array(np.array(value, dtype=np.float32), name)
+        for name, value in (("s", start), ("l", 1.0), ("d", delta))
+    ]
+    node = helper.make_node("Range", ["s", "l", "d"], ["r"], name="range")
+    output = helper.make_tensor_value_info("r", TensorProto.FLOAT, [None])
+    return [node], [], [output], inits
+
+
+def test_range_with_a_tiny_step_is_refused_by_the_memory_limit() -> None:
+    message = (
+        r"^value \(output of node 'range'\) 'r' of shape \[\d{30}\] needs \d+ bytes, more than "
+        r"the limit of 8589934592: raise the limit \(--max-memory\) or use smaller inputs$"
+    )
+    with pytest.raises(ResourceError, match=message):
+        _load(*_range(1e-30))
+
+
+@pytest.mark.parametrize(("delta", "start"), [(np.nan, 0.0), (np.inf, 0.0), (1.0, -np.inf)])
+def test_range_with_non_finite_bounds_is_a_model_error(delta: float, start: float) -> None:
+    with pytest.raises(
+        ModelError,
+        match=r"^node 'range' \(ai.onnx.Range:11\): start .* must be "
+        r"finite$",
+    ):
+        _load(*_range(delta, start))

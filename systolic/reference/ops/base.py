@@ -9,6 +9,7 @@ same semantics, listed in `since_versions`). The importer binds each node to a c
 """
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -31,8 +32,8 @@ class TensorInfo:
 
     @property
     def size(self) -> int:
-        """Number of elements."""
-        return int(np.prod(self.shape, dtype=np.int64))
+        """Number of elements (a Python int: exact however large the declared shape)."""
+        return math.prod(self.shape)
 
 
 class Op:

@@ -44,6 +44,8 @@ class Range(Op):
         first, last, step = (float(np.asarray(v).reshape(())) for v in bounds)
         if step == 0:
             raise self.error("delta must not be 0")
+        if not all(np.isfinite((first, last, step))):
+            raise self.error(f"start {first}, limit {last} and delta {step} must be finite")
         n = _count(first, last, step)
         return fold(self, inputs, [TensorInfo(start.dtype, (n,))])
 
