@@ -42,8 +42,41 @@ _INT8 = {"signed": True, "minimum": -128, "maximum": 127}
 _SHIFT = {"signed": True, "minimum": -31, "maximum": 31}
 
 
+class _RowWriter(Instruction):
+    """A STORE-unit instruction: reads on-chip rows (`reads`) and writes `written_rows()` rows
+    of `row_lanes()` operands each to external memory along its row pattern."""
+
+    def written_rows(self) -> int:
+        """The number of rows written out."""
+        raise NotImplementedError
+
+    def row_lanes(self) -> int:
+        """The operands in each written row."""
+        raise NotImplementedError
+
+    def reads(self) -> tuple[Access, ...]:
+        """The on-chip rows read."""
+        raise NotImplementedError
+
+    def written(self, config: ArrayConfig) -> Access:
+        """The external byte range written."""
+        return write_range(self, self.written_rows(), self.row_lanes() * config.operand_bytes)
+
+    def _need_writable(self, config: ArrayConfig) -> None:
+        self._need_flip_support(config)
+        written = self.written(config)
+        self._need_address_space(written.first, written.last)
+
+    def footprint(self, config: ArrayConfig) -> tuple[Access, ...]:
+        return (*self.reads(), self.written(config))
+
+    def segments(self, config: ArrayConfig) -> list[Segment]:
+        row_bytes = self.row_lanes() * config.operand_bytes
+        return row_segments(row_pattern_of(self), self.written_rows(), row_bytes)
+
+
 @dataclasses.dataclass(frozen=True)
-class Store(Instruction):
+class Store(_RowWriter):
     """STORE: requantize `acc[acc_row, acc_row+m)` lanes 0..n-1 and write them out."""
 
     OPCODE: ClassVar[int] = 0x05
@@ -82,23 +115,23 @@ class Store(Instruction):
             "acc_row + m", self.acc_row + self.m, depth(config, Memory.ACC), "acc", config
         )
         self._need_at_most("n", self.n, config.cols, "the array's cols")
-        self._need_flip_support(config)
-        written = write_range(self, self.m, self.n * config.operand_bytes)
-        self._need_address_space(written.first, written.last)
+        self._need_writable(config)
 
-    def footprint(self, config: ArrayConfig) -> tuple[Access, ...]:
+    def written_rows(self) -> int:
+        return self.m
+
+    def row_lanes(self) -> int:
+        return self.n
+
+    def reads(self) -> tuple[Access, ...]:
         return (
             Access(Memory.ACC, self.acc_row, self.acc_row + self.m - 1, False),
             Access(Memory.PARAMS, self.param_row, self.param_row, False),
-            write_range(self, self.m, self.n * config.operand_bytes),
         )
-
-    def segments(self, config: ArrayConfig) -> list[Segment]:
-        return row_segments(row_pattern_of(self), self.m, self.n * config.operand_bytes)
 
 
 @dataclasses.dataclass(frozen=True)
-class Pool(Instruction):
+class Pool(_RowWriter):
     """POOL: max or average pooling of an h x w pixel tile in spad_in, oh x ow outputs."""
 
     OPCODE: ClassVar[int] = 0x06
@@ -178,24 +211,20 @@ class Pool(Instruction):
             "spad_in",
             config,
         )
-        self._need_flip_support(config)
-        written = write_range(self, self.oh * self.ow, self.lanes * config.operand_bytes)
-        self._need_address_space(written.first, written.last)
+        self._need_writable(config)
 
-    def footprint(self, config: ArrayConfig) -> tuple[Access, ...]:
-        return (
-            Access(Memory.SPAD_IN, self.in_row, self.in_row + self.h * self.w - 1, False),
-            write_range(self, self.oh * self.ow, self.lanes * config.operand_bytes),
-        )
+    def written_rows(self) -> int:
+        return self.oh * self.ow
 
-    def segments(self, config: ArrayConfig) -> list[Segment]:
-        return row_segments(
-            row_pattern_of(self), self.oh * self.ow, self.lanes * config.operand_bytes
-        )
+    def row_lanes(self) -> int:
+        return self.lanes
+
+    def reads(self) -> tuple[Access, ...]:
+        return (Access(Memory.SPAD_IN, self.in_row, self.in_row + self.h * self.w - 1, False),)
 
 
 @dataclasses.dataclass(frozen=True)
-class Add(Instruction):
+class Add(_RowWriter):
     """ADD: rescaled element-wise sum of spad_in rows a_row.. and b_row.., written out."""
 
     OPCODE: ClassVar[int] = 0x07
@@ -244,23 +273,23 @@ class Add(Instruction):
         spad = depth(config, Memory.SPAD_IN)
         self._need_rows("a_row + m", self.a_row + self.m, spad, "spad_in", config)
         self._need_rows("b_row + m", self.b_row + self.m, spad, "spad_in", config)
-        self._need_flip_support(config)
-        written = write_range(self, self.m, self.lanes * config.operand_bytes)
-        self._need_address_space(written.first, written.last)
+        self._need_writable(config)
 
-    def footprint(self, config: ArrayConfig) -> tuple[Access, ...]:
+    def written_rows(self) -> int:
+        return self.m
+
+    def row_lanes(self) -> int:
+        return self.lanes
+
+    def reads(self) -> tuple[Access, ...]:
         return (
             Access(Memory.SPAD_IN, self.a_row, self.a_row + self.m - 1, False),
             Access(Memory.SPAD_IN, self.b_row, self.b_row + self.m - 1, False),
-            write_range(self, self.m, self.lanes * config.operand_bytes),
         )
-
-    def segments(self, config: ArrayConfig) -> list[Segment]:
-        return row_segments(row_pattern_of(self), self.m, self.lanes * config.operand_bytes)
 
 
 @dataclasses.dataclass(frozen=True)
-class Copy(Instruction):
+class Copy(_RowWriter):
     """COPY: write lanes 0..lanes-1 of `spad_in[in_row, in_row+m)` to external memory."""
 
     OPCODE: ClassVar[int] = 0x08
@@ -288,15 +317,13 @@ class Copy(Instruction):
         self._need_rows(
             "in_row + m", self.in_row + self.m, depth(config, Memory.SPAD_IN), "spad_in", config
         )
-        self._need_flip_support(config)
-        written = write_range(self, self.m, self.lanes * config.operand_bytes)
-        self._need_address_space(written.first, written.last)
+        self._need_writable(config)
 
-    def footprint(self, config: ArrayConfig) -> tuple[Access, ...]:
-        return (
-            Access(Memory.SPAD_IN, self.in_row, self.in_row + self.m - 1, False),
-            write_range(self, self.m, self.lanes * config.operand_bytes),
-        )
+    def written_rows(self) -> int:
+        return self.m
 
-    def segments(self, config: ArrayConfig) -> list[Segment]:
-        return row_segments(row_pattern_of(self), self.m, self.lanes * config.operand_bytes)
+    def row_lanes(self) -> int:
+        return self.lanes
+
+    def reads(self) -> tuple[Access, ...]:
+        return (Access(Memory.SPAD_IN, self.in_row, self.in_row + self.m - 1, False),)
