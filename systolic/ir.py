@@ -13,6 +13,7 @@ from typing import Union
 import numpy as np
 
 __all__ = [
+    "SYSTOLIC_DOMAIN",
     "AttrValue",
     "Attrs",
     "DataType",
@@ -23,6 +24,11 @@ __all__ = [
     "TensorType",
     "ValueInfo",
 ]
+
+
+SYSTOLIC_DOMAIN = "systolic"
+"""The domain of the fused integer operators (QConv, QMatMul, QAdd, pools) that the mapper
+passes produce and the reference defines."""
 
 
 class DataType(enum.IntEnum):

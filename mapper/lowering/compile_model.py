@@ -24,7 +24,7 @@ import numpy as np
 
 from systolic.config import ArrayConfig
 from systolic.errors import ModelError, ResourceError, UnsupportedError
-from systolic.ir import Graph, Model, Node, Tensor
+from systolic.ir import SYSTOLIC_DOMAIN, Graph, Model, Node, Tensor
 from systolic.isa.instructions import Halt, Instruction
 from systolic.isa.program import (
     HostStep,
@@ -49,7 +49,6 @@ from systolic.mapper.shape_inference import infer_shapes
 
 __all__ = ["compile_model", "layer_unit"]
 
-SYSTOLIC = "systolic"
 
 _ARRAY: dict[str, Callable[..., list[Instruction]]] = {"QConv": lower_qconv, "QMatMul": lower_qmatmul}
 _VECTOR: dict[str, Callable[[Node, LayerContext], list[Instruction]]] = {
@@ -61,9 +60,9 @@ _VECTOR: dict[str, Callable[[Node, LayerContext], list[Instruction]]] = {
 
 def layer_unit(node: Node) -> LayerUnit:
     """Return the unit a node is meant for (before any fallback to the host)."""
-    if node.domain == SYSTOLIC and node.op_type in _ARRAY:
+    if node.domain == SYSTOLIC_DOMAIN and node.op_type in _ARRAY:
         return LayerUnit.ARRAY
-    if node.domain == SYSTOLIC and node.op_type in _VECTOR:
+    if node.domain == SYSTOLIC_DOMAIN and node.op_type in _VECTOR:
         return LayerUnit.VECTOR
     if node.domain == "" and node.op_type in LAYOUT_OPS:
         return LayerUnit.LAYOUT
@@ -93,7 +92,7 @@ def _halos(graph: Graph) -> dict[str, tuple[int, int]]:
     """Map each value a padded QConv reads to (halo width, fill value)."""
     halos: dict[str, tuple[int, int]] = {}
     for node in graph.nodes:
-        if node.domain != SYSTOLIC or node.op_type != "QConv":
+        if node.domain != SYSTOLIC_DOMAIN or node.op_type != "QConv":
             continue
         pad = max(ints_attr(node, "pads", (0,)))
         if pad == 0:
@@ -119,10 +118,10 @@ def _spatial(graph: Graph) -> frozenset[str]:
     spatial = {
         name
         for node in graph.nodes
-        if node.domain == SYSTOLIC and node.op_type in _SPATIAL_OPS
+        if node.domain == SYSTOLIC_DOMAIN and node.op_type in _SPATIAL_OPS
         for name in (node.inputs[0], node.outputs[0])
     }
-    adds = [n for n in graph.nodes if n.domain == SYSTOLIC and n.op_type == "QAdd"]
+    adds = [n for n in graph.nodes if n.domain == SYSTOLIC_DOMAIN and n.op_type == "QAdd"]
     changed = True
     while changed:
         changed = False
@@ -141,7 +140,7 @@ def _matrix(graph: Graph, spatial: frozenset[str]) -> frozenset[str]:
     names = {
         name
         for node in graph.nodes
-        if node.domain == SYSTOLIC and node.op_type == "QMatMul"
+        if node.domain == SYSTOLIC_DOMAIN and node.op_type == "QMatMul"
         for name in (node.inputs[0], node.inputs[1], node.outputs[0])
         if graph.initializer(name) is None
     }
@@ -163,7 +162,7 @@ _PASS_LAYOUT = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatt
 
 
 def _macs(node: Node, ctx: LayerContext) -> int:
-    if node.domain != SYSTOLIC or node.op_type not in _ARRAY:
+    if node.domain != SYSTOLIC_DOMAIN or node.op_type not in _ARRAY:
         return node_macs(node, ctx.graph.type_of)
     out = math.prod(ctx.shape(node.outputs[0]))
     if node.op_type == "QConv":
@@ -407,7 +406,7 @@ class _Compiler:
             return "an input is held in memory order for a QMatMul"
         users = self.consumers.get(out, [])
         matmul_only = bool(users) and all(
-            u.domain == SYSTOLIC
+            u.domain == SYSTOLIC_DOMAIN
             and u.op_type == "QMatMul"
             and u.inputs[0] == out
             and u.inputs[1] not in (out,)
@@ -415,7 +414,7 @@ class _Compiler:
             for u in users
         )
         strided_view = bool(users) and all(
-            u.domain == SYSTOLIC
+            u.domain == SYSTOLIC_DOMAIN
             and u.op_type == "QMatMul"
             and out in u.inputs[:2]
             and out not in u.inputs[2:]
@@ -520,6 +519,6 @@ def compile_model(
         graph, known = model.graph, dict(model.opsets)
     else:
         graph, known = model, {}
-    known.setdefault(SYSTOLIC, 1)
+    known.setdefault(SYSTOLIC_DOMAIN, 1)
     known.update(opsets or {})
     return _Compiler(_typed(graph, known), config, known).run(progress)

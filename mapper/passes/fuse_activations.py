@@ -12,7 +12,7 @@ Relu/Clip met inside the QDQ patterns are fused by `fuse_qdq` with the same help
 
 import dataclasses
 
-from systolic.ir import Attrs, Model, Node
+from systolic.ir import SYSTOLIC_DOMAIN, Attrs, Model, Node
 from systolic.mapper.passes.fusion_context import FusionContext
 from systolic.mapper.passes.graph_tools import attr_int
 from systolic.mapper.passes.quant_params import (
@@ -22,7 +22,6 @@ from systolic.mapper.passes.quant_params import (
     per_tensor_params,
 )
 from systolic.mapper.passes.report import PassReport
-from systolic.reference.ops._systolic import SYSTOLIC_DOMAIN
 
 __all__ = ["fuse_activations"]
 

@@ -6,10 +6,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from systolic.ir import DataType, Graph, Node, Tensor
+from systolic.ir import SYSTOLIC_DOMAIN, DataType, Graph, Node, Tensor
 from systolic.mapper.passes.graph_tools import Namer, constants_of, make_node, replace_graph, tensor
 from systolic.mapper.passes.quant_params import NotFusable
-from systolic.reference.ops._systolic import SYSTOLIC_DOMAIN
 
 __all__ = ["FusionContext"]
 

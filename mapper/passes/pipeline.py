@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from systolic.ir import DataType, Model
+from systolic.ir import SYSTOLIC_DOMAIN, DataType, Model
 from systolic.mapper.binding import bind_graph
 from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
@@ -41,7 +41,6 @@ from systolic.mapper.passes.remove_identities import remove_identities
 from systolic.mapper.passes.report import HOST, LAYOUT, PassReport
 from systolic.mapper.passes.spatial_mean import spatial_mean_to_pool
 from systolic.mapper.shape_inference import infer_shapes
-from systolic.reference.ops._systolic import SYSTOLIC_DOMAIN
 
 __all__ = ["finalize", "run_passes"]
 

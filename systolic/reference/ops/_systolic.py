@@ -20,7 +20,6 @@ from systolic.reference.ops.base import Op, TensorInfo
 
 __all__ = [
     "EIGHT_BIT_TYPES",
-    "SYSTOLIC_DOMAIN",
     "OutputStage",
     "check_eight_bit",
     "int_list_attr",
@@ -28,9 +27,6 @@ __all__ = [
     "round_shift",
     "type_range",
 ]
-
-SYSTOLIC_DOMAIN = "systolic"
-"""The domain of the fused integer operators the mapper passes produce."""
 
 EIGHT_BIT_TYPES = frozenset({DataType.UINT8, DataType.INT8})
 """Activation types the fused operators read and write."""

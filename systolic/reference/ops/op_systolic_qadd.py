@@ -5,11 +5,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from systolic.ir import Attrs
+from systolic.ir import SYSTOLIC_DOMAIN, Attrs
 from systolic.isa.requant import MULTIPLIER_BITS, SHIFT_MAX, SHIFT_MIN
 from systolic.reference.ops._shared import int_attr
 from systolic.reference.ops._systolic import (
-    SYSTOLIC_DOMAIN,
     OutputStage,
     check_eight_bit,
     round_shift,

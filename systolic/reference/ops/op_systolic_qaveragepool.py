@@ -5,12 +5,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from systolic.ir import Attrs
+from systolic.ir import SYSTOLIC_DOMAIN, Attrs
 from systolic.isa.requant import quantize_multiplier
 from systolic.reference.kernels.pool import pool_windows, window_counts
 from systolic.reference.ops._shared import float_attr, int_attr
 from systolic.reference.ops._systolic import (
-    SYSTOLIC_DOMAIN,
     OutputStage,
     PoolWindowOp,
     check_eight_bit,

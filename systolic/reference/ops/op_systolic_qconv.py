@@ -5,11 +5,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from systolic.ir import Attrs, DataType
+from systolic.ir import SYSTOLIC_DOMAIN, Attrs, DataType
 from systolic.reference.kernels.conv import conv_nd, conv_output_shape
 from systolic.reference.ops._shared import int_attr, ints_attr
 from systolic.reference.ops._systolic import (
-    SYSTOLIC_DOMAIN,
     OutputStage,
     check_eight_bit,
     int_list_attr,

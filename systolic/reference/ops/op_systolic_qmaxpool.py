@@ -4,10 +4,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from systolic.ir import Attrs, DataType
+from systolic.ir import SYSTOLIC_DOMAIN, Attrs, DataType
 from systolic.reference.kernels.pool import pool_windows
 from systolic.reference.ops._systolic import (
-    SYSTOLIC_DOMAIN,
     OutputStage,
     PoolWindowOp,
     check_eight_bit,
