@@ -5,6 +5,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from systolic.errors import ModelError
 from systolic.ir import DataType, Graph, Model, Node
 from systolic.reference.executor import run_model
 from systolic.reference.kernels.blas_threads import single_threaded_blas
@@ -40,14 +41,21 @@ def calibrate(
     model: Model, feeds: Sequence[Mapping[str, np.ndarray]], names: Iterable[str]
 ) -> dict[str, tuple[float, float]]:
     """Return (min, max) of each value in `names` over all `feeds` (graph inputs included),
-    running the model with the reference executor."""
+    running the model with the reference executor. A value that is NaN or infinite in any
+    feed is a ModelError naming it: it has no range to quantize."""
     wanted = set(names)
     ranges: dict[str, tuple[float, float]] = {}
 
-    def observe(name: str, value: np.ndarray) -> None:
+    def observe(name: str, value: np.ndarray, where: str) -> None:
         if name not in wanted or value.size == 0:
             return
         low, high = float(np.min(value)), float(np.max(value))
+        if not (np.isfinite(low) and np.isfinite(high)):
+            raise ModelError(
+                f"value {name!r} ({where}) is NaN or infinite during calibration, so it has no "
+                "quantization range: make the float model's weights and constants finite, or "
+                "pass --input values it computes finite results for"
+            )
         if name in ranges:
             low, high = min(low, ranges[name][0]), max(high, ranges[name][1])
         ranges[name] = (low, high)
@@ -55,11 +63,11 @@ def calibrate(
     def on_node(node: Node, _inputs: list[np.ndarray | None], outputs: list[np.ndarray]) -> None:
         for name, value in zip(node.outputs, outputs, strict=False):
             if name:
-                observe(name, value)
+                observe(name, value, f"output of node {node.label!r}")
 
     with single_threaded_blas():
         for feed in feeds:
             for name, value in feed.items():
-                observe(name, np.asarray(value))
+                observe(name, np.asarray(value), "a graph input")
             run_model(model, feed, on_node=on_node)
     return ranges

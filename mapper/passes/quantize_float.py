@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from systolic.errors import ModelError
 from systolic.ir import DataType, Graph, Model, Node
 from systolic.mapper.passes.calibration import calibrate, random_calibration
 from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of, make_node, tensor
@@ -86,6 +87,7 @@ def quantize_float(
     plan = _plan(graph)
     if not plan.values:
         return model
+    _check_finite_weights(graph, plan)
     feeds = list(calibration) if calibration is not None else random_calibration(graph, seed)
     own = [v for v in plan.values if v not in plan.shared]
     ranges = calibrate(model, feeds, own)
@@ -267,6 +269,20 @@ def quantize_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     np.rint(q, out=q)
     np.clip(q, -WEIGHT_MAX, WEIGHT_MAX, out=q)
     return q.astype(np.int8), scale
+
+
+def _check_finite_weights(graph: Graph, plan: _Plan) -> None:
+    """Raise ModelError naming the first weight to quantize that holds NaN or infinity."""
+    constants = constants_of(graph)
+    for node in graph.nodes:
+        if node.name not in plan.weights:
+            continue
+        bad = int(np.count_nonzero(~np.isfinite(constants[node.inputs[1]])))
+        if bad:
+            raise ModelError(
+                f"weight {node.inputs[1]!r} of node {node.label!r} holds {bad} NaN or infinite "
+                "value(s), which cannot be quantized: fix the float model's weights"
+            )
 
 
 def _rewrite(graph: Graph, plan: _Plan, params: dict[str, tuple[np.float32, np.uint8]]) -> Graph:

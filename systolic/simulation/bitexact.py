@@ -1,9 +1,8 @@
-"""Compare every accelerator-computed tensor with the reference executor, bit for bit.
+"""Compare accelerator-computed tensors with the reference executor's values, bit for bit.
 
-`reference_values(compiled, inputs)` runs the integer graph with the reference operators and
-keeps every value; `compare_layer(...)` reads one accelerator layer's outputs from the
-simulated memory (through their placements, or the memory-order view of a permuted value)
-and returns the first differing element as a `Mismatch`, naming the tile it belongs to:
+`compare_layer(...)` reads one accelerator layer's outputs from the simulated memory (through
+their placements, or the memory-order view of a permuted value) and returns the first
+differing element as a `Mismatch`, naming the tile it belongs to:
 
 - array layers (QConv, QMatMul): the output-channel block one array pass computes (the
   `cols` output channels / columns of a column tile) and the GEMM row (the output pixel
@@ -23,11 +22,10 @@ import numpy as np
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.isa.program import LayerUnit, ProgramLayer
-from systolic.mapper.lowering.check import reference_values
 from systolic.mapper.lowering.compiled import CompiledModel, read_logical_value
 from systolic.simulation.report import Mismatch
 
-__all__ = ["compare_final_outputs", "compare_layer", "reference_values", "tile_text"]
+__all__ = ["compare_final_outputs", "compare_layer", "differing_indices", "tile_text"]
 
 
 def tile_text(
@@ -67,7 +65,8 @@ def compare_layer(
     memory: np.ndarray,
     reference: Mapping[str, np.ndarray],
 ) -> Mismatch | None:
-    """Return the first element of `layer`'s outputs that differs from the reference."""
+    """Return the first element of `layer`'s outputs that differs from the reference (NaN
+    equals NaN)."""
     placed = {t.name: t for t in compiled.program.tensors}
     for name in layer.outputs:
         got = read_logical_value(compiled, memory, placed, name)
@@ -77,7 +76,7 @@ def compare_layer(
         if got.shape != want.shape:
             return Mismatch(layer.name, f"output {name!r} has shape {list(got.shape)}, the "
                             f"reference {list(want.shape)}", (), 0, 0)  # fmt: skip
-        where = np.argwhere(got != want)
+        where = differing_indices(got, want)
         if not where.size:
             continue
         index = tuple(int(i) for i in where[0])
@@ -88,6 +87,15 @@ def compare_layer(
         return Mismatch(layer.name, tile + differing, index, _number(want[index]),
                         _number(got[index]))  # fmt: skip
     return None
+
+
+def differing_indices(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Return the indices (`np.argwhere` form) where `got` and `want` differ, NaN counting
+    as equal to NaN: an identical NaN is not a mismatch."""
+    same = got == want
+    if got.dtype.kind in "fc" or want.dtype.kind in "fc":
+        same |= np.isnan(got) & np.isnan(want)
+    return np.argwhere(~same)
 
 
 def _number(value: np.generic) -> int | float:
@@ -109,10 +117,7 @@ def compare_final_outputs(
         if got.shape != want.shape:
             return Mismatch(layer, f"final output {name!r} has shape {list(got.shape)}, the "
                             f"reference {list(want.shape)}", (), 0, 0)  # fmt: skip
-        same = got == want.astype(got.dtype, copy=False)
-        if got.dtype.kind == "f":
-            same |= np.isnan(got) & np.isnan(want)
-        where = np.argwhere(~same)
+        where = differing_indices(got, want.astype(got.dtype, copy=False))
         if not where.size:
             continue
         index = tuple(int(i) for i in where[0])

@@ -1,7 +1,9 @@
 import pathlib
 
 import numpy as np
+import pytest
 
+from systolic.errors import ModelError
 from systolic.mapper.importer import load_model
 from systolic.mapper.passes.accuracy import quantization_accuracy
 from systolic.mapper.passes.calibration import RANDOM_SAMPLES, random_calibration
@@ -119,3 +121,30 @@ def test_concats_share_their_outputs_parameters_and_stay_layout_ops():
         assert fate is not None and fate.action == "layout", fate
     accuracy = quantization_accuracy(model, fused, feeds)
     assert accuracy["cosine_similarity"] > 0.999
+
+
+def _gemm_relu(w: np.ndarray):  # type: ignore[no-untyped-def]
+    nodes = [node("Gemm", ["x", "w", "b"], ["g"], transB=1, name="fc"),
+             node("Relu", ["g"], ["y"], name="relu")]
+    return build(nodes, [("x", np.float32, [1, 2])], [("y", np.float32, [1, 2])],
+                 {"w": w, "b": np.zeros(2, np.float32)})
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_weight_is_named_before_calibration(bad: float) -> None:
+    w = np.array([[1.0, 2.0], [bad, 0.5]], np.float32)
+    model = _gemm_relu(w)
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    with pytest.raises(ModelError, match=r"^weight 'w' of node 'fc' holds 1 NaN or infinite "
+                       r"value\(s\), which cannot be quantized: fix the float model's weights$"):
+        quantize_float(model, report)
+
+
+def test_value_that_overflows_during_calibration_is_named() -> None:
+    model = _gemm_relu(np.full((2, 2), 3e38, np.float32))
+    feeds = [{"x": np.array([[2.0, 2.0]], np.float32)}]
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    message = (r"^value 'y' \(output of node 'relu'\) is NaN or infinite during calibration, "
+               r"so it has no quantization range")
+    with pytest.raises(ModelError, match=message), np.errstate(over="ignore"):
+        quantize_float(model, report, calibration=feeds)

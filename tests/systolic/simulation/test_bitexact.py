@@ -7,10 +7,11 @@ from systolic.examples import example_path
 from systolic.isa.program import LayerUnit, ProgramLayer
 from systolic.mapper.importer import load_model
 from systolic.mapper.lowering import compile_model
-from systolic.mapper.lowering.compiled import simulate
 from systolic.mapper.passes.pipeline import run_passes
-from systolic.simulation.bitexact import compare_layer, reference_values, tile_text
+from systolic.simulation.bitexact import compare_layer, differing_indices, tile_text
 from systolic.simulation.inputs import random_inputs
+from systolic.simulation.layer_check import reference_values
+from systolic.simulation.runner import GOLDEN, run_compiled, segment_runner
 
 CONV = ProgramLayer("c", "QConv", LayerUnit.ARRAY, 0, 1)
 MATMUL = ProgramLayer("m", "QMatMul", LayerUnit.ARRAY, 0, 1)
@@ -43,17 +44,7 @@ def test_compare_layer_finds_the_first_wrong_element() -> None:
     compiled = compile_model(integer, config)
     inputs = random_inputs(load_model(example_path()), seed=2)
     reference = reference_values(compiled, inputs)
-    memories = []
-
-    def runner(program, memory):  # type: ignore[no-untyped-def]
-        from systolic.mapper.lowering.compiled import golden_runner
-
-        result = golden_runner(program, memory)
-        memories.append(result)
-        return result
-
-    simulate(compiled, inputs, runner=runner)
-    memory = np.frombuffer(bytearray(memories[-1]), dtype=np.uint8).copy()
+    memory = run_compiled(compiled, inputs, segment_runner(GOLDEN)).memory.copy()
     pool = next(layer for layer in compiled.layers if layer.op == "QMaxPool")
     assert compare_layer(compiled, pool, memory, reference) is None
     placement = compiled.program.tensor(pool.outputs[0])
@@ -66,3 +57,12 @@ def test_compare_layer_finds_the_first_wrong_element() -> None:
     size = int(np.prod(placement.shape))
     assert mismatch.tile == f"tile: channel 3, row 2 (1 of {size} elements differ)"
     assert mismatch.actual == mismatch.expected ^ 0x80
+
+
+def test_identical_nan_is_not_a_difference() -> None:
+    want = np.array([1.0, np.nan, np.inf, 2.0], np.float32)
+    got = np.array([1.0, np.nan, np.inf, 3.0], np.float32)
+    np.testing.assert_array_equal(differing_indices(got, want), [[3]])
+    np.testing.assert_array_equal(differing_indices(want, want), np.empty((0, 1), np.int64))
+    ints = np.array([1, 2], np.int32)
+    np.testing.assert_array_equal(differing_indices(ints, ints + [0, 1]), [[1]])
