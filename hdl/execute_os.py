@@ -35,17 +35,29 @@ def elaborate_os(m: Module, unit, array) -> None:
     metas = [Signal(chunk, name=f"bank{b}_chunk") for b in range(2)]
     full = [Signal(name=f"bank{b}_full") for b in range(2)]
 
-    s_bank, s_col = Signal(), Signal(range(dim))
+    s_bank = Signal()
+    s_col = Signal(range(dim))
     cur = Signal(chunk)
-    s_issue, s_advance, s_release = Signal(), Signal(), Signal()
+    s_issue = Signal()
+    s_advance = Signal()
+    s_release = Signal()
 
     # -- loader: one spad_in row per cycle into bank `l_bank`
-    l_busy, l_bank = Signal(), Signal()
-    l_addr, l_base, l_stride = Signal(32), Signal(32), Signal(32)
-    l_i, l_k_left = Signal(16), Signal(32)
+    l_busy = Signal()
+    l_bank = Signal()
+    l_addr = Signal(32)
+    l_base = Signal(32)
+    l_stride = Signal(32)
+    l_i = Signal(16)
+    l_k_left = Signal(32)
     l_chunk = Signal(chunk)  # width/final are filled in at the chunk's last row
-    l_issue, l_last_row, l_final = Signal(), Signal(), Signal()
-    lw_valid, lw_bank, lw_i, lw_full = Signal(), Signal(), Signal(range(rows)), Signal()
+    l_issue = Signal()
+    l_last_row = Signal()
+    l_final = Signal()
+    lw_valid = Signal()
+    lw_bank = Signal()
+    lw_i = Signal(range(rows))
+    lw_full = Signal()
     take = Signal()
     m.d.comb += [
         # a bank is free, or its last column is taken from it in this cycle (writes land later)
@@ -87,8 +99,11 @@ def elaborate_os(m: Module, unit, array) -> None:
                 m.d.sync += full[b].eq(1)
 
     # -- streamer: one column of bank `s_bank` and one spad_wt row per cycle
-    as_valid, as_last, as_tile = Signal(), Signal(), Signal(tile)
-    as_n, as_m = Signal(16), Signal(16)
+    as_valid = Signal()
+    as_last = Signal()
+    as_tile = Signal(tile)
+    as_n = Signal(16)
+    as_m = Signal(16)
     as_column = Signal(data.ArrayLayout(signed(cfg.input_width), rows))
     column = Signal.like(as_column)
     m.d.comb += [

@@ -100,11 +100,16 @@ class ExecuteUnit(wiring.Component):
         w_busy = Signal(init=1)  # the zero tile after reset
         w_addr = Signal.like(self.spad_wt.addr)
         w_beat = Signal(range(cfg.rows))
-        w_k, w_n = Signal(16), Signal(16)
+        w_k = Signal(16)
+        w_n = Signal(16)
         w_tag = Signal(self.tag_width)
         w_report = Signal()
-        ws_valid, ws_zero, ws_last, ws_report = Signal(), Signal(), Signal(), Signal()
-        ws_n, ws_tag = Signal(16), Signal(self.tag_width)
+        ws_valid = Signal()
+        ws_zero = Signal()
+        ws_last = Signal()
+        ws_report = Signal()
+        ws_n = Signal(16)
+        ws_tag = Signal(self.tag_width)
 
         # Activation engine: items (a COMPUTE of m rows, or a one-row dummy) wait in `nxt`,
         # then issue from `act`, one row read per cycle.
@@ -113,12 +118,15 @@ class ExecuteUnit(wiring.Component):
             "accumulate": 1, "tag": self.tag_width})
         act = Signal(item, init={"count": 1, "dummy": 1})  # activates the zero tile after reset
         a_busy = Signal(init=1)
-        nxt, n_valid = Signal(item), Signal()
+        nxt = Signal(item)
+        n_valid = Signal()
         pending = Signal()  # a PRELOAD no COMPUTE has used yet
         meta = data.StructLayout({  # the accumulator takes only the low bits of a row number
             "acc_row": len(self.o_acc.payload.row), "accumulate": 1, "write": 1, "final": 1,
             "tag": self.tag_width})
-        as_valid, as_last, as_dummy = Signal(), Signal(), Signal()
+        as_valid = Signal()
+        as_last = Signal()
+        as_dummy = Signal()
         as_meta = Signal(meta)
 
         # Engines take new work in the cycle they issue their current item's last read.

@@ -33,8 +33,10 @@ def emit_window_walk(m: Module, pool, start: Value, start_pad_top: Value,
     the walk on the first position of the first window in the next cycle.
     """
     ox = Signal(16)
-    y0, x0 = Signal(signed(20)), Signal(signed(20))
-    y, x = Signal(16), Signal(16)
+    y0 = Signal(signed(20))
+    x0 = Signal(signed(20))
+    y = Signal(16)
+    x = Signal(16)
     ys, xs = _clip_low(y0), _clip_low(x0)
     ye = Mux(y0 + pool["kh"] > pool["h"], pool["h"], y0 + pool["kh"])
     xe = Mux(x0 + pool["kw"] > pool["w"], pool["w"], x0 + pool["kw"])

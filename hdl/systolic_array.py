@@ -169,7 +169,10 @@ class SystolicArray(wiring.Component):
         a_first = Signal(init=1)  # the next i_a beat starts a tile
         loaded = Signal()  # a whole weight tile waits in the shadow registers
         w_row = Signal(row_index_shape(cfg.rows))
-        a_take, flip, w_take, w_done = Signal(), Signal(), Signal(), Signal()
+        a_take = Signal()
+        flip = Signal()
+        w_take = Signal()
+        w_done = Signal()
         m.d.comb += [
             self.i_a.ready.eq(advance & (~a_first | loaded)),
             a_take.eq(self.i_a.valid & self.i_a.ready),
@@ -201,7 +204,9 @@ class SystolicArray(wiring.Component):
     def _elaborate_os(self, m: Module, advance: Signal, west_skew: Skew, north_skew: Skew) -> None:
         cfg = self.config
         gap = Signal(range(cfg.rows + 1), init=cfg.rows)  # cycles since a tile end, saturating
-        may_end, take, tile_end = Signal(), Signal(), Signal()
+        may_end = Signal()
+        take = Signal()
+        tile_end = Signal()
         m.d.comb += [
             may_end.eq(advance & (~self.i_a.payload.last | (gap == cfg.rows))),
             self.i_a.ready.eq(may_end & self.i_b.valid),

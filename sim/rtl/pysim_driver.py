@@ -24,6 +24,7 @@ from systolic.sim.progress import report_cycle
 from systolic.sim.result import UNIT_NAMES, InstructionTimes, RunResult
 from systolic.sim.rtl.commands import encode_program, unit_index
 from systolic.sim.rtl.external_memory import ExternalMemory
+from systolic.sim.rtl.waveform import Waveform, current_waveform, write_vcd
 
 __all__ = ["DEFAULT_WATCHDOG", "run_pysim"]
 
@@ -105,12 +106,13 @@ class _Recorder:
 
 
 def run_pysim(program: Program, memory: bytes | bytearray, *, watchdog: int | None = None,
-              vcd: str | Path | None = None) -> RunResult:
+              vcd: str | Path | None = None, waveform: Waveform | None = None) -> RunResult:
     """Run `program` to HALT from the external memory image `memory` (not modified).
 
     Raises SimulationError when HALT has not been accepted by cycle `watchdog` - 1 (so a
     program with `total_cycles` = T needs `watchdog` > T), naming the last instruction issued
-    and the cycle. With `vcd`, writes a VCD waveform of the whole run to that path.
+    and the cycle. With `vcd`, writes a VCD waveform of the whole run to that path, holding
+    what `waveform` selects (default: `current_waveform()`, which dumps no memory rows).
     """
     config = program.config
     limit = DEFAULT_WATCHDOG if watchdog is None else watchdog
@@ -196,7 +198,7 @@ def run_pysim(program: Program, memory: bytes | bytearray, *, watchdog: int | No
     if vcd is None:
         sim.run()
     else:
-        with sim.write_vcd(str(vcd)):
+        with write_vcd(sim, vcd, current_waveform() if waveform is None else waveform):
             sim.run()
     times = recorder.times()
     return RunResult(memory=external.image, total_cycles=counters["cycles"], times=times,
