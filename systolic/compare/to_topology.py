@@ -5,9 +5,12 @@ Works on the integer graph (after the mapper passes), where every convolution is
 systolic.QConv and every matrix product (Gemm, MatMul, QGemm, ...) a systolic.QMatMul:
 
 - QConv: one row per image of the batch and per group (SCALE-Sim has neither), named
-  `NAME`, `NAME/g1`, `NAME/n1`, ... when there are several; IFMAP sizes include the padding
-  (H + pad_begin + pad_end), so SCALE-Sim's (ifmap − filter) // stride + 1 is our output size
-  and the MACs are the model's. A 1-D convolution is a 2-D one of height 1.
+  `NAME`, `NAME/g1`, `NAME/n1`, ... when there are several. SCALE-Sim has no padding, and 3.0
+  computes an output size as ceil((ifmap − filter + stride) / stride), v2 as
+  (ifmap − filter) // stride + 1: the IFMAP size written is the input our output O actually
+  reads, (O − 1)·stride + filter, for which both give O (the padded size H + pads would give
+  one row more in 3.0 whenever the stride does not divide H + pads − filter). So the output
+  sizes and MACs are the model's. A 1-D convolution is a 2-D one of height 1.
 - QMatMul A(..., K) · B(K, N): the GEMM of M = prod(A's leading dims), written as SCALE-Sim's
   1×1 convolution of an M×1 input with K channels and N filters.
 - Refused (UnsupportedError naming the layer): different strides per axis and dilation > 1,
@@ -24,7 +27,7 @@ from systolic.mapper.binding import bind_graph
 from systolic.mapper.lowering.node_attrs import int_attr, ints_attr
 from systolic.mapper.shape_inference import infer_shapes
 
-__all__ = ["model_topology"]
+__all__ = ["model_topology", "read_extent"]
 
 SYSTOLIC = "systolic"
 
@@ -65,8 +68,9 @@ def _conv_rows(graph: Graph, node: Node) -> list[TopologyLayer]:
         )
     group = int_attr(node, "group", 1)
     batch, channels = x[0], x[1]
-    sizes = [x[2 + i] + pads[i] + pads[spatial + i] for i in range(spatial)]
     kernel = list(w[2:])
+    sizes = [read_extent(x[2 + i] + pads[i] + pads[spatial + i], kernel[i], strides[0])
+             for i in range(spatial)]  # fmt: skip
     if spatial == 1:
         sizes, kernel = [1, *sizes], [1, *kernel]
     rows = []
@@ -80,6 +84,13 @@ def _conv_rows(graph: Graph, node: Node) -> list[TopologyLayer]:
             rows.append(TopologyLayer(name, sizes[0], sizes[1], kernel[0], kernel[1],
                                       channels // group, w[0] // group, strides[0]))  # fmt: skip
     return rows
+
+
+def read_extent(padded: int, kernel: int, stride: int) -> int:
+    """Return the input extent a convolution's outputs read, (O − 1)·stride + kernel with
+    O = (padded − kernel) // stride + 1: the IFMAP size for which SCALE-Sim 3.0's
+    ceil((ifmap − kernel + stride) / stride) and v2's floor form both give O."""
+    return (padded - kernel) // stride * stride + kernel
 
 
 def _gemm_row(graph: Graph, node: Node) -> TopologyLayer:

@@ -1,5 +1,9 @@
-"""A model's conv and GEMM layers as SCALE-Sim rows: padded sizes, one row per group, GEMMs as
-1x1 convolutions, the MACs of the model; refused forms."""
+"""A model's conv and GEMM layers as SCALE-Sim rows: the input extent the outputs read (SCALE-Sim
+3.0's output size is ours), one row per group, GEMMs as 1x1 convolutions, the MACs of the model;
+refused forms."""
+
+import math
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -7,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from systolic.compare.sweep import PreparedModel, prepare_model
-from systolic.compare.to_topology import model_topology
+from systolic.compare.to_topology import model_topology, read_extent
 from systolic.compare.topology import TopologyLayer, format_topology, parse_topology
 from systolic.errors import UnsupportedError
 from systolic.examples import example_path
@@ -65,10 +69,11 @@ def test_bundled_example_rows(lenet: PreparedModel) -> None:
 def test_grouped_padded_conv_and_gemm(tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = _float_model(tmp_path / "m.onnx")
     rows = model_topology(prepare_model(path).integer)
-    # padded 10 x 12 input; group 2: two rows of 2 channels -> 2 filters; output 4 x 5
+    # padded 10 x 12 input, output 4 x 5, which reads (4 - 1) * 2 + 3 = 9 rows and 11 columns;
+    # group 2: two rows of 2 channels -> 2 filters
     assert rows == [
-        TopologyLayer("conv/g0", 10, 12, 3, 3, 2, 2, 2),
-        TopologyLayer("conv/g1", 10, 12, 3, 3, 2, 2, 2),
+        TopologyLayer("conv/g0", 9, 11, 3, 3, 2, 2, 2),
+        TopologyLayer("conv/g1", 9, 11, 3, 3, 2, 2, 2),
         TopologyLayer.gemm("fc", 1, 10, 4 * 4 * 5),
     ]
     assert (rows[0].ofmap_h, rows[0].ofmap_w) == (4, 5)
@@ -84,3 +89,37 @@ def test_forms_scalesim_cannot_state(tmp_path, strides, dilations, message) -> N
     path = _float_model(tmp_path / "m.onnx", group=1, strides=strides, dilations=dilations)
     with pytest.raises(UnsupportedError, match=f"layer 'conv' has {message}"):
         model_topology(prepare_model(path).integer)
+
+
+RESNET_TINY = Path(__file__).parents[2] / "models" / "resnet_tiny_qdq.onnx"
+
+
+def _scalesim3_ofmap(ifmap: int, filt: int, stride: int) -> int:
+    """SCALE-Sim 3.0's output size (its topology reader): ceil((ifmap - filter + stride) / stride)."""
+    return math.ceil((ifmap - filt + stride) / stride)
+
+
+def test_resnet_rows_give_scalesim3_our_output_sizes_and_macs() -> None:
+    prepared = prepare_model(RESNET_TINY)
+    rows = model_topology(prepared.integer)
+    bound, ops = bind_graph(prepared.integer.graph, {**dict(prepared.integer.opsets), "systolic": 1})
+    graph = infer_shapes(bound, ops, max_tensor_bytes=1 << 40)
+    outputs = {n.label: graph.type_of(n.outputs[0]).shape for n in graph.nodes}  # type: ignore[union-attr]
+    convs = [row for row in rows if row.filter_h > 1 or row.stride > 1]
+    assert len([row for row in convs if row.stride == 2]) == 2  # a 3x3 and the 1x1 shortcut
+    for row in convs:
+        height, width = outputs[row.name][2:]
+        assert _scalesim3_ofmap(row.ifmap_h, row.filter_h, row.stride) == height, row
+        assert _scalesim3_ofmap(row.ifmap_w, row.filter_w, row.stride) == width, row
+        assert (row.ofmap_h, row.ofmap_w) == (height, width)
+    assert sum(row.macs for row in rows) == _model_macs(load_model(RESNET_TINY))
+
+
+@pytest.mark.parametrize(("padded", "kernel", "stride", "extent"), [
+    (230, 7, 2, 229),  # ResNet-50's stem: 224 + 3 + 3, output 112 (230 would give 3.0 113)
+    (58, 3, 2, 57), (56, 1, 2, 55), (18, 3, 1, 18), (10, 3, 2, 9), (7, 7, 1, 7),
+])  # fmt: skip
+def test_read_extent(padded: int, kernel: int, stride: int, extent: int) -> None:
+    assert read_extent(padded, kernel, stride) == extent
+    ours = (padded - kernel) // stride + 1
+    assert _scalesim3_ofmap(extent, kernel, stride) == ours == (extent - kernel) // stride + 1
