@@ -13,16 +13,20 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from systolic.commands.config_args import add_config_arguments, config_from_args
 from systolic.commands.model_loading import add_max_memory_argument, parse_size
 from systolic.commands.output_paths import check_output_file
 from systolic.errors import ConfigError
-from systolic.simulation.report import SimulationReport, render_table
+from systolic.simulation.report import OnnxruntimeExplanation, SimulationReport, render_table
+from systolic.text import printable
 
 __all__ = ["register", "run", "seed_value"]
 
 EXIT_MISMATCH = 1
+_NAMED_LAYERS = 5
+"""Saturating layers named in the onnxruntime explanation line; the rest are counted."""
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -131,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     elif not args.quiet:
         sys.stdout.write(_summary(report, label, written))
     if report.mismatch is not None:
-        print(f"systolic: mismatch: {report.mismatch.text()}", file=sys.stderr)
+        print(f"systolic: mismatch: {printable(report.mismatch.text())}", file=sys.stderr)
         return EXIT_MISMATCH
     return 0
 
@@ -139,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
 def _summary(report: SimulationReport, label: str, written: list[Path]) -> str:
     config = report.config
     heading = (
-        f"{label}: {config['rows']}x{config['cols']} {config['dataflow']}, backend "
+        f"{printable(label)}: {config['rows']}x{config['cols']} {config['dataflow']}, backend "
         f"{report.backend}, input {report.input_source}"
     )
     lines = [
@@ -151,32 +155,10 @@ def _summary(report: SimulationReport, label: str, written: list[Path]) -> str:
     lines.append(
         "reference: bit-exact"
         if checks["reference_bit_exact"]
-        else f"reference: MISMATCH at {report.mismatch.text() if report.mismatch else '?'}"
+        else "reference: MISMATCH at "
+        + (printable(report.mismatch.text()) if report.mismatch else "?")
     )
-    if checks["onnxruntime_ran"]:
-        steps = checks.get("onnxruntime_max_diff_steps")
-        detail = f" ({steps} quantization steps)" if steps is not None else ""
-        lines.append(
-            f"onnxruntime: max |diff| {checks['onnxruntime_max_abs_diff']:.6g}{detail}, "
-            f"{100 * checks['onnxruntime_equal_fraction']:.2f}% of elements equal"
-        )
-        if "onnxruntime_unoptimized_max_abs_diff" in checks:
-            steps = checks.get("onnxruntime_unoptimized_max_diff_steps")
-            detail = f" ({steps} quantization steps)" if steps is not None else ""
-            lines.append(
-                f"onnxruntime with graph optimizations off (node by node, as the ONNX operators "
-                f"define it; its fused quantized kernels round differently): max |diff| "
-                f"{checks['onnxruntime_unoptimized_max_abs_diff']:.6g}{detail}, "
-                f"{100 * checks['onnxruntime_unoptimized_equal_fraction']:.2f}% of elements equal"
-            )
-    else:
-        from systolic.simulation.onnxruntime_check import onnxruntime_available
-
-        lines.append(
-            "onnxruntime: not compared (--no-onnxruntime)"
-            if onnxruntime_available()
-            else "onnxruntime: not compared (not installed: pip install onnxruntime)"
-        )
+    lines += _onnxruntime_lines(report, checks)
     quant = checks.get("quantization")
     if quant is not None:
         top1 = quant["top1_agreement"]
@@ -187,3 +169,51 @@ def _summary(report: SimulationReport, label: str, written: list[Path]) -> str:
         )
     lines += [f"wrote {path}" for path in written]
     return "\n".join(lines) + "\n"
+
+
+def _onnxruntime_lines(report: SimulationReport, checks: dict[str, Any]) -> list[str]:
+    if not checks["onnxruntime_ran"]:
+        from systolic.simulation.onnxruntime_check import onnxruntime_available
+
+        return [
+            "onnxruntime: not compared (--no-onnxruntime)"
+            if onnxruntime_available()
+            else "onnxruntime: not compared (not installed: pip install onnxruntime)"
+        ]
+    lines = [(
+        f"onnxruntime: max |diff| {checks['onnxruntime_max_abs_diff']:.6g}"
+        f"{_steps(checks.get('onnxruntime_max_diff_steps'))}, "
+        f"{100 * checks['onnxruntime_equal_fraction']:.2f}% of elements equal"
+    )]  # fmt: skip
+    if "onnxruntime_unoptimized_max_abs_diff" in checks:
+        lines.append(
+            f"onnxruntime with graph optimizations off (node by node, as the ONNX operators "
+            f"define it): max |diff| {checks['onnxruntime_unoptimized_max_abs_diff']:.6g}"
+            f"{_steps(checks.get('onnxruntime_unoptimized_max_diff_steps'))}, "
+            f"{100 * checks['onnxruntime_unoptimized_equal_fraction']:.2f}% of elements equal"
+        )
+    explanation = report.onnxruntime_explanation
+    if explanation is not None and explanation.kind != "none":
+        lines.append(_explanation_line(explanation, checks))
+    return lines
+
+
+def _steps(steps: int | None) -> str:
+    return f" ({steps} quantization steps)" if steps is not None else ""
+
+
+def _explanation_line(explanation: OnnxruntimeExplanation, checks: dict[str, Any]) -> str:
+    steps = checks.get("onnxruntime_max_diff_steps")
+    size = f"{steps} steps" if steps is not None else f"{checks['onnxruntime_max_abs_diff']:.6g}"
+    layers = ", ".join(explanation.layers[:_NAMED_LAYERS])
+    if len(explanation.layers) > _NAMED_LAYERS:
+        layers += f" and {len(explanation.layers) - _NAMED_LAYERS} more"
+    if explanation.kind == "saturation":
+        why = (f"explained: this CPU's onnxruntime saturates uint8 x int8 int16 pair sums (no "
+               f"VNNI) in layers {layers} (equal once they cannot saturate)")  # fmt: skip
+    elif explanation.kind == "fused_rounding":
+        why = ("explained: its fused quantized kernels round differently (equal with its graph "
+               "optimizations off)")  # fmt: skip
+    else:
+        why = "not explained by int16 saturation or by its fused kernels' rounding"
+    return f"onnxruntime: differs by {size}; {why}"

@@ -32,17 +32,20 @@ def onnxruntime_available() -> bool:
 
 
 def run_onnxruntime(
-    model_path: str | os.PathLike[str],
+    model: str | os.PathLike[str] | bytes,
     inputs: Mapping[str, np.ndarray],
     *,
     optimized: bool = True,
+    base_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Run the ONNX file at `model_path` on onnxruntime's CPU provider; outputs by name.
+    """Run an ONNX model (a file, or serialized bytes whose external data, if any, is relative
+    to `base_dir`) on onnxruntime's CPU provider; outputs by name.
 
     `optimized=False` turns onnxruntime's graph optimizations off, so it runs the graph node
     by node as the ONNX operators define it: with them on (its default) it fuses
     DequantizeLinear -> op -> QuantizeLinear groups into its own quantized kernels
-    (QLinearAdd, QLinearSoftmax, ...), whose rounding differs from the operators'.
+    (QLinearConv, QLinearAdd, QLinearSoftmax, ...), whose arithmetic can differ from the
+    operators' (rounding; int16 saturation, see `onnxruntime_saturation`).
     """
     import onnxruntime  # type: ignore[import-untyped]
 
@@ -50,9 +53,14 @@ def run_onnxruntime(
     options.log_severity_level = 3
     if not optimized:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    if base_dir is not None:
+        options.add_session_config_entry(
+            "session.model_external_initializers_file_folder_path", os.fspath(base_dir)
+        )
+    source = model if isinstance(model, bytes) else os.fspath(model)
     try:
         session = onnxruntime.InferenceSession(
-            os.fspath(model_path), options, providers=["CPUExecutionProvider"]
+            source, options, providers=["CPUExecutionProvider"]
         )
         names = [output.name for output in session.get_outputs()]
         results = session.run(names, dict(inputs))

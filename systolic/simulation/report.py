@@ -20,7 +20,9 @@ The JSON is a stable interface (README, "simulate JSON"): keys are only ever add
   quantized models whose outputs are not all equal add the same three figures against
   onnxruntime with its graph optimizations off (`onnxruntime_unoptimized_max_abs_diff`,
   `onnxruntime_unoptimized_equal_fraction`, `onnxruntime_unoptimized_max_diff_steps`): node by
-  node, as the ONNX operators define it, without its fused quantized kernels};
+  node, as the ONNX operators define it, without its fused quantized kernels); for quantized
+  models `onnxruntime_explanation` (`OnnxruntimeExplanation.kind`: none, saturation,
+  fused_rounding or unexplained)};
   float models add `quantization` {max_abs_error, cosine_similarity, top1_agreement (null
   when the output is not a class vector)},
 - `runs`: the accelerator runs in order (host layers separate them), each
@@ -32,7 +34,14 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["SCHEMA", "LayerResult", "Mismatch", "SimulationReport", "render_table"]
+__all__ = [
+    "SCHEMA",
+    "LayerResult",
+    "Mismatch",
+    "OnnxruntimeExplanation",
+    "SimulationReport",
+    "render_table",
+]
 
 SCHEMA = "systolic.simulate/1"
 
@@ -94,6 +103,18 @@ class Mismatch:
 
 
 @dataclasses.dataclass(frozen=True)
+class OnnxruntimeExplanation:
+    """Why a quantized model's outputs differ from onnxruntime's default session (see
+    `systolic.simulation.onnxruntime_explain`): `kind` is "none" (they do not differ),
+    "saturation" (this CPU's onnxruntime saturates uint8 x int8 int16 pair sums; equal once
+    they cannot saturate), "fused_rounding" (equal with its graph optimizations off) or
+    "unexplained". `layers`: the layers whose pair sums leave int16 on this CPU."""
+
+    kind: str
+    layers: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class SimulationReport:
     """Everything `systolic simulate` reports."""
 
@@ -105,6 +126,7 @@ class SimulationReport:
     layers: Sequence[LayerResult]
     mismatch: Mismatch | None
     onnxruntime: Mapping[str, float] | None = None
+    onnxruntime_explanation: OnnxruntimeExplanation | None = None
     quantization: Mapping[str, float | None] | None = None
     runs: Sequence[Mapping[str, object]] = ()
 
@@ -153,6 +175,8 @@ class SimulationReport:
                         "unoptimized_equal_fraction", "unoptimized_max_diff_steps"):
                 if key in self.onnxruntime:
                     checks[f"onnxruntime_{key}"] = self.onnxruntime[key]
+            if self.onnxruntime_explanation is not None:
+                checks["onnxruntime_explanation"] = self.onnxruntime_explanation.kind
         if self.quantization is not None:
             checks["quantization"] = dict(self.quantization)
         return {

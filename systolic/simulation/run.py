@@ -13,8 +13,9 @@
    (`bitexact`);
 5. derives per-layer cycles and stalls from the per-instruction times (`layer_timing`);
 6. compares the final outputs with onnxruntime running the *original* model file on the same
-   inputs (when onnxruntime is installed and `compare_onnxruntime`), and for float models
-   with the float model run by the reference executor (`quantization`).
+   inputs (when onnxruntime is installed and `compare_onnxruntime`) and explains a difference
+   (`onnxruntime_explain`), and for float models with the float model run by the reference
+   executor (`quantization`).
 
 It returns the `SimulationReport` and the model's final outputs (in the model's own output
 types); it writes nothing except the temporary VCD files a `PendingFiles` hands out.
@@ -23,14 +24,13 @@ types); it writes nothing except the temporary VCD files a `PendingFiles` hands 
 import dataclasses
 import os
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from systolic.config import ArrayConfig
 from systolic.errors import ConfigError
-from systolic.ir import Model
 from systolic.isa.program import LayerUnit, ProgramLayer
 from systolic.mapper.importer import (
     DEFAULT_MAX_TENSOR_BYTES,
@@ -59,15 +59,17 @@ from systolic.simulation.layer_timing import (
     layer_timings,
     program_units,
 )
-from systolic.simulation.onnxruntime_check import (
-    compare_outputs,
-    onnxruntime_available,
-    run_onnxruntime,
-)
+from systolic.simulation.onnxruntime_check import onnxruntime_available, run_onnxruntime
+from systolic.simulation.onnxruntime_explain import onnxruntime_checks
 from systolic.simulation.outputs import PendingFiles
 from systolic.simulation.progress import ProgressBar
 from systolic.simulation.quantization import quantization_accuracy
-from systolic.simulation.report import LayerResult, Mismatch, SimulationReport
+from systolic.simulation.report import (
+    LayerResult,
+    Mismatch,
+    OnnxruntimeExplanation,
+    SimulationReport,
+)
 
 __all__ = ["SimulationOutcome", "simulate_model", "vcd_paths"]
 
@@ -125,32 +127,6 @@ def _padded_image(compiled: CompiledModel) -> bytearray:
     bus = compiled.config.bus_bytes
     image.extend(bytes(-len(image) % bus))
     return image
-
-
-def _output_steps(original: Model, integer: Model) -> dict[str, float]:
-    """Map each output that a DequantizeLinear with one scale makes to that scale."""
-    scales: dict[str, float] = {}
-    for node in integer.graph.nodes:
-        if node.op_type != "DequantizeLinear" or not node.outputs:
-            continue
-        scale = integer.graph.initializer(node.inputs[1]) if len(node.inputs) > 1 else None
-        if scale is not None and scale.data.size == 1:
-            scales[node.outputs[0]] = float(scale.data.reshape(()))
-    outputs = {info.name for info in original.graph.outputs}
-    return {name: s for name, s in scales.items() if name in outputs and s > 0}
-
-
-def _steps_diff(
-    ours: Mapping[str, np.ndarray], theirs: Mapping[str, np.ndarray], scales: Mapping[str, float]
-) -> int | None:
-    if not ours or any(name not in scales for name in ours):
-        return None
-    worst = 0
-    for name, value in ours.items():
-        if name in theirs and value.size:
-            diff = np.abs(value.astype(np.float64) - np.asarray(theirs[name], np.float64))
-            worst = max(worst, int(np.rint(np.max(diff) / scales[name])))
-    return worst
 
 
 def simulate_model(
@@ -291,23 +267,10 @@ def simulate_model(
         ))  # fmt: skip
 
     ort: dict[str, float] | None = None
+    explanation: OnnxruntimeExplanation | None = None
     if theirs is not None:
-        comparison = compare_outputs(outputs, theirs)
-        ort = {"max_abs_diff": comparison.max_abs_diff,
-               "equal_fraction": comparison.equal_fraction}  # fmt: skip
-        if not float_model:
-            output_steps = _output_steps(original, integer)
-            steps_diff = _steps_diff(outputs, theirs, output_steps)
-            if steps_diff is not None:
-                ort["max_diff_steps"] = steps_diff
-            if comparison.equal_fraction < 1.0:  # tell its fused kernels from a real difference
-                plain = run_onnxruntime(model_path, inputs, optimized=False)
-                node_by_node = compare_outputs(outputs, plain)
-                ort["unoptimized_max_abs_diff"] = node_by_node.max_abs_diff
-                ort["unoptimized_equal_fraction"] = node_by_node.equal_fraction
-                steps_diff = _steps_diff(outputs, plain, output_steps)
-                if steps_diff is not None:
-                    ort["unoptimized_max_diff_steps"] = steps_diff
+        ort, explanation = onnxruntime_checks(model_path, original, integer, inputs, outputs,
+                                              theirs, quantized=not float_model)  # fmt: skip
     quantization = None
     if float_model:
         quantization = quantization_accuracy(outputs, run_model(original, inputs))
@@ -323,6 +286,7 @@ def simulate_model(
         layers=results,
         mismatch=mismatch,
         onnxruntime=ort,
+        onnxruntime_explanation=explanation,
         quantization=quantization,
         runs=counters,
     )
