@@ -1,8 +1,10 @@
 """The `systolic` command line: one subcommand per module in `systolic.commands`.
 
-Every user-caused error (`SystolicError`, a file that cannot be read) is printed as one line
-`systolic: error: ...` on standard error with exit status 2 and no traceback. An unexpected
-exception is a bug: it prints one line too (exit 3), and `--debug` shows the traceback.
+Every user-caused error (`SystolicError`, a file that cannot be read, memory running out) is
+printed as one line `systolic: error: ...` on standard error with exit status 2 and no
+traceback. An unexpected exception is a bug: it prints one line too (exit 3), and `--debug`
+shows the traceback. Messages pass through `printable`, so a name from a file can neither
+drive the terminal nor add a line.
 Warnings (the importer's name warnings, numpy's floating-point warnings from a host layer)
 are one line each, `systolic: warning: ...`, without the source line Python would show;
 `--debug` shows them in Python's own form.
@@ -17,9 +19,16 @@ from typing import NoReturn, TextIO
 from systolic import __version__
 from systolic.commands import COMMANDS
 from systolic.errors import SystolicError
+from systolic.text import printable
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+
+MEMORY_MESSAGE = (
+    "out of memory: the model or its inputs need more memory than this machine (or its "
+    "process limit) gives; use a smaller model or inputs, set a lower --max-memory to be "
+    "told which tensors are too large, or run where more memory is available"
+)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -30,7 +39,8 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         command = self.prog.removeprefix("systolic").strip()
         where = f"{command}: " if command else ""
-        self.exit(EXIT_USAGE, f"systolic: error: {where}{message} (see '{self.prog} --help')\n")
+        text = printable(f"{where}{message} (see '{self.prog} --help')")
+        self.exit(EXIT_USAGE, f"systolic: error: {text}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,7 +72,7 @@ def show_warning_line(
 ) -> None:
     """Print a warning as one line `systolic: warning: ...` (the `warnings.showwarning`
     signature); warnings from outside the tool keep their category name as a prefix."""
-    text = " ".join(str(message).split())
+    text = printable(" ".join(str(message).split()))
     own = category.__module__.split(".")[0] == "systolic"
     prefix = "" if own else f"{category.__name__}: "
     print(f"systolic: warning: {prefix}{text}", file=file if file is not None else sys.stderr)
@@ -81,16 +91,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
 
 
+def _error_line(kind: str, message: str) -> None:
+    print(f"systolic: {kind}: {printable(message)}", file=sys.stderr)
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         status: int = args.run(args)
         return status
     except SystolicError as err:
-        print(f"systolic: error: {err}", file=sys.stderr)
+        _error_line("error", str(err))
         return EXIT_USAGE
     except OSError as err:
         where = f": {err.filename}" if err.filename else ""
-        print(f"systolic: error: {err.strerror or err}{where}", file=sys.stderr)
+        _error_line("error", f"{err.strerror or err}{where}")
+        return EXIT_USAGE
+    except MemoryError:
+        _error_line("error", MEMORY_MESSAGE)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("systolic: interrupted", file=sys.stderr)
@@ -98,10 +115,10 @@ def _run(args: argparse.Namespace) -> int:
     except Exception as err:  # a bug in the tool: one line unless --debug
         if args.debug:
             raise
-        print(
-            f"systolic: internal error: {type(err).__name__}: {err} "
-            f"(rerun with --debug for a traceback and please report it)",
-            file=sys.stderr,
+        _error_line(
+            "internal error",
+            f"{type(err).__name__}: {err} (rerun with --debug for a traceback and please "
+            "report it)",
         )
         return EXIT_INTERNAL
 

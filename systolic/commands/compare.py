@@ -205,8 +205,9 @@ def _summary(
     model: str, backend: str, results: Sequence["ConfigResult"], written: list[Path]
 ) -> str:
     from systolic.compare.tables import render_layers, render_summary
+    from systolic.text import printable
 
-    lines = [f"{model}: {len(results)} configurations, backend {backend}", "",
+    lines = [f"{printable(model)}: {len(results)} configurations, backend {backend}", "",
              render_summary(results).rstrip("\n"), "",
              render_layers(results).rstrip("\n")]  # fmt: skip
     lines += [f"wrote {path}" for path in written]

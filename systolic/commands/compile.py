@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from systolic.errors import ConfigError
 from systolic.simulation.progress import ProgressBar
+from systolic.text import printable
 
 if TYPE_CHECKING:
     from systolic.ir import Model
@@ -114,12 +115,12 @@ def run(args: argparse.Namespace) -> int:
         program = compiled.program
         for layer in program.layers:
             sys.stdout.write(
-                f"{layer.name:<32} {layer.op:<14} {layer.unit.value:<6} "
+                f"{printable(layer.name):<32} {printable(layer.op):<14} {layer.unit.value:<6} "
                 f"{layer.count:>7} instr {layer.macs:>12,} MACs\n"
             )
         hosts = sum(1 for layer in program.layers if layer.unit.value == "host")
         sys.stdout.write(
-            f"wrote {args.output}: {config.shape_text} {config.dataflow.value}, "
+            f"wrote {printable(args.output)}: {config.shape_text} {config.dataflow.value}, "
             f"{len(program.layers)} layers ({hosts} on the host), "
             f"{len(program.instructions)} instructions, {compiled.memory_size:,} bytes of "
             f"external memory\n"

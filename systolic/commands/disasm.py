@@ -13,6 +13,7 @@ from pathlib import Path
 from systolic.errors import ModelError, SystolicError
 from systolic.isa.disassembler import format_instruction
 from systolic.isa.program import Program
+from systolic.text import printable
 
 __all__ = ["load_program", "register", "render", "run"]
 
@@ -29,7 +30,8 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 
 def render(program: Program) -> str:
-    """Return the listing described in the module docstring."""
+    """Return the listing described in the module docstring; names from the program file
+    pass through `printable`, so each listing line is one line of plain text."""
     config = program.config
     fields = " ".join(f"{k}={v}" for k, v in config.to_dict().items())
     lines = [
@@ -70,7 +72,7 @@ def render(program: Program) -> str:
         lines += [format_instruction(i) for i in program.instructions[layer.first : layer.end]]
         position = layer.end
     lines += [format_instruction(i) for i in program.instructions[position:]]
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def _looks_like_onnx(data: bytes) -> bool:

@@ -19,6 +19,7 @@ from systolic.commands.model_loading import add_max_memory_argument, parse_size
 from systolic.commands.output_paths import check_output_file
 from systolic.errors import ConfigError
 from systolic.fileio import write_atomically
+from systolic.text import printable
 
 __all__ = ["parse_size", "register", "render_text", "run"]
 
@@ -79,46 +80,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render_text(report: dict[str, Any]) -> str:
-    """Return the summary as the text `systolic inspect` prints."""
+    """Return the summary as the text `systolic inspect` prints; every string from the model
+    passes through `printable`."""
     opsets = ", ".join(f"{o['domain']}:{o['version']}" for o in report["opsets"])
     producer = " ".join(p for p in (report["producer"]["name"], report["producer"]["version"]) if p)
     lines = [
         f"IR version:     {report['ir_version']}",
-        f"opsets:         {opsets}",
-        f"producer:       {producer or '-'}",
-        f"domain:         {report['domain'] or '-'}",
+        f"opsets:         {printable(opsets)}",
+        f"producer:       {printable(producer) or '-'}",
+        f"domain:         {printable(report['domain']) or '-'}",
         f"model version:  {report['model_version']['text']}",
-        f"graph:          {report['graph'] or '-'}",
+        f"graph:          {printable(report['graph']) or '-'}",
     ]
     if report["doc"]:
-        lines.append(f"doc:            {report['doc'].splitlines()[0]}")
+        lines.append(f"doc:            {printable(report['doc'].splitlines()[0])}")
     for key, value in report["metadata"].items():
-        lines.append(f"metadata:       {key} = {value}")
-    lines.append("inputs:")
-    lines += [f"  {v['name']}: {v['type']}" for v in report["inputs"]]
-    lines.append("outputs:")
-    lines += [f"  {v['name']}: {v['type']}" for v in report["outputs"]]
+        lines.append(f"metadata:       {printable(key)} = {printable(value)}")
+    for role in ("inputs", "outputs"):
+        lines.append(f"{role}:")
+        lines += [f"  {printable(v['name'])}: {printable(v['type'])}" for v in report[role]]
     lines.append("")
-    header = ("node", "op", "output", "MACs", "unit", "reason")
-    rows = [
-        (
-            row["name"],
-            row["op"],
-            ", ".join(o["type"] for o in row["outputs"]),
-            f"{row['macs']:,}",
-            row["unit"],
-            row["reason"],
-        )
-        for row in report["nodes"]
-    ]
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
-    for cells in (header, *rows):
-        lines.append(
-            "  ".join(
-                cell.rjust(widths[i]) if i == 3 else cell.ljust(widths[i])
-                for i, cell in enumerate(cells)
-            ).rstrip()
-        )
+    lines += _node_table(report["nodes"])
     totals = report["totals"]
     lines.append("")
     lines.append(
@@ -126,3 +108,26 @@ def render_text(report: dict[str, Any]) -> str:
         f"{totals['parameters']:,} parameters"
     )
     return "\n".join(lines) + "\n"
+
+
+def _node_table(nodes: list[dict[str, Any]]) -> list[str]:
+    header = ("node", "op", "output", "MACs", "unit", "reason")
+    rows = [
+        (
+            printable(row["name"]),
+            printable(row["op"]),
+            printable(", ".join(o["type"] for o in row["outputs"])),
+            f"{row['macs']:,}",
+            row["unit"],
+            printable(row["reason"]),
+        )
+        for row in nodes
+    ]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+    return [
+        "  ".join(
+            cell.rjust(widths[i]) if i == 3 else cell.ljust(widths[i])
+            for i, cell in enumerate(cells)
+        ).rstrip()
+        for cells in (header, *rows)
+    ]

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from systolic.compare.result import ConfigResult
 from systolic.simulation.report import LayerResult
+from systolic.text import printable
 
 __all__ = ["CSV_COLUMNS", "TOTAL_ROW", "render_layers", "render_summary", "to_csv"]
 
@@ -85,7 +86,7 @@ def render_layers(results: Sequence[ConfigResult]) -> str:
     rows = []
     for name in names:
         first = info[name]
-        cells = [name, first.op, f"{first.macs:,}"]
+        cells = [printable(name), printable(first.op), f"{first.macs:,}"]
         for result, layers in zip(results, by_config, strict=True):
             cells += _layer_cells(layers.get(name), result.config.pes)
         rows.append(cells)

@@ -8,6 +8,7 @@ wrong result, and leave no file behind. Cases whose fix lies outside the command
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from systolic.commands.cli import main
-from systolic.errors import SimulationError
+from systolic.errors import ModelError, SimulationError
 from systolic.sim.run import backends
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
@@ -491,3 +492,33 @@ def test_an_empty_input_says_what_to_do(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["simulate", str(model), "--backend", "model", "--quiet"]) == 2
     err = _one_error_line(capsys)
     assert "graph input 'a' is empty" in err and "non-zero sizes" in err
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line's last line of defence
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raised", "expected"),
+    [
+        (MemoryError(), r"^systolic: error: out of memory: .* or run where more memory\D+\n$"),
+        (ModelError("node 'a\nsystolic: error: fake\x1b[2J' is bad"),
+         r"^systolic: error: node 'a\\nsystolic: error: fake\\x1b\[2J' is bad\n$"),
+    ],
+    ids=["memory", "newline"],
+)
+def test_errors_are_one_escaped_line(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    raised: BaseException,
+    expected: str,
+) -> None:
+    import systolic.commands.inspect as inspect_command
+
+    def fail(_args: object) -> int:
+        raise raised
+
+    monkeypatch.setattr(inspect_command, "run", fail)
+    assert main(["inspect"]) == 2
+    assert re.match(expected, capsys.readouterr().err)
