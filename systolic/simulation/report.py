@@ -34,6 +34,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from systolic.text import printable
+
 __all__ = [
     "SCHEMA",
     "LayerResult",
@@ -199,8 +201,8 @@ def render_table(report: SimulationReport) -> str:
     header = ("layer", "op", "unit", "MACs", "cycles", "stalls", "util")
     rows = [
         (
-            layer.name,
-            layer.op,
+            printable(layer.name),
+            printable(layer.op),
             layer.unit,
             f"{layer.macs:,}",
             f"{layer.cycles:,}" if layer.unit != "host" else "-",
