@@ -42,18 +42,20 @@ import onnx
 
 import systolic.sim.verilator.backend as verilator_backend
 import systolic.sim.verilator.design as verilator_design
+import systolic.simulation.prepare as simulation_prepare
 import systolic.simulation.run as simulation_run
+import systolic.simulation.runner as simulation_runner
 from systolic.config import ArrayConfig, Dataflow
 from systolic.simulation.run import SimulationOutcome, simulate_model
 
 MODEL = Path(onnx.__file__).parent / "backend/test/data/light/light_resnet50.onnx"
 
 PHASES = {  # phase name -> (module, attribute) wrapped while a run is timed
-    "passes": (simulation_run, "run_passes"),
+    "passes": (simulation_prepare, "run_passes"),
     "compile": (simulation_run, "compile_model"),
     "reference": (simulation_run, "reference_values"),
     "onnxruntime": (simulation_run, "run_onnxruntime"),
-    "accelerator": (simulation_run, "run_program"),
+    "accelerator": (simulation_runner, "run_program"),
     "verilog": (verilator_backend, "emitted_accelerator"),
     "build": (verilator_design, "build_simulator"),
     "simulator": (verilator_design, "run_harness"),

@@ -1,16 +1,18 @@
-"""`CompiledModel`: a compiled program with its layer table, and how to run it.
+"""`CompiledModel`: a compiled program with its layer table, and the steps it runs as.
 
 A compiled model is one `Program` (instructions ending in HALT, memory image, placements,
 layer table, host steps) plus, when it was compiled in this process, the integer graph it came
 from. It runs as a sequence of steps (`steps()`): accelerator segments — the instructions
 between two host layers, each a runnable `Program` ending in its own HALT — and host steps,
 which read their operands from external memory through the placements, run the reference
-operator and write their results back. `simulate` runs the steps on any backend.
+operator and write their results back. `read_value`, `write_value` and `read_logical_value`
+access placed values in a memory image. Running the steps is the flows' work
+(`systolic.simulation.runner`): the mapper runs nothing.
 """
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -30,24 +32,15 @@ from systolic.isa.program import (
     TensorRole,
 )
 from systolic.proto import ProgramProto
-from systolic.reference.executor import make_op
-from systolic.sim.golden.machine import Machine
 
 __all__ = [
     "AcceleratorStep",
     "CompiledModel",
     "MemoryView",
-    "Runner",
-    "golden_runner",
     "read_logical_value",
     "read_value",
-    "run_host_step",
-    "simulate",
     "write_value",
 ]
-
-Runner = Callable[[Program, bytearray], bytearray]
-"""Runs an accelerator segment on a memory image and returns the image after it."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -112,21 +105,32 @@ class CompiledModel:
 
     def steps(self) -> Iterator[AcceleratorStep | HostStep]:
         """Yield the accelerator segments and host steps in execution order."""
+        for step in self._step_bounds():
+            if isinstance(step, HostStep):
+                yield step
+            else:
+                yield AcceleratorStep(step[0], self.program.part(*step))
+
+    @property
+    def accelerator_run_count(self) -> int:
+        """The number of accelerator segments `steps` yields (counted without making them)."""
+        return sum(not isinstance(step, HostStep) for step in self._step_bounds())
+
+    def _step_bounds(self) -> Iterator[tuple[int, int] | HostStep]:
+        """Yield the host steps and, for each accelerator segment, (first, end): its
+        instructions `first .. end - 1`, in execution order."""
         program = self.program
         by_layer = {step.layer: step for step in program.host_steps}
         start = 0
         for index, layer in enumerate(program.layers):
             if index in by_layer:
                 if layer.first > start:
-                    yield self._segment(start, layer.first)
+                    yield start, layer.first
                 start = layer.first
                 yield by_layer[index]
         end = len(program.instructions) - 1
         if end > start or not program.layers:
-            yield self._segment(start, end)
-
-    def _segment(self, first: int, end: int) -> AcceleratorStep:
-        return AcceleratorStep(first, self.program.part(first, end))
+            yield start, end
 
     def to_proto(self) -> ProgramProto:
         """Return the program message (what `save` writes)."""
@@ -189,92 +193,3 @@ def write_value(memory: np.ndarray, placement: TensorPlacement, value: np.ndarra
             f"{list(placement.shape)}"
         )
     _view(memory, placement)[...] = array.astype(placement.dtype.numpy)
-
-
-def run_host_step(
-    step: HostStep,
-    program: Program,
-    memory: np.ndarray,
-    host_values: dict[str, np.ndarray],
-    opsets: Mapping[str, int] | None = None,
-) -> list[np.ndarray]:
-    """Run one host step on `memory` (uint8 array, updated in place); values that cannot be
-    placed live in `host_values`. Returns the step's outputs."""
-    placed = {t.name: t for t in program.tensors}
-    constants = {t.name: t.data for t in step.constants}
-    args: list[np.ndarray | None] = []
-    for name in step.node.inputs:
-        if not name:
-            args.append(None)
-        elif name in constants:
-            args.append(constants[name])
-        elif name in host_values:
-            args.append(host_values[name])
-        elif name in placed:
-            args.append(read_value(memory, placed[name]))
-        else:
-            raise SimulationError(f"host step {step.node.label!r} reads {name!r}, never made")
-    op = make_op(step.node, opsets or {})
-    results = op.run(args)
-    for name, value in zip(step.node.outputs, results, strict=False):
-        if not name:
-            continue
-        if name in placed:
-            write_value(memory, placed[name], value)
-        else:
-            host_values[name] = value
-    return list(results)
-
-
-def golden_runner(program: Program, memory: bytearray) -> bytearray:
-    """Run an accelerator segment on the golden machine."""
-    machine = Machine(program.config, len(memory))
-    machine.memory[:] = np.frombuffer(bytes(memory), dtype=np.uint8)
-    machine.run(program.instructions)
-    return bytearray(machine.memory.tobytes())
-
-
-def backend_runner(backend: str) -> Runner:
-    """Return the runner of a simulation backend: "golden" or any `run_program` backend."""
-    if backend == "golden":
-        return golden_runner
-    from systolic.sim.run.backends import run_program
-
-    def runner(program: Program, memory: bytearray) -> bytearray:
-        result = run_program(program, memory, backend=backend)
-        return bytearray(result.memory)
-
-    return runner
-
-
-def simulate(
-    compiled: CompiledModel,
-    inputs: Mapping[str, np.ndarray],
-    *,
-    backend: str = "golden",
-    runner: Runner | None = None,
-) -> dict[str, np.ndarray]:
-    """Run a compiled model on `inputs` (by name) and return its outputs by name.
-
-    Accelerator segments run on `runner` (default: the runner of `backend`), host steps with
-    the reference operators.
-    """
-    run_segment = runner or backend_runner(backend)
-    expected = {t.name for t in compiled.inputs}
-    if set(inputs) != expected:
-        raise SimulationError(f"the model takes inputs {sorted(expected)}, not {sorted(inputs)}")
-    image = compiled.memory_image()
-    memory = np.frombuffer(image, dtype=np.uint8)
-    for placement in compiled.inputs:
-        write_value(memory, placement, inputs[placement.name])
-    host_values: dict[str, np.ndarray] = {}
-    for step in compiled.steps():
-        if isinstance(step, AcceleratorStep):
-            image = run_segment(step.program, image)
-            memory = np.frombuffer(image, dtype=np.uint8)
-        else:
-            if not memory.flags.writeable:
-                image = bytearray(image)
-                memory = np.frombuffer(image, dtype=np.uint8)
-            run_host_step(step, compiled.program, memory, host_values, compiled.opsets)
-    return {t.name: read_value(memory, t) for t in compiled.outputs}

@@ -1,66 +1,30 @@
 """Run one model over a grid of configurations: the work of `systolic compare MODEL`.
 
-`prepare_model` loads the model and its inputs and runs the mapper passes once, as `systolic
-simulate` does: symbolic input dimensions are fixed by the --input arrays; float models are
-quantized, calibrated on the --input arrays when given (which must be finite), else on the
-passes' seeded random set. `sweep` then compiles the integer graph for every
-configuration and runs it on the backend (`layer_cycles`): the per-layer cycles, stalls and
-utilization of each configuration (`ConfigResult`).
+`prepare_model` (`systolic.simulation.prepare`, the first step of `systolic simulate` too)
+loads the model and its inputs and runs the mapper passes once. `sweep` then compiles the
+integer graph for every configuration and runs it on the backend (`layer_cycles`): the
+per-layer cycles, stalls and utilization of each configuration (`ConfigResult`), in the
+per-layer rows of `systolic simulate` (`systolic.simulation.layer_rows`).
 """
 
-import dataclasses
-import os
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from systolic.compare.grid import config_label
-from systolic.compare.layer_cycles import accelerator_runs, check_backend, layer_results
+from systolic.compare.layer_cycles import accelerator_runs, check_backend
 from systolic.compare.result import ConfigResult
 from systolic.config import ArrayConfig
 from systolic.ir import Graph, Model
-from systolic.mapper.importer import bind_inputs, load_model
 from systolic.mapper.lowering import compile_model
-from systolic.mapper.passes.pipeline import run_passes
-from systolic.mapper.passes.quantize_float import is_quantized
-from systolic.simulation.inputs import check_calibration_inputs, load_inputs, model_inputs
+from systolic.simulation.layer_rows import layer_rows
+from systolic.simulation.prepare import PreparedModel, prepare_model
 
 __all__ = ["PreparedModel", "prepare_model", "run_config", "sweep", "sweep_graph", "varying_fields"]
 
 _FIELDS = (("array", ("rows", "cols")), ("dataflow", ("dataflow",)),
            ("spad_kib", ("spad_kib",)), ("acc_kib", ("acc_kib",)),
            ("bus_bytes", ("bus_bytes",)))  # fmt: skip
-
-
-@dataclasses.dataclass(frozen=True)
-class PreparedModel:
-    """A model after the passes: its integer graph and the inputs it runs on."""
-
-    integer: Model
-    inputs: Mapping[str, np.ndarray]
-    input_source: str
-
-
-def prepare_model(
-    model_path: str | os.PathLike[str],
-    *,
-    input_path: str | os.PathLike[str] | None = None,
-    seed: int = 0,
-) -> PreparedModel:
-    """Load the model and its inputs and run the mapper passes (module docstring)."""
-    original = load_model(model_path)
-    inputs = load_inputs(original, input_path, seed=seed)
-    if not all(info.type.is_static for info in model_inputs(original)):
-        # symbolic or unknown dimensions: the --input arrays fix them (as simulate does)
-        shapes = {name: tuple(array.shape) for name, array in inputs.items()}
-        original = bind_inputs(original, shapes)
-    calibration = None
-    if not is_quantized(original) and input_path is not None:
-        check_calibration_inputs(inputs, input_path)
-        calibration = [inputs]
-    integer, _ = run_passes(original, calibration=calibration, seed=seed)
-    source = os.fspath(input_path) if input_path is not None else f"random seed {seed}"
-    return PreparedModel(integer, inputs, source)
 
 
 def varying_fields(configs: Sequence[ArrayConfig]) -> list[str]:
@@ -85,7 +49,7 @@ def run_config(
     """Compile `integer` for `config`, run it on `backend` and return its results."""
     compiled = compile_model(integer, config)
     runs = accelerator_runs(compiled, backend, inputs or {})
-    layers = tuple(layer_results(compiled, runs))
+    layers = tuple(layer_rows(compiled, runs))
     return ConfigResult(config, label, layers, sum(run.total_cycles for run in runs))
 
 

@@ -3,7 +3,9 @@
 The JSON is a stable interface (README, "simulate JSON"): keys are only ever added. Schema
 `systolic.simulate/1`:
 
-- `schema`, `model` (path or "bundled:NAME"), `backend`, `config` (`ArrayConfig.to_dict()`),
+- `schema`, `model` (path or "bundled:NAME"), `backend`, `engine` ("native" or "python": the
+  engine of the `model` backend, `systolic.simulation.engine`; null for the other backends),
+  `config` (`ArrayConfig.to_dict()`),
   `inputs` (name -> {shape, dtype}), `input_source` ("random seed N" or the file),
 - `total_cycles`: cycles of every accelerator run, summed,
 - `layers`: in execution order, each {`name`, `op`, `unit` (array | vector | host), `macs`,
@@ -131,6 +133,7 @@ class SimulationReport:
     onnxruntime_explanation: OnnxruntimeExplanation | None = None
     quantization: Mapping[str, float | None] | None = None
     runs: Sequence[Mapping[str, object]] = ()
+    engine: str | None = None
 
     @property
     def pes(self) -> int:
@@ -185,6 +188,7 @@ class SimulationReport:
             "schema": SCHEMA,
             "model": self.model,
             "backend": self.backend,
+            "engine": self.engine,
             "config": dict(self.config),
             "inputs": {name: dict(info) for name, info in self.inputs.items()},
             "input_source": self.input_source,

@@ -2,17 +2,19 @@
 
 `simulate_model(model_path, config, ...)`:
 
-1. loads the ONNX model and its inputs (`inputs.load_inputs`: a file, or a seeded random set);
-2. runs the mapper passes (float models are quantized, calibrated on the given inputs or on
-   the passes' seeded random set) and compiles the integer graph for `config`;
-3. runs the program step by step: accelerator runs (the instructions between host layers,
-   each ending in HALT) on the chosen backend (`systolic.sim.run.backends.run_program`),
-   host layers with the reference operators on the same memory;
-4. after each accelerator run compares every tensor its layers computed with the reference
-   executor running the integer graph, bit for bit, stopping at the first difference
-   (`bitexact`);
-5. derives per-layer cycles and stalls from the per-instruction times (`layer_timing`);
-6. compares the final outputs with onnxruntime running the *original* model file on the same
+1. loads the ONNX model and its inputs and runs the mapper passes (`prepare.prepare_model`:
+   float models are quantized, calibrated on the given inputs or on the passes' seeded random
+   set) and compiles the integer graph for `config`;
+2. runs the program step by step with the model runner (`runner.run_compiled`): accelerator
+   runs (the instructions between host layers, each ending in HALT) on the chosen backend
+   (`systolic.sim.run.backends.run_program`), host layers with the reference operators on the
+   same memory;
+3. after each accelerator run compares every tensor its layers computed with the reference
+   executor running the integer graph, bit for bit, keeping the first difference
+   (`layer_check.LayerComparison`);
+4. derives the per-layer rows (cycles, stalls) from the per-instruction times (`layer_rows`)
+   and names the engine of the `model` backend (`engine`);
+5. compares the final outputs with onnxruntime running the *original* model file on the same
    inputs (when onnxruntime is installed and `compare_onnxruntime`) and explains a difference
    (`onnxruntime_explain`), and for float models with the float model run by the reference
    executor (`quantization`).
@@ -23,52 +25,37 @@ types); it writes nothing except the temporary VCD files a `PendingFiles` hands 
 
 import dataclasses
 import os
-import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
 
 from systolic.config import ArrayConfig
 from systolic.errors import ConfigError
-from systolic.isa.program import LayerUnit, ProgramLayer
-from systolic.mapper.importer import (
-    DEFAULT_MAX_TENSOR_BYTES,
-    NameWarning,
-    bind_inputs,
-    load_model,
-)
+from systolic.ir import Model
+from systolic.isa.program import Program
+from systolic.mapper.importer import DEFAULT_MAX_TENSOR_BYTES
 from systolic.mapper.lowering import compile_model
-from systolic.mapper.lowering.compiled import (
-    AcceleratorStep,
-    CompiledModel,
-    read_value,
-    run_host_step,
-    write_value,
-)
-from systolic.mapper.passes.pipeline import run_passes
-from systolic.mapper.passes.quantize_float import is_quantized
+from systolic.mapper.lowering.compiled import AcceleratorStep, CompiledModel
 from systolic.reference.executor import run_model
 from systolic.sim.progress import watching
-from systolic.sim.run.backends import BACKENDS, run_program
-from systolic.simulation.bitexact import compare_final_outputs, compare_layer, reference_values
-from systolic.simulation.inputs import check_calibration_inputs, load_inputs, model_inputs
-from systolic.simulation.layer_timing import (
-    RunTimes,
-    ideal_array_cycles,
-    layer_timings,
-    program_units,
-)
+from systolic.sim.result import RunResult
+from systolic.simulation.engine import engine_name
+from systolic.simulation.layer_check import LayerComparison, reference_values
+from systolic.simulation.layer_rows import layer_rows
 from systolic.simulation.onnxruntime_check import onnxruntime_available, run_onnxruntime
 from systolic.simulation.onnxruntime_explain import onnxruntime_checks
 from systolic.simulation.outputs import PendingFiles
+from systolic.simulation.prepare import prepare_model
 from systolic.simulation.progress import ProgressBar
 from systolic.simulation.quantization import quantization_accuracy
-from systolic.simulation.report import (
-    LayerResult,
-    Mismatch,
-    OnnxruntimeExplanation,
-    SimulationReport,
+from systolic.simulation.report import OnnxruntimeExplanation, SimulationReport
+from systolic.simulation.runner import (
+    ModelRun,
+    SegmentRunner,
+    check_backend,
+    run_compiled,
+    segment_runner,
 )
 
 __all__ = ["SimulationOutcome", "simulate_model", "vcd_paths"]
@@ -97,20 +84,6 @@ def vcd_paths(path: str | os.PathLike[str], runs: int) -> list[Path]:
     return [target.with_name(f"{target.stem}-{i}{target.suffix}") for i in range(1, runs + 1)]
 
 
-def _unit_name(layer: ProgramLayer) -> str:
-    if layer.unit is LayerUnit.ARRAY:
-        return "array"
-    if layer.unit is LayerUnit.HOST:
-        return "host"
-    return "vector"  # the vector datapath, and layout ops (COPY, or addressing alone)
-
-
-def _note(layer: ProgramLayer) -> str:
-    if layer.unit is LayerUnit.LAYOUT:
-        return f"layout: {layer.reason}" if layer.reason else "layout"
-    return layer.reason if layer.unit is LayerUnit.HOST else ""
-
-
 def _expected_cycles(compiled: CompiledModel) -> int:
     from systolic.sim.timing.program_model import ProgramModel
 
@@ -122,11 +95,84 @@ def _expected_cycles(compiled: CompiledModel) -> int:
     )
 
 
-def _padded_image(compiled: CompiledModel) -> bytearray:
-    image = compiled.memory_image()
-    bus = compiled.config.bus_bytes
-    image.extend(bytes(-len(image) % bus))
-    return image
+ProgressMaker = Callable[[int | Callable[[], int], str], ProgressBar]
+"""Makes a progress bar from (total: an int or a function computing it, label)."""
+
+
+def _check_options(backend: str, vcd: str | os.PathLike[str] | None) -> None:
+    check_backend(backend)
+    if vcd is not None and backend not in RTL_BACKENDS:
+        raise ConfigError(
+            f"--vcd needs the rtl backend (waveforms come from the Amaranth simulator), not "
+            f"{backend!r}: add --backend rtl or drop --vcd"
+        )
+
+
+def _compile(integer: Model, config: ArrayConfig, make_bar: ProgressMaker) -> CompiledModel:
+    bar = make_bar(len(integer.graph.nodes), "compiling layers")
+    try:
+        return compile_model(integer, config, progress=lambda done, _: bar.update(done))
+    finally:
+        bar.close()
+
+
+def _vcd_files(
+    compiled: CompiledModel, vcd: str | os.PathLike[str] | None, files: PendingFiles | None
+) -> list[Path]:
+    """Return the temporary file of each accelerator run's waveform (none without `vcd`)."""
+    if vcd is None:
+        return []
+    pending = files if files is not None else PendingFiles()
+    return [pending.temporary(p) for p in vcd_paths(vcd, compiled.accelerator_run_count)]
+
+
+def _with_progress(run_segment: SegmentRunner, bar: ProgressBar, by_cycles: bool) -> SegmentRunner:
+    """Return `run_segment` showing on `bar` the cycles done (those a backend reports during a
+    run, `systolic.sim.progress`, and each finished run's total) or the runs done."""
+    cycles = runs = 0
+
+    def run(program: Program, memory: bytearray) -> RunResult:
+        nonlocal cycles, runs
+        offset = cycles
+        with watching(lambda cycle: bar.update(offset + cycle)):
+            result = run_segment(program, memory)
+        cycles, runs = cycles + result.total_cycles, runs + 1
+        bar.update(cycles if by_cycles else runs)
+        return result
+
+    return run
+
+
+def _run(
+    compiled: CompiledModel,
+    inputs: Mapping[str, np.ndarray],
+    run_segment: SegmentRunner,
+    make_bar: ProgressMaker,
+    comparison: LayerComparison,
+    backend: str,
+) -> ModelRun:
+    """Run the model with a progress bar, comparing its layers as their runs finish."""
+    by_cycles = backend in CYCLE_REPORTING  # else the bar counts accelerator runs
+    total: Callable[[], int] = (
+        (lambda: _expected_cycles(compiled)) if by_cycles
+        else (lambda: compiled.accelerator_run_count)
+    )  # fmt: skip
+    bar = make_bar(total, f"{backend} {'cycles' if by_cycles else 'runs'}")
+    try:
+        return run_compiled(compiled, inputs, _with_progress(run_segment, bar, by_cycles),
+                            after_run=comparison.after_run)  # fmt: skip
+    finally:
+        bar.close()
+
+
+def _typed_outputs(outputs: Mapping[str, np.ndarray], original: Model) -> dict[str, np.ndarray]:
+    """Return the outputs in the model's own declared output types."""
+    declared = {info.name: info.type for info in original.graph.outputs}
+    typed = {}
+    for name, value in outputs.items():
+        kind = declared.get(name)
+        typed[name] = value.astype(kind.dtype.numpy) if kind and kind.dtype.has_numpy else value
+    return typed
 
 
 def simulate_model(
@@ -141,7 +187,7 @@ def simulate_model(
     files: PendingFiles | None = None,
     compare_onnxruntime: bool = True,
     watchdog: int | None = None,
-    progress: Callable[[int | Callable[[], int], str], ProgressBar] | None = None,
+    progress: ProgressMaker | None = None,
     max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES,
 ) -> SimulationOutcome:
     """Simulate and check the model at `model_path` (module docstring).
@@ -153,118 +199,23 @@ def simulate_model(
     `max_tensor_bytes` is the importer's limit on any one tensor. The importer's name
     warnings are always shown (once), never turned into errors.
     """
-    if backend not in BACKENDS:
-        known = ", ".join(sorted(BACKENDS))
-        raise ConfigError(f"unknown simulation backend {backend!r}: use one of {known}")
-    if vcd is not None and backend not in RTL_BACKENDS:
-        raise ConfigError(
-            f"--vcd needs the rtl backend (waveforms come from the Amaranth simulator), not "
-            f"{backend!r}: add --backend rtl or drop --vcd"
-        )
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", NameWarning)
-        original = load_model(model_path, max_tensor_bytes=max_tensor_bytes)
-    inputs = load_inputs(original, input_path, seed=seed)
-    if not all(info.type.is_static for info in model_inputs(original)):
-        # symbolic or unknown dimensions: the --input arrays fix them
-        shapes = {name: tuple(array.shape) for name, array in inputs.items()}
-        original = bind_inputs(original, shapes, max_tensor_bytes=max_tensor_bytes)
-    float_model = not is_quantized(original)
-    calibration = None
-    if float_model and input_path is not None:
-        check_calibration_inputs(inputs, input_path)
-        calibration = [inputs]
-    integer, _ = run_passes(original, calibration=calibration, seed=seed)
-    make_bar = progress or (lambda total, text: ProgressBar(total, text))
-    compile_bar = make_bar(len(integer.graph.nodes), "compiling layers")
-    try:
-        compiled = compile_model(integer, config,
-                                 progress=lambda done, _: compile_bar.update(done))
-    finally:
-        compile_bar.close()
+    _check_options(backend, vcd)
+    make_bar = progress or ProgressBar
+    prepared = prepare_model(model_path, input_path=input_path, seed=seed,
+                             max_tensor_bytes=max_tensor_bytes)  # fmt: skip
+    original, integer, inputs = prepared.original, prepared.integer, prepared.inputs
+    float_model = prepared.float_model
+    compiled = _compile(integer, config, make_bar)
     reference = reference_values(compiled, inputs)
     theirs = None  # onnxruntime first: a model it cannot run fails before the long part
     if compare_onnxruntime and onnxruntime_available():
         theirs = run_onnxruntime(model_path, inputs)
-
-    steps = list(compiled.steps())
-    accelerator_steps = [s for s in steps if isinstance(s, AcceleratorStep)]
-    vcd_files: list[Path] = []
-    if vcd is not None:
-        pending = files if files is not None else PendingFiles()
-        vcd_files = [pending.temporary(p) for p in vcd_paths(vcd, len(accelerator_steps))]
-    by_cycles = backend in CYCLE_REPORTING  # else the bar counts accelerator runs
-    total: int | Callable[[], int] = (
-        (lambda: _expected_cycles(compiled)) if by_cycles else len(accelerator_steps)
-    )
-    bar = make_bar(total, f"{backend} {'cycles' if by_cycles else 'runs'}")
-
-    image = _padded_image(compiled)
-    memory = np.frombuffer(image, dtype=np.uint8)
-    for placement in compiled.inputs:
-        write_value(memory, placement, inputs[placement.name])
-    host_values: dict[str, np.ndarray] = {}
-    runs: list[RunTimes] = []
-    counters: list[dict[str, object]] = []
-    mismatch: Mismatch | None = None
-    checked = 0
-    layers = compiled.layers
-    done_cycles = 0
-    try:
-        for step in steps:
-            if not isinstance(step, AcceleratorStep):
-                run_host_step(step, compiled.program, memory, host_values, compiled.opsets)
-                continue
-            wave = vcd_files[len(runs)] if vcd_files else None
-
-            def show(cycle: int, offset: int = done_cycles) -> None:
-                bar.update(offset + cycle)
-
-            with watching(show):
-                result = run_program(step.program, image, backend=backend,
-                                     watchdog=watchdog, vcd=wave)  # fmt: skip
-            done_cycles += result.total_cycles
-            bar.update(done_cycles if by_cycles else len(runs) + 1)
-            image = bytearray(result.memory)
-            memory = np.frombuffer(image, dtype=np.uint8)
-            runs.append(RunTimes(step.first, result.times, result.total_cycles))
-            counters.append({"first_instruction": step.first,
-                             "instructions": len(step.program.instructions),
-                             "total_cycles": result.total_cycles,
-                             "counters": dict(result.counters)})  # fmt: skip
-            end = step.first + len(step.program.instructions) - 1
-            while mismatch is None and checked < len(layers) and layers[checked].first < end:
-                layer = layers[checked]
-                if layer.unit is not LayerUnit.HOST:
-                    mismatch = compare_layer(compiled, layer, memory, reference)
-                checked += 1
-    finally:
-        bar.close()
-    for layer in layers[checked:]:
-        if mismatch is None and layer.unit is not LayerUnit.HOST:
-            mismatch = compare_layer(compiled, layer, memory, reference)
-
-    declared = {info.name: info.type for info in original.graph.outputs}
-    outputs: dict[str, np.ndarray] = {}
-    for placement in compiled.outputs:
-        value = read_value(memory, placement)
-        kind = declared.get(placement.name)
-        if kind is not None and kind.dtype.has_numpy:
-            value = value.astype(kind.dtype.numpy)
-        outputs[placement.name] = value
-    if mismatch is None:
-        mismatch = compare_final_outputs(compiled, outputs, reference)
-
-    timings = layer_timings(layers, program_units(compiled.program), runs)
-    results = []
-    for layer, timing in zip(layers, timings, strict=True):
-        array = layer.unit is LayerUnit.ARRAY
-        results.append(LayerResult(
-            name=layer.name, op=layer.op, unit=_unit_name(layer), macs=layer.macs,
-            cycles=timing.cycles,
-            ideal_cycles=ideal_array_cycles(layer.macs, config) if array else 0,
-            stall_cycles=timing.stall_cycles, note=_note(layer), active_cycles=timing.active,
-        ))  # fmt: skip
+    comparison = LayerComparison(compiled, reference)
+    run_segment = segment_runner(backend, watchdog=watchdog,
+                                 vcd_files=_vcd_files(compiled, vcd, files))  # fmt: skip
+    run = _run(compiled, inputs, run_segment, make_bar, comparison, backend)
+    outputs = _typed_outputs(run.outputs(compiled), original)
+    mismatch = comparison.finish(run.memory, outputs)
 
     ort: dict[str, float] | None = None
     explanation: OnnxruntimeExplanation | None = None
@@ -282,12 +233,13 @@ def simulate_model(
         inputs={
             name: {"shape": list(v.shape), "dtype": str(v.dtype)} for name, v in inputs.items()
         },
-        input_source=os.fspath(input_path) if input_path is not None else f"random seed {seed}",
-        layers=results,
+        input_source=prepared.input_source,
+        layers=layer_rows(compiled, run.run_times()),
         mismatch=mismatch,
         onnxruntime=ort,
         onnxruntime_explanation=explanation,
         quantization=quantization,
-        runs=counters,
+        runs=[accelerator_run.to_json() for accelerator_run in run.runs],
+        engine=engine_name(backend),
     )
     return SimulationOutcome(report, outputs)

@@ -15,15 +15,10 @@ from systolic.ir import DataType, Tensor
 from systolic.isa.instructions import Halt
 from systolic.isa.program import HostStep, LayerUnit, TensorRole
 from systolic.mapper.importer import load_model
-from systolic.mapper.lowering import (
-    AcceleratorStep,
-    CompiledModel,
-    check_on_golden,
-    compile_model,
-    first_failure,
-    simulate,
-)
+from systolic.mapper.lowering import AcceleratorStep, CompiledModel, compile_model
 from systolic.reference.executor import run_graph, run_model
+from systolic.simulation.layer_check import check_layers
+from systolic.simulation.runner import GOLDEN, segment_runner, simulate
 
 from .graphs import OPSETS, graph, node, qconv, qmatmul, random_input
 
@@ -68,9 +63,8 @@ def test_a_small_network_is_bit_exact_layer_by_layer(config):  # type: ignore[no
         "array", "vector", "array", "vector", "vector", "layout", "array"
     ]  # fmt: skip
     x = random_input(U8, (1, 3, 8, 8), 0)
-    checks = check_on_golden(compiled, {"x": x})
-    assert [c.layer for c in checks] == ["c1", "p1", "c2", "a1", "g1", "f1", "y"]
-    assert first_failure(checks) is None
+    assert [layer.name for layer in compiled.layers] == ["c1", "p1", "c2", "a1", "g1", "f1", "y"]
+    assert check_layers(compiled, {"x": x}) is None
     expected = run_graph(compiled.graph, {"x": x}, opsets=OPSETS)
     outputs = simulate(compiled, {"x": x})
     assert set(outputs) == {"y", "g1"}
@@ -123,7 +117,7 @@ def test_host_layers_split_the_program_into_accelerator_segments():
         else:
             assert isinstance(step, HostStep)
     f = np.random.default_rng(1).normal(size=(1, 2, 6, 6)).astype(np.float32)
-    assert first_failure(check_on_golden(compiled, {"f": f})) is None
+    assert check_layers(compiled, {"f": f}) is None
     expected = run_graph(compiled.graph, {"f": f}, opsets=OPSETS)
     outputs = simulate(compiled, {"f": f})
     for name in ("s", "p2"):
@@ -148,14 +142,14 @@ def test_simulate_takes_any_segment_runner():
     compiled = compile_model(_network(), ArrayConfig(rows=4, cols=4))
     seen = []
 
-    def runner(program, memory):  # type: ignore[no-untyped-def]
-        from systolic.mapper.lowering.compiled import golden_runner
+    golden = segment_runner(GOLDEN)
 
+    def runner(program, memory):  # type: ignore[no-untyped-def]
         seen.append(len(program.instructions))
-        return golden_runner(program, memory)
+        return golden(program, memory)
 
     x = random_input(U8, (1, 3, 8, 8), 4)
-    simulate(compiled, {"x": x}, runner=runner)
+    simulate(compiled, {"x": x}, run_segment=runner)
     assert seen == [len(compiled.program.instructions)]
 
 
@@ -168,7 +162,7 @@ def test_a_batched_matmul_operand_keeps_its_rows_contiguous():
     assert compiled.program.tensor("a").strides == (48, 16, 1)
     assert [layer.unit for layer in compiled.layers] == [LayerUnit.ARRAY, LayerUnit.VECTOR]
     a = random_input(I8, (2, 3, 16), 8)
-    assert first_failure(check_on_golden(compiled, {"a": a})) is None
+    assert check_layers(compiled, {"a": a}) is None
 
 
 @pytest.mark.parametrize("backend", ["model", pytest.param("rtl", marks=pytest.mark.slow)])
@@ -245,7 +239,7 @@ def test_the_test_models_are_bit_exact_on_the_golden_machine(integer_models, net
     assert len(accelerated) >= 3
     x = dict(np.load(MODELS / f"{net}_inputs.npz"))["input_0"]
     name = compiled.inputs[0].name
-    assert first_failure(check_on_golden(compiled, {name: x})) is None
+    assert check_layers(compiled, {name: x}) is None
     expected = run_model(model, {name: x})
     outputs = simulate(compiled, {name: x})
     for key, value in expected.items():

@@ -8,9 +8,11 @@ from systolic.config import ArrayConfig
 from systolic.ir import DataType, Tensor
 from systolic.isa.instructions import Copy
 from systolic.isa.program import LayerUnit, TensorPlacement, TensorRole
-from systolic.mapper.lowering import check_on_golden, compile_model, first_failure, simulate
+from systolic.mapper.lowering import compile_model
 from systolic.mapper.lowering.layout import address_array, strides_of
 from systolic.reference.executor import run_graph
+from systolic.simulation.layer_check import check_layers
+from systolic.simulation.runner import simulate
 
 from .graphs import OPSETS, graph, node, qmatmul, random_input
 
@@ -20,7 +22,7 @@ CONFIG = ArrayConfig(rows=4, cols=4)
 
 def _check(g, inputs, config=CONFIG):  # type: ignore[no-untyped-def]
     compiled = compile_model(g, config)
-    assert first_failure(check_on_golden(compiled, inputs)) is None
+    assert check_layers(compiled, inputs) is None
     outputs = simulate(compiled, inputs)
     expected = run_graph(compiled.graph, inputs, opsets=OPSETS)
     for name, value in expected.items():

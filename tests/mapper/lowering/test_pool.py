@@ -8,9 +8,11 @@ from systolic.config import ArrayConfig, Dataflow
 from systolic.ir import DataType
 from systolic.isa.instructions import Pool
 from systolic.isa.program import LayerUnit
-from systolic.mapper.lowering import check_on_golden, compile_model, first_failure, simulate
+from systolic.mapper.lowering import compile_model
 from systolic.mapper.lowering.pool import count_rectangles
 from systolic.reference.executor import run_graph
+from systolic.simulation.layer_check import check_layers
+from systolic.simulation.runner import simulate
 
 from .graphs import OPSETS, graph, node, random_input
 
@@ -90,7 +92,7 @@ def test_pool_matches_the_reference(config, case, types):  # type: ignore[no-unt
     compiled = compile_model(g, config)
     assert [layer.unit for layer in compiled.layers] == [LayerUnit.VECTOR]
     x = random_input(types[0], shape, seed=len(shape) + shape[1])
-    assert first_failure(check_on_golden(compiled, {"x": x})) is None
+    assert check_layers(compiled, {"x": x}) is None
     expected = run_graph(compiled.graph, {"x": x}, opsets=OPSETS)["y"]
     np.testing.assert_array_equal(simulate(compiled, {"x": x})["y"], expected)
 
@@ -131,4 +133,4 @@ def test_a_map_too_wide_for_the_scratchpad_runs_on_the_host():
     assert layer.unit is LayerUnit.HOST
     assert "spad_in" in layer.reason
     x = random_input(U8, (1, 2, 40, 40), seed=3)
-    assert first_failure(check_on_golden(compiled, {"x": x})) is None
+    assert check_layers(compiled, {"x": x}) is None

@@ -9,8 +9,9 @@ from systolic.commands.cli import main
 from systolic.commands.compile import integer_model
 from systolic.config import Dataflow
 from systolic.isa.program import LayerUnit
-from systolic.mapper.lowering import CompiledModel, simulate
+from systolic.mapper.lowering import CompiledModel
 from systolic.reference.executor import run_model
+from systolic.simulation.runner import simulate
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 

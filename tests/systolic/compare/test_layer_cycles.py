@@ -5,12 +5,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from systolic.compare.layer_cycles import accelerator_runs, check_backend, layer_results
+from systolic.compare.layer_cycles import accelerator_runs, check_backend
 from systolic.compare.sweep import PreparedModel, prepare_model, run_config
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import ConfigError
+from systolic.examples import example_path
 from systolic.mapper.lowering import AcceleratorStep, compile_model
 from systolic.sim.run.backends import run_program
+from systolic.simulation.layer_rows import layer_rows
+from systolic.simulation.run import simulate_model
 
 
 @pytest.mark.parametrize("dataflow", [Dataflow.WS, Dataflow.OS])
@@ -32,7 +35,7 @@ def test_timing_path_equals_the_model_backend(lenet: PreparedModel, dataflow: Da
 def test_layer_rows(lenet: PreparedModel) -> None:
     config = ArrayConfig(rows=4, cols=4)
     compiled = compile_model(lenet.integer, config)
-    rows = layer_results(compiled, accelerator_runs(compiled, "model", {}))
+    rows = layer_rows(compiled, accelerator_runs(compiled, "model", {}))
     assert [r.name for r in rows] == [layer.name for layer in compiled.layers]
     for row, layer in zip(rows, compiled.layers, strict=True):
         assert row.macs == layer.macs
@@ -44,6 +47,19 @@ def test_layer_rows(lenet: PreparedModel) -> None:
         if row.unit == "host":
             assert row.cycles == 0
     assert np.sum([r.cycles for r in rows]) > 0
+
+
+@pytest.mark.parametrize("dataflow", [Dataflow.WS, Dataflow.OS])
+def test_compare_rows_equal_simulate_rows(lenet: PreparedModel, dataflow: Dataflow) -> None:
+    """`compare`'s JSON promises `simulate`'s rows: the same rows, notes included."""
+    config = ArrayConfig(rows=4, cols=4, dataflow=dataflow)
+    simulated = simulate_model(example_path(), config, backend="model", compare_onnxruntime=False)
+    compared = run_config(lenet.integer, config, label="x")
+    assert list(compared.layers) == list(simulated.report.layers)
+    notes = [layer.note for layer in compared.layers]
+    assert any(note.startswith("layout: ") for note in notes)
+    assert "not an accelerator operator" in notes
+    assert compared.total_cycles == simulated.report.total_cycles
 
 
 def test_unknown_backend() -> None:

@@ -1,0 +1,77 @@
+"""Load a model and its inputs and run the mapper passes: the first step of `simulate` and
+`compare`.
+
+`prepare_model(model_path, input_path=..., seed=...)`:
+
+1. loads the ONNX model (the importer's name warnings are always shown, once, never turned
+   into errors);
+2. reads the inputs (`inputs.load_inputs`: an .npy/.npz file, or a seeded random set); a
+   model with symbolic or unknown input dimensions gets them fixed by the input arrays;
+3. runs the mapper passes: a float model is quantized, calibrated on the input arrays when
+   they come from a file (which must then be finite), else on the passes' seeded random set.
+"""
+
+import dataclasses
+import os
+import warnings
+from collections.abc import Mapping
+
+import numpy as np
+
+from systolic.ir import Model
+from systolic.mapper.importer import (
+    DEFAULT_MAX_TENSOR_BYTES,
+    NameWarning,
+    bind_inputs,
+    load_model,
+)
+from systolic.mapper.passes.pipeline import run_passes
+from systolic.mapper.passes.quantize_float import is_quantized
+from systolic.simulation.inputs import check_calibration_inputs, load_inputs, model_inputs
+
+__all__ = ["PreparedModel", "prepare_model"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PreparedModel:
+    """A model after the passes: the model as loaded (input dimensions fixed), its integer
+    graph, the inputs it runs on, and where they came from ("random seed N" or the file)."""
+
+    original: Model
+    integer: Model
+    inputs: Mapping[str, np.ndarray]
+    input_source: str
+
+    @property
+    def float_model(self) -> bool:
+        """Whether the model as loaded was a float model (quantized by the passes)."""
+        return not is_quantized(self.original)
+
+
+def _load(model_path: str | os.PathLike[str], max_tensor_bytes: int) -> Model:
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", NameWarning)
+        return load_model(model_path, max_tensor_bytes=max_tensor_bytes)
+
+
+def prepare_model(
+    model_path: str | os.PathLike[str],
+    *,
+    input_path: str | os.PathLike[str] | None = None,
+    seed: int = 0,
+    max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES,
+) -> PreparedModel:
+    """Load the model and its inputs and run the passes (module docstring);
+    `max_tensor_bytes` is the importer's limit on any one tensor."""
+    original = _load(model_path, max_tensor_bytes)
+    inputs = load_inputs(original, input_path, seed=seed)
+    if not all(info.type.is_static for info in model_inputs(original)):
+        shapes = {name: tuple(array.shape) for name, array in inputs.items()}
+        original = bind_inputs(original, shapes, max_tensor_bytes=max_tensor_bytes)
+    calibration = None
+    if not is_quantized(original) and input_path is not None:
+        check_calibration_inputs(inputs, input_path)
+        calibration = [inputs]
+    integer, _ = run_passes(original, calibration=calibration, seed=seed)
+    source = os.fspath(input_path) if input_path is not None else f"random seed {seed}"
+    return PreparedModel(original, integer, inputs, source)
