@@ -80,12 +80,18 @@ def _declare(info: ValueInfoProto, name: str, dtype: int, dims: Sequence[int]) -
 
 
 def overflowing_outputs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Return which outputs of `a @ b` ([..., R, N], batch axes broadcast) have a pair sum
-    a[r, 2j]·b[2j, n] + a[r, 2j+1]·b[2j+1, n] outside int16 (a uint8, b int8, raw values)."""
-    if a.ndim == 1:
-        return overflowing_outputs(a[None], b)[..., 0, :]
+    """Return which outputs of `a @ b` (numpy's matmul shapes: batch axes broadcast, 1-D
+    operands are vectors) have a pair sum a[r, 2j]·b[2j, n] + a[r, 2j+1]·b[2j+1, n] outside
+    int16 (a uint8, b int8, raw values)."""
+    mask = _batched(a[None] if a.ndim == 1 else a, b[:, None] if b.ndim == 1 else b)
     if b.ndim == 1:
-        return overflowing_outputs(a, b[:, None])[..., 0]
+        mask = mask[..., 0]
+    if a.ndim == 1:
+        mask = mask[..., 0] if b.ndim == 1 else mask[..., 0, :]
+    return mask
+
+
+def _batched(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a3 = np.broadcast_to(a, (*batch, *a.shape[-2:])).reshape(-1, *a.shape[-2:])
     b3 = np.broadcast_to(b, (*batch, *b.shape[-2:])).reshape(-1, *b.shape[-2:])
