@@ -39,6 +39,7 @@ from systolic.mapper.lowering.add import lower_add
 from systolic.mapper.lowering.compiled import CompiledModel, MemoryView
 from systolic.mapper.lowering.context import LayerContext
 from systolic.mapper.lowering.conv import lower_qconv
+from systolic.mapper.lowering.layer_code import LayerCode
 from systolic.mapper.lowering.layout import LAYOUT_OPS, decide_layout
 from systolic.mapper.lowering.matmul import lower_qmatmul
 from systolic.mapper.lowering.memory_plan import EIGHT_BIT, MemoryPlan, element_type
@@ -50,7 +51,7 @@ from systolic.mapper.shape_inference import infer_shapes
 __all__ = ["compile_model", "layer_unit"]
 
 
-_ARRAY: dict[str, Callable[..., list[Instruction]]] = {"QConv": lower_qconv, "QMatMul": lower_qmatmul}
+_ARRAY: dict[str, Callable[..., LayerCode]] = {"QConv": lower_qconv, "QMatMul": lower_qmatmul}
 _VECTOR: dict[str, Callable[[Node, LayerContext], list[Instruction]]] = {
     "QMaxPool": lower_pool,
     "QAveragePool": lower_pool,
