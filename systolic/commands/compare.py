@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from systolic.commands.model_loading import add_model_arguments
 from systolic.commands.output_paths import check_output_file
-from systolic.commands.simulate import seed_value
 from systolic.config import ArrayConfig
 from systolic.errors import ConfigError
 
@@ -40,10 +40,12 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="compare cycles, stalls and utilization of a model across configurations",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    parser.add_argument(
-        "model", metavar="MODEL", nargs="?",
-        help="the .onnx file (default: the bundled example, a quantized LeNet)",
-    )  # fmt: skip
+    add_model_arguments(
+        parser,
+        input_help=".npy/.npz input: calibrates float models and feeds the simulating backends "
+        "(default: a seeded random input)",
+        seed_help="seed of the random input or topology weights (default 0)",
+    )
     parser.add_argument(
         "--topology", metavar="IN.csv",
         help="report our cycles for the layers of a SCALE-Sim topology CSV instead of a model "
@@ -75,13 +77,6 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="model: the analytic cycle model (default, fast); rtl: the Amaranth simulator; "
         "verilator: the emitted Verilog under Verilator (same cycles, much slower)",
     )  # fmt: skip
-    parser.add_argument(
-        "--input", metavar="FILE",
-        help=".npy/.npz input: calibrates float models and feeds the simulating backends "
-        "(default: a seeded random input)",
-    )  # fmt: skip
-    parser.add_argument("--seed", type=seed_value, default=0, metavar="N",
-                        help="seed of the random input or topology weights (default 0)")  # fmt: skip
     parser.add_argument("--csv", metavar="PATH", help="write one row per configuration and layer")
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON ('-': stdout)")
     parser.add_argument(
@@ -151,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     from systolic.compare.to_topology import model_topology
     from systolic.compare.topology import format_topology, read_topology
     from systolic.examples import DEFAULT_EXAMPLE, example_path
+    from systolic.simulation.engine import engine_name
     from systolic.simulation.outputs import PendingFiles
 
     configs = _configs(args)
@@ -170,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
         results = topology_sweep(layers, configs, backend=args.backend, seed=args.seed,
                                  progress=progress)  # fmt: skip
         report = CompareReport("topology", args.topology, args.backend,
-                               f"random weights seed {args.seed}", results)  # fmt: skip
+                               f"random weights seed {args.seed}", results,
+                               engine=engine_name(args.backend))  # fmt: skip
     else:
         if args.model is None:
             model_path, label = example_path(), f"bundled:{DEFAULT_EXAMPLE}"
@@ -180,7 +177,8 @@ def run(args: argparse.Namespace) -> int:
         if args.scalesim_topology is not None:
             topology_text = format_topology(model_topology(prepared.integer))
         results = sweep(prepared, configs, backend=args.backend, progress=progress)
-        report = CompareReport("model", label, args.backend, prepared.input_source, results)
+        report = CompareReport("model", label, args.backend, prepared.input_source, results,
+                               engine=engine_name(args.backend))  # fmt: skip
 
     text = json.dumps(report.to_json(), indent=2) + "\n"
     with PendingFiles() as files:
@@ -205,9 +203,12 @@ def _summary(
     model: str, backend: str, results: Sequence["ConfigResult"], written: list[Path]
 ) -> str:
     from systolic.compare.tables import render_layers, render_summary
+    from systolic.simulation.engine import engine_line
     from systolic.text import printable
 
-    lines = [f"{printable(model)}: {len(results)} configurations, backend {backend}", "",
+    engine = engine_line(backend)  # which engine ran the model backend
+    lines = [f"{printable(model)}: {len(results)} configurations, backend {backend}",
+             *([engine] if engine else []), "",
              render_summary(results).rstrip("\n"), "",
              render_layers(results).rstrip("\n")]  # fmt: skip
     lines += [f"wrote {path}" for path in written]

@@ -1,6 +1,7 @@
-"""Loading the user's model for a command: the `--max-memory` option every command that reads
-a model has, and one place that turns importer warnings into the command line's one-line
-`systolic: warning: ...` messages."""
+"""Loading the user's model for a command: the MODEL / --input / --seed arguments of the
+commands that run a model (`add_model_arguments`), the `--max-memory` option every command
+that reads a model has, and one place that turns importer warnings into the command line's
+one-line `systolic: warning: ...` messages."""
 
 import argparse
 import os
@@ -14,7 +15,17 @@ from systolic.errors import ConfigError
 if TYPE_CHECKING:  # the importer (numpy, protobuf) loads only when a command reads a model
     from systolic.ir import Model
 
-__all__ = ["add_max_memory_argument", "load_user_model", "parse_size"]
+__all__ = [
+    "add_max_memory_argument",
+    "add_model_arguments",
+    "load_user_model",
+    "parse_size",
+    "seed_value",
+]
+
+INPUT_HELP = (".npy (one-input models) or .npz (one array per input name); default: a seeded "
+              "random input")  # fmt: skip
+SEED_HELP = "seed of the random input, a whole number >= 0 (default 0)"
 
 _UNITS = {
     "": 1,
@@ -46,6 +57,30 @@ def parse_size(text: str) -> int:
     if size <= 0:
         raise ConfigError(f"--max-memory {text!r} must be larger than zero")
     return size
+
+
+def seed_value(text: str) -> int:
+    """Parse `--seed`: a whole number >= 0 (numpy's generators refuse negative seeds)."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
+    return value
+
+
+def add_model_arguments(
+    parser: argparse.ArgumentParser, *, input_help: str = INPUT_HELP, seed_help: str = SEED_HELP
+) -> None:
+    """Add `MODEL` (optional: the bundled example), `--input FILE` and `--seed N` (a
+    `seed_value`, default 0), the arguments of a command that runs a model on inputs."""
+    parser.add_argument(
+        "model", metavar="MODEL", nargs="?",
+        help="the .onnx file (default: the bundled example, a quantized LeNet)",
+    )  # fmt: skip
+    parser.add_argument("--input", metavar="FILE", help=input_help)
+    parser.add_argument("--seed", type=seed_value, default=0, metavar="N", help=seed_help)
 
 
 def add_max_memory_argument(parser: argparse.ArgumentParser) -> None:

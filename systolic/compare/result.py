@@ -4,7 +4,8 @@ The JSON is a stable interface (README, "compare"): keys are only ever added. Sc
 `systolic.compare/1`:
 
 - `schema`, `source` ("model" or "topology"), `model` (the model path, "bundled:NAME" or the
-  topology file), `backend`, `input_source` ("random seed N", the --input file, or for a
+  topology file), `backend`, `engine` ("native" or "python": the engine of the `model` backend,
+  `systolic.simulation.engine`; null for the other backends), `input_source` ("random seed N", the --input file, or for a
   topology "random weights seed N"),
 - `configurations`: in sweep order, each {`label` (the fields that vary, e.g. "8x8 ws"),
   `config` (`ArrayConfig.to_dict()`), `total_cycles` (every accelerator run, summed),
@@ -98,6 +99,7 @@ class CompareReport:
     backend: str
     input_source: str
     results: Sequence[ConfigResult]
+    engine: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,6 +107,7 @@ class CompareReport:
             "source": self.source,
             "model": self.model,
             "backend": self.backend,
+            "engine": self.engine,
             "input_source": self.input_source,
             "configurations": [result.to_json() for result in self.results],
         }

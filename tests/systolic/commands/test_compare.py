@@ -144,3 +144,14 @@ def test_never_overwrites_the_model_or_input(
         assert err.count("\n") == 1 and "would overwrite the model, --topology or --input" in err
     assert {path: path.read_bytes() for path in before} == before
     assert set(tmp_path.iterdir()) == set(before)
+
+
+def test_the_model_backends_engine_is_printed_and_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SYSTOLIC_NATIVE", "0")
+    target = tmp_path / "r.json"
+    assert main(["compare", "--array", "4x4", "--dataflow", "ws", "--json", str(target)]) == 0
+    second = capsys.readouterr().out.splitlines()[1]
+    assert second.startswith("engine: Python specification (") and "SYSTOLIC_NATIVE=0" in second
+    assert json.loads(target.read_text())["engine"] == "python"
