@@ -16,13 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from systolic.commands.config_args import add_config_arguments, config_from_args
-from systolic.commands.model_loading import add_max_memory_argument, parse_size
+from systolic.commands.model_loading import (
+    add_max_memory_argument,
+    add_model_arguments,
+    parse_size,
+)
 from systolic.commands.output_paths import check_output_file
 from systolic.errors import ConfigError
 from systolic.simulation.report import OnnxruntimeExplanation, SimulationReport, render_table
 from systolic.text import printable
 
-__all__ = ["register", "run", "seed_value"]
+__all__ = ["register", "run"]
 
 EXIT_MISMATCH = 1
 _NAMED_LAYERS = 5
@@ -36,23 +40,11 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="run a model on the simulated accelerator and check it bit for bit",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    parser.add_argument(
-        "model", metavar="MODEL", nargs="?",
-        help="the .onnx file (default: the bundled example, a quantized LeNet)",
-    )  # fmt: skip
+    add_model_arguments(parser)
     parser.add_argument(
         "--backend", metavar="rtl|verilator|model", default="rtl",
         help="rtl: the Amaranth simulator (default); verilator: the emitted Verilog under "
         "Verilator; model: the analytic cycle model with golden values (fast)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--input", metavar="FILE",
-        help=".npy (one-input models) or .npz (one array per input name); default: a seeded "
-        "random input",
-    )  # fmt: skip
-    parser.add_argument(
-        "--seed", type=seed_value, default=0, metavar="N",
-        help="seed of the random input, a whole number >= 0 (default 0)",
     )  # fmt: skip
     parser.add_argument(
         "--output", metavar="FILE.npz",
@@ -73,17 +65,6 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     add_max_memory_argument(parser)
     add_config_arguments(parser)
     parser.set_defaults(run=run)
-
-
-def seed_value(text: str) -> int:
-    """Parse `--seed`: a whole number >= 0 (numpy's generators refuse negative seeds)."""
-    try:
-        value = int(text, 10)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
-    return value
 
 
 def _check_paths(args: argparse.Namespace) -> None:
@@ -146,11 +127,10 @@ def _summary(report: SimulationReport, label: str, written: list[Path]) -> str:
         f"{printable(label)}: {config['rows']}x{config['cols']} {config['dataflow']}, backend "
         f"{report.backend}, input {report.input_source}"
     )
-    lines = [
-        heading,
-        "",
-        render_table(report).rstrip("\n"),
-    ]
+    from systolic.simulation.engine import engine_line
+
+    engine = engine_line(report.backend)  # which engine ran the model backend
+    lines = [heading, *([engine] if engine else []), "", render_table(report).rstrip("\n")]
     checks = report.to_json()["checks"]
     lines.append(
         "reference: bit-exact"

@@ -237,3 +237,15 @@ def test_tiny_model_on_rtl_matches_the_cycle_model(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_bundled_example_on_rtl_matches_the_cycle_model(tmp_path: Path) -> None:
     _rtl_matches_model(tmp_path)  # about 8,400 cycles
+
+
+def test_the_model_backends_engine_is_printed_and_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SYSTOLIC_NATIVE", "0")
+    target = tmp_path / "r.json"
+    assert main(["simulate", "--backend", "model", "--array", "4x4", "--no-onnxruntime",
+                 "--json", str(target)]) == 0  # fmt: skip
+    second = capsys.readouterr().out.splitlines()[1]
+    assert second.startswith("engine: Python specification (") and "SYSTOLIC_NATIVE=0" in second
+    assert json.loads(target.read_text())["engine"] == "python"
