@@ -5,7 +5,7 @@ import pytest
 from systolic.reference import registry
 
 from ..oracle import rng, run_ours
-from ..ort_oracle import check_ort
+from ..ort_oracle import check_ort, saturation_reason
 
 # onnxruntime's CPU kernel takes (uint8|int8) A with (uint8|int8) B, except int8 A x uint8 B.
 PAIRS = [(np.uint8, np.uint8), (np.uint8, np.int8), (np.int8, np.int8)]
@@ -40,6 +40,17 @@ def test_per_column_b_zero_point_matches_onnxruntime(a_type, b_type):
     a, b = ints(r, a_type, (6, 40)), ints(r, b_type, (40, 7))
     check_ort("MatMulInteger", [a, b, ints(r, a_type, ()), ints(r, b_type, (7,))], opset=10,
               constant=[3])
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), [((7, 33), (33, 5)), ((2, 3, 4, 16), (16, 9))])
+def test_uint8_int8_within_int16_pairs_matches_onnxruntime(a_shape, b_shape):
+    # int8 values in [-64, 63]: every pair sum fits int16 (2 * 255 * 64 = 32640), so
+    # onnxruntime is exact on every CPU and compared here, with or without VNNI.
+    r = rng(10)
+    a, b = ints(r, np.uint8, a_shape), ints(r, np.int8, b_shape) // 2
+    inputs = [a, b, ints(r, np.uint8, ()), ints(r, np.int8, ())]
+    assert saturation_reason("MatMulInteger", inputs) is None
+    check_ort("MatMulInteger", inputs, opset=10)
 
 
 def test_per_row_a_zero_point_is_exact():

@@ -6,7 +6,7 @@ from systolic.ir import DataType
 from systolic.reference.ops.base import TensorInfo
 
 from ..oracle import make_op, rng
-from ..ort_oracle import check_ort
+from ..ort_oracle import check_ort, saturation_reason
 
 MS = "com.microsoft"
 # onnxruntime: uint8 A with uint8/int8 B, int8 A with int8 B; y of A's type.
@@ -59,6 +59,20 @@ def test_float_output_matches_onnxruntime_exactly(alpha):
                  bias=(6,), quantized=False)
     out = check_ort("QGemm", ins, {"alpha": alpha}, opset=13, domain=MS)
     assert out.dtype == np.float32
+
+
+@pytest.mark.parametrize(("trans_a", "trans_b"), [(0, 0), (1, 0), (0, 1)])
+@pytest.mark.parametrize("quantized", [False, True])
+def test_uint8_int8_within_int16_pairs_matches_onnxruntime(trans_a, trans_b, quantized):
+    # int8 values in [-64, 63]: every pair sum fits int16, so onnxruntime is exact on every
+    # CPU and compared here, with or without VNNI.
+    r = rng(24)
+    ins = inputs(r, np.uint8, np.int8, 5, 45, 7, trans_a=trans_a, trans_b=trans_b,
+                 per_column=trans_b == 1, bias=(7,), quantized=quantized)
+    ins[3] = ins[3] // 2
+    attrs = {"transA": trans_a, "transB": trans_b}
+    assert saturation_reason("QGemm", ins, attrs, domain=MS) is None
+    check_ort("QGemm", ins, attrs, opset=13, domain=MS, constant=[3, 4, 5])
 
 
 def test_y_scale_without_zero_point_is_unsupported():

@@ -5,7 +5,7 @@ import pytest
 from systolic.reference import registry
 
 from ..oracle import rng, run_ours
-from ..ort_oracle import check_ort
+from ..ort_oracle import check_ort, saturation_reason
 
 CASES = [
     ((1, 3, 9, 8), (4, 3, 3, 3), {"pads": [1, 1, 1, 1]}),
@@ -62,6 +62,19 @@ def test_scales_and_weight_zero_points_match_onnxruntime(scale, w_zp):
     ins = inputs(r, np.int8, np.int8, (1, 6, 6, 6), (5, 6, 3, 3), scale=scale,
                  per_channel=True, w_zp=w_zp, bias=True)
     check_ort("QLinearConv", ins, {"pads": [1, 1, 1, 1]}, opset=10, constant=[3, 4, 5, 8])
+
+
+@pytest.mark.parametrize(("x_shape", "w_shape", "attrs"), CASES)
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_uint8_int8_within_int16_pairs_matches_onnxruntime(x_shape, w_shape, attrs, per_channel):
+    # int8 weights in [-64, 63]: every pair sum fits int16 (the padding holds x's zero point,
+    # at most 255 too), so onnxruntime is exact on every CPU and compared here.
+    r = rng(44)
+    ins = inputs(r, np.uint8, np.int8, x_shape, w_shape, scale=0.02, per_channel=per_channel,
+                 w_zp=0, bias=True)
+    ins[3] = ins[3] // 2
+    assert saturation_reason("QLinearConv", ins, attrs) is None
+    check_ort("QLinearConv", ins, attrs, opset=10, constant=[3, 4, 5, 8])
 
 
 def test_per_channel_weight_zero_points_are_exact():

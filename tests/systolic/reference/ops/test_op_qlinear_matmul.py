@@ -5,7 +5,7 @@ import pytest
 from systolic.reference import registry
 
 from ..oracle import rng, run_ours
-from ..ort_oracle import check_ort
+from ..ort_oracle import check_ort, saturation_reason
 
 # onnxruntime's kernels: a and y of one type; b int8 or uint8 for uint8 a, int8 for int8 a.
 PAIRS = [(np.uint8, np.uint8), (np.uint8, np.int8), (np.int8, np.int8)]
@@ -61,6 +61,18 @@ def test_per_column_scale_matches_onnxruntime(a_type, b_type):
     r = rng(13)
     inputs = case(r, a_type, b_type, (10, 64), (64, 12), scale=0.05, per_column=True)
     check_ort("QLinearMatMul", inputs, opset=10, constant=[3, 4, 5])
+
+
+@pytest.mark.parametrize("per_column", [False, True])
+@pytest.mark.parametrize("scale", [1e-4, 0.02])
+def test_uint8_int8_within_int16_pairs_matches_onnxruntime(per_column, scale):
+    # int8 values in [-64, 63]: every pair sum fits int16, so onnxruntime is exact on every
+    # CPU and compared here, with or without VNNI.
+    r = rng(15)
+    inputs = case(r, np.uint8, np.int8, (9, 70), (70, 11), scale=scale, per_column=per_column)
+    inputs[3] = inputs[3] // 2
+    assert saturation_reason("QLinearMatMul", inputs) is None
+    check_ort("QLinearMatMul", inputs, opset=10, constant=[3, 4, 5] if per_column else [])
 
 
 def test_scale_order_is_onnxruntime_s():
