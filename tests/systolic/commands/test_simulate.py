@@ -2,6 +2,7 @@
 errors (exit 2, nothing written) and mismatch reporting through a test double backend."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,10 @@ from systolic.mapper.lowering import compile_model
 from systolic.mapper.passes.pipeline import run_passes
 from systolic.sim.run import backends
 from systolic.sim.run.model_backend import run_model
+from systolic.simulation.inputs import load_inputs
+from systolic.simulation.onnxruntime_saturation import onnxruntime_saturates
 from systolic.simulation.run import vcd_paths
+from systolic.simulation.saturating_layers import saturating_layers
 
 MODELS = Path(__file__).parents[2] / "models"
 LENET_INPUT = np.load(MODELS / "lenet_inputs.npz")["input_1"]
@@ -72,12 +76,43 @@ def test_json_schema(tmp_path: Path) -> None:
     checks = report["checks"]
     assert checks["reference_bit_exact"] is True and checks["mismatch"] is None
     assert checks["onnxruntime_ran"] is True
-    assert checks["onnxruntime_max_abs_diff"] == 0.0
-    assert checks["onnxruntime_equal_fraction"] == 1.0
-    assert checks["onnxruntime_max_diff_steps"] == 0
+    if _saturates_here(example_path(), seed=0):  # node by node (QDQ in float) it is exact
+        assert checks["onnxruntime_explanation"] == "saturation"
+        assert checks["onnxruntime_unoptimized_equal_fraction"] == 1.0
+    else:
+        assert checks["onnxruntime_explanation"] == "none"
+        assert checks["onnxruntime_max_abs_diff"] == 0.0
+        assert checks["onnxruntime_equal_fraction"] == 1.0
+        assert checks["onnxruntime_max_diff_steps"] == 0
     assert "quantization" not in checks  # a quantized model
     assert set(report["totals"]) == {"macs", "cycles", "array_cycles", "ideal_cycles",
                                      "utilization"}  # fmt: skip
+
+
+def _saturates_here(path: Path, *, seed: int = 0, input_path: Path | None = None) -> bool:
+    """Whether this CPU's onnxruntime saturates some uint8 x int8 pair sum of the model on the
+    input `simulate` uses (`systolic.simulation.saturating_layers`)."""
+    model = load_model(path)
+    inputs = load_inputs(model, input_path, seed=seed)
+    return onnxruntime_saturates() and bool(saturating_layers(model, inputs))
+
+
+def test_onnxruntime_saturation_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    np.save(tmp_path / "x.npy", LENET_INPUT)
+    model = MODELS / "lenet_qop.onnx"
+    assert main(["simulate", str(model), "--backend", "model", "--input",
+                 str(tmp_path / "x.npy")]) == 0  # fmt: skip
+    lines = capsys.readouterr().out.splitlines()
+    differs = [line for line in lines if line.startswith("onnxruntime: differs by ")]
+    assert not any("round differently" in line for line in lines)
+    if not _saturates_here(model, input_path=tmp_path / "x.npy"):
+        assert differs == []
+        return
+    (line,) = differs
+    assert re.fullmatch(
+        r"onnxruntime: differs by [1-9][0-9]* steps; explained: this CPU's onnxruntime saturates "
+        r"uint8 x int8 int16 pair sums \(no VNNI\) in layers conv1_Conv_quant, conv2_Conv_quant, "
+        r"fc1_Gemm_quant \(equal once they cannot saturate\)", line)
 
 
 def test_float_model_reports_quantization_accuracy(tmp_path: Path) -> None:
