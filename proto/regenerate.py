@@ -14,8 +14,12 @@ as if they lived at `systolic/proto/X.proto`, so that
 - a schema importing another one writes `import "systolic/proto/onnx_ir.proto";` and the
   generated module imports `from systolic.proto import onnx_ir_pb2`, which works once installed.
 
-The compiler is the one bundled with grpcio-tools, pinned in pyproject.toml (extra `dev`) so
-the generated code does not change from one machine to another.
+The compiler is the one bundled with grpcio-tools `GRPCIO_TOOLS` (pinned in pyproject.toml,
+extras `dev` and `test`), so the generated code does not change from one machine to another;
+another version is refused. It is the oldest protoc of protobuf major 6, whose code declares
+gencode `GENCODE_VERSION`: under protobuf's cross-version runtime guarantee, code generated for
+major V runs on runtimes of majors V and V + 1 that are not older than the code, so the
+committed code runs on protobuf >= 6.30.0, < 8 (the core requirement in pyproject.toml).
 """
 
 import argparse
@@ -23,6 +27,8 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
+from importlib.metadata import version
+from importlib.resources import files
 from pathlib import Path
 
 SCHEMA_FOLDER = Path(__file__).resolve().parent
@@ -30,6 +36,12 @@ SCHEMA_FOLDER = Path(__file__).resolve().parent
 
 IMPORT_PREFIX = Path("systolic", "proto")
 """The path under the include root at which the schemas are compiled."""
+
+GRPCIO_TOOLS = "1.72.1"
+"""The grpcio-tools release whose protoc generates the committed code."""
+
+GENCODE_VERSION = (6, 30, 0)
+"""The protobuf version that code declares (`ValidateProtobufRuntimeVersion`)."""
 
 
 class RegenerationError(RuntimeError):
@@ -49,7 +61,8 @@ def generated_names(schema: Path) -> tuple[str, str]:
 def generate(out_dir: Path, folder: Path = SCHEMA_FOLDER) -> list[Path]:
     """Compile every schema of `folder` into `out_dir`; return the files written, sorted.
 
-    Raises RegenerationError if grpcio-tools is not installed or protoc reports an error.
+    Raises RegenerationError if grpcio-tools is not installed, is not release `GRPCIO_TOOLS`,
+    or protoc reports an error.
     """
     try:
         from grpc_tools import protoc  # type: ignore[import-untyped]
@@ -57,7 +70,13 @@ def generate(out_dir: Path, folder: Path = SCHEMA_FOLDER) -> list[Path]:
         raise RegenerationError(
             "grpcio-tools is not installed; install it with `pip install -e .[dev]`"
         ) from err
-    from importlib.resources import files
+    installed = version("grpcio-tools")
+    if installed != GRPCIO_TOOLS:
+        raise RegenerationError(
+            f"grpcio-tools {installed} is installed, but the committed code comes from "
+            f"{GRPCIO_TOOLS} (the oldest protobuf 6 gencode, which runs on protobuf 6 and 7): "
+            f"pip install grpcio-tools=={GRPCIO_TOOLS}"
+        )
 
     sources = schemas(folder)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,7 @@
 """The committed bindings are exactly what `python -m systolic.proto.regenerate` produces."""
 
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -83,3 +85,33 @@ def test_a_broken_schema_is_reported(tmp_path: Path) -> None:
     (schemas / "broken.proto").write_text('syntax = "proto2";\nmessage M { optional int32 = 1; }\n')
     with pytest.raises(regenerate.RegenerationError, match=r"^protoc failed on broken\.proto$"):
         regenerate.generate(tmp_path / "out", schemas)
+
+
+def test_another_grpcio_tools_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(regenerate, "version", lambda name: "1.85.1")
+    with pytest.raises(regenerate.RegenerationError, match=(
+            rf"^grpcio-tools 1\.85\.1 is installed, but the committed code comes from "
+            rf"{regenerate.GRPCIO_TOOLS}.*: pip install grpcio-tools=={regenerate.GRPCIO_TOOLS}$")):
+        regenerate.generate(tmp_path)
+
+
+def test_committed_code_declares_the_gencode_version() -> None:
+    major, minor, patch = regenerate.GENCODE_VERSION
+    for schema in regenerate.schemas():
+        text = (PROTO_FOLDER / regenerate.generated_names(schema)[0]).read_text()
+        assert f"# Protobuf Python Version: {major}.{minor}.{patch}\n" in text
+        assert f"Domain.PUBLIC,\n    {major},\n    {minor},\n    {patch},\n" in text
+
+
+def test_pyproject_states_a_range_the_gencode_allows() -> None:
+    """Gencode of major V runs on runtimes V and V + 1, never older than the gencode."""
+    pyproject = tomllib.loads((PROTO_FOLDER.parent / "pyproject.toml").read_text())
+    project = pyproject["project"]
+    protobuf = next(d for d in project["dependencies"] if d.startswith("protobuf"))
+    match = re.fullmatch(r"protobuf>=(\d+)\.(\d+)\.(\d+),<(\d+)", protobuf)
+    assert match, protobuf
+    lowest, upper = tuple(int(part) for part in match.groups()[:3]), int(match.group(4))
+    assert lowest >= regenerate.GENCODE_VERSION
+    assert upper == regenerate.GENCODE_VERSION[0] + 2
+    for extra in ("dev", "test"):
+        assert f"grpcio-tools=={regenerate.GRPCIO_TOOLS}" in project["optional-dependencies"][extra]
