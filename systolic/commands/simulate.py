@@ -10,6 +10,7 @@ and then nothing is written.
 """
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from systolic.commands.model_loading import (
     add_max_memory_argument,
     add_model_arguments,
     parse_size,
+    seed_value,
 )
 from systolic.commands.output_paths import check_output_file
 from systolic.errors import ConfigError
@@ -29,6 +31,8 @@ from systolic.text import printable
 __all__ = ["register", "run"]
 
 EXIT_MISMATCH = 1
+VCD_COST = "about 2x the time and 44 MB for the bundled LeNet's 4.7 k cycles; 6x with memories"
+"""What --vcd costs, for its warning (measured: README, simulate)."""
 _NAMED_LAYERS = 5
 """Saturating layers named in the onnxruntime explanation line; the rest are counted."""
 
@@ -58,6 +62,15 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="write the waveform of the run (rtl backend; several runs: PATH-1.vcd, ...)",
     )  # fmt: skip
     parser.add_argument(
+        "--vcd-depth", type=seed_value, metavar="N",
+        help="with --vcd: only the signals of the top module and N levels of submodules below "
+        "it (default: all)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--vcd-memories", action="store_true",
+        help="with --vcd: also every memory row (scratchpads, accumulators: a much larger file)",
+    )  # fmt: skip
+    parser.add_argument(
         "--no-onnxruntime", action="store_true",
         help="skip the comparison with onnxruntime even when it is installed",
     )  # fmt: skip
@@ -85,6 +98,21 @@ def _check_paths(args: argparse.Namespace) -> None:
         check_output_file(option, path)
 
 
+def _waveform(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """Return the context in which the run writes its VCD as --vcd-depth/--vcd-memories say;
+    warn on standard error that a waveform slows the run."""
+    if args.vcd is None:
+        if args.vcd_depth is not None or args.vcd_memories:
+            raise ConfigError("--vcd-depth and --vcd-memories need --vcd PATH")
+        return contextlib.nullcontext()
+    from systolic.sim.rtl.waveform import Waveform, waveform_options
+
+    if args.backend == "rtl":
+        print(f"systolic: warning: --vcd slows the rtl backend ({VCD_COST}); --vcd-depth N "
+              f"makes it smaller and faster", file=sys.stderr)  # fmt: skip
+    return waveform_options(Waveform(depth=args.vcd_depth, memories=args.vcd_memories))
+
+
 def run(args: argparse.Namespace) -> int:
     """Simulate, print the table, write the requested files; return the exit status."""
     from systolic.examples import DEFAULT_EXAMPLE, example_path
@@ -98,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         model_path, label = example_path(), f"bundled:{DEFAULT_EXAMPLE}"
     else:
         model_path, label = args.model, args.model
-    with PendingFiles() as files:
+    with PendingFiles() as files, _waveform(args):
         outcome = simulate_model(
             model_path, config, label=label, backend=args.backend, input_path=args.input,
             seed=args.seed, vcd=args.vcd, files=files,
