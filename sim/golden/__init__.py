@@ -1,5 +1,7 @@
-"""Golden models of the hardware blocks: numpy code computing bit for bit what a block computes.
+"""The golden machine: what every instruction does to the architectural state, bit for bit.
 
-Each module models one hardware stage and is the oracle its Amaranth implementation is tested
-against (`requant`: the output stage, `systolic.hdl.output_stage`).
+`machine` is the readable specification (`Machine.execute`, one instruction at a time;
+`Machine.run` and `run_program`, whole programs in program order), with `external` for its
+accesses to external memory. `native_machine` drives the C engine that runs whole programs
+at native speed and is tested equal to `Machine.execute`, state for state.
 """

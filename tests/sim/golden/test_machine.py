@@ -606,3 +606,99 @@ def test_runtime_errors() -> None:
     program = Program(WS, (Halt(),), (), (placed("a", IN, 0, (2, 2)),))
     with pytest.raises(SimulationError, match=r"^the program takes inputs \['a'\], not \[\]$"):
         run_program(program, {})
+
+
+@pytest.mark.parametrize("magnitude", [2**7, 2**20, 2**26, 2**40])
+def test_compute_os_is_exact_at_any_magnitude(magnitude: int) -> None:
+    """State written directly, beyond the operand widths: small operands take the float64
+    path, larger ones the int64 path, exact up to the wrap of a 64-bit accumulator."""
+    config = dataclasses.replace(OS, acc_width=64)
+    rng = np.random.default_rng(magnitude % 1000)
+    dim, m, n, k = config.dim, 3, 5, 3 * config.dim - 2
+    machine = Machine(config, 64)
+    machine.spad_in[: 3 * (m + 1)] = rng.integers(-magnitude, magnitude, (3 * (m + 1), dim))
+    machine.spad_wt[:k] = rng.integers(-magnitude, magnitude, (k, dim))
+    machine.run((ComputeOS(0, m, n, k, 0, 4, a_stride=m + 1), Halt()))
+    a = np.hstack([machine.spad_in[c * (m + 1) : c * (m + 1) + m] for c in range(3)])[:, :k]
+    exact = a.astype(object) @ machine.spad_wt[:k, :n].astype(object)
+    wrapped = (exact + 2**63) % 2**64 - 2**63
+    np.testing.assert_array_equal(machine.acc[4 : 4 + m, :n], wrapped.astype(np.int64))
+    np.testing.assert_array_equal(machine.acc[4 : 4 + m, n:], 0)
+
+
+def test_store_of_accumulators_beyond_int32() -> None:
+    """64-bit accumulators near 2**62 reach the output stage unchanged (its exact path)."""
+    config = dataclasses.replace(WS, acc_width=64)
+    machine = Machine(config, 256)
+    acc = np.arange(4)[:, None] * 2**60 - 2**62 + np.arange(8)
+    machine.acc[:4] = acc
+    machine.bias[0], machine.multiplier[0], machine.shift[0] = 7, 2**30, 20
+    machine.run((Store(0, 4, 8, 0, 3, -128, 127, 0, row_stride1=8, flip_sign=True), Halt()))
+    expected = requantize(acc, 7, 2**30, 20, 3, -128, 127).astype(np.uint8) ^ 0x80
+    np.testing.assert_array_equal(machine.memory[:32].reshape(4, 8), expected)
+
+
+def _stored_program(*tail: Instruction) -> list[Instruction]:
+    """A 4 x 8 WS product stored at 0x100 with params row 0, then `tail`."""
+    return [Load.params(0, 4, PARAMS_ADDR, 9 * WS.cols),
+            Load.dense(LoadTarget.SPAD_IN, 0, 4, 0, 8, 8),
+            Load.dense(LoadTarget.SPAD_WT, 0, 8, 0x40, 8, 8), Preload(0, 8, 8),
+            Compute(0, 4, 0), Store(0, 4, 8, 0, 0, -128, 127, 0x100, row_stride1=8), *tail]
+
+
+def _errored_run(program: list[Instruction], setup=None) -> tuple[str, Machine]:
+    """Run `program` on a random image with valid params rows 0..3; return the error."""
+    rng = np.random.default_rng(21)
+    machine = Machine(WS, 0x9000)
+    machine.memory[:0x100] = rng.integers(0, 256, 0x100)
+    packed = pack_params(*(row.reshape(4, WS.cols) for row in random_params(rng, 4 * WS.cols)))
+    machine.memory[PARAMS_ADDR : PARAMS_ADDR + len(packed)] = np.frombuffer(packed, np.uint8)
+    if setup is not None:
+        setup(machine)
+    with pytest.raises((SimulationError, ValueError)) as error:
+        machine.run(program)
+    return str(error.value), machine
+
+
+def _bad_shift(machine: Machine) -> None:
+    machine.memory[PARAMS_ADDR + 9 * WS.cols * 3 + 8 * WS.cols + 2] = 40  # row 3, lane 2
+
+
+def _bad_bias(machine: Machine) -> None:
+    machine.bias[5, 1] = 2**40
+
+
+_LARGER = "give Machine a larger memory_size"
+FAILING = [
+    (Store(0, 4, 8, 3, 0, -128, 127, 0x100), _bad_shift,
+     "STORE uses params row 3 whose lane 2 has shift 40, outside -31..31; fix the params image"),
+    (Store(0, 2, 8, 5, 0, -128, 127, 0x100), _bad_bias,
+     "bias must lie in [-2147483648, 2147483647]"),
+    (Store(0, 4, 8, 0, 0, -128, 127, 0x8FF0, row_stride1=8), None,
+     "STORE accesses external bytes 36848..36879, beyond the 36864 bytes of simulated memory; "
+     + _LARGER),
+    (Load.dense(LoadTarget.SPAD_IN, 0, 2, 0x8FF8, 8, 8), None,
+     "LOAD accesses external bytes 36856..36871, beyond the 36864 bytes of simulated memory; "
+     + _LARGER),
+]
+
+
+@pytest.mark.parametrize(("instr", "setup", "expected"), FAILING)
+def test_a_run_stops_at_the_first_error_with_the_earlier_instructions_applied(
+        instr: Instruction, setup, expected: str) -> None:
+    """A failing instruction leaves the state as the instructions before it made it."""
+    message, complete = _errored_run(_stored_program(), setup)
+    assert message == "the program ended without HALT"
+    message, machine = _errored_run(_stored_program(instr, Halt()), setup)
+    assert message == expected
+    assert not machine.halted
+    for mine, theirs in [(machine.memory, complete.memory), (machine.spad_in, complete.spad_in),
+                         (machine.acc, complete.acc), (machine.shift, complete.shift)]:
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def test_a_halted_machine_runs_nothing() -> None:
+    halted = Machine(WS, 64)
+    halted.run([Halt()])
+    with pytest.raises(SimulationError, match=r"^COMPUTE executed after HALT$"):
+        halted.run([Compute(0, 1, 0)])
