@@ -62,6 +62,11 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="write the waveform of the run (rtl backend; several runs: PATH-1.vcd, ...)",
     )  # fmt: skip
     parser.add_argument(
+        "--trace", metavar="FILE.json",
+        help="write the run as a Chrome trace (Perfetto, chrome://tracing): a track per unit, "
+        "a slice per instruction named after its layer, 1 us = 1 cycle",
+    )  # fmt: skip
+    parser.add_argument(
         "--vcd-depth", type=seed_value, metavar="N",
         help="with --vcd: only the signals of the top module and N levels of submodules below "
         "it (default: all)",
@@ -85,12 +90,15 @@ def _check_paths(args: argparse.Namespace) -> None:
         raise ConfigError(f"--output {args.output!r} must name a .npz file (one array per output)")
     if args.vcd is not None and not args.vcd.endswith(".vcd"):
         raise ConfigError(f"--vcd {args.vcd!r} must name a .vcd file")
+    if args.trace is not None and not args.trace.endswith(".json"):
+        raise ConfigError(f"--trace {args.trace!r} must name a .json file")
     named = [(option, path) for option, path in
-             (("--output", args.output), ("--json", args.json), ("--vcd", args.vcd))
+             (("--output", args.output), ("--json", args.json), ("--vcd", args.vcd),
+              ("--trace", args.trace))
              if path is not None and path != "-"]  # fmt: skip
     resolved = [Path(path).resolve() for _, path in named]
     if len(set(resolved)) != len(resolved):
-        raise ConfigError("--output, --json and --vcd must name different files")
+        raise ConfigError("--output, --json, --vcd and --trace must name different files")
     sources = {Path(p).resolve() for p in (args.model, args.input) if p is not None}
     for (option, path), where in zip(named, resolved, strict=True):
         if where in sources:
@@ -100,14 +108,15 @@ def _check_paths(args: argparse.Namespace) -> None:
 
 def _waveform(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
     """Return the context in which the run writes its VCD as --vcd-depth/--vcd-memories say;
-    warn on standard error that a waveform slows the run."""
+    warn on standard error, when it is a terminal (as the progress bar), that a waveform slows
+    the run."""
     if args.vcd is None:
         if args.vcd_depth is not None or args.vcd_memories:
             raise ConfigError("--vcd-depth and --vcd-memories need --vcd PATH")
         return contextlib.nullcontext()
     from systolic.sim.rtl.waveform import Waveform, waveform_options
 
-    if args.backend == "rtl":
+    if args.backend == "rtl" and sys.stderr.isatty():
         print(f"systolic: warning: --vcd slows the rtl backend ({VCD_COST}); --vcd-depth N "
               f"makes it smaller and faster", file=sys.stderr)  # fmt: skip
     return waveform_options(Waveform(depth=args.vcd_depth, memories=args.vcd_memories))
@@ -138,6 +147,10 @@ def run(args: argparse.Namespace) -> int:
             files.stage(args.output, npz_bytes(outcome.outputs))
         if args.json is not None and args.json != "-":
             files.stage(args.json, text)
+        if args.trace is not None and outcome.compiled is not None:
+            from systolic.simulation.trace import trace_document
+
+            files.stage(args.trace, trace_document(outcome.compiled, outcome.run_times, label))
         written = files.commit()
     if args.json == "-":
         sys.stdout.write(text)

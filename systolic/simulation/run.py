@@ -43,6 +43,7 @@ from systolic.sim.result import RunResult
 from systolic.simulation.engine import engine_name
 from systolic.simulation.layer_check import LayerComparison, reference_values
 from systolic.simulation.layer_rows import layer_rows
+from systolic.simulation.layer_timing import RunTimes
 from systolic.simulation.onnxruntime_check import onnxruntime_available, run_onnxruntime
 from systolic.simulation.onnxruntime_explain import onnxruntime_checks
 from systolic.simulation.outputs import PendingFiles
@@ -69,10 +70,13 @@ CYCLE_REPORTING = ("rtl", "verilator")
 
 @dataclasses.dataclass(frozen=True)
 class SimulationOutcome:
-    """The report and the model's final outputs by name (the model's own output types)."""
+    """The report and the model's final outputs by name (the model's own output types); the
+    compiled model and its accelerator runs' times (for `systolic.simulation.trace`)."""
 
     report: SimulationReport
     outputs: dict[str, np.ndarray]
+    compiled: CompiledModel | None = None
+    run_times: tuple[RunTimes, ...] = ()
 
 
 def vcd_paths(path: str | os.PathLike[str], runs: int) -> list[Path]:
@@ -242,4 +246,4 @@ def simulate_model(
         runs=[accelerator_run.to_json() for accelerator_run in run.runs],
         engine=engine_name(backend),
     )
-    return SimulationOutcome(report, outputs)
+    return SimulationOutcome(report, outputs, compiled, tuple(run.run_times()))

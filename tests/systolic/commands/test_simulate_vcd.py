@@ -1,6 +1,7 @@
 """`simulate --vcd` with --vcd-depth/--vcd-memories: the waveform options reach the RTL backend,
-a warning says that a waveform slows the run, and the options need --vcd."""
+a warning on a terminal says that a waveform slows the run, and the options need --vcd."""
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,7 @@ def test_options_reach_the_backend_with_a_warning(
     options: list[str], waveform: Waveform,
 ) -> None:  # fmt: skip
     seen = _stop_at_simulation(monkeypatch)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     assert main(["simulate", "--vcd", str(tmp_path / "run.vcd"), *options]) == 2
     assert seen == [waveform]
     assert current_waveform() == Waveform()  # only for the run
@@ -42,10 +44,14 @@ def test_options_reach_the_backend_with_a_warning(
     assert not list(tmp_path.iterdir())
 
 
-def test_no_warning_without_vcd(monkeypatch: pytest.MonkeyPatch,
-                                capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+@pytest.mark.parametrize(("args", "terminal"), [([], True), (["--vcd", "{tmp}/run.vcd"], False)])
+def test_no_warning_without_vcd_or_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    args: list[str], terminal: bool,
+) -> None:  # fmt: skip
     seen = _stop_at_simulation(monkeypatch)
-    assert main(["simulate"]) == 2
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
+    assert main(["simulate", *(a.replace("{tmp}", str(tmp_path)) for a in args)]) == 2
     assert seen == [Waveform()]
     assert capsys.readouterr().err == "systolic: error: stopped before simulating\n"
 
