@@ -4,8 +4,8 @@
 shape (n, 8), HALT last) on `memory` (uint8, changed in place) with the C engine
 `sim/native/golden.c`, exactly as `Machine.run` would (docs/isa.md, docs/numeric-contract.md),
 and returns True; it returns False, touching nothing, when the native library is unavailable
-(`systolic.sim.native.build.load_library` returns None: no compiler, or SYSTOLIC_NATIVE=0), so
-the caller runs the Python `Machine` instead.
+(`systolic.sim.native.build.native_status`: not built at install time, or SYSTOLIC_NATIVE=0),
+so the caller runs the Python `Machine` instead.
 
 The C engine checks each instruction before it changes any state and stops at the first one
 the Python machine would reject (an invalid field, an access beyond the memory, a params

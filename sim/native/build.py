@@ -1,162 +1,95 @@
-"""Compiling the native engines once per source, compiler and CPU, cached on disk.
+"""Loading the native engine, built at install time, with ctypes.
 
-`load_library(name)` returns the shared library built from `<name>.c` of this package (with
-the generated `isa_fields.h`, `isa_header`) loaded with ctypes, or None when native code is
-switched off (`SYSTOLIC_NATIVE=0`) or cannot be built (no C compiler, or it fails);
-`unavailable_reason(name)` then says why. Callers fall back to the Python implementation.
+The engine is one shared library, the extension module `systolic.sim.native._engine` that
+setup.py compiles from this folder's C files (`sources.SOURCES`, with the one generated header
+`isa.h`) when the package is installed; no C code is compiled at run time. Its parts are
+`golden_run` (golden.c), `timing_pass` (timing.c) and `external_facts` (facts.c).
 
-The compiler is `$CC`, else the first of `cc`, `gcc`, `clang` on PATH; the flags are
-`FLAGS` (with `-march=native`, so the CPU is part of the cache key). Builds go to
-`$SYSTOLIC_CACHE_DIR/native` (default `~/.cache/systolic/native`), one folder per hash of the
-source, header, compiler identity, flags and CPU: a build is made in a temporary folder and
-renamed into place, so concurrent processes never load a half-written library.
+`native_status()` returns (available, reason). The engine is unavailable, and the model
+backend runs the Python specification instead (same results, slower), when:
+- `SYSTOLIC_NATIVE=0` is set;
+- it was not built (no C compiler at install time: setup.py's extension is optional);
+- its file does not load, lacks one of the parts' entry points, or was built from other
+  sources than those installed next to it (an editable install whose C files changed since:
+  `pip install -e .` rebuilds it).
+
+`load_library(part)` returns the library for one part (`PARTS`) or None, and
+`unavailable_reason(part)` why it is None; both keep the consumers' per-part calls.
 """
 
 import ctypes
 import functools
+import importlib.util
 import os
-import platform
-import shutil
-import subprocess
-import tempfile
 from importlib import resources
 from pathlib import Path
 
-from systolic.fileio import digest_parts
-from systolic.sim.native.isa_header import isa_header
+from systolic.sim.native.sources import source_digest
 
-__all__ = ["FLAGS", "build_library", "cache_root", "load_library", "unavailable_reason"]
+__all__ = ["ENGINE_MODULE", "PARTS", "load_library", "native_status", "unavailable_reason"]
 
-FLAGS = ("-O3", "-march=native", "-std=c11", "-shared", "-fPIC", "-Wall", "-Werror=implicit")
-"""Flags of every native build (part of the cache key)."""
+ENGINE_MODULE = "systolic.sim.native._engine"
+"""The extension module setup.py builds."""
 
-_reasons: dict[str, str] = {}
+PARTS = {"golden": "golden_run", "timing": "timing_pass", "facts": "external_facts"}
+"""The engine's parts and the entry point of each."""
 
-
-def cache_root() -> Path:
-    """Return the folder that holds native builds."""
-    base = os.environ.get("SYSTOLIC_CACHE_DIR")
-    root = Path(base) if base else Path.home() / ".cache" / "systolic"
-    return root / "native"
+_REBUILD = "reinstall the package with a C compiler (pip install -e . in a clone)"
 
 
-def unavailable_reason(name: str) -> str | None:
-    """Return why the last `load_library(name)` or `build_library(name, ...)` returned None
-    (None when it returned a library, or was not called)."""
-    return _reasons.get(name)
-
-
-def load_library(name: str) -> ctypes.CDLL | None:
-    """Return the native library `name` (see the module docstring), or None."""
+def native_status() -> tuple[bool, str]:
+    """Return whether the native engine is used, and why (or why not), in one line."""
     if os.environ.get("SYSTOLIC_NATIVE", "1") == "0":
-        _reasons[name] = "native code is switched off (SYSTOLIC_NATIVE=0)"
-        return None
-    library = _load_cached(name)
-    if library is not None:
-        _reasons.pop(name, None)
-    return library
+        return False, ("native engine disabled by SYSTOLIC_NATIVE=0: running the Python "
+                       "specification")
+    library, reason = _engine()
+    return library is not None, reason
+
+
+def load_library(part: str) -> ctypes.CDLL | None:
+    """Return the native engine for `part` (a key of `PARTS`), or None when it is unavailable
+    (`native_status()`)."""
+    if part not in PARTS:
+        raise ValueError(f"unknown native engine part {part!r}; the parts are {sorted(PARTS)}")
+    return _engine()[0] if native_status()[0] else None
+
+
+def unavailable_reason(part: str) -> str | None:
+    """Return why `load_library(part)` returns None, or None when it returns the engine."""
+    available, reason = native_status()
+    return None if available and load_library(part) is not None else reason
 
 
 @functools.cache
-def _load_cached(name: str) -> ctypes.CDLL | None:
+def _engine() -> tuple[ctypes.CDLL | None, str]:
+    """Return (the loaded and checked engine or None, the reason), once per process."""
+    spec = importlib.util.find_spec(ENGINE_MODULE)
+    if spec is None or spec.origin is None:
+        return None, ("native engine not built (no C compiler at install time): running the "
+                      f"Python specification; {_REBUILD} for the fast model backend")
     try:
-        source = resources.files(__package__).joinpath(f"{name}.c").read_text(encoding="utf-8")
+        library = ctypes.CDLL(spec.origin)
+        missing = [entry for entry in (*PARTS.values(), "engine_sources")
+                   if not hasattr(library, entry)]
     except OSError as error:
-        _reasons[name] = f"the native {name} engine's source is missing: {error}"
-        return None
-    return build_library(name, source)
-
-
-def build_library(name: str, source: str) -> ctypes.CDLL | None:
-    """Return the library compiled from the C `source` (which may include `isa_fields.h`),
-    built once and cached like `load_library`'s; None (with `unavailable_reason(name)` set)
-    when it cannot be built or loaded."""
-    compiler = _compiler()
-    if compiler is None:
-        _reasons[name] = ("no C compiler found ($CC, cc, gcc or clang): install one (e.g. gcc) "
-                          "for the fast model backend")
-        return None
-    header = isa_header()
-    key = _digest(source, header, compiler[0], compiler[1], "\0".join(FLAGS), _cpu_identity())
-    final = cache_root() / f"{name}-{key}"
-    library = final / f"lib{name}.so"
-    if not library.is_file():
-        try:
-            failure = _build(name, source, header, compiler[0], final)
-        except OSError as error:  # (a cache folder that cannot be written, a compiler crash)
-            failure = (f"building the native {name} engine in {final.parent} failed: {error}; "
-                       f"set SYSTOLIC_CACHE_DIR to a writable folder")
-        if failure is not None:
-            _reasons[name] = failure
-            return None
+        return None, f"native engine {spec.origin} does not load ({error}); {_REBUILD}"
+    if missing:
+        return None, f"native engine {spec.origin} lacks {', '.join(missing)}; {_REBUILD}"
+    built = _built_from(library)
     try:
-        loaded = ctypes.CDLL(str(library))
+        installed = source_digest(Path(str(resources.files(__package__))))
     except OSError as error:
-        _reasons[name] = f"the native {name} library at {library} does not load: {error}"
-        return None
-    _reasons.pop(name, None)
-    return loaded
+        return None, f"native engine sources are missing ({error}); {_REBUILD}"
+    if built != installed:
+        return None, (f"native engine {spec.origin} is out of date with its C sources: "
+                      f"{_REBUILD}")
+    return library, f"native engine {spec.origin}"
 
 
-def _build(name: str, source: str, header: str, compiler: str, final: Path) -> str | None:
-    """Compile `source` into `final/lib<name>.so`; return None, or why it failed."""
-    root = final.parent
-    root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".build-{name}-", dir=root))
-    try:
-        (work / f"{name}.c").write_text(source, encoding="utf-8")
-        (work / "isa_fields.h").write_text(header, encoding="utf-8")
-        staged = work / "result"
-        staged.mkdir()
-        command = [compiler, *FLAGS, "-I", str(work), "-o", str(staged / f"lib{name}.so"),
-                   str(work / f"{name}.c"), "-lm"]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0 or not (staged / f"lib{name}.so").is_file():
-            log = root / f"failed-{name}.log"
-            log.write_text(" ".join(command) + "\n" + done.stdout + done.stderr, encoding="utf-8")
-            return f"compiling the native {name} engine failed (exit {done.returncode}); see {log}"
-        try:
-            os.rename(staged, final)
-        except OSError:
-            if not final.is_dir():  # (else a concurrent build got there first)
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return None
-
-
-@functools.cache
-def _compiler() -> tuple[str, str] | None:
-    """Return (path, version text) of the C compiler, or None."""
-    candidates = [os.environ["CC"]] if os.environ.get("CC") else ["cc", "gcc", "clang"]
-    for candidate in candidates:
-        path = shutil.which(candidate)
-        if path is None:
-            continue
-        try:
-            done = subprocess.run([path, "--version"], capture_output=True, text=True,
-                                  check=False, timeout=30)
-        except (OSError, subprocess.SubprocessError):
-            continue
-        if done.returncode == 0:
-            return path, done.stdout
-    return None
-
-
-def _cpu_identity() -> str:
-    """Return what identifies this CPU's instruction set (the builds use -march=native)."""
-    text = platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line.startswith(("model name", "flags", "Features", "CPU part")):
-                    text += "\n" + line.strip()
-                if line.strip() == "":
-                    break  # (the first processor is enough)
-    except OSError:
-        pass
-    return text
-
-
-def _digest(*parts: str) -> str:
-    return digest_parts(*parts, length=24)
+def _built_from(library: ctypes.CDLL) -> str:
+    """Return the source digest compiled into `library` (engine.c `engine_sources`)."""
+    function = library.engine_sources
+    function.argtypes = []
+    function.restype = ctypes.c_char_p
+    value = function()
+    return value.decode("ascii", errors="replace") if value else ""

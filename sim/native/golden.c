@@ -6,7 +6,7 @@
  * memory). docs/isa.md and docs/numeric-contract.md are the specification.
  *
  * Entry point: `golden_run(state, words, count, failed)` executes instructions words[0..count)
- * (8 little-endian 64-bit words each, fields decoded with the generated isa_fields.h) until
+ * (8 little-endian 64-bit words each, fields decoded with the generated isa.h) until
  * HALT and returns GOLDEN_OK. Every instruction is checked completely before it changes any
  * state; on anything the Python machine would reject (an invalid field, an access beyond the
  * memory, a params shift outside -31..31, an instruction after HALT, a missing HALT), and on
@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "isa_fields.h"
+#include "isa.h"
 
 #ifndef __SIZEOF_INT128__
 #error "the native golden machine needs a compiler with 128-bit integers"
@@ -38,6 +38,18 @@ __extension__ typedef __int128 i128;
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 #define ALWAYS_INLINE inline
+#endif
+
+/* The multiply-accumulate loops are compiled twice on x86-64, for AVX2 and for the baseline,
+ * and the loader picks the one this CPU runs (the library is built without -march=native, so
+ * it runs wherever it is installed; the eight-lane vectors below need AVX2 to be fast). */
+#if defined(__x86_64__) && defined(__ELF__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef SIMD_CLONES
+#define SIMD_CLONES
 #endif
 
 enum {
@@ -194,40 +206,6 @@ static int reserved_clear(const uint64_t *w, const uint64_t (*used)[INSTRUCTION_
 
 /* -- address patterns ----------------------------------------------------------------------- */
 
-/* The lowest and highest row base of rows 0..count-1 (RowPattern.extent), exactly. */
-static void row_extent(int64_t ext, int64_t n0, int64_t s0, int64_t s1, int64_t count,
-                       i128 *low, i128 *high) {
-    i128 lo, hi;
-    if (n0 == 1) {
-        i128 last = (i128)(count - 1) * s1;
-        lo = last < 0 ? last : 0;
-        hi = last < 0 ? 0 : last;
-    } else {
-        int64_t full = count / n0, partial = count % n0;
-        int first = 1;
-        lo = hi = 0;
-        for (int c = 0; c < 4; ++c) {
-            i128 v;
-            if (c < 2) {
-                if (!full) continue;
-                v = (i128)(c == 0 ? 0 : full - 1) * s1;
-            } else {
-                if (!partial) continue;
-                v = (i128)full * s1;
-            }
-            for (int e = 0; e < 2; ++e) {
-                int64_t r0 = c < 2 ? (e == 0 ? 0 : n0 - 1) : (e == 0 ? 0 : partial - 1);
-                i128 corner = v + (i128)r0 * s0;
-                if (first || corner < lo) lo = corner;
-                if (first || corner > hi) hi = corner;
-                first = 0;
-            }
-        }
-    }
-    *low = lo + ext;
-    *high = hi + ext;
-}
-
 /* Walks the row bases of a row pattern in order (valid once the extent is checked). */
 typedef struct {
     uint64_t base, line; /* (wrapping arithmetic: every value reached lies in 0..2^32) */
@@ -259,9 +237,9 @@ static int64_t row_walk_next(row_walk *walk) {
  * outside the 32-bit address space, GOLDEN_MEMORY beyond the memory. */
 static int check_write(const machine *mc, int64_t ext, int64_t n0, int64_t s0, int64_t s1,
                        int64_t count, int64_t row_bytes) {
-    i128 low, high;
-    row_extent(ext, n0, s0, s1, count, &low, &high);
-    high += row_bytes - 1;
+    int64_t low, base_high;
+    if (row_extent(ext, n0, s0, s1, count, &low, &base_high)) return GOLDEN_INVALID;
+    i128 high = (i128)base_high + row_bytes - 1;
     if (low < 0 || high >= ADDRESS_LIMIT) return GOLDEN_INVALID;
     if (high >= mc->mem_size) return GOLDEN_MEMORY;
     return GOLDEN_OK;
@@ -347,8 +325,9 @@ static int exec_load(machine *mc, const uint64_t *w) {
     int64_t stride_mid = FIELD(w, LOAD_STRIDE_MID), stride_outer = FIELD(w, LOAD_STRIDE_OUTER);
     if (mem > 2 || count < 1 || n0 < 1) return GOLDEN_INVALID;
     int params = mem == 2;
-    i128 low, high;
-    row_extent(ext, n0, s0, s1, count, &low, &high);
+    int64_t base_low, base_high;
+    if (row_extent(ext, n0, s0, s1, count, &base_low, &base_high)) return GOLDEN_INVALID;
+    i128 low = base_low, high = base_high;
     if (params) {
         if (k0 || length || run || n_mid || stride_mid || stride_outer || flip)
             return GOLDEN_INVALID;
@@ -533,7 +512,7 @@ static ALWAYS_INLINE void ws_rows64(const int16_t *in, int64_t stride, int64_t m
     }
 }
 
-static void ws_dispatch32(const int16_t *in, int64_t stride, int64_t m, const int32_t *weights,
+SIMD_CLONES static void ws_dispatch32(const int16_t *in, int64_t stride, int64_t m, const int32_t *weights,
                           int wpad, int k, int np, int64_t *acc, int cols, int accumulate,
                           int acc_w) {
     switch (np / 8) {
@@ -544,7 +523,7 @@ static void ws_dispatch32(const int16_t *in, int64_t stride, int64_t m, const in
     }
 }
 
-static void ws_dispatch64(const int16_t *in, int64_t stride, int64_t m, const int32_t *weights,
+SIMD_CLONES static void ws_dispatch64(const int16_t *in, int64_t stride, int64_t m, const int32_t *weights,
                           int wpad, int k, int np, int64_t *acc, int cols, int accumulate,
                           int acc_w) {
     switch (np) {
@@ -627,7 +606,7 @@ static ALWAYS_INLINE void os_rows64(const machine *mc, int64_t in_row, int64_t a
     }
 }
 
-static int exec_compute_os(machine *mc, const uint64_t *w) {
+SIMD_CLONES static int exec_compute_os(machine *mc, const uint64_t *w) {
     int64_t accumulate = FIELD(w, COMPUTE_OS_ACCUMULATE), m = FIELD(w, COMPUTE_OS_M);
     int64_t n = FIELD(w, COMPUTE_OS_N), k = FIELD(w, COMPUTE_OS_K);
     int64_t in_row = FIELD(w, COMPUTE_OS_IN_ROW), a_stride = FIELD(w, COMPUTE_OS_A_STRIDE);

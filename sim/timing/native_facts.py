@@ -4,8 +4,9 @@
 beats, `load_timing.load_beats`; STORE, POOL, ADD, COPY: `store_timing.duration`) and the
 first and last external byte of its footprint, from the instruction words, with the C code
 of `systolic.sim.native` (facts.c); rows of other instructions are 0. Returns None when
-native code is unavailable or an instruction's fields are not valid (the caller then uses
-the Python `Describer`, which raises the exact error).
+the native engine is unavailable (`systolic.sim.native.build.native_status`) or an
+instruction's fields are not valid (the caller then uses the Python `Describer`, which raises
+the exact error).
 """
 
 import ctypes

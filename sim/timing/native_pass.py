@@ -3,10 +3,11 @@
 `native_pass(config, table_entries, queue_depth, facts)` returns the `ProgramTiming` that
 `ProgramModel._pass` computes for the same `ProgramFacts` (every accept, issue and complete
 cycle, the total and every counter; `rollbacks` is the C loop's own count), or None when the
-native library is unavailable (`systolic.sim.native.build.load_library`: no compiler, or
-`SYSTOLIC_NATIVE=0`) or the C code refuses its input or finds an inconsistency (facts it does
-not expect, the completion merge not settling, a delivery that differs from the exact merge):
-the caller then runs the Python pass, which raises its own errors.
+native engine is unavailable (`systolic.sim.native.build.native_status`: not built at
+install time, or `SYSTOLIC_NATIVE=0`) or the C code refuses its input or finds an
+inconsistency (facts it does not expect, the completion merge not settling, a delivery that
+differs from the exact merge): the caller then runs the Python pass, which raises its own
+errors.
 """
 
 import ctypes
@@ -52,7 +53,7 @@ _ARGTYPES = (
 
 
 def timing_library() -> ctypes.CDLL | None:
-    """Return the native timing library (`load_library("timing")`), or None."""
+    """Return the native engine for the timing pass (`load_library("timing")`), or None."""
     return load_library("timing")
 
 
