@@ -166,9 +166,16 @@ def _cycle_message(nodes: tuple[Node, ...], waiting: list[set[int]], done: set[i
     return f"the graph has a cycle through nodes {names}: ONNX graphs must be acyclic"
 
 
+class C90NameWarning(NameWarning):
+    """Names that only the C90 rule rejects ("/conv1/Conv", "onnx::Conv_12": what exporters
+    write), harmless here: issued only when a warnings filter names this class, e.g.
+    `warnings.simplefilter("always", C90NameWarning)` before `systolic.load(...)`."""
+
+
 def warn_bad_names(graph: Graph) -> None:
-    """Issue one NameWarning listing names that are not C90 identifiers (values, nodes,
-    dimension variables), if there are any."""
+    """Warn once about the names (values, nodes, dimension variables) that are not C90
+    identifiers: a NameWarning for those holding whitespace or unprintable characters (they
+    garble reports), a C90NameWarning, off unless a filter asks for it, for the others."""
     names: list[str] = []
     seen: set[str] = set()
 
@@ -189,12 +196,13 @@ def warn_bad_names(graph: Graph) -> None:
         visit(node.name)
         for name in (*node.inputs, *node.outputs):
             visit(name)
-    if names:
-        shown = ", ".join(repr(name) for name in names[:3])
-        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-        warnings.warn(
-            NameWarning(
-                f"{len(names)} name(s) are not C90 identifiers as the ONNX IR asks: {shown}{more}"
-            ),
-            stacklevel=3,
-        )
+    garbled = [n for n in names if not n.isprintable() or any(c.isspace() for c in n)]
+    rest = [n for n in names if n not in garbled]
+    asked = any(action != "ignore" and isinstance(kind, type) and issubclass(kind, C90NameWarning)
+                for action, _, kind, *_ in warnings.filters)  # fmt: skip
+    for category, group in ((NameWarning, garbled), (C90NameWarning, rest if asked else [])):
+        if group:
+            shown = ", ".join(repr(name) for name in group[:3])
+            more = f" and {len(group) - 3} more" if len(group) > 3 else ""
+            warnings.warn(category(f"{len(group)} name(s) are not C90 identifiers as the ONNX "
+                                   f"IR asks: {shown}{more}"), stacklevel=3)  # fmt: skip

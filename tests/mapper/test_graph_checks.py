@@ -6,7 +6,12 @@ import pytest
 
 from systolic.errors import ModelError
 from systolic.ir import DataType, Graph, Node, TensorType, ValueInfo
-from systolic.mapper.graph_checks import NameWarning, check_graph, warn_bad_names
+from systolic.mapper.graph_checks import (
+    C90NameWarning,
+    NameWarning,
+    check_graph,
+    warn_bad_names,
+)
 
 F4 = TensorType(DataType.FLOAT, (4,))
 
@@ -87,12 +92,20 @@ def test_omitted_optional_input_is_allowed() -> None:
 
 
 def test_names_warn_once_with_examples() -> None:
-    graph = _graph(_relu("a-1", "x", "t.1"), _relu("b", "t.1", "y"))
+    graph = _graph(_relu("a-1", "x", "t.1"), _relu("b c", "t.1", "y"))
     with pytest.warns(
-        NameWarning,
-        match=r"^2 name\(s\) are not C90 identifiers as the ONNX IR asks: 'a-1', 't.1'$",
-    ):
+        NameWarning, match=r"^1 name\(s\) are not C90 identifiers as the ONNX IR asks: 'b c'$"
+    ) as caught:
         warn_bad_names(graph)
+    assert [type(w.message) for w in caught] == [NameWarning]  # names only C90 rejects: off
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.simplefilter("always", C90NameWarning)  # asked for
+        warn_bad_names(graph)
+    assert [str(w.message) for w in caught if w.category is C90NameWarning] == [
+        "2 name(s) are not C90 identifiers as the ONNX IR asks: 'a-1', 't.1'"
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warn_bad_names(_graph(_relu("a", "x", "y")))
+        warn_bad_names(_graph(_relu("/conv1/Conv", "x", "onnx::Conv_12")))

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from systolic.errors import ModelError, UnsupportedError
 from systolic.ir import DataType, TensorType
-from systolic.mapper.graph_checks import NameWarning
+from systolic.mapper.graph_checks import C90NameWarning, NameWarning
 from systolic.mapper.importer import MAX_IR_VERSION, bind_inputs, load_model, load_model_bytes
 
 LIGHT = sorted(
@@ -181,8 +181,13 @@ def test_bad_names_warn_but_load() -> None:
     proto = _relu_model()
     proto.graph.node[0].output[0] = "y/out"
     proto.graph.output[0].name = "y/out"
-    with pytest.warns(NameWarning, match=r"1 name\(s\) are not C90 identifiers.*'y/out'"):
-        model = _load(proto)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # off by default: only the C90 rule rejects 'y/out'
+        _load(proto)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", C90NameWarning)  # asked for
+        with pytest.warns(NameWarning, match=r"1 name\(s\) are not C90 identifiers.*'y/out'"):
+            model = _load(proto)
     assert model.graph.outputs[0].name == "y/out"
 
 

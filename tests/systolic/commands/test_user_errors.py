@@ -124,12 +124,12 @@ def test_usage_errors_are_one_line(
 def test_name_warnings_are_one_line_in_simulate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    model = _matmul_model(tmp_path, input_name="gpu_0/data_0")
+    model = _matmul_model(tmp_path, input_name="gpu 0/data_0")  # a space: not only C90
     assert main(["simulate", str(model), "--backend", "model", "--quiet"]) == 0
     err = capsys.readouterr().err
     expected = (
         "systolic: warning: 1 name(s) are not C90 identifiers as the ONNX IR asks: "
-        "'gpu_0/data_0'"
+        "'gpu 0/data_0'"
     )
     assert err.splitlines() == [expected]
 
