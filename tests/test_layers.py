@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_layer_contract_is_kept():
     lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
     assert lint is not None, "import-linter is not installed (the `test` extra has it)"
-    result = subprocess.run([lint, "--no-cache"], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run([lint, "--no-cache"], cwd=ROOT, capture_output=True, text=True,
+                            check=False)
     assert result.returncode == 0, result.stdout[-4000:]
     assert "1 kept, 0 broken" in result.stdout
 
