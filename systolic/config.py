@@ -11,7 +11,7 @@ import re
 
 from systolic.errors import ConfigError
 
-__all__ = ["ArrayConfig", "Dataflow"]
+__all__ = ["MAX_MEMORY_KIB", "ArrayConfig", "Dataflow"]
 
 
 class Dataflow(enum.Enum):
@@ -36,6 +36,12 @@ def _is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
+MAX_MEMORY_KIB = 16384
+"""The largest scratchpad or accumulator memory, in KiB (16 MiB: well above any real
+accelerator's on-chip buffers; the HDL and the simulators hold every row, and emitting a
+4 MiB scratchpad already takes minutes)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class ArrayConfig:
     """An accelerator configuration.
@@ -51,9 +57,9 @@ class ArrayConfig:
     acc_width:
         Accumulator width in bits (default 32); at least input_width + weight_width, at most 64.
     spad_kib:
-        Scratchpad size in KiB (inputs and weights).
+        Scratchpad size in KiB (inputs and weights), 1 to MAX_MEMORY_KIB.
     acc_kib:
-        Accumulator memory size in KiB.
+        Accumulator memory size in KiB, 1 to MAX_MEMORY_KIB.
     bus_bytes:
         External memory bus width in bytes per cycle, a power of two from 1 to 256.
     mem_latency:
@@ -110,6 +116,12 @@ class ArrayConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive whole number of KiB, not {value!r}")
+            if value > MAX_MEMORY_KIB:
+                raise ConfigError(
+                    f"{name}={value} is larger than the {MAX_MEMORY_KIB} KiB (16 MiB) an "
+                    "on-chip memory may have here (the hardware and its simulators build every "
+                    f"row): use at most {MAX_MEMORY_KIB}"
+                )
         # Double buffering needs room for two tiles of each operand and two accumulator tiles.
         spad_needed = 2 * (self.rows + self.cols) * self.spad_row_bytes
         if self.spad_kib * 1024 < spad_needed:

@@ -53,6 +53,11 @@ def test_config_error_is_a_value_error():
         ({"spad_kib": 0}, r"^spad_kib must be a positive whole number of KiB, not 0$"),
         ({"acc_kib": -1}, r"^acc_kib must be a positive whole number of KiB, not -1$"),
         (
+            {"spad_kib": 99999999},
+            r"^spad_kib=99999999 is larger than the 16384 KiB \(16 MiB\) .*: use at most 16384$",
+        ),
+        ({"acc_kib": 16385}, r"^acc_kib=16385 is larger than the 16384 KiB"),
+        (
             {"rows": 128, "cols": 128, "spad_kib": 32},
             (
                 r"^spad_kib=32 is too small for a 128x128 array: double-buffered operand tiles "

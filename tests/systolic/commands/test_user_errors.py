@@ -522,3 +522,13 @@ def test_errors_are_one_escaped_line(
     monkeypatch.setattr(inspect_command, "run", fail)
     assert main(["inspect"]) == 2
     assert re.match(expected, capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("option", ["--spad-kib", "--acc-kib"])
+def test_verilog_huge_memory_is_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    status = main(["verilog", option, "99999999", "-o", str(tmp_path / "out")])
+    assert status == 2
+    assert "99999999 is larger than the 16384 KiB" in _one_error_line(capsys)
+    assert list(tmp_path.iterdir()) == []
