@@ -16,6 +16,7 @@ closed form, instruction by instruction in program order (no cycle loop):
 """
 
 import dataclasses
+import functools
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
@@ -26,11 +27,13 @@ __all__ = [
     "MEMORY_ID",
     "UNITS",
     "DispatchModel",
+    "DispatchState",
     "Job",
     "JobTimes",
     "Timing",
     "UnitModel",
     "UnitTiming",
+    "hazard_stall",
 ]
 
 MEMORY_ID: dict[Memory, int] = {
@@ -94,6 +97,113 @@ class UnitModel:
         self.last_completion = max(cycle + resolved.latency, self.last_completion + 1)
         return self.last_completion
 
+    def copy(self) -> "UnitModel":
+        """Return an independent copy of the unit's state (a checkpoint)."""
+        clone = UnitModel()
+        clone.free_from, clone.last_completion = self.free_from, self.last_completion
+        return clone
+
+
+class DispatchState:
+    """The dispatcher's in-flight table and unit queues, advanced one instruction at a time.
+
+    Instructions are known by their program index; `completes[i]` is instruction i's
+    completion cycle, read whenever the rules need it (the caller may move a completion
+    later while the instruction is in flight: the EXECUTE completion merge does). The caller
+    applies the rules in order for each instruction: `accept`, `head`, `mask_clear`, then
+    `record` with the cycle its unit took it. `dispatch_stall` and `hazard_stall[unit]` are
+    the accelerator's counters of the same names (docs/cycle-model.md, "Counters").
+    """
+
+    def __init__(self, completes: Sequence[int], *, units: int = 3, table_entries: int = 16,
+                 queue_depth: int = 4, first_accept: int = 0) -> None:
+        self.completes = completes
+        self.table_entries = table_entries
+        self.queue_depth = queue_depth
+        self.last_accept = first_accept - 1
+        self.queues: list[deque[int]] = [deque(maxlen=queue_depth) for _ in range(units)]
+        self.table: list[tuple[int, int]] = []  # (unit, index) of each instruction in flight
+        self.dispatch_stall = 0
+        self.hazard_stall = [0] * units
+
+    def copy(self) -> "DispatchState":
+        """Return an independent copy (a checkpoint; it shares `completes`)."""
+        clone = object.__new__(DispatchState)
+        clone.__dict__.update(self.__dict__)
+        clone.queues = [deque(queue, self.queue_depth) for queue in self.queues]
+        clone.table = list(self.table)
+        clone.hazard_stall = list(self.hazard_stall)
+        return clone
+
+    def accept(self, unit: int, arrival: int = 0) -> tuple[int, list[int]]:
+        """Return the cycle the next instruction (of `unit`, offered from max(`arrival`, the
+        previous accept + 1)) is accepted in, and the instructions whose completions decided
+        it: every one in flight when the table was full, else none.
+
+        The accept cycle is the first cycle t from the offer on with fewer than
+        `table_entries` instructions completing in t or later and fewer than `queue_depth`
+        of `unit`'s instructions issuing in t or later. (Entries completed before the offer
+        leave the table when it looks full: no rule reads them.)
+        """
+        offered = max(arrival, self.last_accept + 1)
+        cycle = offered
+        users: list[int] = []
+        if len(self.table) >= self.table_entries:
+            completes = self.completes
+            self.table = [entry for entry in self.table if completes[entry[1]] >= offered]
+            if len(self.table) >= self.table_entries:
+                ends = sorted((completes[index] for _, index in self.table), reverse=True)
+                cycle = ends[self.table_entries - 1] + 1
+                users = [index for _, index in self.table]
+        queue = self.queues[unit]
+        if len(queue) == self.queue_depth and queue[0] >= cycle:
+            cycle = queue[0] + 1
+        self.dispatch_stall += cycle - offered
+        self.last_accept = cycle
+        return cycle, users
+
+    def head(self, unit: int, accept: int) -> int:
+        """Return the first cycle an instruction of `unit` accepted in `accept` heads its queue
+        (the queue is in order and issues at most one instruction per cycle)."""
+        queue = self.queues[unit]
+        return max(accept + 1, queue[-1] + 1) if queue else accept + 1
+
+    def mask_clear(self, unit: int, accept: int, head: int,
+                   conflicts: Callable[[int], bool]) -> tuple[int, list[int]]:
+        """Return the cycle an instruction of `unit` accepted in `accept` (heading its queue
+        from `head`) has its mask clear, and the instructions it waits for.
+
+        It waits for every instruction in flight of another unit that `conflicts` (given its
+        index) and completes after `accept` (a completion in the accept cycle is not recorded
+        in the mask): the mask clears after the last of their completions.
+        """
+        clear = head
+        waited = []
+        for other, owner in self.table:
+            end = self.completes[owner]
+            if other != unit and end > accept and conflicts(owner):
+                waited.append(owner)
+                clear = max(clear, end + 1)
+        return clear, waited
+
+    def record(self, unit: int, index: int, issue: int, *, stalled: int = 0) -> None:
+        """Record instruction `index` of `unit`, issued in `issue`, and the cycles its queue's
+        head waited for its mask while the unit was ready (`hazard_stall`)."""
+        self.queues[unit].append(issue)
+        self.table.append((unit, index))
+        self.hazard_stall[unit] += stalled
+
+    def in_flight(self, cycle: int) -> list[int]:
+        """Return the indices of the instructions in the table in `cycle` (completing then
+        or later)."""
+        return [index for _, index in self.table if self.completes[index] >= cycle]
+
+
+def hazard_stall(head: int, clear: int, ready_from: int) -> int:
+    """Return the cycles a queue head (from `head`) waited only for its mask (until `clear`)
+    while its unit was ready for it (from `ready_from`)."""
+    return max(0, clear - max(ready_from, head)) if clear > head else 0
+
 
 class Job(NamedTuple):
     """One instruction: its unit index, footprint, timing, and the first cycle it is offered."""
@@ -114,14 +224,6 @@ class JobTimes:
     tag: int
 
 
-@dataclasses.dataclass
-class _InFlight:
-    tag: int
-    unit: int
-    ranges: Sequence[Access]
-    complete: int
-
-
 class DispatchModel:
     """The dispatcher with the parameters of `systolic.hdl.dispatcher.Dispatcher`."""
 
@@ -139,35 +241,26 @@ class DispatchModel:
     def run(self, jobs: Iterable[Job | tuple[int, Sequence[Access], Timing]]) -> list[JobTimes]:
         """Return the cycles of every job, in program order."""
         units = [UnitModel() for _ in range(self.units)]
-        recent_issues: list[deque[int]] = [deque(maxlen=self.queue_depth) for _ in units]
-        in_flight: list[_InFlight] = []
+        completes: list[int] = []
+        state = DispatchState(completes, units=self.units, table_entries=self.table_entries,
+                              queue_depth=self.queue_depth)
+        footprints: list[Sequence[Access]] = []
+        tags: list[int] = []
         result: list[JobTimes] = []
         for index, raw in enumerate(jobs):
             job = Job(*raw)
             self._check(index, job)
-            cycle = max(job.arrival, result[-1].dispatch + 1 if result else 0)
-            in_flight = [entry for entry in in_flight if entry.complete >= cycle]
-            if len(in_flight) >= self.table_entries:
-                latest = sorted((entry.complete for entry in in_flight), reverse=True)
-                cycle = max(cycle, latest[self.table_entries - 1] + 1)
-            queue = recent_issues[job.unit]
-            if len(queue) == self.queue_depth:
-                cycle = max(cycle, queue[0] + 1)
-            in_flight = [entry for entry in in_flight if entry.complete >= cycle]
-            used = {entry.tag for entry in in_flight}
-            tag = min(set(range(self.table_entries)) - used)
-
-            issue = max(cycle + 1, units[job.unit].free_from)
-            if queue:
-                issue = max(issue, queue[-1] + 1)
-            for entry in in_flight:
-                if entry.unit != job.unit and entry.complete > cycle and any(
-                    a.conflicts(b) for a in job.ranges for b in entry.ranges
-                ):
-                    issue = max(issue, entry.complete + 1)
+            cycle, _ = state.accept(job.unit, job.arrival)
+            tag = min(set(range(self.table_entries)) - {tags[i] for i in state.in_flight(cycle)})
+            head = state.head(job.unit, cycle)
+            clear, _ = state.mask_clear(
+                job.unit, cycle, head, functools.partial(_conflict, job.ranges, footprints))
+            issue = max(clear, units[job.unit].free_from)
             complete = units[job.unit].issue(issue, job.timing)
-            queue.append(issue)
-            in_flight.append(_InFlight(tag, job.unit, job.ranges, complete))
+            completes.append(complete)
+            footprints.append(job.ranges)
+            tags.append(tag)
+            state.record(job.unit, index, issue)
             result.append(JobTimes(cycle, issue, complete, tag))
         return result
 
@@ -181,3 +274,8 @@ class DispatchModel:
                 f"instruction {index}: {len(job.ranges)} ranges exceed the {self.ranges} "
                 "a footprint holds"
             )
+
+
+def _conflict(ranges: Sequence[Access], footprints: Sequence[Sequence[Access]], owner: int
+              ) -> bool:
+    return any(mine.conflicts(theirs) for mine in ranges for theirs in footprints[owner])

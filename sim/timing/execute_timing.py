@@ -120,28 +120,18 @@ class ExecuteTiming:
         self._pending = False  # the newest weight tile has not been used by a COMPUTE
 
     def issue(self, instr: Instruction, available: int) -> InstructionTiming:
-        """Take the unit's next instruction, offered from cycle `available`; return its timing."""
-        earliest = self._last_taken + 1
-        earliest = max(earliest, available)
-        kind = type(instr)
-        if kind is Compute and self._ws:  # the common cases first
-            timing = self._compute(earliest, instr.m)  # type: ignore[attr-defined]
-        elif kind is Preload and self._ws:
-            timing = self._preload(earliest)
-        elif kind is ComputeOS and not self._ws:
-            timing = self._compute_os(earliest, instr)  # type: ignore[arg-type]
-        elif isinstance(instr, Preload) and self._ws:
-            timing = self._preload(earliest)
-        elif isinstance(instr, Compute) and self._ws:
-            timing = self._compute(earliest, instr.m)
-        elif isinstance(instr, ComputeOS) and not self._ws:
-            timing = self._compute_os(earliest, instr)
-        else:
-            raise ValueError(
-                f"{instr.MNEMONIC} is not an EXECUTE instruction of a "
-                f"{self.config.dataflow.value} array")
-        self._last_taken = timing.taken
-        return timing
+        """Take the unit's next instruction, offered from cycle `available`; return its timing.
+
+        Raises ValueError for an instruction the unit does not execute in this dataflow."""
+        if isinstance(instr, Preload) and self._ws:
+            return self.preload(available)
+        if isinstance(instr, Compute) and self._ws:
+            return self.compute(available, instr.m)
+        if isinstance(instr, ComputeOS) and not self._ws:
+            return self.compute_os(available, instr.m, instr.k)
+        raise ValueError(
+            f"{instr.MNEMONIC} is not an EXECUTE instruction of a "
+            f"{self.config.dataflow.value} array")
 
     def copy(self) -> "ExecuteTiming":
         """Return an independent copy of the schedule so far (a checkpoint)."""
@@ -154,19 +144,65 @@ class ExecuteTiming:
             clone._bank_free = list(self._bank_free)
         return clone
 
-    def ready_from(self, instr: Instruction) -> int:
-        """Return the first cycle the unit would take `instr` if it were offered from then on.
+    def ready_from(self, cls: type[Instruction]) -> int:
+        """Return the first cycle the unit would take an instruction of class `cls` (PRELOAD,
+        COMPUTE or COMPUTE.OS) if it were offered from then on.
 
-        This is the unit's `i_instr.ready` for `instr` (it stays high once it rises, until the
+        This is the unit's `i_instr.ready` for it (it stays high once it rises, until the
         unit takes an instruction); the state is not changed.
         """
         earliest = self._last_taken + 1
-        if isinstance(instr, ComputeOS):
+        if issubclass(cls, ComputeOS):
             return max(earliest, self._loader_free)
-        if isinstance(instr, Preload):
+        if issubclass(cls, Preload):
             ready = max(earliest, self._weights.free)
             return max(ready, self._slot_free) if self._pending else ready
         return max(earliest, self._slot_free)
+
+    def preload(self, available: int) -> InstructionTiming:
+        """Take a PRELOAD (weight-stationary) offered from cycle `available`."""
+        taken = max(self._weights.free, self._last_taken + 1, available)
+        if self._pending and self._slot_free > taken:
+            taken = self._slot_free
+        if self._pending or taken > self._acts.free:
+            self._start_item(taken, 1)  # dummy: closes the tile (and activates unused weights)
+        self._closed = True  # the running item's (or the dummy's) last row closes the tile
+        self._activated = self._newest_activated
+        first = self._weights.run(taken, self._rows, self._activated)
+        self._loaded = first + self._rows - 1
+        self._pending = True
+        return self._took(taken, self._loaded)
+
+    def compute(self, available: int, m: int) -> InstructionTiming:
+        """Take a COMPUTE of `m` rows (weight-stationary) offered from cycle `available`."""
+        taken = max(self._slot_free, self._last_taken + 1, available)
+        first = self._start_item(taken, m)
+        self._closed = False
+        self._pending = False
+        return self._took(taken, first + m - 1 + self._latency)
+
+    def compute_os(self, available: int, m: int, k: int) -> InstructionTiming:
+        """Take a COMPUTE.OS of `m` rows and `k` steps offered from cycle `available`."""
+        taken = max(self._loader_free, self._last_taken + 1, available)
+        load_start = taken + 1
+        for chunk in range(-(-k // self._dim)):
+            width = min(k - chunk * self._dim, self._dim)
+            bank = self._chunks % 2
+            self._chunks += 1
+            first_read = max(self._bank_free[bank], load_start)
+            last_read = first_read + m - 1
+            load_start = last_read + 1
+            issue = max(self._beat_taken, last_read + 2)  # first column
+            self._bank_free[bank] = issue + width - 1
+            self._beat_taken = issue + width
+        self._loader_free = load_start - 1
+        final = max(self._tile_end + self._rows, self._beat_taken)
+        self._beat_taken = self._tile_end = final
+        return self._took(taken, final + self._os_drain)
+
+    def _took(self, taken: int, completed: int) -> InstructionTiming:
+        self._last_taken = taken
+        return InstructionTiming(taken, completed)
 
     def _start_item(self, taken: int, beats: int) -> int:
         """Queue an activation item taken in `taken`; return the cycle its first row is taken."""
@@ -178,49 +214,3 @@ class ExecuteTiming:
         if activates:
             self._newest_activated = first
         return first
-
-    def _preload(self, earliest: int) -> InstructionTiming:
-        taken = max(self._weights.free, earliest)
-        if self._pending and self._slot_free > taken:
-            taken = self._slot_free
-        if self._pending or taken > self._acts.free:
-            self._start_item(taken, 1)  # dummy: closes the tile (and activates unused weights)
-        self._closed = True  # the running item's (or the dummy's) last row closes the tile
-        self._activated = self._newest_activated
-        first = self._weights.run(taken, self._rows, self._activated)
-        self._loaded = first + self._rows - 1
-        self._pending = True
-        return InstructionTiming(taken, self._loaded)
-
-    def _compute(self, earliest: int, m: int) -> InstructionTiming:
-        taken = max(self._slot_free, earliest)
-        first = self._start_item(taken, m)
-        self._closed = False
-        self._pending = False
-        return InstructionTiming(taken, first + m - 1 + self._latency)
-
-    def _compute_os(self, earliest: int, instr: ComputeOS) -> InstructionTiming:
-        rows, dim = self._rows, self._dim
-        taken = max(self._loader_free, earliest)
-        load_start = taken + 1
-        k, m = instr.k, instr.m
-        bank_free = self._bank_free
-        chunks = self._chunks
-        beat_taken = self._beat_taken
-        for chunk in range(-(-k // dim)):
-            width = k - chunk * dim
-            width = min(width, dim)
-            bank = chunks % 2
-            chunks += 1
-            first_read = max(bank_free[bank], load_start)
-            last_read = first_read + m - 1
-            load_start = last_read + 1
-            issue = max(beat_taken, last_read + 2)  # first column
-            last_issue = issue + width - 1
-            bank_free[bank] = last_issue
-            beat_taken = last_issue + 1
-        self._chunks = chunks
-        self._loader_free = load_start - 1
-        final = max(self._tile_end + rows, beat_taken)
-        self._beat_taken = self._tile_end = final
-        return InstructionTiming(taken, final + self._os_drain)

@@ -16,7 +16,7 @@ from systolic.isa.instructions import Load
 from systolic.isa.patterns import total_beats
 from systolic.sim.timing.dispatch_model import UnitTiming
 
-__all__ = ["SETUP_CYCLES", "load_beats", "load_duration", "load_timing"]
+__all__ = ["SETUP_CYCLES", "beats_timing", "load_beats", "load_duration", "load_timing"]
 
 SETUP_CYCLES = 2
 """Cycles from taking a LOAD (idle unit) to its first read request."""
@@ -34,5 +34,9 @@ def load_duration(instr: Load, config: ArrayConfig, mem_latency: int) -> int:
 
 def load_timing(instr: Load, config: ArrayConfig, mem_latency: int) -> UnitTiming:
     """Return the unit's timing of `instr` for the dispatch model: busy and latency."""
-    beats = load_beats(instr, config)
+    return beats_timing(load_beats(instr, config), mem_latency)
+
+
+def beats_timing(beats: int, mem_latency: int) -> UnitTiming:
+    """Return the unit's timing of a LOAD of `beats` beats: busy and latency."""
     return UnitTiming(busy=max(beats, 2), latency=beats + mem_latency + SETUP_CYCLES)

@@ -330,15 +330,30 @@ class ProgramFacts:
         spans: list[list[int]] = self.span_array.tolist()
         return spans
 
-    @property
+    @functools.cached_property
     def firsts(self) -> list[list[int]]:
         """Per memory, per instruction the first row of its range there."""
         return self._span_lists[0::2]
 
-    @property
+    @functools.cached_property
     def lasts(self) -> list[list[int]]:
         """Per memory, per instruction the last row of its range there."""
         return self._span_lists[1::2]
+
+    def conflict(self, index: int, other: int) -> bool:
+        """Return whether instructions `index` and `other` conflict (`overlap`): they use a
+        common memory, at least one of them writes it, and their rows there overlap."""
+        mine, theirs = self.masks[index], self.masks[other]
+        common = (mine >> 8 & theirs | mine & theirs >> 8) & ALL_MEMORIES
+        if not common:
+            return False
+        if (mine | theirs) & SHARED:
+            return overlap(self.footprint(index), self.footprint(other))
+        firsts, lasts = self.firsts, self.lasts
+        for m in MEMORY_SETS[common]:
+            if firsts[m][index] <= lasts[m][other] and firsts[m][other] <= lasts[m][index]:
+                return True
+        return False
 
     def _add_spans(self, spec: list[tuple[Any, Any, Any, Any]], where: np.ndarray,
                    masks: np.ndarray, spans: np.ndarray) -> None:

@@ -26,7 +26,9 @@ from systolic.isa.instructions import Add, Copy, Instruction, Pool, Store
 from systolic.isa.patterns import beats
 from systolic.sim.timing.dispatch_model import UnitTiming
 
-__all__ = ["FIXED_CYCLES", "duration", "reader_cycles", "row_beats", "unit_timing"]
+__all__ = [
+    "FIXED_CYCLES", "duration", "duration_timing", "reader_cycles", "row_beats", "unit_timing",
+]
 
 FIXED_CYCLES: dict[type[Instruction], int] = {Copy: 3, Store: 7, Pool: 8, Add: 8}
 """K of the duration formula, per instruction class."""
@@ -70,5 +72,9 @@ def duration(instr: Instruction, config: ArrayConfig) -> int:
 
 def unit_timing(instr: Instruction, config: ArrayConfig) -> UnitTiming:
     """Return the unit's timing for the dispatcher model: busy = duration + 1, latency = duration."""
-    cycles = duration(instr, config)
+    return duration_timing(duration(instr, config))
+
+
+def duration_timing(cycles: int) -> UnitTiming:
+    """Return the unit's timing of an instruction of `cycles` cycles (`duration`)."""
     return UnitTiming(busy=cycles + 1, latency=cycles)

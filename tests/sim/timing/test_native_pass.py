@@ -1,4 +1,5 @@
-"""The cycle model's C main loop (`native_pass`) against the Python pass (`ProgramModel._pass`).
+"""The cycle model's C main loop (`native_pass`) against the Python specification
+(`ProgramModel.python_pass`).
 
 Both passes time the same `ProgramFacts`: every accept, issue and complete cycle, the total
 and every counter must be equal, on random programs over configurations, dataflows, bus
@@ -38,8 +39,6 @@ def _library(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(program_model, "_MAX_ROLLBACKS", 2000)
 
 
-
-
 def both_passes(config: ArrayConfig, instructions, *, table_entries: int = 16,
                 queue_depth: int = 4, settles: bool = True
                 ) -> tuple[ProgramTiming | None, ProgramTiming | None, ProgramFacts]:
@@ -49,14 +48,14 @@ def both_passes(config: ArrayConfig, instructions, *, table_entries: int = 16,
     pass must raise its error, and both timings are None (refused unless not `settles`).
     """
     model = ProgramModel(config, table_entries=table_entries, queue_depth=queue_depth)
-    facts = ProgramFacts(model._describer, instructions[:-1], config.dataflow is Dataflow.WS)
+    facts = ProgramFacts(model.describer, instructions[:-1], config.dataflow is Dataflow.WS)
     native = native_pass(config, table_entries, queue_depth, facts)
     if native is None:
         with pytest.raises(RuntimeError, match=r"^the EXECUTE completion merge did not settle$"):
-            model._pass(facts, len(instructions) - 1)
+            model.python_pass(facts)
         assert not settles, "the native pass gave up on a program the Python pass times"
         return None, None, facts
-    return native, model._pass(facts, len(instructions) - 1), facts
+    return native, model.python_pass(facts), facts
 
 
 def assert_same(native: ProgramTiming | None, python: ProgramTiming | None) -> None:
@@ -90,7 +89,7 @@ def test_random_programs_over_configurations_and_sizes() -> None:
 
 def test_both_passes_give_up_on_the_same_unsettled_merge() -> None:
     # A PRELOAD accepted on a full table whose own strobe delays a delivery it counted: the
-    # rollback learns nothing and repeats (a limit of `_pass`, mirrored by the C loop).
+    # rollback learns nothing and repeats (a limit of the Python pass, mirrored by the C loop).
     rng = np.random.default_rng(824)
     config = random_config(rng, Dataflow.WS, largest=int(rng.choice([2, 4, 8])))
     case = random_program(config, rng, layers=int(rng.integers(1, 4)))
@@ -161,15 +160,15 @@ def test_the_model_runs_the_native_pass_unless_told_not_to(monkeypatch) -> None:
         raise AssertionError("the Python pass ran")
 
     with monkeypatch.context() as patch:
-        patch.setattr(ProgramModel, "_pass", no_python_pass)
+        patch.setattr(ProgramModel, "python_pass", no_python_pass)
         assert_same(ProgramModel(config).run(instructions), python)
         with pytest.raises(AssertionError, match="the Python pass ran"):
             ProgramModel(config, native=False).run(instructions)
     monkeypatch.setenv("SYSTOLIC_NATIVE", "0")
     assert timing_library() is None
     calls = []
-    original = ProgramModel._pass
-    monkeypatch.setattr(ProgramModel, "_pass",
+    original = ProgramModel.python_pass
+    monkeypatch.setattr(ProgramModel, "python_pass",
                         lambda self, *a: calls.append(1) or original(self, *a))
     assert_same(ProgramModel(config).run(instructions), python)
     assert calls == [1]

@@ -25,7 +25,8 @@ from systolic.sim.golden.machine import Machine
 from systolic.sim.run.backends import run_program
 from systolic.sim.timing.dispatch_model import MEMORY_ID, DispatchModel, Job
 from systolic.sim.timing.load_timing import load_beats, load_timing
-from systolic.sim.timing.program_model import ProgramModel, _Describer
+from systolic.sim.timing.program_facts import Describer
+from systolic.sim.timing.program_model import ProgramModel
 from systolic.sim.timing.store_timing import duration, unit_timing
 from systolic.sim.timing.synthetic_programs import (
     SyntheticProgram,
@@ -179,7 +180,7 @@ def test_a_full_table_and_queue_stall_dispatch() -> None:
 def test_describer_cache_equals_the_instruction_model() -> None:
     for dataflow in Dataflow:
         config = ArrayConfig(rows=4, cols=3, dataflow=dataflow, bus_bytes=8)
-        describer = _Describer(config)
+        describer = Describer(config)
         for instr in synthetic_program(config, 3000, seed=dataflow is Dataflow.OS,
                                        scale=2).instructions[:-1]:
             unit, ranges, cost = describer.describe(instr)
