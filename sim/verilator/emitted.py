@@ -9,7 +9,10 @@ version and the text of every source file the emission reads (`source_files()`: 
 `systolic.hdl`, `systolic.isa` and `systolic.verilog` packages, the configuration and error
 modules, and this backend's `ports`, `design` and `emitted` modules). Any edit to one of them,
 or another Amaranth, gives a new key: a stale text is never used. Entries are written
-atomically (a temporary file renamed into place).
+atomically (a temporary file `.emit-<owner>-*` renamed into place; those of killed processes
+are removed by the next write, `cache_entry.remove_stale`) and carry a digest of their fields:
+an entry that does not parse or whose fields do not match its digest is emitted again, with
+one line on standard error.
 """
 
 import dataclasses
@@ -22,7 +25,9 @@ import tempfile
 from pathlib import Path
 
 from systolic.config import ArrayConfig
+from systolic.fileio import digest_parts
 from systolic.sim.verilator.build import cache_root
+from systolic.sim.verilator.cache_entry import owner_tag, remove_stale, say_rebuilt
 from systolic.sim.verilator.design import HarnessParts, harness_parts
 
 __all__ = ["emit_accelerator", "emitted_accelerator", "source_files"]
@@ -36,7 +41,7 @@ SOURCE_MODULES = (
 )
 """Single modules that can change the emitted Verilog, its ports or the cache format."""
 
-FORMAT = 2
+FORMAT = 3
 """Version of the cache entry's layout (part of the key)."""
 
 
@@ -79,22 +84,39 @@ def emit_accelerator(config: ArrayConfig) -> HarnessParts:
                          bus_bytes=config.bus_bytes, mem_latency=config.mem_latency)
 
 
-def _read(path: Path) -> HarnessParts | None:
+def _fields_digest(design: HarnessParts) -> str:
+    return digest_parts(design.verilog, design.top, design.header, str(design.command_width))
+
+
+def _read(path: Path) -> tuple[HarnessParts | None, str | None]:
+    """Return (the entry at `path`, None), or (None, why it is damaged), or (None, None)
+    when there is none."""
     try:
-        fields = json.loads(path.read_text(encoding="utf-8"))
-        return HarnessParts(verilog=str(fields["verilog"]), top=str(fields["top"]),
-                            header=str(fields["header"]),
-                            command_width=int(fields["command_width"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # missing or damaged: emit again
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as error:
+        return None, f"it cannot be read ({error})"
+    try:
+        fields = json.loads(text)
+        design = HarnessParts(verilog=str(fields["verilog"]), top=str(fields["top"]),
+                              header=str(fields["header"]),
+                              command_width=int(fields["command_width"]))
+        digest = fields["digest"]
+    except (ValueError, KeyError, TypeError):
+        return None, "it is not a complete entry"
+    if digest != _fields_digest(design):
+        return None, "its fields do not match their digest"
+    return design, None
 
 
 def _write(path: Path, design: HarnessParts) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, staged = tempfile.mkstemp(prefix=".emit-", dir=path.parent)
+    remove_stale(path.parent)
+    handle, staged = tempfile.mkstemp(prefix=f".emit-{owner_tag()}-", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(dataclasses.asdict(design), out)
+            json.dump({**dataclasses.asdict(design), "digest": _fields_digest(design)}, out)
         os.replace(staged, path)
     except BaseException:
         Path(staged).unlink(missing_ok=True)
@@ -106,13 +128,16 @@ def emitted_accelerator(config: ArrayConfig, *,
     """Return the emitted design for `config` and whether it came from the cache.
 
     `cache_dir` replaces `build.cache_root()` (the entry lives in its `emitted` folder). A
-    cache folder that cannot be written only costs the next run another emission.
+    damaged entry is emitted again (one line on standard error); a cache folder that cannot
+    be written only costs the next run another emission.
     """
     root = cache_root() if cache_dir is None else Path(cache_dir)
     path = root / "emitted" / f"{_key(config)}.json"
-    cached = _read(path)
+    cached, damage = _read(path)
     if cached is not None:
         return cached, True
+    if damage is not None:
+        say_rebuilt("emitted Verilog", path, damage)
     design = emit_accelerator(config)
     try:
         _write(path, design)

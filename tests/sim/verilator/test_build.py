@@ -32,11 +32,12 @@ def test_second_build_comes_from_the_cache(copy_design, tiny_cache: Path) -> Non
     assert again.executable == first.executable
     # Only finished builds remain: no temporary build folders, and the build log is kept.
     assert not [p for p in tiny_cache.iterdir() if p.name.startswith(".build-")]
-    assert (first.executable.parent / "build.log").is_file()
+    assert sorted(p.name for p in first.executable.parent.iterdir()) == [
+        "build.log", "manifest.json", "sim"]
     # Verilator's runtime objects, kept by the first build for the later ones.
     runtimes = [p for p in tiny_cache.iterdir() if p.name.startswith("runtime-")]
     assert len(runtimes) == 1
-    assert sorted(p.name for p in runtimes[0].iterdir()) == ["verilated.o",
+    assert sorted(p.name for p in runtimes[0].iterdir()) == ["manifest.json", "verilated.o",
                                                              "verilated_threads.o"]
 
 
