@@ -131,7 +131,7 @@ def remove_stale(root: Path, *, now: float | None = None) -> list[str]:
     names. Errors (a folder that vanished meanwhile, no permission) are ignored."""
     here = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:40]
     now = time.time() if now is None else now
-    removed = []
+    removed: list[str] = []
     try:
         candidates = [path for path in root.iterdir() if path.name.startswith(_PREFIXES)]
     except OSError:
