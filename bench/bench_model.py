@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import repository_root  # noqa: F401  (puts the repository root on sys.path)
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.isa.encode_batch import encode_words
@@ -32,7 +33,7 @@ from systolic.sim.golden.machine import Machine
 from systolic.sim.result import RunResult
 from systolic.sim.run.model_backend import run_golden, run_model
 from systolic.sim.timing.program_model import ProgramModel, ProgramTiming
-from systolic.sim.timing.synthetic_programs import synthetic_program
+from tests.support.random_programs import synthetic_program
 
 
 def main() -> None:

@@ -17,10 +17,12 @@ import os
 import tempfile
 import time
 
+import repository_root  # noqa: F401  (puts the repository root on sys.path)
+
 from systolic.config import ArrayConfig, Dataflow
 from systolic.sim.run.backends import initial_memory, run_program
-from systolic.sim.timing.synthetic_programs import synthetic_program
 from systolic.sim.verilator.backend import accelerator_design
+from tests.support.random_programs import synthetic_program
 
 
 def measure(size: int, instructions: int, scale: int, dataflow: Dataflow) -> None:

@@ -41,7 +41,6 @@ from systolic.sim.golden import native_machine
 from systolic.sim.golden.machine import Machine
 from systolic.sim.golden.native_machine import NativeStatus, native_execute, run_native
 from systolic.sim.native.build import load_library, unavailable_reason
-from systolic.sim.timing.synthetic_programs import random_program
 
 from ...hdl.accelerator_programs import (
     gemm_program,
@@ -50,6 +49,7 @@ from ...hdl.accelerator_programs import (
     small_config,
     vector_program,
 )
+from ...support.random_programs import random_program
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 WS, OS = Dataflow.WS, Dataflow.OS

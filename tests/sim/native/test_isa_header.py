@@ -11,7 +11,7 @@ from systolic.isa.instructions import INSTRUCTION_TYPES, Halt
 from systolic.isa.patterns import RowPattern
 from systolic.sim.native.isa_header import HEADER_NAME, isa_header
 
-from ...systolic.isa.random_instructions import random_instruction
+from ...support.random_programs import random_instruction
 from .header_harness import compile_with_header
 
 _CLASSES = [cls for cls in INSTRUCTION_TYPES if cls is not Halt]

@@ -15,7 +15,7 @@ from systolic.sim.timing.load_timing import load_beats
 from systolic.sim.timing.native_facts import external_facts
 from systolic.sim.timing.store_timing import duration
 
-from ...systolic.isa.random_instructions import random_instruction
+from ...support.random_programs import random_instruction
 
 _SMALL = {"count": 40, "m": 40, "oh": 6, "ow": 6, "h": 12, "w": 12, "length": 300}
 _STRIDES = ("row_stride0", "row_stride1", "stride_mid", "stride_outer")

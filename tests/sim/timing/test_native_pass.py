@@ -23,8 +23,8 @@ from systolic.sim.timing.native_pass import native_pass, timing_library
 from systolic.sim.timing.program_facts import ProgramFacts
 from systolic.sim.timing.program_model import ProgramModel
 from systolic.sim.timing.program_timing import ProgramTiming
-from systolic.sim.timing.synthetic_programs import random_program, synthetic_program
 
+from ...support.random_programs import random_program, synthetic_program
 from .test_program_model import random_config
 
 MODELS = Path(__file__).resolve().parents[2] / "models"

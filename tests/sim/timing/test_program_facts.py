@@ -24,7 +24,8 @@ from systolic.sim.timing.program_facts import (
     overlap,
 )
 from systolic.sim.timing.store_timing import duration
-from systolic.sim.timing.synthetic_programs import random_program, synthetic_program
+
+from ...support.random_programs import random_program, synthetic_program
 
 _KIND = {Load: K_LD, Compute: K_COMPUTE, Preload: K_PRELOAD, ComputeOS: K_COMPUTE_OS}
 

@@ -28,7 +28,8 @@ from systolic.sim.timing.load_timing import load_beats, load_timing
 from systolic.sim.timing.program_facts import Describer
 from systolic.sim.timing.program_model import ProgramModel
 from systolic.sim.timing.store_timing import duration, unit_timing
-from systolic.sim.timing.synthetic_programs import (
+
+from ...support.random_programs import (
     SyntheticProgram,
     random_program,
     synthetic_program,

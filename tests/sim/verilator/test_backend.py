@@ -15,7 +15,6 @@ from systolic.isa.instructions import Halt, Load, LoadTarget
 from systolic.isa.program import Program
 from systolic.sim.result import COUNTER_NAMES
 from systolic.sim.run.backends import run_program
-from systolic.sim.timing.synthetic_programs import random_program
 
 from ...hdl.accelerator_programs import (
     Y_ADDR,
@@ -26,6 +25,7 @@ from ...hdl.accelerator_programs import (
     small_config,
     vector_program,
 )
+from ...support.random_programs import random_program
 from .conftest import needs_verilator
 
 # Both dataflows on 2x2 and 4x4, with bus widths that give scalar (32-bit) and wide (VlWide)

@@ -8,9 +8,8 @@ from systolic.isa.encode_batch import CLASS_OF_OPCODE, encode_words, field_colum
 from systolic.isa.instructions import INSTRUCTION_TYPES, Halt, decode
 from systolic.isa.memories import Memory
 from systolic.isa.program import Program
-from systolic.sim.timing.synthetic_programs import synthetic_program
 
-from .random_instructions import random_instruction
+from ...support.random_programs import random_instruction, synthetic_program
 
 
 @pytest.mark.parametrize("seed", range(4))

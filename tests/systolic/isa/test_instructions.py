@@ -27,7 +27,7 @@ from systolic.isa.instructions import (
 from systolic.isa.memories import Access, Memory
 from systolic.isa.tables import field_table
 
-from .random_instructions import random_instruction
+from ...support.random_programs import random_instruction
 
 WS = ArrayConfig(rows=8, cols=8)
 OS = dataclasses.replace(WS, dataflow=Dataflow.OS)

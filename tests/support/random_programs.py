@@ -1,4 +1,4 @@
-"""Realistic synthetic programs for the cycle model's tests and benchmarks.
+"""Random programs and instructions for the tests and the benchmarks (not part of the package).
 
 `random_program(config, rng)` builds what a mapper emits for a few small layers, with every
 instruction inside the configuration's limits: tiled GEMMs and im2col convolutions with
@@ -8,10 +8,19 @@ with strided row patterns. `synthetic_program(config, instructions)` repeats suc
 until the program holds about `instructions` instructions (for speed measurements). Buffers
 are placed at random byte offsets so that every bus alignment occurs; the returned memory
 image holds random activations, weights and valid params rows.
+
+`random_instruction(cls, rng)` returns one instruction of class `cls` whose fields span their
+whole encodable ranges (for the encoding and native-engine tests).
+
+The tests import this module relatively (`from ...support.random_programs import ...`); a
+bench script imports `bench/repository_root.py` first, which puts the repository root on
+`sys.path`, then `tests.support.random_programs`.
 """
 
 import dataclasses
+import enum
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +43,7 @@ from systolic.isa.memories import Memory, depth
 from systolic.isa.params import pack_params
 from systolic.isa.program import Program
 
-__all__ = ["SyntheticProgram", "random_program", "synthetic_program"]
+__all__ = ["SyntheticProgram", "random_instruction", "random_program", "synthetic_program"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,3 +283,54 @@ def synthetic_program(config: ArrayConfig, instructions: int, *, seed: int = 0,
     while len(builder.instrs) < instructions:
         _LAYERS[int(builder.rng.integers(len(_LAYERS)))](builder)
     return _finish(builder).program
+
+
+# -- instructions with random fields ----------------------------------------------------------------
+
+
+def _value(field: Any, rng: np.random.Generator) -> object:
+    if field.kind is bool:
+        return bool(rng.integers(2))
+    if issubclass(field.kind, enum.Enum):
+        return list(field.kind)[rng.integers(len(field.kind))]
+    choice = rng.integers(4)
+    if choice == 0:
+        return field.minimum
+    if choice == 1:
+        return field.maximum
+    if choice == 2:  # a small value: the common case
+        return int(min(field.maximum, field.minimum + rng.integers(0, 16)))
+    return int(rng.integers(field.minimum, field.maximum, endpoint=True))
+
+
+def random_instruction(cls: type[Instruction], rng: np.random.Generator) -> Instruction:
+    """Return an instance of `cls` whose fields span their whole encodable ranges."""
+    values = {field.name: _value(field, rng) for field in cls.FIELDS}
+    if "lo" in values:
+        values["lo"], values["hi"] = sorted((values["lo"], values["hi"]))
+    if cls is Load:
+        if values["mem"] is LoadTarget.PARAMS:
+            for name in ("k0", "length", "run", "n_mid", "stride_mid", "stride_outer"):
+                values[name] = 0
+            values["flip_sign"] = False
+        else:
+            for name in ("length", "run", "n_mid"):
+                values[name] = max(values[name], 1)
+    if cls is Pool:
+        if values["mode"] is PoolMode.MAX:
+            for name in ("multiplier", "shift", "zp_in", "zp_out"):
+                values[name] = 0
+        for pad, k, s, out, size in (
+            ("pad_top", "kh", "sh", "oh", "h"),
+            ("pad_left", "kw", "sw", "ow", "w"),
+        ):
+            low = (values[out] - 1) * values[s] - values[size] + 1
+            high = values[k] - 1
+            if low > high or low > 32767:
+                values[out] = 1
+                low = 1 - values[size]
+            low, high = max(low, -32768), min(high, 32767)
+            values[pad] = int(rng.integers(low, high, endpoint=True))
+    instance = cls(**values)
+    assert {f.name for f in dataclasses.fields(instance)} == set(values)
+    return instance
