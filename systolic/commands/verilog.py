@@ -19,6 +19,8 @@ from systolic.commands.config_args import add_config_arguments, config_from_args
 from systolic.commands.output_paths import check_output_file, check_output_folder
 from systolic.errors import ConfigError
 from systolic.fileio import write_atomically
+from systolic.verilog.fpga_parts import Part
+from systolic.verilog.fpga_text import render_fpga
 
 __all__ = ["register", "render_report", "run"]
 
@@ -48,6 +50,15 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="with --report, also map to generic gates and count them (minutes, not seconds)",
     )
     parser.add_argument(
+        "--fpga", metavar="PART",
+        help="place and route on an FPGA part (ecp5-25k, ecp5-45k, ecp5-85k: the fpga extra) "
+             "and print resources, Fmax and the critical path (minutes; results cached)",
+    )
+    parser.add_argument(
+        "--fpga-mhz", metavar="MHZ", type=float, default=100.0,
+        help="with --fpga, the clock constraint on clk (default 100)",
+    )
+    parser.add_argument(
         "--json", metavar="PATH", nargs="?", const="-",
         help="write the summary (and lint and synthesis results) as JSON to PATH "
              "(no PATH or '-': standard output instead of the text)",
@@ -58,6 +69,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 def run(args: argparse.Namespace) -> int:
     """Emit, check and write the files; print a summary; return 0 (1 if lint warns)."""
     from systolic.verilog.bundle import render_bundle, write_bundle
+    from systolic.verilog.fpga_flow import implement
     from systolic.verilog.lint import LintResult, find_verilator, lint
     from systolic.verilog.synth import SynthReport, check_yosys, synthesize
 
@@ -73,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--gates refines --report: add --report")
     if args.report:
         check_yosys()
+    part = _fpga_part(args)
     bundle = render_bundle(config)
     results: dict[str, Any] = {}
 
@@ -83,6 +96,9 @@ def run(args: argparse.Namespace) -> int:
         if args.report:
             results["synthesis"] = synthesize(folder / bundle.verilog_name, bundle.top,
                                               gates=args.gates)
+        if part is not None:
+            results["fpga"] = implement(bundle.files[bundle.verilog_name], bundle.top, part,
+                                        target_mhz=args.fpga_mhz)
 
     folder = write_bundle(bundle, args.output, check=check)
     lint_result: LintResult | None = results.get("lint")
@@ -101,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
         }
     if report is not None:
         summary["synthesis"] = report.to_dict()
+    if "fpga" in results:
+        summary["fpga"] = results["fpga"].to_dict()
     if args.json:
         text = json.dumps(summary, indent=2) + "\n"
         if args.json == "-":
@@ -143,4 +161,21 @@ def render_report(summary: dict[str, Any]) -> str:
         width = max(len(f"{value:,}") for _, value, _ in figures)
         lines += [f"  {label:<12} {value:>{width},}  {note}".rstrip()
                   for label, value, note in figures]
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    return text + render_fpga(summary["fpga"]) if "fpga" in summary else text
+
+
+def _fpga_part(args: argparse.Namespace) -> "Part | None":
+    """Return the `--fpga` part with its tools checked, or None without `--fpga`."""
+    from systolic.verilog.fpga_parts import find_part
+    from systolic.verilog.fpga_tools import check_tools
+
+    if args.fpga is None:
+        if args.fpga_mhz != 100.0:
+            raise ConfigError("--fpga-mhz is the clock constraint of --fpga: add --fpga PART")
+        return None
+    if not 0 < args.fpga_mhz <= 1000:
+        raise ConfigError(f"--fpga-mhz {args.fpga_mhz:g}: give a clock between 0 and 1000 MHz")
+    part = find_part(args.fpga)
+    check_tools(part)
+    return part
