@@ -4,7 +4,14 @@ tests/hdl/test_dispatcher.py)."""
 import pytest
 
 from systolic.isa.memories import Access, Memory
-from systolic.sim.timing.dispatch_model import DispatchModel, Job, UnitModel, UnitTiming
+from systolic.sim.timing.dispatch_model import (
+    DispatchModel,
+    DispatchState,
+    Job,
+    UnitModel,
+    UnitTiming,
+    hazard_stall,
+)
 
 
 def test_unit_completes_in_order_one_per_cycle():
@@ -54,3 +61,33 @@ def test_bad_jobs_are_rejected(jobs, message):
 def test_parameters_are_checked():
     with pytest.raises(ValueError, match=r"^queue_depth must be an integer of at least 1, not 0$"):
         DispatchModel(queue_depth=0)
+
+
+def test_state_rules_one_instruction_at_a_time():
+    # Two table entries, queues of one: LD 0 (completes 9), ST 1 (waits for LD 0, completes
+    # 12), then LD 2, which finds the table full until LD 0 has completed: accepted in 10.
+    completes = [9, 12, 0]
+    state = DispatchState(completes, table_entries=2, queue_depth=1, first_accept=1)
+    assert state.accept(0) == (1, [])
+    assert state.head(0, 1) == 2
+    state.record(0, 0, issue=2)
+    assert state.accept(2) == (2, [])
+    assert state.head(2, 2) == 3
+    assert state.mask_clear(2, 2, 3, lambda owner: owner == 0) == (10, [0])
+    assert state.mask_clear(2, 2, 3, lambda owner: False) == (3, [])
+    state.record(2, 1, issue=10, stalled=hazard_stall(3, 10, ready_from=5))
+    assert state.hazard_stall == [0, 0, 5]
+    checkpoint = state.copy()
+    assert state.accept(0) == (10, [0, 1])  # the table was full: both decided it
+    assert state.dispatch_stall == 7
+    assert state.head(0, 10) == 11
+    assert state.mask_clear(0, 10, 11, lambda owner: True) == (13, [1])  # (LD 0: same unit)
+    assert state.in_flight(10) == [1] and checkpoint.in_flight(10) == [1]
+    assert checkpoint.dispatch_stall == 0 and checkpoint.last_accept == 2
+
+
+def test_hazard_stall_counts_only_cycles_the_unit_was_ready():
+    assert hazard_stall(head=3, clear=3, ready_from=0) == 0  # no wait for the mask
+    assert hazard_stall(head=3, clear=10, ready_from=0) == 7
+    assert hazard_stall(head=3, clear=10, ready_from=6) == 4
+    assert hazard_stall(head=3, clear=10, ready_from=12) == 0

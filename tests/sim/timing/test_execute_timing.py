@@ -77,3 +77,27 @@ def test_rejects_instructions_of_other_units_or_dataflows() -> None:
         ws.issue(ComputeOS(in_row=0, m=1, n=1, k=1, wt_row=0, acc_row=0), 0)
     with pytest.raises(ValueError, match=r"^LOAD is not an EXECUTE instruction of a ws array$"):
         ws.issue(Load.dense(LoadTarget.SPAD_IN, row=0, count=1, ext=0, row_stride=1, length=1), 0)
+
+
+@pytest.mark.parametrize("dataflow", list(Dataflow))
+def test_ready_from_is_the_take_cycle_of_an_early_offer(dataflow: Dataflow) -> None:
+    # An instruction offered before the unit is ready is taken in the cycle ready_from gives,
+    # and a copy of the schedule takes the same instructions at the same cycles.
+    rng = random.Random(3)
+    model = ExecuteTiming(config(3, 2, dataflow))
+    for _ in range(60):
+        if dataflow is Dataflow.OS:
+            instr = ComputeOS(in_row=0, m=rng.randint(1, 4), n=1, k=rng.randint(1, 7),
+                              wt_row=0, acc_row=0)
+        elif rng.random() < 0.4:
+            instr = Preload(row=0, k=rng.randint(1, 3), n=2)
+        else:
+            instr = Compute(in_row=0, m=rng.randint(1, 5), acc_row=0)
+        ready = model.ready_from(type(instr))
+        clone = model.copy()
+        timing = model.issue(instr, 0)
+        assert timing.taken == ready
+        assert clone.issue(instr, 0) == timing
+        if rng.random() < 0.3:  # offered late: taken then
+            late = model.ready_from(type(instr)) + rng.randint(1, 5)
+            assert model.issue(instr, late).taken == late

@@ -9,7 +9,13 @@ import pytest
 from systolic.config import ArrayConfig
 from systolic.isa.instructions import Load, LoadTarget
 from systolic.sim.timing.dispatch_model import UnitTiming
-from systolic.sim.timing.load_timing import SETUP_CYCLES, load_beats, load_duration, load_timing
+from systolic.sim.timing.load_timing import (
+    SETUP_CYCLES,
+    beats_timing,
+    load_beats,
+    load_duration,
+    load_timing,
+)
 
 CONFIG = ArrayConfig(rows=4, cols=4, bus_bytes=16, spad_kib=4, acc_kib=4)
 
@@ -40,3 +46,4 @@ def test_unit_timing(beats_rows: int, busy: int) -> None:
     assert load_timing(instr, CONFIG, 20) == UnitTiming(
         busy=busy, latency=beats_rows + 20 + SETUP_CYCLES
     )
+    assert beats_timing(beats_rows, 20) == load_timing(instr, CONFIG, 20)

@@ -15,6 +15,7 @@ from systolic.sim.timing.dispatch_model import UnitTiming
 from systolic.sim.timing.store_timing import (
     FIXED_CYCLES,
     duration,
+    duration_timing,
     reader_cycles,
     row_beats,
     unit_timing,
@@ -52,6 +53,7 @@ def test_store_is_sum_of_beats() -> None:
     assert row_beats(store, CONFIG) == [1, 2, 2, 2, 2]
     assert duration(store, CONFIG) == 1 + 9 + 7
     assert unit_timing(store, CONFIG) == UnitTiming(busy=18, latency=17)
+    assert duration_timing(17) == UnitTiming(busy=18, latency=17)
 
 
 def test_copy_and_add() -> None:
