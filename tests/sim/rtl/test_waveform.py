@@ -13,8 +13,8 @@ from ...hdl.accelerator_programs import gemm_program, operands, program_image, s
 MEMORY_ROWS = ("spad_in[", "spad_wt[", "params[")  # pyvcd drops the escaping backslash
 
 
-def _program():
-    config = small_config(2, 2, Dataflow.WS, mem_latency=2)
+def _program(dataflow: Dataflow = Dataflow.WS):
+    config = small_config(2, 2, dataflow, mem_latency=2)
     rng = np.random.default_rng(1)
     a, b = operands(rng, 3, 3, 2)
     return gemm_program(config, a, b, rng)
@@ -52,6 +52,13 @@ def test_default_waveform_is_named_readable_and_without_memory_rows(tmp_path) ->
     assert set(names) < set(full_names)
     assert all(any(n.startswith(row) for n in full_names) for row in MEMORY_ROWS)
     assert small.stat().st_size < full.stat().st_size
+
+
+def test_output_stationary_waveform_is_named(tmp_path) -> None:
+    program = _program(Dataflow.OS)
+    run_pysim(program, program_image(program), vcd=tmp_path / "os.vcd")
+    names, _ = _parse(tmp_path / "os.vcd")
+    assert "trace__accept" in names and not [n for n in names if n.startswith("$")]
 
 
 def test_depth_keeps_the_upper_modules(tmp_path) -> None:
