@@ -21,12 +21,13 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
-from systolic.errors import ModelError, UnsupportedError
+from systolic.errors import ModelError, ResourceError, UnsupportedError
 from systolic.ir import Model
 from systolic.mapper.binding import bind_graph, check_opsets
 from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES, bind_inputs
 from systolic.mapper.graph_checks import NameWarning, check_graph, warn_bad_names
 from systolic.mapper.inline_functions import (
+    MAX_NODES,
     FunctionKey,
     LocalFunction,
     convert_function,
@@ -136,6 +137,12 @@ def _parse(data: bytes) -> ModelProto:
         raise ModelError(
             "not a valid ONNX model: it has no graph (protobuf decoded, but the file is "
             "truncated, corrupt or not an .onnx file)"
+        )
+    nodes = len(proto.graph.node)
+    if nodes > MAX_NODES:
+        raise ResourceError(
+            f"the graph has {nodes} nodes, more than the {MAX_NODES} this tool handles: split "
+            "the model or simplify it (onnxsim) before importing"
         )
     check_text(proto)
     return proto

@@ -10,7 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from systolic.errors import ModelError, UnsupportedError
+from systolic.errors import ModelError, ResourceError, UnsupportedError
 from systolic.ir import DataType, TensorType
 from systolic.mapper.graph_checks import C90NameWarning, NameWarning
 from systolic.mapper.importer import MAX_IR_VERSION, bind_inputs, load_model, load_model_bytes
@@ -375,3 +375,24 @@ def test_light_models_import_bind_and_infer(path: str) -> None:
     produced = {o for n in bound.graph.nodes for o in n.outputs if o} - {output.name}
     assert {v.name for v in bound.graph.value_info} == produced
     assert all(v.type.is_static for v in bound.graph.value_info)
+
+
+def test_a_graph_over_the_node_limit_is_refused_after_parsing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from systolic.mapper import importer
+
+    monkeypatch.setattr(importer, "MAX_NODES", 3)
+    nodes = [helper.make_node("Relu", [f"v{i}"], [f"v{i + 1}"]) for i in range(4)]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("v4", TensorProto.FLOAT, [2])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ResourceError, match=r"^the graph has 4 nodes, more than the 3 this tool "
+                       r"handles: split the model or simplify it \(onnxsim\) before importing$"):
+        _load(model)
+    monkeypatch.setattr(importer, "MAX_NODES", 4)
+    assert len(_load(model).graph.nodes) == 4  # type: ignore[attr-defined]
