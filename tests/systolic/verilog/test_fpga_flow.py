@@ -32,7 +32,8 @@ def cache(tmp_path: Path, monkeypatch) -> Path:
 
 
 def _fake_run(calls: list[str]):
-    def run(work: Path, top: str, part, target_mhz, versions, folder, clock) -> FpgaResult:
+    def run(work: Path, top: str, part, target_mhz, versions, folder, clock,
+            synth_key) -> FpgaResult:
         calls.append(top)
         (work / "nextpnr.log").write_text("log\n")
         return FpgaResult(
@@ -130,6 +131,9 @@ def test_small_design_fits_with_its_resources_and_fmax(capsys) -> None:
     assert cached.cached and capsys.readouterr().err == ""
     report = json.loads((Path(result.cache_folder) / "report.json").read_text())
     assert report["fmax"]
+    bigger = implement(MAC_RAM, "mac_ram", PARTS["ecp5-45k"], progress=None)
+    assert set(bigger.phase_seconds) == {"place_and_route"}  # the ECP5 netlist, kept
+    assert bigger.resources["dsps"] == {"used": 1, "available": 72}
 
 
 @needs_tools
