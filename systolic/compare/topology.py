@@ -22,10 +22,22 @@ import os
 
 from systolic.errors import ModelError, ResourceError
 
-__all__ = ["MAX_LAYER_BYTES", "TopologyLayer", "format_topology", "parse_topology", "read_topology"]
+__all__ = [
+    "MAX_LAYER_BYTES",
+    "MAX_TOPOLOGY_LAYERS",
+    "TopologyLayer",
+    "format_topology",
+    "parse_topology",
+    "read_topology",
+]
 
 MAX_LAYER_BYTES = 1 << 32
 """The most bytes one layer's tensors may take: the 32-bit external address space."""
+
+MAX_TOPOLOGY_LAYERS = 4096
+"""The most layers a topology file may hold: every configuration compiles them all into one
+program (about 10 ms a layer, and the compiler's graph lookups grow with the layer count), so
+a larger file would run for many minutes; real networks have hundreds of rows."""
 
 CONV_HEADER = (
     "Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width", "Channels",
@@ -138,6 +150,11 @@ def parse_topology(text: str, source: str = "topology") -> list[TopologyLayer]:
             f"{source}: the first row is not a SCALE-Sim header (expected 'Layer name, IFMAP "
             f"Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides' "
             f"or 'Layer Name, M, N, K')"
+        )
+    if len(rows) - 1 > MAX_TOPOLOGY_LAYERS:
+        raise ResourceError(
+            f"{source}: the topology has {len(rows) - 1} layers, more than the "
+            f"{MAX_TOPOLOGY_LAYERS} compared at a time: split the file and compare the parts"
         )
     layers: list[TopologyLayer] = []
     for number, row in enumerate(rows[1:], start=2):

@@ -1,7 +1,10 @@
+import time
+
 import pytest
 
 from systolic.compare.topology import (
     MAX_LAYER_BYTES,
+    MAX_TOPOLOGY_LAYERS,
     TopologyLayer,
     format_topology,
     parse_topology,
@@ -95,3 +98,14 @@ def test_a_utf8_bom_file_reads(tmp_path):
     path = tmp_path / "t.csv"
     path.write_bytes(b"\xef\xbb\xbf" + SCALESIM_RESNET_HEAD.encode())
     assert [layer.name for layer in read_topology(path)] == ["Conv1", "CB2a_2", "FC6"]
+
+
+def test_a_topology_over_the_layer_limit_is_refused_before_parsing_rows() -> None:
+    rows = [f"l{i},8,8,3,3,4,4,1,\n" for i in range(100_000)]
+    start = time.perf_counter()
+    with pytest.raises(ResourceError, match=r"^big.csv: the topology has 100000 layers, more than "
+                       rf"the {MAX_TOPOLOGY_LAYERS} compared at a time: split the file"):
+        parse_topology(CONV_HEADER_LINE + "".join(rows), "big.csv")
+    assert time.perf_counter() - start < 5
+    most = parse_topology(CONV_HEADER_LINE + "".join(rows[:MAX_TOPOLOGY_LAYERS]), "ok.csv")
+    assert len(most) == MAX_TOPOLOGY_LAYERS
