@@ -6,9 +6,10 @@ definitions) are in `mapper.graph_checks`, binding in `mapper.binding`, shapes i
 """
 
 import dataclasses
+import math
 from pathlib import Path
 
-from systolic.errors import ModelError, UnsupportedError
+from systolic.errors import ModelError, ResourceError, UnsupportedError
 from systolic.ir import (
     Attrs,
     AttrValue,
@@ -25,12 +26,17 @@ from systolic.proto import (
     AttributeType,
     GraphProto,
     NodeProto,
+    SparseTensorProto,
     TensorProto,
     TypeProto,
     ValueInfoProto,
 )
 from systolic.proto.onnx_sparse import densify
-from systolic.proto.onnx_tensors import tensor_to_numpy
+from systolic.proto.onnx_tensors import (
+    declared_bytes,
+    declared_element_bytes,
+    tensor_to_numpy,
+)
 
 __all__ = [
     "ReadContext",
@@ -44,16 +50,36 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True)
 class ReadContext:
-    """What converting needs besides the messages: where external data lives and the limit."""
+    """What converting needs besides the messages: where external data lives, and the memory
+    limit, which holds for each tensor and for all decoded constants together (`held`: bytes
+    by tensor, checked by `hold` before anything is decoded)."""
 
     base_dir: Path | None
     max_tensor_bytes: int
+    held: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def hold(self, where: str, size: int) -> None:
+        """Count `size` bytes for `where`; raise ResourceError naming the largest constants
+        when the total would exceed the limit."""
+        self.held[where] = self.held.get(where, 0) + size
+        total = sum(self.held.values())
+        if total > self.max_tensor_bytes:
+            largest = sorted(self.held.items(), key=lambda item: -item[1])[:3]
+            largest = [(name, size) for name, size in largest if size]
+            named = ", ".join(f"{name} ({size:,} bytes)" for name, size in largest)
+            raise ResourceError(
+                f"the model's constants need {total:,} bytes together, more than the limit of "
+                f"{self.max_tensor_bytes:,} (--max-memory); the largest: {named}: raise the "
+                "limit or use a smaller model"
+            )
 
 
 def convert_tensor(
     proto: TensorProto, where: str, ctx: ReadContext, name: str | None = None
 ) -> Tensor:
-    """Return `proto` as an IR Tensor (named `name`, default the proto's own name)."""
+    """Return `proto` as an IR Tensor (named `name`, default the proto's own name), counted
+    against the context's memory limit before it is decoded."""
+    ctx.hold(where, declared_bytes(proto, where))
     dtype, data = tensor_to_numpy(
         proto, where, base_dir=ctx.base_dir, max_bytes=ctx.max_tensor_bytes
     )
@@ -163,9 +189,7 @@ def convert_attribute(proto: AttributeProto, where: str, ctx: ReadContext) -> At
     if kind == AttributeType.TENSOR:
         return convert_tensor(proto.t, where, ctx, name=proto.t.name)
     if kind == AttributeType.SPARSE_TENSOR:
-        return densify(
-            proto.sparse_tensor, where, ctx.max_tensor_bytes, lambda t, w: convert_tensor(t, w, ctx)
-        )
+        return _densify(proto.sparse_tensor, where, ctx)
     if kind == AttributeType.FLOATS:
         return tuple(float(v) for v in proto.floats)
     if kind == AttributeType.INTS:
@@ -179,10 +203,7 @@ def convert_attribute(proto: AttributeProto, where: str, ctx: ReadContext) -> At
         return tuple(convert_tensor(t, f"{where}[{i}]", ctx) for i, t in enumerate(proto.tensors))
     if kind == AttributeType.SPARSE_TENSORS:
         return tuple(
-            densify(
-                t, f"{where}[{i}]", ctx.max_tensor_bytes, lambda p, w: convert_tensor(p, w, ctx)
-            )
-            for i, t in enumerate(proto.sparse_tensors)
+            _densify(t, f"{where}[{i}]", ctx) for i, t in enumerate(proto.sparse_tensors)
         )
     if kind in (AttributeType.GRAPH, AttributeType.GRAPHS):
         raise UnsupportedError(
@@ -192,6 +213,15 @@ def convert_attribute(proto: AttributeProto, where: str, ctx: ReadContext) -> At
     if kind in (AttributeType.TYPE_PROTO, AttributeType.TYPE_PROTOS):
         raise UnsupportedError(f"{where} is a type attribute, which this tool does not support")
     raise ModelError(f"{where} has unknown attribute type number {kind}")
+
+
+def _densify(proto: SparseTensorProto, where: str, ctx: ReadContext) -> Tensor:
+    """Densify a sparse tensor, its dense size counted against the limit first."""
+    dims = [int(d) for d in proto.dims]
+    if all(d >= 0 for d in dims):  # densify refuses negative dimensions
+        per_element = declared_element_bytes(proto.values, f"{where} values")
+        ctx.hold(where, math.prod(dims) * per_element)
+    return densify(proto, where, ctx.max_tensor_bytes, lambda t, w: convert_tensor(t, w, ctx))
 
 
 def _text(raw: bytes) -> str | bytes:
@@ -253,10 +283,7 @@ def convert_graph(proto: GraphProto, ctx: ReadContext) -> tuple[Graph, tuple[str
         name = sparse.values.name
         if not name:
             raise ModelError("a sparse initializer has no name: name its values tensor")
-        where = f"sparse initializer {name!r}"
-        initializers.append(
-            densify(sparse, where, ctx.max_tensor_bytes, lambda t, w: convert_tensor(t, w, ctx))
-        )
+        initializers.append(_densify(sparse, f"sparse initializer {name!r}", ctx))
     nodes = []
     for index, node_proto in enumerate(proto.node):
         node, refs = convert_node(node_proto, index, ctx)

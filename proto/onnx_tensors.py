@@ -18,6 +18,8 @@ from systolic.proto import DataLocation, TensorProto
 from systolic.proto.external_data import read_external_data
 
 __all__ = [
+    "declared_bytes",
+    "declared_element_bytes",
     "declared_shape",
     "decode_bfloat16",
     "decode_packed_4bit",
@@ -91,6 +93,16 @@ def declared_shape(proto: TensorProto, where: str) -> tuple[int, ...]:
     if any(d < 0 for d in dims):
         raise ModelError(f"{where} has a negative dimension in {list(dims)}: fix the model")
     return dims
+
+
+def declared_element_bytes(proto: TensorProto, where: str) -> int:
+    """Return the bytes one element of the tensor takes once decoded, from its type."""
+    return element_bytes(_data_type(proto, where))
+
+
+def declared_bytes(proto: TensorProto, where: str) -> int:
+    """Return the bytes the tensor takes once decoded, from its dims and type alone."""
+    return math.prod(declared_shape(proto, where)) * declared_element_bytes(proto, where)
 
 
 def tensor_to_numpy(

@@ -396,3 +396,27 @@ def test_a_graph_over_the_node_limit_is_refused_after_parsing(
         _load(model)
     monkeypatch.setattr(importer, "MAX_NODES", 4)
     assert len(_load(model).graph.nodes) == 4  # type: ignore[attr-defined]
+
+
+def test_the_memory_limit_holds_for_all_constants_together() -> None:
+    inits = []
+    for name in "abc":
+        values = helper.make_tensor(name, TensorProto.FLOAT, [0], [])
+        indices = helper.make_tensor(f"{name}_i", TensorProto.INT64, [0], [])
+        inits.append(helper.make_sparse_tensor(values, indices, [100]))  # 400 bytes each
+    graph = helper.make_graph(
+        [helper.make_node("Sum", ["a", "b", "c"], ["y"])],
+        "g",
+        [],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [100])],
+        sparse_initializer=inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert len(_load(model, max_tensor_bytes=1200).graph.initializers) == 3  # type: ignore[attr-defined]
+    message = (
+        r"^the model's constants need 1,200 bytes together, more than the limit of 1,000 "
+        r"\(--max-memory\); the largest: sparse initializer 'a' \(400 bytes\), sparse "
+        r"initializer 'b' \(400 bytes\), sparse initializer 'c' \(400 bytes\): raise the limit"
+    )
+    with pytest.raises(ResourceError, match=message):
+        _load(model, max_tensor_bytes=1000)
