@@ -66,10 +66,10 @@ class ReadContext:
         if total > self.max_tensor_bytes:
             largest = sorted(self.held.items(), key=lambda item: -item[1])[:3]
             largest = [(name, size) for name, size in largest if size]
-            named = ", ".join(f"{name} ({size:,} bytes)" for name, size in largest)
+            named = ", ".join(f"{name} ({size} bytes)" for name, size in largest)
             raise ResourceError(
-                f"the model's constants need {total:,} bytes together, more than the limit of "
-                f"{self.max_tensor_bytes:,} (--max-memory); the largest: {named}: raise the "
+                f"the model's constants need {total} bytes together, more than the limit of "
+                f"{self.max_tensor_bytes} (--max-memory); the largest: {named}: raise the "
                 "limit or use a smaller model"
             )
 

@@ -414,7 +414,7 @@ def test_the_memory_limit_holds_for_all_constants_together() -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     assert len(_load(model, max_tensor_bytes=1200).graph.initializers) == 3  # type: ignore[attr-defined]
     message = (
-        r"^the model's constants need 1,200 bytes together, more than the limit of 1,000 "
+        r"^the model's constants need 1200 bytes together, more than the limit of 1000 "
         r"\(--max-memory\); the largest: sparse initializer 'a' \(400 bytes\), sparse "
         r"initializer 'b' \(400 bytes\), sparse initializer 'c' \(400 bytes\): raise the limit"
     )
