@@ -11,6 +11,8 @@ the read channel busy every cycle (a one-beat LOAD leaves one idle request cycle
 These numbers assume a read channel that takes a request every cycle (the model memory).
 """
 
+import functools
+
 from systolic.config import ArrayConfig
 from systolic.isa.instructions import Load
 from systolic.isa.patterns import total_beats
@@ -37,6 +39,8 @@ def load_timing(instr: Load, config: ArrayConfig, mem_latency: int) -> UnitTimin
     return beats_timing(load_beats(instr, config), mem_latency)
 
 
+@functools.cache
 def beats_timing(beats: int, mem_latency: int) -> UnitTiming:
-    """Return the unit's timing of a LOAD of `beats` beats: busy and latency."""
+    """Return the unit's timing of a LOAD of `beats` beats: busy and latency (one shared
+    value per argument pair)."""
     return UnitTiming(busy=max(beats, 2), latency=beats + mem_latency + SETUP_CYCLES)

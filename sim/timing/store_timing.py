@@ -19,6 +19,7 @@ with K = 3 + the datapath latency: COPY 3, STORE 7 (OutputStage), POOL and ADD 8
 (VectorUnit). For STORE and COPY (c_i = 1 <= b_i) the maximum is at j = 0: 1 + sum(b) + K.
 """
 
+import functools
 from itertools import accumulate
 
 from systolic.config import ArrayConfig
@@ -75,6 +76,8 @@ def unit_timing(instr: Instruction, config: ArrayConfig) -> UnitTiming:
     return duration_timing(duration(instr, config))
 
 
+@functools.cache
 def duration_timing(cycles: int) -> UnitTiming:
-    """Return the unit's timing of an instruction of `cycles` cycles (`duration`)."""
+    """Return the unit's timing of an instruction of `cycles` cycles (`duration`; one shared
+    value per duration)."""
     return UnitTiming(busy=cycles + 1, latency=cycles)
