@@ -32,7 +32,7 @@ from systolic.sim.verilator.design import HarnessParts, harness_parts
 
 __all__ = ["emit_accelerator", "emitted_accelerator", "source_files"]
 
-SOURCE_PACKAGES = ("systolic.hdl", "systolic.isa", "systolic.verilog")
+SOURCE_PACKAGES = ("systolic.hdl", "systolic.isa")
 """Packages whose every module can change the emitted Verilog or its ports."""
 
 SOURCE_MODULES = (

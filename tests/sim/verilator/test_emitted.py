@@ -20,7 +20,7 @@ def test_sources_cover_every_module_the_emission_imports() -> None:
     names = {name for name, _ in source_files()}
     assert "systolic.hdl/accelerator.py" in names
     assert "systolic.isa/fields.py" in names
-    assert "systolic.verilog/emit.py" in names
+    assert "systolic.hdl/emit.py" in names
     assert {"systolic.config", "systolic.sim.verilator.ports"} <= names
     assert all(path.is_file() for _, path in source_files())
 
