@@ -59,7 +59,7 @@ from typing import NamedTuple
 from systolic.config import ArrayConfig, Dataflow
 from systolic.isa.instructions import Compute, ComputeOS, Instruction, Preload
 
-__all__ = ["ExecuteTiming", "InstructionTiming"]
+__all__ = ["ExecuteState", "ExecuteTiming", "InstructionTiming"]
 
 _NEVER = -(10**9)
 
@@ -69,6 +69,35 @@ class InstructionTiming(NamedTuple):
 
     taken: int
     completed: int
+
+
+class ExecuteState(NamedTuple):
+    """The schedule's state in numbers, in the order of the C port's `Execute` record.
+
+    Weight-stationary: the weight and activation engines (`free`, `last_take`), the cycles
+    the newest weight tile was loaded in (D) and the one before activated in (F), the newest
+    activation, the slot's free cycle, and `closed`/`pending` as 0 or 1. Output-stationary:
+    the loader's free cycle, each bank's free cycle, the streamer's last column, the last tile
+    end and the chunk count. The other dataflow's fields are 0.
+    """
+
+    last_taken: int
+    weights_free: int
+    weights_last_take: int
+    loaded: int
+    activated: int
+    acts_free: int
+    acts_last_take: int
+    newest_activated: int
+    slot_free: int
+    closed: int
+    pending: int
+    loader_free: int
+    bank0_free: int
+    bank1_free: int
+    beat_taken: int
+    tile_end: int
+    chunks: int
 
 
 @dataclasses.dataclass(slots=True)
@@ -143,6 +172,17 @@ class ExecuteTiming:
         else:
             clone._bank_free = list(self._bank_free)
         return clone
+
+    def state(self) -> ExecuteState:
+        """Return the schedule's state (see `ExecuteState`)."""
+        if self._ws:
+            weights, acts = self._weights, self._acts
+            return ExecuteState(
+                self._last_taken, weights.free, weights.last_take, self._loaded,
+                self._activated, acts.free, acts.last_take, self._newest_activated,
+                self._slot_free, int(self._closed), int(self._pending), 0, 0, 0, 0, 0, 0)
+        return ExecuteState(self._last_taken, *[0] * 10, self._loader_free, *self._bank_free,
+                            self._beat_taken, self._tile_end, self._chunks)
 
     def ready_from(self, cls: type[Instruction]) -> int:
         """Return the first cycle the unit would take an instruction of class `cls` (PRELOAD,

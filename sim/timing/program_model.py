@@ -263,11 +263,12 @@ class _Pass:
         """Return to the checkpoint before the reader of the stale delivery, knowing the
         strobes timed before its cycle (every event before it was exact); return the index
         of the instruction to time next."""
-        while stale is not None:
+        pending: Stale | None = stale
+        while pending is not None:
             self.rollbacks += 1
             if self.rollbacks > _MAX_ROLLBACKS:
                 raise RuntimeError("the EXECUTE completion merge did not settle")
-            reader, horizon = stale
+            reader, horizon = pending
             for j in range(reader + 1, index + 1):
                 cycle = self.strobes[j]
                 if cycle is not None and cycle < horizon:
@@ -278,11 +279,11 @@ class _Pass:
             self.strobes[back:index + 1] = [None] * (index + 1 - back)
             self.state.merge.write_back()
             index = self.next_checkpoint = back
-            stale = None
+            pending = None
             for j, cycle in sorted(self.announced.items()):
                 if j >= back:
                     key = int(self.facts.kinds[j] == K_PRELOAD)
-                    stale = earlier(stale, self.state.merge.announce(j, cycle, key))
+                    pending = earlier(pending, self.state.merge.announce(j, cycle, key))
         return index
 
     def _result(self) -> ProgramTiming:

@@ -8,7 +8,12 @@ import pytest
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.isa.instructions import Compute, ComputeOS, Load, LoadTarget, Preload
-from systolic.sim.timing.execute_timing import ExecuteTiming, InstructionTiming
+from systolic.sim.timing.execute_timing import (
+    _NEVER,
+    ExecuteState,
+    ExecuteTiming,
+    InstructionTiming,
+)
 
 
 def config(rows: int, cols: int, dataflow: Dataflow) -> ArrayConfig:
@@ -101,3 +106,16 @@ def test_ready_from_is_the_take_cycle_of_an_early_offer(dataflow: Dataflow) -> N
         if rng.random() < 0.3:  # offered late: taken then
             late = model.ready_from(type(instr)) + rng.randint(1, 5)
             assert model.issue(instr, late).taken == late
+
+
+def test_state_after_reset_and_after_instructions() -> None:
+    # 2x3 WS: the zero tile's beats issue in 0, 1 and are taken in 1, 2 (D = 2); the reset
+    # dummy row issues in 0 and is taken in 3, activating it.
+    ws = ExecuteTiming(config(2, 3, Dataflow.WS))
+    assert ws.state() == ExecuteState(-1, 1, 2, 2, _NEVER, 0, 3, 3, -1, 0, 0, 0, 0, 0, 0, 0, 0)
+    ws.issue(Preload(row=0, k=2, n=3), 0)  # taken 1, loaded 4 (test above)
+    assert ws.state()[:4] == (1, 3, 4, 4) and ws.state().pending == 1
+    os = ExecuteTiming(config(2, 3, Dataflow.OS))
+    assert os.state() == ExecuteState(-1, *[0] * 10, *[_NEVER] * 5, 0)
+    os.issue(ComputeOS(in_row=0, m=2, n=3, k=4, wt_row=0, acc_row=0, a_stride=2), 0)
+    assert os.state() == ExecuteState(0, *[0] * 10, 4, 6, 7, 8, 8, 2)  # (test_os_chunks_by_hand)
