@@ -181,8 +181,9 @@ class ExecuteTiming:
                 self._last_taken, weights.free, weights.last_take, self._loaded,
                 self._activated, acts.free, acts.last_take, self._newest_activated,
                 self._slot_free, int(self._closed), int(self._pending), 0, 0, 0, 0, 0, 0)
-        return ExecuteState(self._last_taken, *[0] * 10, self._loader_free, *self._bank_free,
-                            self._beat_taken, self._tile_end, self._chunks)
+        bank0, bank1 = self._bank_free
+        return ExecuteState(self._last_taken, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, self._loader_free,
+                            bank0, bank1, self._beat_taken, self._tile_end, self._chunks)
 
     def ready_from(self, cls: type[Instruction]) -> int:
         """Return the first cycle the unit would take an instruction of class `cls` (PRELOAD,
