@@ -1,19 +1,30 @@
 """Run a graph of the frozen IR on numpy arrays with the reference operators.
 
 Nodes run in graph order (the IR is topologically sorted). Each intermediate value is freed
-as soon as its last consumer has run, so large models do not hold every activation.
+as soon as its last consumer has run, so large models do not hold every activation, and the
+bytes held at once are checked against a limit (`max_bytes`) after every node.
 """
 
 from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from systolic.errors import ModelError, UnsupportedError
+from systolic.errors import ModelError, ResourceError, UnsupportedError
 from systolic.ir import Graph, Model, Node, TensorType
 from systolic.reference import registry
 from systolic.reference.ops.base import Op
 
-__all__ = ["NodeHook", "make_op", "release_schedule", "run_graph", "run_model"]
+__all__ = [
+    "DEFAULT_MAX_LIVE_BYTES",
+    "NodeHook",
+    "make_op",
+    "release_schedule",
+    "run_graph",
+    "run_model",
+]
+
+DEFAULT_MAX_LIVE_BYTES = 8 << 30
+"""The default limit on the bytes a run holds at once (8 GiB, like `--max-memory`)."""
 
 NodeHook = Callable[[Node, list[np.ndarray | None], list[np.ndarray]], None]
 """Called after each node runs with the node, its inputs and its outputs."""
@@ -73,12 +84,33 @@ def _check_input(name: str, value: np.ndarray, expected: TensorType | None) -> n
     return value
 
 
+class _Held:
+    """The bytes of the values a run holds at once, checked against a limit."""
+
+    def __init__(self, values: Mapping[str, np.ndarray], limit: int | None) -> None:
+        self.values = values
+        self.limit = limit
+        self.total = sum(int(v.nbytes) for v in values.values())
+
+    def check(self, after: str) -> None:
+        if self.limit is None or self.total <= self.limit:
+            return
+        largest = sorted(self.values.items(), key=lambda item: -item[1].nbytes)[:3]
+        named = ", ".join(f"{name!r} ({value.nbytes} bytes)" for name, value in largest)
+        raise ResourceError(
+            f"running the graph holds {self.total} bytes of tensors at once {after}, more than "
+            f"the limit of {self.limit} (--max-memory); the largest: {named}: raise the limit "
+            "or use smaller inputs"
+        )
+
+
 def run_graph(
     graph: Graph,
     inputs: Mapping[str, np.ndarray],
     *,
     opsets: Mapping[str, int],
     on_node: NodeHook | None = None,
+    max_bytes: int | None = DEFAULT_MAX_LIVE_BYTES,
 ) -> dict[str, np.ndarray]:
     """Run `graph` and return its outputs by name.
 
@@ -86,7 +118,9 @@ def run_graph(
     the inputs is a default the caller may override). `opsets` maps domains ("" for ONNX) to
     imported versions, used for nodes not yet bound to a version. Raises ModelError for a
     missing, unknown, mistyped or misshapen input and for a value read before it is made,
-    UnsupportedError for an operator or output the reference does not implement.
+    UnsupportedError for an operator or output the reference does not implement, and
+    ResourceError when the values held at once (constants, inputs and the live intermediate
+    values) exceed `max_bytes` (None: no limit).
     """
     values: dict[str, np.ndarray] = {t.name: t.data for t in graph.initializers}
     declared = {info.name: info.type for info in graph.inputs}
@@ -102,6 +136,8 @@ def run_graph(
 
     ops = [make_op(node, opsets) for node in graph.nodes]
     releases = release_schedule(graph)
+    held = _Held(values, max_bytes)
+    held.check("before the first node")
 
     for index, (node, op) in enumerate(zip(graph.nodes, ops, strict=True)):
         args: list[np.ndarray | None] = []
@@ -122,11 +158,16 @@ def run_graph(
                     f"node {node.label!r} ({node.op_type}): output {position} ({name!r}) is "
                     "not computed by the reference; remove that output from the model"
                 )
+            if name in values:
+                held.total -= int(values[name].nbytes)
             values[name] = results[position]
+            held.total += int(values[name].nbytes)
+        held.check(f"after node {node.label!r}")
         if on_node is not None:
             on_node(node, args, list(results))
         for name in releases[index]:
-            values.pop(name, None)
+            if name in values:
+                held.total -= int(values.pop(name).nbytes)
 
     missing = [info.name for info in graph.outputs if info.name not in values]
     if missing:
@@ -139,8 +180,9 @@ def run_model(
     inputs: Mapping[str, np.ndarray],
     *,
     on_node: NodeHook | None = None,
+    max_bytes: int | None = DEFAULT_MAX_LIVE_BYTES,
 ) -> dict[str, np.ndarray]:
     """Run `model`'s main graph; see `run_graph`."""
     opsets = dict(model.opsets)
-    return run_graph(model.graph, inputs, opsets=opsets, on_node=on_node)
+    return run_graph(model.graph, inputs, opsets=opsets, on_node=on_node, max_bytes=max_bytes)
 

@@ -3,7 +3,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from systolic.errors import ModelError, UnsupportedError
+from systolic.errors import ModelError, ResourceError, UnsupportedError
 from systolic.ir import Attrs, DataType, Graph, Model, Node, Tensor, TensorType, ValueInfo
 from systolic.reference.executor import release_schedule, run_graph, run_model
 
@@ -120,3 +120,18 @@ def test_unknown_operator_is_unsupported():
                   (Node("Frobnicate", ("x",), ("y",), name="f"),))
     with pytest.raises(UnsupportedError, match=r"node 'f': operator Frobnicate"):
         run_graph(graph, {"x": np.zeros(2, np.float32)}, opsets={"": 13})
+
+
+def test_the_bytes_held_at_once_are_limited() -> None:
+    model = _ir_model()
+    constants = W.nbytes + B.nbytes + FC.nbytes
+    # x (768 bytes) and the constants are held before any node; Conv's output c adds 1024 bytes
+    start = constants + X.nbytes
+    with pytest.raises(ResourceError, match=rf"^running the graph holds {start + 1024} bytes of "
+                       rf"tensors at once after node 'n0', more than the limit of {start + 1000} "
+                       r"\(--max-memory\); the largest: 'fc' \(1280 bytes\), 'c' \(1024 bytes\)"):
+        run_model(model, {"x": X}, max_bytes=start + 1000)
+    with pytest.raises(ResourceError, match=r"at once before the first node"):
+        run_model(model, {"x": X}, max_bytes=start - 1)
+    expected = run_model(model, {"x": X}, max_bytes=None)["y"]
+    np.testing.assert_array_equal(run_model(model, {"x": X}, max_bytes=2 * start)["y"], expected)
