@@ -253,47 +253,55 @@ class ProgramFacts:
                     f"{describer.config.dataflow.value} array")
         self.kind_array: np.ndarray = kind_table[codes_of]
         self.unit_array: np.ndarray = np.array(_UNIT_OF_KIND, dtype=np.int64)[self.kind_array]
-        args = np.zeros(n, dtype=np.int64)
-        ks = np.zeros(n, dtype=np.int64)
-        masks = np.zeros(n, dtype=np.int64)
-        spans = np.zeros((MEMORIES * 2, n), dtype=np.int64)  # first, last per memory
-        spans[1::2] = -1
+        self.arg_array: np.ndarray = np.zeros(n, dtype=np.int64)
+        self.k_array: np.ndarray = np.zeros(n, dtype=np.int64)
+        self.mask_array: np.ndarray = np.zeros(n, dtype=np.int64)
+        self.span_array: np.ndarray = np.zeros((MEMORIES * 2, n), dtype=np.int64)
+        self.span_array[1::2] = -1  # (an empty range in every memory)
         self.shared: dict[int, tuple[Range, ...]] = {}
-        native: tuple[np.ndarray, ...] | None = None  # (LD/ST costs and external ranges)
+        self._external: tuple[np.ndarray, ...] | None = None
         for op, cls in classes.items():
             where = np.flatnonzero(codes_of == op)
-            rows = words[where]
-            spec: list[tuple[Any, Any, Any, Any]]
-            if cls is Compute:
-                in_row, m, acc_row = field_columns(rows, cls, ("in_row", "m", "acc_row"))
-                spec = [(0, in_row, in_row + m - 1, False), (2, acc_row, acc_row + m - 1, True)]
-                args[where] = m
-            elif cls is Preload:
-                row, k = field_columns(rows, cls, ("row", "k"))
-                spec = [(1, row, row + k - 1, False)]
-            elif cls is ComputeOS:
-                in_row, wt_row, acc_row, m, k, a_stride = field_columns(
-                    rows, cls, ("in_row", "wt_row", "acc_row", "m", "k", "a_stride"))
-                in_last = in_row + (-(-k // describer.config.dim) - 1) * a_stride + m - 1
-                spec = [(0, in_row, in_last, False), (1, wt_row, wt_row + k - 1, False),
-                        (2, acc_row, acc_row + m - 1, True)]
-                args[where] = m
-                ks[where] = k
+            if cls in (Compute, Preload, ComputeOS):
+                spec = self._execute_facts(describer, cls, words[where], where)
             else:
-                if native is None:
-                    native = external_facts(words, describer.config) or ()
-                if native:
-                    cost, ext_first, ext_last = (column[where] for column in native)
-                    spec = _unit_ranges(cls, rows) + [(MEMORY_ID[Memory.EXTERNAL], ext_first,
-                                                       ext_last, cls is not Load)]
-                else:
-                    spec, cost = _shifted_ranges(describer, cls, rows)
-                args[where] = cost
-            self._add_spans(spec, where, masks, spans)
-        self.span_array: np.ndarray = spans
-        self.arg_array: np.ndarray = args
-        self.k_array: np.ndarray = ks
-        self.mask_array: np.ndarray = masks
+                spec = self._unit_facts(describer, cls, words, where)
+            self._add_spans(spec, where, self.mask_array, self.span_array)
+
+    def _execute_facts(self, describer: Describer, cls: type[Instruction], rows: np.ndarray,
+                       where: np.ndarray) -> list[tuple[Any, Any, Any, Any]]:
+        """Set the arguments of the EXECUTE instructions `where` (all of class `cls`, encoded
+        in `rows`); return their footprint columns (from the footprint formulas)."""
+        if cls is Compute:
+            in_row, m, acc_row = field_columns(rows, cls, ("in_row", "m", "acc_row"))
+            self.arg_array[where] = m
+            return [(0, in_row, in_row + m - 1, False), (2, acc_row, acc_row + m - 1, True)]
+        if cls is Preload:
+            row, k = field_columns(rows, cls, ("row", "k"))
+            return [(1, row, row + k - 1, False)]
+        in_row, wt_row, acc_row, m, k, a_stride = field_columns(
+            rows, cls, ("in_row", "wt_row", "acc_row", "m", "k", "a_stride"))
+        in_last = in_row + (-(-k // describer.config.dim) - 1) * a_stride + m - 1
+        self.arg_array[where] = m
+        self.k_array[where] = k
+        return [(0, in_row, in_last, False), (1, wt_row, wt_row + k - 1, False),
+                (2, acc_row, acc_row + m - 1, True)]
+
+    def _unit_facts(self, describer: Describer, cls: type[Instruction], words: np.ndarray,
+                    where: np.ndarray) -> list[tuple[Any, Any, Any, Any]]:
+        """Set the costs of the LOAD or STORE-unit instructions `where` (all of class `cls`)
+        of the program encoded in `words`; return their footprint columns (external ranges
+        and costs from the native facts when available, else `_shifted_ranges`)."""
+        if self._external is None:
+            self._external = external_facts(words, describer.config) or ()
+        rows = words[where]
+        if not self._external:
+            spec, self.arg_array[where] = _shifted_ranges(describer, cls, rows)
+            return spec
+        cost, ext_first, ext_last = (column[where] for column in self._external)
+        self.arg_array[where] = cost
+        return _unit_ranges(cls, rows) + [(MEMORY_ID[Memory.EXTERNAL], ext_first, ext_last,
+                                           cls is not Load)]
 
     @functools.cached_property
     def kinds(self) -> list[int]:
