@@ -104,3 +104,19 @@ def test_an_error_naming_a_hostile_value_is_one_line(
     assert [line for line in lines if line.startswith("systolic: error: ")] == [lines[-1]]
     assert "not an input of the model (inputs: 'x\\x1b]0;owned" in lines[-1]
     _assert_safe(err)
+
+
+def test_compare_escapes_topology_layer_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    topology = tmp_path / "t.csv"
+    topology.write_text(
+        "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, "
+        "Num Filter, Strides,\n" + EVIL.replace("\r\n", "\t") + ",6,6,3,3,2,2,1,\n"
+    )
+    argv = ["compare", "--topology", str(topology), "--backend", "model", "--array", "4x4",
+            "--dataflow", "ws"]  # fmt: skip
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    _assert_safe(captured.out)
+    assert "\\x1b]0;owned\\x07\\x1b[2J\\tsystolic: error: fake\\x9b" in captured.out
