@@ -14,13 +14,19 @@ try:
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0.0.0+unknown"
 
-_API_NAMES = ("bind", "load", "load_bytes")
+_API_NAMES = (
+    "ArrayConfig", "Compiled", "Dataflow", "Simulation", "Sweep", "Table", "bind", "compile",
+    "configurations", "load", "load_bytes", "simulate", "sweep",
+)  # fmt: skip
 
-__all__ = ["__version__", "bind", "load", "load_bytes"]
+__all__ = [
+    "ArrayConfig", "Compiled", "Dataflow", "Simulation", "Sweep", "Table", "__version__",
+    "bind", "compile", "configurations", "load", "load_bytes", "simulate", "sweep",
+]  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
-    """Resolve `systolic.load` and friends from `systolic.api` when first asked for."""
+    """Resolve `systolic.load`, `systolic.simulate` and friends from `systolic.api` when first asked for."""
     if name in _API_NAMES:
         return getattr(importlib.import_module("systolic.api"), name)
     raise AttributeError(f"module 'systolic' has no attribute {name!r}")

@@ -1,42 +1,41 @@
-"""The public Python API: `systolic.load` and friends, imported lazily so that
-`import systolic` stays cheap (no protobuf, numpy or Amaranth until a function is called)."""
+"""The public Python API. `import systolic` gives these names (looked up here on first use,
+so that importing the package stays cheap); each module imports the heavy parts (numpy,
+protobuf, Amaranth) only when a function is called.
 
-import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+- `load`, `load_bytes`, `bind` (`systolic.api.loading`): an ONNX model as the IR;
+- `compile` (`systolic.api.compiling`): the program for one `ArrayConfig`;
+- `simulate` (`systolic.api.simulating`): run and check it on a backend, a `Simulation`;
+- `configurations`, `sweep` (`systolic.api.sweeping`): one model over many configurations,
+  a `Sweep`;
+- `Table` (`systolic.api.table`): the reports' rows, as text, dictionaries and HTML.
 
-if TYPE_CHECKING:
-    from systolic.ir import Model
+>>> import systolic
+>>> run = systolic.simulate(None, systolic.ArrayConfig(rows=4, cols=4), backend="model")
+>>> run.layers.columns[:3]
+('layer', 'op', 'unit')
+>>> run.layers._repr_html_().startswith("<table>")
+True
+"""
 
-__all__ = ["bind", "load", "load_bytes"]
+from systolic.api.compiling import Compiled, compile
+from systolic.api.loading import bind, load, load_bytes
+from systolic.api.simulating import Simulation, simulate
+from systolic.api.sweeping import Sweep, configurations, sweep
+from systolic.api.table import Table
+from systolic.config import ArrayConfig, Dataflow
 
-
-def load(path: str | os.PathLike[str], *, max_tensor_bytes: int | None = None) -> "Model":
-    """Read, check, bind and shape-infer the ONNX model at `path` (see
-    `systolic.mapper.importer.load_model`); raises a SystolicError subclass on any problem."""
-    from systolic.mapper import importer
-
-    if max_tensor_bytes is None:
-        return importer.load_model(path)
-    return importer.load_model(path, max_tensor_bytes=max_tensor_bytes)
-
-
-def load_bytes(
-    data: bytes,
-    *,
-    base_dir: str | os.PathLike[str] | None = None,
-    max_tensor_bytes: int | None = None,
-) -> "Model":
-    """Read a serialized ONNX model; `base_dir` is where its external data files are."""
-    from systolic.mapper import importer
-
-    if max_tensor_bytes is None:
-        return importer.load_model_bytes(data, base_dir=base_dir)
-    return importer.load_model_bytes(data, base_dir=base_dir, max_tensor_bytes=max_tensor_bytes)
-
-
-def bind(model: "Model", input_shapes: Mapping[str, tuple[int, ...]]) -> "Model":
-    """Return `model` with symbolic input dimensions fixed by `input_shapes`, shapes re-inferred."""
-    from systolic.mapper import importer
-
-    return importer.bind_inputs(model, input_shapes)
+__all__ = [
+    "ArrayConfig",
+    "Compiled",
+    "Dataflow",
+    "Simulation",
+    "Sweep",
+    "Table",
+    "bind",
+    "compile",
+    "configurations",
+    "load",
+    "load_bytes",
+    "simulate",
+    "sweep",
+]

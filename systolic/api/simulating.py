@@ -1,0 +1,110 @@
+"""Simulate a model on a backend and check it bit for bit: `simulate` (what `systolic
+simulate` does, `systolic.simulation.run.simulate_model`).
+
+>>> import systolic
+>>> run = systolic.simulate(None, backend="model")  # the bundled LeNet, 8x8 ws
+>>> run.bit_exact
+True
+>>> sum(run.layers.column("cycles")) == run.total_cycles
+True
+>>> sorted(run.outputs)
+['output']
+"""
+
+import dataclasses
+import html
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from systolic.api.sources import ModelSource, model_source
+from systolic.api.table import Table
+from systolic.config import ArrayConfig
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from systolic.simulation.report import SimulationReport
+
+__all__ = ["LAYER_COLUMNS", "Simulation", "simulate"]
+
+LAYER_COLUMNS = ("layer", "op", "unit", "macs", "cycles", "stall_cycles", "utilization")
+"""The columns of `Simulation.layers`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Simulation:
+    """One simulated run: the report of `systolic simulate` (`report`, whose `to_json()` is
+    the `systolic.simulate/1` document) and the model's final outputs by name."""
+
+    report: "SimulationReport"
+    outputs: Mapping[str, "np.ndarray"]
+
+    @property
+    def total_cycles(self) -> int:
+        """Cycles of every accelerator run, summed."""
+        return self.report.total_cycles
+
+    @property
+    def bit_exact(self) -> bool:
+        """Whether every tensor the accelerator computed equals the reference's."""
+        return self.report.mismatch is None
+
+    @property
+    def layers(self) -> Table:
+        """One row per layer (`LAYER_COLUMNS`); host layers have 0 cycles, utilization is a
+        fraction (array layers only)."""
+        pes = self.report.pes
+        rows = tuple((layer.name, layer.op, layer.unit, layer.macs, layer.cycles,
+                      layer.stall_cycles, round(layer.utilization(pes), 4))
+                     for layer in self.report.layers)  # fmt: skip
+        return Table(LAYER_COLUMNS, rows, title=self.heading)
+
+    @property
+    def heading(self) -> str:
+        """One line: model, configuration, backend, cycles and the bit-exact check."""
+        config = self.report.config
+        check = "bit-exact" if self.bit_exact else "MISMATCH"
+        return (f"{self.report.model}: {config['rows']}x{config['cols']} {config['dataflow']}, "
+                f"{self.report.backend} backend, {self.total_cycles:,} cycles, {check}")  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the `systolic.simulate/1` JSON document (README, "simulate JSON")."""
+        return self.report.to_json()
+
+    def __str__(self) -> str:
+        from systolic.simulation.report import render_table
+
+        mismatch = f"\nmismatch: {self.report.mismatch.text()}" if self.report.mismatch else ""
+        return f"{self.heading}\n\n{render_table(self.report).rstrip()}{mismatch}"
+
+    def _repr_html_(self) -> str:
+        mismatch = self.report.mismatch
+        note = f"<p>mismatch: {html.escape(mismatch.text())}</p>" if mismatch else ""
+        return note + self.layers._repr_html_()
+
+
+def simulate(
+    model: ModelSource = None,
+    config: ArrayConfig | None = None,
+    *,
+    backend: str = "model",
+    inputs: str | os.PathLike[str] | None = None,
+    seed: int = 0,
+    onnxruntime: bool = False,
+) -> Simulation:
+    """Simulate the ONNX model at `model` (None: the bundled LeNet) on `config` (default
+    `ArrayConfig()`) with `backend` ("model": the golden values and the cycle model, fast;
+    "rtl": the Amaranth simulator; "verilator") and check it against the reference.
+
+    `inputs` is an .npy/.npz file (default: random inputs seeded by `seed`); `onnxruntime`
+    also compares the final outputs with onnxruntime on the original model. A difference
+    from the reference does not raise: see `bit_exact` and `report.mismatch`."""
+    from systolic.simulation.run import simulate_model
+
+    path, label = model_source(model)
+    outcome = simulate_model(
+        path, config if config is not None else ArrayConfig(), label=label, backend=backend,
+        input_path=inputs, seed=seed, compare_onnxruntime=onnxruntime,
+    )  # fmt: skip
+    return Simulation(outcome.report, outcome.outputs)
