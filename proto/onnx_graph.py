@@ -59,9 +59,10 @@ class ReadContext:
     held: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def hold(self, where: str, size: int) -> None:
-        """Count `size` bytes for `where`; raise ResourceError naming the largest constants
-        when the total would exceed the limit."""
-        self.held[where] = self.held.get(where, 0) + size
+        """Count `size` bytes for `where` (once: holding the same tensor again changes
+        nothing); raise ResourceError naming the largest constants when the total would
+        exceed the limit."""
+        self.held[where] = size
         total = sum(self.held.values())
         if total > self.max_tensor_bytes:
             largest = sorted(self.held.items(), key=lambda item: -item[1])[:3]
@@ -83,6 +84,7 @@ def convert_tensor(
     dtype, data = tensor_to_numpy(
         proto, where, base_dir=ctx.base_dir, max_bytes=ctx.max_tensor_bytes
     )
+    data.flags.writeable = False  # a fresh array: frozen in place, not copied by Tensor
     return Tensor(proto.name if name is None else name, dtype, data)
 
 
@@ -215,12 +217,16 @@ def convert_attribute(proto: AttributeProto, where: str, ctx: ReadContext) -> At
     raise ModelError(f"{where} has unknown attribute type number {kind}")
 
 
-def _densify(proto: SparseTensorProto, where: str, ctx: ReadContext) -> Tensor:
-    """Densify a sparse tensor, its dense size counted against the limit first."""
+def _hold_sparse(proto: SparseTensorProto, where: str, ctx: ReadContext) -> None:
     dims = [int(d) for d in proto.dims]
     if all(d >= 0 for d in dims):  # densify refuses negative dimensions
         per_element = declared_element_bytes(proto.values, f"{where} values")
         ctx.hold(where, math.prod(dims) * per_element)
+
+
+def _densify(proto: SparseTensorProto, where: str, ctx: ReadContext) -> Tensor:
+    """Densify a sparse tensor, its dense size counted against the limit first."""
+    _hold_sparse(proto, where, ctx)
     return densify(proto, where, ctx.max_tensor_bytes, lambda t, w: convert_tensor(t, w, ctx))
 
 
@@ -266,6 +272,29 @@ def convert_node(proto: NodeProto, index: int, ctx: ReadContext) -> tuple[Node, 
     return node, refs
 
 
+def _initializers(proto: GraphProto, ctx: ReadContext) -> list[Tensor]:
+    """Decode the graph's initializers, dense and sparse, after holding all of their
+    declared sizes: constants that together exceed the limit are refused before any is
+    decoded."""
+    dense = []
+    for index, tensor in enumerate(proto.initializer):
+        if not tensor.name:
+            raise ModelError(f"initializer #{index} has no name: give every initializer a name")
+        where = f"initializer {tensor.name!r}"
+        ctx.hold(where, declared_bytes(tensor, where))
+        dense.append((tensor, where))
+    sparse = []
+    for tensor in proto.sparse_initializer:
+        if not tensor.values.name:
+            raise ModelError("a sparse initializer has no name: name its values tensor")
+        where = f"sparse initializer {tensor.values.name!r}"
+        _hold_sparse(tensor, where, ctx)
+        sparse.append((tensor, where))
+    return [convert_tensor(tensor, where, ctx) for tensor, where in dense] + [
+        _densify(tensor, where, ctx) for tensor, where in sparse
+    ]
+
+
 def convert_graph(proto: GraphProto, ctx: ReadContext) -> tuple[Graph, tuple[str, ...]]:
     """Return the main graph, unchecked and unbound (signature, constants, nodes as stored),
     and the `overload` each node calls (for model-local functions; usually "")."""
@@ -274,16 +303,7 @@ def convert_graph(proto: GraphProto, ctx: ReadContext) -> tuple[Graph, tuple[str
     value_info = tuple(
         convert_value_info(v, "value_info", require_rank=False) for v in proto.value_info
     )
-    initializers: list[Tensor] = []
-    for index, tensor in enumerate(proto.initializer):
-        if not tensor.name:
-            raise ModelError(f"initializer #{index} has no name: give every initializer a name")
-        initializers.append(convert_tensor(tensor, f"initializer {tensor.name!r}", ctx))
-    for sparse in proto.sparse_initializer:
-        name = sparse.values.name
-        if not name:
-            raise ModelError("a sparse initializer has no name: name its values tensor")
-        initializers.append(_densify(sparse, f"sparse initializer {name!r}", ctx))
+    initializers = _initializers(proto, ctx)
     nodes = []
     for index, node_proto in enumerate(proto.node):
         node, refs = convert_node(node_proto, index, ctx)

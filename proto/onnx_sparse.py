@@ -42,6 +42,7 @@ def densify(
         indices = convert(proto.indices, f"{where} indices").data.astype(np.int64)
         linear = _linear_indices(indices, shape, count, where)
         dense[linear] = values.data
+    dense.flags.writeable = False  # frozen in place: the Tensor need not copy it
     return Tensor(proto.values.name, values.dtype, dense.reshape(shape))
 
 

@@ -420,3 +420,22 @@ def test_the_memory_limit_holds_for_all_constants_together() -> None:
     )
     with pytest.raises(ResourceError, match=message):
         _load(model, max_tensor_bytes=1000)
+
+
+def test_constants_over_the_limit_together_are_refused_before_any_is_decoded() -> None:
+    corrupt = numpy_helper.from_array(np.zeros(100, np.float32), "a")
+    corrupt.raw_data = bytes(10)
+    fine = numpy_helper.from_array(np.zeros(100, np.float32), "b")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["y"])],
+        "g",
+        [],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [100])],
+        initializer=[corrupt, fine],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ResourceError, match=r"constants need 800 bytes together, more than the "
+                       r"limit of 500"):
+        _load(model, max_tensor_bytes=500)
+    with pytest.raises(ModelError, match=r"initializer 'a' .* the model is corrupt"):
+        _load(model, max_tensor_bytes=800)
