@@ -11,7 +11,8 @@
    the wheel's standard output stops after its linked-in ABC has run;
 2. nextpnr with a clock constraint on the top's `clk` (an LPF `FREQUENCY PORT`, 100 MHz by
    default), the five harness pins placed by nextpnr, and `--timing-allow-fail` so a slow
-   design still reports its Fmax;
+   design still reports its Fmax; ended as soon as its utilisation after packing shows the
+   design does not fit (it would try to place it for hours);
 3. the results read from nextpnr's report and log (fpga_report.py): LUTs, flip-flops, DSP
    blocks and block RAMs used and available, Fmax, the critical path's ends by the design's
    signal names; a design that does not fit is a result naming the resources that run out.
@@ -38,7 +39,7 @@ from systolic.fileio import digest_parts, write_atomically
 from systolic.verilog.fpga_harness import HARNESS_TOP, harness_verilog, top_ports
 from systolic.verilog.fpga_netlists import netlist_key, restore_netlist, store_netlist
 from systolic.verilog.fpga_parts import Part
-from systolic.verilog.fpga_report import read_outcome
+from systolic.verilog.fpga_report import parse_utilisation, read_outcome, shortfall
 from systolic.verilog.fpga_tools import (
     NEXTPNR_PHASES,
     YOSYS_PHASES,
@@ -178,6 +179,26 @@ def _tail(log: Path, lines: int = 20) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
+@dataclasses.dataclass
+class _OverfullCheck:
+    """Says to stop nextpnr once packing shows the design needs more than the part has.
+
+    nextpnr does not stop by itself on every shortage: with too few LUTs its analytical placer
+    tries for hours (2x2 array, ECP5-45K). Its log's utilisation table, written after packing,
+    decides once placement has begun.
+    """
+
+    part: Part
+    log: Path
+    decided: bool | None = None
+
+    def __call__(self, phase: str) -> bool:
+        if self.decided is None and phase != NEXTPNR_PHASES[0][1]:
+            text = self.log.read_text(encoding="utf-8", errors="replace")
+            self.decided = bool(shortfall(self.part, parse_utilisation(text)))
+        return bool(self.decided)
+
+
 def _synthesize(work: Path, part: Part, synth_key: str, clock: PhaseClock) -> dict[str, float]:
     """Write `work/netlist.json`: the family's kept netlist, else Yosys' (then kept); return
     the synthesis time ({} for a kept netlist)."""
@@ -201,7 +222,8 @@ def _run(work: Path, top: str, part: Part, target_mhz: float, versions: dict[str
     seconds = _synthesize(work, part, synth_key, clock)
     started = time.monotonic()
     status = run_tool(part.nextpnr_module, part.nextpnr_function, nextpnr_args(part), work,
-                      work / "nextpnr.log", NEXTPNR_PHASES, clock)
+                      work / "nextpnr.log", NEXTPNR_PHASES, clock,
+                      stop=_OverfullCheck(part, work / "nextpnr.log"))
     seconds["place_and_route"] = round(time.monotonic() - started, 1)
     log = (work / "nextpnr.log").read_text(encoding="utf-8", errors="replace")
     report = netlist = None

@@ -13,6 +13,7 @@ import importlib.util
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -45,6 +46,7 @@ YOSYS_PHASES = (  # in the order they come
 
 NEXTPNR_PHASES = (  # in the order they come
     ("Packing IOs", "pack"),
+    ("Creating initial analytic placement", "place"),
     ("Running main analytical placer", "place"),
     ("Running simulated annealing placer", "refine placement"),
     ("Routing globals", "route"),
@@ -131,10 +133,10 @@ class _LogWatcher:
 
 def run_tool(module: str, function: str, args: list[str], cwd: Path, log: Path,
              markers: tuple[tuple[str, str], ...], clock: PhaseClock, *,
-             watch: Path | None = None) -> int:
+             watch: Path | None = None, stop: Callable[[str], bool] | None = None) -> int:
     """Run `module.function(args)` in a child Python in `cwd`, output to `log`; return its
     exit status. The phase read from `watch` (default: `log`) is shown on `clock` every second
-    or so."""
+    or so; when `stop(phase)` says so, the tool is ended (status -1)."""
     runner = f"import sys, {module}; sys.exit({module}.{function}(sys.argv[1:]))"
     with open(log, "wb") as handle:
         process = subprocess.Popen([sys.executable, "-c", runner, *args], cwd=cwd,
@@ -142,7 +144,12 @@ def run_tool(module: str, function: str, args: list[str], cwd: Path, log: Path,
         watcher = _LogWatcher(watch or log, markers)
         try:
             while process.poll() is None:
-                clock.show(watcher.poll())
+                phase = watcher.poll()
+                clock.show(phase)
+                if stop is not None and stop(phase):
+                    process.kill()
+                    process.wait()
+                    return -1
                 time.sleep(1.0)
         except BaseException:
             process.kill()

@@ -80,6 +80,18 @@ def test_failed_run_leaves_no_entry(cache: Path, monkeypatch) -> None:
     assert list(cache.iterdir()) == []
 
 
+def test_overfull_check_reads_the_table_once_placement_begins(tmp_path: Path) -> None:
+    data = Path(__file__).parent / "fpga_data"
+    log = tmp_path / "nextpnr.log"
+    log.write_text((data / "overflow_nextpnr.log").read_text())
+    check = fpga_flow._OverfullCheck(PART, log)
+    assert not check("pack") and check.decided is None  # the table may not be complete
+    assert check("place") and check.decided is True
+    log.write_text((data / "fits_nextpnr.log").read_text())
+    fits = fpga_flow._OverfullCheck(PART, log)
+    assert not fits("place") and fits.decided is False
+
+
 def test_scripts_name_the_family_flow_and_the_part() -> None:
     script = synth_script(PART)
     assert script.splitlines() == [

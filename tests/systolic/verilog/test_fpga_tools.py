@@ -60,3 +60,19 @@ def test_run_tool_logs_and_returns_the_status(tmp_path: Path, monkeypatch) -> No
     assert status == 3
     assert (tmp_path / "tool.log").read_text() == "Info: Packing IOs.. ['--x']\n"
     assert stream.getvalue().startswith("t: pack (")
+
+
+def test_run_tool_ends_a_tool_when_told(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "slow_tool.py").write_text(
+        "import sys, time\ndef run(args):\n    print('Running main analytical placer')\n"
+        "    sys.stdout.flush()\n    time.sleep(600)\n    return 0\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    phases: list[str] = []
+
+    def stop(phase: str) -> bool:
+        phases.append(phase)
+        return phase == "place"
+
+    status = run_tool("slow_tool", "run", [], tmp_path, tmp_path / "tool.log", NEXTPNR_PHASES,
+                      PhaseClock("t", None), stop=stop)
+    assert status == -1 and phases[-1] == "place"
