@@ -532,3 +532,25 @@ def test_verilog_huge_memory_is_one_line_and_writes_nothing(
     assert status == 2
     assert "99999999 is larger than the 16384 KiB" in _one_error_line(capsys)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_chain_of_100000_identity_nodes_is_inspected_in_linear_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    count = 100_000
+    nodes = [helper.make_node("Identity", [f"v{i}"], [f"v{i + 1}"]) for i in range(count)]
+    graph = helper.make_graph(
+        nodes, "chain",
+        [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info(f"v{count}", TensorProto.FLOAT, [2, 3])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "chain.onnx")
+    start = time.perf_counter()
+    assert main(["inspect", str(tmp_path / "chain.onnx")]) == 0
+    assert time.perf_counter() - start < 120
+    assert f"totals: {count} nodes" in capsys.readouterr().out
