@@ -15,7 +15,8 @@ The JSON is a stable interface (README, "compare"): keys are only ever added. Sc
   (array_cycles / ideal_cycles), `layers`: the per-layer rows of `systolic simulate`'s JSON
   ({name, op, unit, macs, cycles, ideal_cycles, stall_cycles, active_cycles, utilization,
   note}; a layer's utilization is MACs / (max(cycles, active_cycles) · rows · cols), at most
-  1)}.
+  1), `error` (null, or why the configuration gave no results: it does not fit, an
+  unsupported layer; then `layers` is empty and the figures 0)}.
 """
 
 import dataclasses
@@ -38,6 +39,13 @@ class ConfigResult:
     label: str
     layers: tuple[LayerResult, ...]
     total_cycles: int
+    error: str = ""
+    """Why the configuration gave no results (it does not fit, an unsupported layer, ...):
+    then `layers` is empty and `total_cycles` 0; empty when it ran."""
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.error)
 
     @property
     def array_layers(self) -> list[LayerResult]:
@@ -87,6 +95,7 @@ class ConfigResult:
             "utilization": round(self.utilization, 6),
             "ratio_to_ideal": round(self.ratio_to_ideal, 6),
             "layers": [layer.to_json(self.config.pes) for layer in self.layers],
+            "error": self.error or None,
         }
 
 

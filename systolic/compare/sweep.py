@@ -12,15 +12,18 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from systolic.compare.grid import config_label
-from systolic.compare.layer_cycles import accelerator_runs, check_backend
+from systolic.compare.layer_cycles import check_backend
+from systolic.compare.point import run_config
+from systolic.compare.points import IN_PROCESS, Engine, compute_points
 from systolic.compare.result import ConfigResult
 from systolic.config import ArrayConfig
 from systolic.ir import Graph, Model
-from systolic.mapper.lowering import compile_model
-from systolic.simulation.layer_rows import layer_rows
 from systolic.simulation.prepare import PreparedModel, prepare_model
 
-__all__ = ["PreparedModel", "prepare_model", "run_config", "sweep", "sweep_graph", "varying_fields"]
+__all__ = [
+    "Engine", "PreparedModel", "prepare_model", "run_config", "sweep", "sweep_graph",
+    "varying_fields",
+]  # fmt: skip
 
 _FIELDS = (("array", ("rows", "cols")), ("dataflow", ("dataflow",)),
            ("spad_kib", ("spad_kib",)), ("acc_kib", ("acc_kib",)),
@@ -38,21 +41,6 @@ def varying_fields(configs: Sequence[ArrayConfig]) -> list[str]:
     return varying or ["array", "dataflow"]
 
 
-def run_config(
-    integer: Model | Graph,
-    config: ArrayConfig,
-    *,
-    label: str,
-    backend: str = "model",
-    inputs: Mapping[str, np.ndarray] | None = None,
-) -> ConfigResult:
-    """Compile `integer` for `config`, run it on `backend` and return its results."""
-    compiled = compile_model(integer, config)
-    runs = accelerator_runs(compiled, backend, inputs or {})
-    layers = tuple(layer_rows(compiled, runs))
-    return ConfigResult(config, label, layers, sum(run.total_cycles for run in runs))
-
-
 def sweep_graph(
     integer: Model | Graph,
     inputs: Mapping[str, np.ndarray] | None,
@@ -60,18 +48,17 @@ def sweep_graph(
     *,
     backend: str = "model",
     progress: Callable[[str], None] | None = None,
+    engine: Engine = IN_PROCESS,
 ) -> list[ConfigResult]:
     """Return the results of compiling and running `integer` for every configuration, in
-    order; `progress(label)` is called before each."""
+    order, on `engine` (in this process by default; `systolic.compare.points`);
+    `progress(label)` is called as each finishes. A configuration that cannot run the model
+    gives a result with its reason in `error`."""
     check_backend(backend)
     varying = varying_fields(configs)
-    results = []
-    for config in configs:
-        label = config_label(config, varying)
-        if progress is not None:
-            progress(label)
-        results.append(run_config(integer, config, label=label, backend=backend, inputs=inputs))
-    return results
+    points = [(config, config_label(config, varying)) for config in configs]
+    return compute_points(integer, inputs, points, backend=backend, engine=engine,
+                          progress=progress)  # fmt: skip
 
 
 def sweep(
@@ -80,7 +67,8 @@ def sweep(
     *,
     backend: str = "model",
     progress: Callable[[str], None] | None = None,
+    engine: Engine = IN_PROCESS,
 ) -> list[ConfigResult]:
     """Return the results of every configuration for a prepared model (`sweep_graph`)."""
     return sweep_graph(prepared.integer, prepared.inputs, configs, backend=backend,
-                       progress=progress)
+                       progress=progress, engine=engine)  # fmt: skip

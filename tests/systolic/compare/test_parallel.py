@@ -1,0 +1,42 @@
+"""Sweeps on worker processes (`systolic.compare.parallel`) against the in-process sweep, and
+a configuration that cannot run the model as one failed result among the others."""
+
+import dataclasses
+
+from systolic.compare.grid import config_grid
+from systolic.compare.parallel import start_method
+from systolic.compare.points import Engine
+from systolic.compare.sweep import PreparedModel, sweep
+from systolic.config import ArrayConfig
+
+GRID = {"arrays": ["4x4", "8x8", "4x8"], "dataflows": ["ws", "os"]}
+
+
+def test_two_workers_give_the_serial_results_in_order(lenet: PreparedModel) -> None:
+    configs = config_grid(ArrayConfig(), **GRID)
+    finished: list[str] = []
+    parallel = sweep(lenet, configs, engine=Engine(jobs=2), progress=finished.append)
+    serial = sweep(lenet, configs)
+    assert parallel == serial
+    assert [r.label for r in parallel] == ["4x4 ws", "4x4 os", "8x8 ws", "8x8 os", "4x8 ws",
+                                           "4x8 os"]  # fmt: skip
+    assert sorted(finished) == sorted(r.label for r in serial)
+    assert all(not r.failed and r.total_cycles > 0 for r in parallel)
+
+
+def test_a_failing_configuration_is_one_row_with_its_reason(lenet: PreparedModel) -> None:
+    good = config_grid(ArrayConfig(), arrays=["4x4", "8x8"], dataflows=["ws"])
+    bad = dataclasses.replace(good[0], input_width=16)
+    configs = [good[0], bad, good[1]]
+    for engine in (Engine(), Engine(jobs=2)):
+        results = sweep(lenet, configs, engine=engine)
+        assert [r.failed for r in results] == [False, True, False]
+        assert results[1].error.startswith("the compiler targets 8-bit operands")
+        assert results[1].layers == () and results[1].total_cycles == 0
+        assert results[1].to_json()["error"] == results[1].error
+        assert results[0].to_json()["error"] is None
+        assert [results[0], results[2]] == sweep(lenet, good)
+
+
+def test_workers_start_without_fork() -> None:
+    assert start_method() in ("forkserver", "spawn")
