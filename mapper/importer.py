@@ -56,9 +56,13 @@ MAX_IR_VERSION = IR_VERSION
 
 
 def load_model(
-    path: str | os.PathLike[str], *, max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES
+    path: str | os.PathLike[str],
+    *,
+    max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES,
+    weightless: bool = False,
 ) -> Model:
-    """Read the ONNX model at `path`; external data is read relative to its folder."""
+    """Read the ONNX model at `path`; external data is read relative to its folder.
+    `weightless`: see `load_model_bytes`."""
     model_path = Path(path)
     try:
         data = model_path.read_bytes()
@@ -70,9 +74,8 @@ def load_model(
         ) from None
     if not data:
         raise ModelError(f"model file {str(model_path)!r} is empty: it holds no ONNX model")
-    return load_model_bytes(
-        data, base_dir=model_path.parent.absolute(), max_tensor_bytes=max_tensor_bytes
-    )
+    return load_model_bytes(data, base_dir=model_path.parent.absolute(),
+                            max_tensor_bytes=max_tensor_bytes, weightless=weightless)  # fmt: skip
 
 
 def load_model_bytes(
@@ -80,14 +83,17 @@ def load_model_bytes(
     *,
     base_dir: str | os.PathLike[str] | None = None,
     max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES,
+    weightless: bool = False,
 ) -> Model:
     """Read a serialized ONNX model. `base_dir` is the folder external data is relative to;
-    without it a model that uses external data is refused."""
+    without it a model that uses external data is refused. A float constant declared without
+    data (a weight-less model, written for shape studies) is refused, unless `weightless`
+    (flows that only count cycles, which do not depend on values): then it holds placeholder
+    values (`systolic.proto.onnx_tensors.placeholder_values`)."""
     proto = _parse(data)
     _check_ir_version(proto)
-    ctx = ReadContext(
-        base_dir=None if base_dir is None else Path(base_dir), max_tensor_bytes=max_tensor_bytes
-    )
+    ctx = ReadContext(base_dir=None if base_dir is None else Path(base_dir),
+                      max_tensor_bytes=max_tensor_bytes, weightless=weightless)  # fmt: skip
     local_domains = sorted({"" if f.domain == "ai.onnx" else f.domain for f in proto.functions})
     raw_opsets = [(o.domain, int(o.version)) for o in proto.opset_import]
     if not raw_opsets:

@@ -52,11 +52,13 @@ __all__ = [
 class ReadContext:
     """What converting needs besides the messages: where external data lives, and the memory
     limit, which holds for each tensor and for all decoded constants together (`held`: bytes
-    by tensor, checked by `hold` before anything is decoded)."""
+    by tensor, checked by `hold` before anything is decoded). `weightless`: float constants
+    declared without data hold placeholder values (`tensor_to_numpy`) instead of being refused."""
 
     base_dir: Path | None
     max_tensor_bytes: int
     held: dict[str, int] = dataclasses.field(default_factory=dict)
+    weightless: bool = False
 
     def hold(self, where: str, size: int) -> None:
         """Count `size` bytes for `where` (once: holding the same tensor again changes
@@ -82,8 +84,9 @@ def convert_tensor(
     against the context's memory limit before it is decoded."""
     ctx.hold(where, declared_bytes(proto, where))
     dtype, data = tensor_to_numpy(
-        proto, where, base_dir=ctx.base_dir, max_bytes=ctx.max_tensor_bytes
-    )
+        proto, where, base_dir=ctx.base_dir, max_bytes=ctx.max_tensor_bytes,
+        weightless=ctx.weightless,
+    )  # fmt: skip
     data.flags.writeable = False  # a fresh array: frozen in place, not copied by Tensor
     return Tensor(proto.name if name is None else name, dtype, data)
 

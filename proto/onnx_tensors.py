@@ -24,6 +24,7 @@ __all__ = [
     "decode_bfloat16",
     "decode_packed_4bit",
     "element_bytes",
+    "placeholder_values",
     "tensor_to_numpy",
 ]
 
@@ -111,12 +112,15 @@ def tensor_to_numpy(
     *,
     base_dir: Path | None,
     max_bytes: int,
+    weightless: bool = False,
 ) -> tuple[DataType, np.ndarray]:
     """Return the element type and values of `proto`, shaped by its dims.
 
     `where` names the tensor in messages ("initializer 'W'"). Raises ResourceError when the
     declared size exceeds `max_bytes` (before decoding), UnsupportedError for element types the
-    tool cannot hold, ModelError when the stored data does not match the dims.
+    tool cannot hold, ModelError when the stored data does not match the dims. A float tensor
+    declared with no data at all (a weight-less model) is a ModelError saying so, unless
+    `weightless` (flows that only count cycles): then it holds `placeholder_values`.
     """
     dtype = _data_type(proto, where)
     shape = declared_shape(proto, where)
@@ -139,11 +143,38 @@ def tensor_to_numpy(
             raise ModelError(f"{where}: string tensors cannot use external data")
         raw = read_external_data(proto, where, base_dir=base_dir, expected=size)
         return dtype, _from_raw(raw, dtype, shape, where)
+    if count and not proto.raw_data and not len(getattr(proto, _FIELD_OF.get(dtype, "dims"))):
+        return dtype, _no_data(dtype, shape, where, weightless)
     if proto.HasField("raw_data"):
         if dtype == DataType.STRING:
             raise ModelError(f"{where}: string tensors cannot use raw_data; use string_data")
         return dtype, _from_raw(proto.raw_data, dtype, shape, where)
     return dtype, _from_fields(proto, dtype, shape, where)
+
+
+WEIGHTLESS_TYPES = (DataType.FLOAT, DataType.FLOAT16, DataType.DOUBLE)
+"""Element types a weight-less tensor may have: weights, biases and normalization
+statistics. Integer constants (shapes, axes, zero points) are needed even to count cycles."""
+
+
+def placeholder_values(dtype: DataType, shape: tuple[int, ...]) -> np.ndarray:
+    """Return the values a weight-less tensor holds: 1/4 up to 3/4, a fixed ramp (positive,
+    so variances stay valid; never zero, so nothing is folded away as zero)."""
+    count = math.prod(shape)
+    ramp = 0.25 + 0.5 * (np.arange(count) % 64) / 64
+    return ramp.astype(dtype.numpy).reshape(shape)
+
+
+def _no_data(dtype: DataType, shape: tuple[int, ...], where: str, weightless: bool) -> np.ndarray:
+    if weightless and dtype in WEIGHTLESS_TYPES:
+        return placeholder_values(dtype, shape)
+    if dtype in WEIGHTLESS_TYPES:
+        raise ModelError(
+            f"{where} of shape {list(shape)} has no data (a weight-less model): running it "
+            "needs the weights, as every value is computed and checked; `systolic compare` "
+            "gives its cycles without them"
+        )
+    raise ModelError(f"{where} of shape {list(shape)} has no data: the model is corrupt")
 
 
 def _data_type(proto: TensorProto, where: str) -> DataType:

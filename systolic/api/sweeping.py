@@ -110,12 +110,14 @@ def sweep(
 ) -> Sweep:
     """Run the mapper passes on the ONNX model at `model` (None: the bundled LeNet) once, then
     compile and run it for every configuration (default: 8x8 ws and os) on `backend`
-    ("model", the default, gives the RTL's cycles without computing values)."""
+    ("model", the default, gives the RTL's cycles without computing values). Cycles do not
+    depend on values: a weight-less model (float constants declared without data) runs on
+    placeholder weights."""
     from systolic.compare.sweep import prepare_model
     from systolic.compare.sweep import sweep as run_sweep
 
     path, label = model_source(model)
-    prepared = prepare_model(path, input_path=inputs, seed=seed)
+    prepared = prepare_model(path, input_path=inputs, seed=seed, weightless=True)
     chosen = list(configs) or configurations(dataflows=["ws", "os"])
     results = run_sweep(prepared, chosen, backend=backend)
     return Sweep(label, backend, prepared.input_source, tuple(results))

@@ -173,7 +173,9 @@ def run(args: argparse.Namespace) -> int:
             model_path, label = example_path(), f"bundled:{DEFAULT_EXAMPLE}"
         else:
             model_path, label = Path(args.model), args.model
-        prepared = prepare_model(model_path, input_path=args.input, seed=args.seed)
+        # cycles do not depend on values: a weight-less model runs on placeholder weights
+        prepared = prepare_model(model_path, input_path=args.input, seed=args.seed,
+                                 weightless=True)  # fmt: skip
         if args.scalesim_topology is not None:
             topology_text = format_topology(model_topology(prepared.integer))
         results = sweep(prepared, configs, backend=args.backend, progress=progress)

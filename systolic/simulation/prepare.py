@@ -48,10 +48,10 @@ class PreparedModel:
         return not is_quantized(self.original)
 
 
-def _load(model_path: str | os.PathLike[str], max_tensor_bytes: int) -> Model:
+def _load(model_path: str | os.PathLike[str], max_tensor_bytes: int, weightless: bool) -> Model:
     with warnings.catch_warnings():
         warnings.simplefilter("always", NameWarning)
-        return load_model(model_path, max_tensor_bytes=max_tensor_bytes)
+        return load_model(model_path, max_tensor_bytes=max_tensor_bytes, weightless=weightless)
 
 
 def prepare_model(
@@ -60,10 +60,12 @@ def prepare_model(
     input_path: str | os.PathLike[str] | None = None,
     seed: int = 0,
     max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES,
+    weightless: bool = False,
 ) -> PreparedModel:
     """Load the model and its inputs and run the passes (module docstring);
-    `max_tensor_bytes` is the importer's limit on any one tensor."""
-    original = _load(model_path, max_tensor_bytes)
+    `max_tensor_bytes` is the importer's limit on any one tensor. `weightless` (for cycle
+    counts only): float constants without data hold placeholder values (`load_model`)."""
+    original = _load(model_path, max_tensor_bytes, weightless)
     inputs = load_inputs(original, input_path, seed=seed)
     if not all(info.type.is_static for info in model_inputs(original)):
         shapes = {name: tuple(array.shape) for name, array in inputs.items()}
