@@ -145,9 +145,10 @@ class Machine:
     def execute(self, instr: Instruction) -> None:
         """Apply one instruction to the state, after checking it against the configuration.
 
-        Raises InstructionError for an invalid instruction and SimulationError for one after
+        Raises InstructionError for an invalid instruction, SimulationError for one after
         HALT, an access beyond external memory or a STORE with a params shift outside
-        -31..31; the state is then unchanged."""
+        -31..31, and ValueError for a STORE whose bias or multiplier lies outside int32 (the
+        output stage's check); the state is then unchanged."""
         if self.halted:
             raise SimulationError(f"{instr.MNEMONIC} executed after HALT")
         instr.check_once(self.config)
