@@ -66,7 +66,8 @@ class ReadContext:
         exceed the limit."""
         self.held[where] = size
         total = sum(self.held.values())
-        if total > self.max_tensor_bytes:
+        # One tensor over the limit alone is refused by its own check, naming its shape.
+        if total > self.max_tensor_bytes and max(self.held.values()) <= self.max_tensor_bytes:
             largest = sorted(self.held.items(), key=lambda item: -item[1])[:3]
             largest = [(name, size) for name, size in largest if size]
             named = ", ".join(f"{name} ({size} bytes)" for name, size in largest)
