@@ -554,3 +554,32 @@ def test_a_chain_of_100000_identity_nodes_is_inspected_in_linear_time(
     assert main(["inspect", str(tmp_path / "chain.onnx")]) == 0
     assert time.perf_counter() - start < 120
     assert f"totals: {count} nodes" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["empty.npy", "empty.npz", "huge.npy", "bomb.npz"])
+def test_hostile_input_files_are_one_line_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    import io
+    import zipfile
+
+    model = _matmul_model(tmp_path)
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f4", "fortran_order": False, "shape": (2**40, 8)}
+    )
+    path = tmp_path / kind
+    if kind == "huge.npy":
+        path.write_bytes(header.getvalue())
+    elif kind == "bomb.npz":
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("a.npy", header.getvalue() + bytes(1 << 20))
+    else:
+        path.write_bytes(b"")
+    out = tmp_path / "out"
+    status = main(["simulate", str(model), "--backend", "model", "--no-onnxruntime", "--input",
+                   str(path), "--output", str(out / "y.npz")])  # fmt: skip
+    assert status == 2
+    err = _one_error_line(capsys)
+    assert "is empty" in err if kind.startswith("empty") else "has shape [1099511627776, 8]" in err
+    assert not out.exists()
