@@ -58,5 +58,5 @@ class DaskRunner:
                                      retries=RETRIES, pure=False)
                        for i, (config, label) in enumerate(points)]  # fmt: skip
             index = {future.key: i for i, future in enumerate(futures)}
-            for future in as_completed(futures):
+            for future in as_completed(futures, loop=client.loop):
                 on_result(index[future.key], future.result())
