@@ -4,7 +4,7 @@ import numpy as np
 
 from systolic.reference.kernels import quant
 
-from .oracle import rng
+from ..oracle import rng
 
 
 def test_round_half_to_even():
