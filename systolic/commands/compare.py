@@ -204,14 +204,16 @@ def run(args: argparse.Namespace) -> int:
 def _summary(
     model: str, backend: str, results: Sequence["ConfigResult"], written: list[Path]
 ) -> str:
+    from systolic.commands.terminal_width import table_width
     from systolic.compare.tables import render_layers, render_summary
     from systolic.simulation.engine import engine_line
     from systolic.text import printable
 
     engine = engine_line(backend)  # which engine ran the model backend
+    width = table_width()
     lines = [f"{printable(model)}: {len(results)} configurations, backend {backend}",
              *([engine] if engine else []), "",
-             render_summary(results).rstrip("\n"), "",
-             render_layers(results).rstrip("\n")]  # fmt: skip
+             render_summary(results, width).rstrip("\n"), "",
+             render_layers(results, width).rstrip("\n")]  # fmt: skip
     lines += [f"wrote {path}" for path in written]
     return "\n".join(lines) + "\n"

@@ -24,6 +24,7 @@ from systolic.commands.model_loading import (
     seed_value,
 )
 from systolic.commands.output_paths import check_output_file
+from systolic.commands.terminal_width import table_width
 from systolic.errors import ConfigError
 from systolic.simulation.report import OnnxruntimeExplanation, SimulationReport, render_table
 from systolic.text import printable
@@ -171,7 +172,8 @@ def _summary(report: SimulationReport, label: str, written: list[Path]) -> str:
     from systolic.simulation.engine import engine_line
 
     engine = engine_line(report.backend)  # which engine ran the model backend
-    lines = [heading, *([engine] if engine else []), "", render_table(report).rstrip("\n")]
+    table = render_table(report, table_width()).rstrip("\n")
+    lines = [heading, *([engine] if engine else []), "", table]
     checks = report.to_json()["checks"]
     lines.append(
         "reference: bit-exact"

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from systolic.compare.result import ConfigResult
 from systolic.simulation.report import LayerResult
+from systolic.simulation.table_layout import fit
 from systolic.text import printable
 
 __all__ = ["CSV_COLUMNS", "TOTAL_ROW", "render_layers", "render_summary", "to_csv"]
@@ -27,22 +28,8 @@ TOTAL_ROW = "(total)"
 """The `layer` cell of a configuration's totals row in the CSV."""
 
 
-def _grid(header: Sequence[str], rows: Sequence[Sequence[str]], left: int) -> list[str]:
-    """Lay out cells in columns: the first `left` columns left-aligned, the others right."""
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
-    lines = []
-    for cells in (header, *rows):
-        lines.append(
-            "  ".join(
-                cell.ljust(widths[i]) if i < left else cell.rjust(widths[i])
-                for i, cell in enumerate(cells)
-            ).rstrip()
-        )
-    return lines
-
-
-def render_summary(results: Sequence[ConfigResult]) -> str:
-    """Return the one-row-per-configuration table."""
+def render_summary(results: Sequence[ConfigResult], width: int | None = None) -> str:
+    """Return the one-row-per-configuration table, fitted to `width` (`table_layout.fit`)."""
     header = ("configuration", "total cycles", "stalls", "array cycles", "ideal", "ratio",
               "util")  # fmt: skip
     rows = [
@@ -57,7 +44,7 @@ def render_summary(results: Sequence[ConfigResult]) -> str:
         )
         for result in results
     ]
-    return "\n".join(_grid(header, rows, 1)) + "\n"
+    return "\n".join(fit(header, rows, left=1, width=width)) + "\n"
 
 
 def _layer_cells(layer: LayerResult | None, pes: int) -> tuple[str, str, str]:
@@ -69,9 +56,10 @@ def _layer_cells(layer: LayerResult | None, pes: int) -> tuple[str, str, str]:
     return (f"{layer.cycles:,}", f"{layer.stall_cycles:,}", util)
 
 
-def render_layers(results: Sequence[ConfigResult]) -> str:
+def render_layers(results: Sequence[ConfigResult], width: int | None = None) -> str:
     """Return the per-layer table, configurations side by side (cycles, stalls, util each);
-    a layer on the host in one configuration shows "host" there."""
+    a layer on the host in one configuration shows "host" there. Past `width` columns the
+    configurations wrap into blocks, each repeating layer, op and MACs (`table_layout.fit`)."""
     names: list[str] = []
     info: dict[str, LayerResult] = {}
     for result in results:
@@ -95,7 +83,7 @@ def render_layers(results: Sequence[ConfigResult]) -> str:
         total += [f"{result.total_cycles:,}", f"{result.stall_cycles:,}",
                   f"{100 * result.utilization:.1f}%"]  # fmt: skip
     rows.append(total)
-    return "\n".join(_grid(header, rows, 2)) + "\n"
+    return "\n".join(fit(header, rows, left=2, width=width, keep=3, group=3)) + "\n"
 
 
 def to_csv(results: Sequence[ConfigResult]) -> str:

@@ -33,9 +33,11 @@ The JSON is a stable interface (README, "simulate JSON"): keys are only ever add
 """
 
 import dataclasses
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from systolic.simulation.table_layout import fit
 from systolic.text import printable
 
 __all__ = [
@@ -200,8 +202,9 @@ class SimulationReport:
         }
 
 
-def render_table(report: SimulationReport) -> str:
-    """Return the per-layer table and totals as `systolic simulate` prints them."""
+def render_table(report: SimulationReport, width: int | None = None) -> str:
+    """Return the per-layer table and totals as `systolic simulate` prints them, fitted to
+    `width` columns (None: any width) as `table_layout.fit` does."""
     header = ("layer", "op", "unit", "MACs", "cycles", "stalls", "util")
     rows = [
         (
@@ -215,20 +218,12 @@ def render_table(report: SimulationReport) -> str:
         )
         for layer in report.layers
     ]
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
-    lines = []
-    for cells in (header, *rows):
-        lines.append(
-            "  ".join(
-                cell.rjust(widths[i]) if i >= 3 else cell.ljust(widths[i])
-                for i, cell in enumerate(cells)
-            ).rstrip()
-        )
+    lines = fit(header, rows, left=3, width=width)
     totals = report.totals()
-    lines.append("")
-    lines.append(
+    total = (
         f"total: {totals['cycles']:,} cycles, {totals['macs']:,} MACs; array "
         f"{totals['array_cycles']:,} cycles (ideal {totals['ideal_cycles']:,}), utilization "
         f"{100 * totals['utilization']:.1f}%"
     )
+    lines += ["", *textwrap.wrap(total, width or len(total), subsequent_indent="  ")]
     return "\n".join(lines) + "\n"

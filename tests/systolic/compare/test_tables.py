@@ -110,3 +110,19 @@ def test_json_round_trip(results: list[ConfigResult]) -> None:
         assert [layer["name"] for layer in entry["layers"]] == [
             layer.name for layer in result.layers
         ]
+
+
+def test_the_layer_table_fits_the_width_it_is_given(lenet) -> None:
+    from systolic.compare.grid import config_grid
+    from systolic.compare.sweep import sweep
+    from systolic.config import ArrayConfig
+
+    configs = config_grid(ArrayConfig(), arrays=["4x4", "8x8", "16x16"], dataflows=["ws", "os"])
+    results = sweep(lenet, configs)
+    wide = render_layers(results)
+    assert max(map(len, wide.splitlines())) > 120
+    for width in (60, 80, 120):
+        fitted = render_layers(results, width)
+        assert max(map(len, fitted.splitlines())) <= width
+        for result in results:
+            assert f"{result.total_cycles:,}" in fitted
