@@ -7,6 +7,7 @@ array. `Graph.text()` gives a stable text form for tests and `systolic inspect`.
 
 import dataclasses
 import enum
+import functools
 from collections.abc import Iterator, Mapping
 from typing import Union
 
@@ -311,18 +312,30 @@ class Graph:
 
     def initializer(self, name: str) -> Tensor | None:
         """Return the initializer called `name`, or None."""
-        for tensor in self.initializers:
-            if tensor.name == name:
-                return tensor
-        return None
+        return self._initializers_by_name.get(name)
 
     def type_of(self, name: str) -> TensorType | None:
         """Return the known type of value `name` (input, output, initializer or intermediate)."""
+        return self._types_by_name.get(name)
+
+    @functools.cached_property
+    def _initializers_by_name(self) -> dict[str, Tensor]:
+        """The initializers by name, the first of a name winning (built once, on first use)."""
+        index: dict[str, Tensor] = {}
+        for tensor in self.initializers:
+            index.setdefault(tensor.name, tensor)
+        return index
+
+    @functools.cached_property
+    def _types_by_name(self) -> dict[str, TensorType]:
+        """Each value's type: inputs, intermediate values, outputs, then initializers, the
+        first listing of a name winning (built once, on first use)."""
+        index: dict[str, TensorType] = {}
         for info in (*self.inputs, *self.value_info, *self.outputs):
-            if info.name == name:
-                return info.type
-        tensor = self.initializer(name)
-        return tensor.type if tensor is not None else None
+            index.setdefault(info.name, info.type)
+        for tensor in self.initializers:
+            index.setdefault(tensor.name, tensor.type)
+        return index
 
     def producers(self) -> dict[str, Node]:
         """Map each value name to the node that produces it."""
