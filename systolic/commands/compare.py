@@ -19,13 +19,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from systolic.commands.compare_workload import (
+    Progress,
+    add_workload_arguments,
+    check_workload_arguments,
+    sweep_models,
+    workload_models,
+)
 from systolic.commands.model_loading import add_model_arguments
 from systolic.commands.output_paths import check_output_file
 from systolic.config import ArrayConfig
 from systolic.errors import ConfigError
 
 if TYPE_CHECKING:
-    from systolic.compare.result import ConfigResult
+    from systolic.compare.sweep import PreparedModel
+    from systolic.compare.workload import WorkloadResult
 
 __all__ = ["register", "run"]
 
@@ -85,6 +93,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "matplotlib: pip install 'systolic[plot]')",
     )  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="print only errors")
+    add_workload_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -139,81 +148,80 @@ def run(args: argparse.Namespace) -> int:
     """Compare, print the tables, write the requested files; return the exit status."""
     from systolic.compare.from_topology import topology_sweep
     from systolic.compare.layer_cycles import check_backend
+    from systolic.compare.pareto import mark_pareto
     from systolic.compare.plot import check_plot_available, plot_bytes
     from systolic.compare.result import CompareReport
-    from systolic.compare.sweep import prepare_model, sweep
-    from systolic.compare.tables import to_csv
     from systolic.compare.to_topology import model_topology
     from systolic.compare.topology import format_topology, read_topology
-    from systolic.examples import DEFAULT_EXAMPLE, example_path
+    from systolic.compare.workload import WorkloadModel, combine
+    from systolic.compare.workload_report import flat_results, workload_csv, workload_json
     from systolic.simulation.engine import engine_name
     from systolic.simulation.outputs import PendingFiles
 
     configs = _configs(args)
     check_backend(args.backend)
     _check_arguments(args)
+    check_workload_arguments(args)
     if args.plot is not None:
         check_plot_available()
     chatty = not args.quiet and args.json != "-"
 
-    def progress(label: str) -> None:
-        if chatty:
-            print(f"compare: {label} ...", file=sys.stderr, flush=True)
-
-    topology_text = None
+    topology_texts = []
     if args.topology is not None:
+        models = [WorkloadModel(args.topology)]
         layers = read_topology(args.topology)
-        results = topology_sweep(layers, configs, backend=args.backend, seed=args.seed,
-                                 progress=progress)  # fmt: skip
-        report = CompareReport("topology", args.topology, args.backend,
-                               f"random weights seed {args.seed}", results,
-                               engine=engine_name(args.backend))  # fmt: skip
+        per_model = [topology_sweep(layers, configs, backend=args.backend, seed=args.seed,
+                                    progress=Progress(len(configs), chatty))]  # fmt: skip
+        source, input_source = "topology", f"random weights seed {args.seed}"
     else:
-        if args.model is None:
-            model_path, label = example_path(), f"bundled:{DEFAULT_EXAMPLE}"
-        else:
-            model_path, label = Path(args.model), args.model
-        # cycles do not depend on values: a weight-less model runs on placeholder weights
-        prepared = prepare_model(model_path, input_path=args.input, seed=args.seed,
-                                 weightless=True)  # fmt: skip
-        if args.scalesim_topology is not None:
-            topology_text = format_topology(model_topology(prepared.integer))
-        results = sweep(prepared, configs, backend=args.backend, progress=progress)
-        report = CompareReport("model", label, args.backend, prepared.input_source, results,
-                               engine=engine_name(args.backend))  # fmt: skip
+        models = workload_models(args)
+        progress = Progress(len(configs) * len(models), chatty)
 
-    text = json.dumps(report.to_json(), indent=2) + "\n"
+        def prepared_hook(prepared: "PreparedModel") -> None:
+            if args.scalesim_topology is not None:
+                topology_texts.append(format_topology(model_topology(prepared.integer)))
+
+        per_model, input_source = sweep_models(args, models, configs, progress, prepared_hook)
+        source = "model"
+    workload = mark_pareto(combine(models, per_model, args.clock_mhz))
+    results = flat_results(workload)
+    report = CompareReport(source, " + ".join(m.path for m in models), args.backend,
+                           input_source, results, engine=engine_name(args.backend))  # fmt: skip
+    text = json.dumps(workload_json(report.to_json(), workload), indent=2) + "\n"
     with PendingFiles() as files:
         if args.csv is not None:
-            files.stage(args.csv, to_csv(results))
+            files.stage(args.csv, workload_csv(workload))
         if args.json is not None and args.json != "-":
             files.stage(args.json, text)
         if args.plot is not None:
             suffix = Path(args.plot).suffix.lstrip(".").lower()
-            files.stage(args.plot, plot_bytes(results, report.model, suffix))
-        if topology_text is not None:
-            files.stage(args.scalesim_topology, topology_text)
+            files.stage(args.plot, plot_bytes(per_model[0], models[0].path, suffix))
+        if topology_texts:
+            files.stage(args.scalesim_topology, topology_texts[0])
         written = files.commit()
     if args.json == "-":
         sys.stdout.write(text)
     elif not args.quiet:
-        sys.stdout.write(_summary(report.model, args.backend, results, written))
+        sys.stdout.write(_summary(args.backend, workload, written))
     return 0
 
 
-def _summary(
-    model: str, backend: str, results: Sequence["ConfigResult"], written: list[Path]
-) -> str:
+def _summary(backend: str, workload: Sequence["WorkloadResult"], written: list[Path]) -> str:
     from systolic.commands.terminal_width import table_width
     from systolic.compare.tables import render_layers, render_summary
+    from systolic.compare.workload_table import render_workload
     from systolic.simulation.engine import engine_line
     from systolic.text import printable
 
     engine = engine_line(backend)  # which engine ran the model backend
     width = table_width()
-    lines = [f"{printable(model)}: {len(results)} configurations, backend {backend}",
-             *([engine] if engine else []), "",
-             render_summary(results, width).rstrip("\n"), "",
-             render_layers(results, width).rstrip("\n")]  # fmt: skip
+    lines: list[str] = []
+    for index, model in enumerate(workload[0].models if workload else ()):
+        results = [entry.results[index] for entry in workload]
+        lines += [f"{printable(model.path)}: {len(results)} configurations, backend {backend}",
+                  *([engine] if engine else []), "",
+                  render_summary(results, width).rstrip("\n"), "",
+                  render_layers(results, width).rstrip("\n"), ""]  # fmt: skip
+    lines += [render_workload(workload, width).rstrip("\n")]
     lines += [f"wrote {path}" for path in written]
     return "\n".join(lines) + "\n"

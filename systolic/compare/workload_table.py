@@ -1,0 +1,45 @@
+"""The workload table `systolic compare` prints: one row per configuration with its cycles
+on each model (several models), its weighted cycles (several models or a weight other than
+1), its time at the clock, its cost figures (PEs, on-chip SRAM KiB) and `*` when it is
+Pareto-optimal; a configuration that failed shows its reason below the table."""
+
+from collections.abc import Sequence
+
+from systolic.compare.workload import WorkloadResult
+from systolic.simulation.table_layout import fit
+from systolic.text import printable
+
+__all__ = ["render_workload"]
+
+
+def _header(entry: WorkloadResult, weighted: bool) -> list[str]:
+    header = ["configuration"]
+    if len(entry.models) > 1:
+        header += [f"{printable(m.path)} ×{m.weight:g}" for m in entry.models]
+    if weighted:
+        header.append("weighted cycles")
+    return [*header, "time ms", "PEs", "SRAM KiB", "*"]
+
+
+def _row(entry: WorkloadResult, weighted: bool) -> list[str]:
+    row = [entry.label]
+    if len(entry.models) > 1:
+        row += ["failed" if r.failed else f"{r.total_cycles:,}" for r in entry.results]
+    failed = bool(entry.error)
+    if weighted:
+        row.append("failed" if failed else f"{entry.weighted_cycles:,.0f}")
+    time = "failed" if failed else f"{entry.time_ms:,.6f}"
+    return [*row, time, f"{entry.config.pes:,}", f"{entry.sram_kib:,}", "*" if entry.pareto else ""]
+
+
+def render_workload(workload: Sequence[WorkloadResult], width: int | None = None) -> str:
+    """Return the table (module docstring), fitted to `width`."""
+    if not workload:
+        return ""
+    first = workload[0]
+    weighted = len(first.models) > 1 or any(m.weight != 1 for m in first.models)
+    lines = [f"time at {first.clock_mhz:g} MHz; * Pareto-optimal in time, PEs and SRAM"]
+    lines += fit(_header(first, weighted), [_row(e, weighted) for e in workload], left=1,
+                 width=width)  # fmt: skip
+    lines += [f"{printable(e.label)}: {printable(e.error)}" for e in workload if e.error]
+    return "\n".join(lines) + "\n"
