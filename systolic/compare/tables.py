@@ -29,7 +29,8 @@ TOTAL_ROW = "(total)"
 
 
 def render_summary(results: Sequence[ConfigResult], width: int | None = None) -> str:
-    """Return the one-row-per-configuration table, fitted to `width` (`table_layout.fit`)."""
+    """Return the one-row-per-configuration table, fitted to `width` (`table_layout.fit`); a
+    configuration that failed shows "failed", and its reason below the table."""
     header = ("configuration", "total cycles", "stalls", "array cycles", "ideal", "ratio",
               "util")  # fmt: skip
     rows = [
@@ -42,9 +43,12 @@ def render_summary(results: Sequence[ConfigResult], width: int | None = None) ->
             f"{result.ratio_to_ideal:.3f}",
             f"{100 * result.utilization:.1f}%",
         )
+        if not result.failed
+        else (result.label, "failed", *["-"] * 5)
         for result in results
     ]
-    return "\n".join(fit(header, rows, left=1, width=width)) + "\n"
+    notes = [f"{printable(r.label)}: {printable(r.error)}" for r in results if r.failed]
+    return "\n".join([*fit(header, rows, left=1, width=width), *notes]) + "\n"
 
 
 def _layer_cells(layer: LayerResult | None, pes: int) -> tuple[str, str, str]:

@@ -7,6 +7,7 @@ from systolic.compare.grid import config_grid
 from systolic.compare.parallel import start_method
 from systolic.compare.points import Engine
 from systolic.compare.sweep import PreparedModel, sweep
+from systolic.compare.tables import render_summary
 from systolic.config import ArrayConfig
 
 GRID = {"arrays": ["4x4", "8x8", "4x8"], "dataflows": ["ws", "os"]}
@@ -40,3 +41,12 @@ def test_a_failing_configuration_is_one_row_with_its_reason(lenet: PreparedModel
 
 def test_workers_start_without_fork() -> None:
     assert start_method() in ("forkserver", "spawn")
+
+
+def test_the_summary_names_a_failed_configuration(lenet: PreparedModel) -> None:
+    good = config_grid(ArrayConfig(), arrays=["4x4"], dataflows=["ws"])[0]
+    bad = dataclasses.replace(good, input_width=16)
+    results = sweep(lenet, [good, bad])
+    lines = render_summary(results).splitlines()
+    assert lines[2].split() == [*results[1].label.split(), "failed", "-", "-", "-", "-", "-"]
+    assert lines[3] == f"{results[1].label}: {results[1].error}"
