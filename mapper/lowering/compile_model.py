@@ -180,6 +180,7 @@ class _Compiler:
         self.plan = MemoryPlan(config, spatial=spatial, matrix=_matrix(graph, spatial))
         self.halos = _halos(graph)
         self.consumers = graph.consumers()
+        self.node_index = {id(node): index for index, node in enumerate(graph.nodes)}
         self.outputs = {info.name for info in graph.outputs}
         self.inputs = {info.name for info in graph.inputs}
         self.instructions: list[Instruction] = []
@@ -470,7 +471,10 @@ class _Compiler:
         """Make `node` a host layer. A QMatMul reading a Flatten in memory order (whose array
         lowering failed) reads it as "NAME:memory_order" with its permuted B, so it computes
         the same product."""
-        overrides = self.overrides.get(self.graph.nodes.index(node), {})
+        index = self.node_index.get(id(node))
+        if index is None:  # (a rewritten copy of a graph node)
+            index = self.graph.nodes.index(node)
+        overrides = self.overrides.get(index, {})
         inputs = list(node.inputs)
         for position, name in enumerate(inputs):
             if name in self.views:

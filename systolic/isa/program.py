@@ -10,6 +10,7 @@ Construction checks everything against the configuration, so a `Program` object 
 runnable.
 """
 
+import collections
 import dataclasses
 import enum
 import functools
@@ -245,8 +246,8 @@ class Program:
                 raise ProgramError(
                     f"memory segments at {before.address} and {after.address} overlap"
                 )
-        names = [t.name for t in self.tensors]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
+        counts = collections.Counter(t.name for t in self.tensors)
+        duplicates = sorted(name for name, count in counts.items() if count > 1)
         if duplicates:
             raise ProgramError(f"tensor names must be unique: {', '.join(duplicates)}")
         self._check_layers()
@@ -276,11 +277,16 @@ class Program:
 
     def tensor(self, name: str) -> TensorPlacement:
         """Return the placement of the tensor called `name`."""
-        for placement in self.tensors:
-            if placement.name == name:
-                return placement
+        placement = self.tensors_by_name.get(name)
+        if placement is not None:
+            return placement
         known = ", ".join(t.name for t in self.tensors) or "none"
         raise ProgramError(f"the program places no tensor {name!r} (it places: {known})")
+
+    @functools.cached_property
+    def tensors_by_name(self) -> dict[str, TensorPlacement]:
+        """The placements by tensor name (names are unique)."""
+        return {t.name: t for t in self.tensors}
 
     def placements(self, role: TensorRole) -> tuple[TensorPlacement, ...]:
         """Return the placements with `role`, in program order (an INPUT_OUTPUT placement is

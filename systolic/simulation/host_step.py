@@ -49,7 +49,7 @@ def run_host_step(
 ) -> list[np.ndarray]:
     """Run one host step on `memory` (a writeable uint8 array, updated in place); results
     without a placement go to `host_values` (name -> value). Returns the step's outputs."""
-    placed = {t.name: t for t in program.tensors}
+    placed = program.tensors_by_name
     args = _operands(step, placed, memory, host_values)
     results = make_op(step.node, opsets or {}).run(args)
     for name, value in zip(step.node.outputs, results, strict=False):
