@@ -84,10 +84,12 @@ def add_model_arguments(
 
 
 def add_max_memory_argument(parser: argparse.ArgumentParser) -> None:
-    """Add `--max-memory SIZE` (default 8GiB): the largest tensor the model may hold."""
+    """Add `--max-memory SIZE` (default 8GiB): the most any one tensor, and all the model's
+    constants together, may take."""
     parser.add_argument(
         "--max-memory", metavar="SIZE", default="8GiB",
-        help="largest tensor the model may hold (default 8GiB); larger ones are refused",
+        help="the most any one tensor, and all the model's constants together, may take "
+             "(default 8GiB); larger models and --input arrays are refused",
     )  # fmt: skip
 
 

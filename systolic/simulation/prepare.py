@@ -66,7 +66,7 @@ def prepare_model(
     `max_tensor_bytes` is the importer's limit on any one tensor. `weightless` (for cycle
     counts only): float constants without data hold placeholder values (`load_model`)."""
     original = _load(model_path, max_tensor_bytes, weightless)
-    inputs = load_inputs(original, input_path, seed=seed)
+    inputs = load_inputs(original, input_path, seed=seed, max_bytes=max_tensor_bytes)
     if not all(info.type.is_static for info in model_inputs(original)):
         shapes = {name: tuple(array.shape) for name, array in inputs.items()}
         original = bind_inputs(original, shapes, max_tensor_bytes=max_tensor_bytes)
