@@ -2,7 +2,8 @@
 
 The comparison is in each output's own units (integer steps for quantized outputs, real values
 for float ones): `max_abs_diff` is the largest |ours − onnxruntime| over every element of every
-output, `equal_fraction` the fraction of elements that are exactly equal.
+output, `equal_fraction` the fraction of elements that are exactly equal. NaN on both sides
+counts as equal; NaN on one side as an infinite difference.
 """
 
 import dataclasses
@@ -90,9 +91,12 @@ def compare_outputs(
             )
         a = value.astype(np.float64)
         b = other.astype(np.float64)
+        same = (a == b) | (np.isnan(a) & np.isnan(b))  # NaN on both sides is agreement
         if a.size:
-            worst = max(worst, float(np.max(np.abs(a - b))))
-        equal += int(np.count_nonzero(a == b))
+            with np.errstate(invalid="ignore"):  # inf - inf: equal, or NaN: handled below
+                gap = np.where(np.isnan(a) | np.isnan(b), np.inf, np.abs(a - b))
+            worst = max(worst, float(np.max(np.where(same, 0.0, gap))))
+        equal += int(np.count_nonzero(same))
         total += a.size
     return OnnxruntimeComparison(
         max_abs_diff=worst, equal_fraction=equal / total if total else 1.0, elements=total

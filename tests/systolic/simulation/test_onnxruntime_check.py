@@ -38,3 +38,10 @@ def test_serialized_model_reads_its_external_data_from_base_dir(tmp_path):
     x = np.ones((1, 8), np.float32)
     y = run_onnxruntime((tmp_path / "m.onnx").read_bytes(), {"x": x}, base_dir=tmp_path)["y"]
     np.testing.assert_array_equal(y, x @ weights)
+
+
+def test_nan_on_both_sides_is_equal_and_on_one_side_an_infinite_difference():
+    both = compare_outputs({"y": np.array([np.nan, 1.0])}, {"y": np.array([np.nan, 1.0])})
+    assert (both.max_abs_diff, both.equal_fraction) == (0.0, 1.0)
+    one = compare_outputs({"y": np.array([np.nan, 1.0])}, {"y": np.array([0.0, 1.0])})
+    assert (one.max_abs_diff, one.equal_fraction) == (np.inf, 0.5)
