@@ -67,6 +67,7 @@ from systolic.sim.timing.native_pass import native_pass
 from systolic.sim.timing.program_facts import (
     EX,
     K_COMPUTE,
+    K_COMPUTE_OS,
     K_PRELOAD,
     LD,
     Describer,
@@ -92,7 +93,7 @@ FIRST_ACCEPT = 1
 _CHECKPOINT_EVERY = 128  # (rollbacks are rare: a checkpoint costs more than a replay)
 _CHECKPOINTS_KEPT = 16
 _MAX_ROLLBACKS = 10**6
-_EXECUTE_CLASS = {K_COMPUTE: Compute, K_PRELOAD: Preload}  # (else COMPUTE.OS)
+_EXECUTE_CLASS = {K_COMPUTE: Compute, K_PRELOAD: Preload, K_COMPUTE_OS: ComputeOS}
 
 
 class ProgramModel:
@@ -244,7 +245,7 @@ class _Pass:
         and the stale delivery its strobe caused."""
         execute, facts = self.state.execute, self.facts
         kind = facts.kinds[index]
-        ready = execute.ready_from(_EXECUTE_CLASS.get(kind, ComputeOS))
+        ready = execute.ready_from(_EXECUTE_CLASS[kind])
         if kind == K_PRELOAD:
             timing = execute.preload(clear)
         elif kind == K_COMPUTE:
