@@ -7,7 +7,7 @@ version its model (or function) imports for the node's domain, through
 """
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from systolic.errors import ModelError, UnsupportedError
 from systolic.ir import Graph, Node
@@ -28,14 +28,22 @@ def supported_opsets_text() -> str:
 
 
 def check_opsets(
-    opsets: Iterable[tuple[str, int]], *, local_domains: Iterable[str] = (), where: str = "model"
+    opsets: Iterable[tuple[str, int]],
+    *,
+    local_domains: Iterable[str] = (),
+    used_domains: Collection[str] | None = None,
+    where: str = "model",
 ) -> dict[str, int]:
     """Return the imported operator sets as {canonical domain: version}.
 
     Raises ModelError for a domain imported twice, UnsupportedError for a domain the tool does
     not implement (unless the model's own functions provide it) or a version out of range.
+    A domain the tool does not implement that no node uses (`used_domains`, as the nodes
+    spell them; None: every domain counts as used) is left out of the result instead (exporters import
+    ai.onnx.ml by habit).
     """
     local = set(local_domains)
+    used = None if used_domains is None else {registry.canonical_domain(d) for d in used_domains}
     imported: dict[str, int] = {}
     for raw_domain, version in opsets:
         domain = registry.canonical_domain(raw_domain)
@@ -50,6 +58,8 @@ def check_opsets(
                     f"{low}-{high}: convert the model (onnx.version_converter); supported "
                     f"opsets: {supported_opsets_text()}"
                 )
+        elif used is not None and domain not in used and domain not in local:
+            continue
         elif domain not in local:
             raise UnsupportedError(
                 f"{where} imports opset domain {shown!r} (version {version}), which this tool "

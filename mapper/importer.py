@@ -101,7 +101,7 @@ def load_model_bytes(
             f"the model (IR version {proto.ir_version}) imports no operator set; IR version 3 "
             "and later must list them in opset_import (for example ai.onnx)"
         )
-    opsets = check_opsets(raw_opsets, local_domains=local_domains)
+    opsets = check_opsets(raw_opsets, local_domains=local_domains, used_domains=_used_domains(proto))
     functions = _functions(proto, ctx, opsets, local_domains)
     graph, overloads = convert_graph(proto.graph, ctx)
     warn_bad_names(graph)
@@ -182,6 +182,18 @@ def _functions(
             raise ModelError(f"function {function.label} is defined twice: keep one")
         functions[function.key] = function
     return functions
+
+
+def _used_domains(proto: ModelProto) -> set[str]:
+    """Return the domains of every node of the model: its graph, subgraphs and functions."""
+    used: set[str] = set()
+    pending = [proto.graph, *proto.functions]
+    while pending:
+        for node in pending.pop().node:
+            used.add(node.domain)
+            for attribute in node.attribute:
+                pending.extend([attribute.g] if attribute.HasField("g") else attribute.graphs)
+    return used
 
 
 def _metadata(proto: ModelProto) -> tuple[tuple[str, str], ...]:

@@ -130,6 +130,9 @@ def convert_type(proto: TypeProto, where: str, *, require_rank: bool) -> TensorT
     for dim in tensor.shape.dim:
         which = dim.WhichOneof("value")
         if which == "dim_value":
+            if dim.dim_value == -1:  # Paddle's exporter writes unknown sizes as -1
+                dims.append(None)
+                continue
             if dim.dim_value < 0:
                 raise ModelError(f"{where} has negative dimension {dim.dim_value}")
             dims.append(int(dim.dim_value))

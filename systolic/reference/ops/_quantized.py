@@ -66,6 +66,20 @@ def check_per_tensor(op: Op, info: TensorInfo | None, what: str) -> None:
                        f"{list(info.shape)}")
 
 
+def check_zero_point_shape(
+    op: Op, zero_point: TensorInfo, scale: TensorInfo, prefix: str
+) -> None:
+    """Require a zero point shaped as its scale; a scalar and a 1-element 1-D tensor are the
+    same per-tensor value (onnxruntime's quantizer writes bias scales as [1] with scalar zero
+    points, and onnxruntime accepts them)."""
+    per_tensor = ((), (1,))
+    if zero_point.shape == scale.shape or (zero_point.shape in per_tensor
+                                           and scale.shape in per_tensor):
+        return
+    raise op.error(f"{prefix}_zero_point shape {list(zero_point.shape)} differs from "
+                   f"{prefix}_scale shape {list(scale.shape)}")
+
+
 def check_per_tensor_io(op: Op, x: TensorInfo, x_scale: TensorInfo, x_zp: TensorInfo | None,
                         y_scale: TensorInfo, y_zp: TensorInfo | None, *,
                         prefixes: tuple[str, str] = ("X", "Y")) -> None:

@@ -7,7 +7,11 @@ import numpy as np
 from systolic.errors import UnsupportedError
 from systolic.ir import Attrs, DataType
 from systolic.reference.kernels import quant
-from systolic.reference.ops._quantized import check_quantized, check_scale_type
+from systolic.reference.ops._quantized import (
+    check_quantized,
+    check_scale_type,
+    check_zero_point_shape,
+)
 from systolic.reference.ops._shared import int_attr, normalize_axis
 from systolic.reference.ops.base import Op, TensorInfo
 
@@ -67,9 +71,7 @@ class DequantizeLinear(Op):
             if zero_point.dtype != x.dtype:
                 raise self.error(f"x_zero_point has type {zero_point.dtype.short}, x has "
                                  f"{x.dtype.short}; they must match")
-            if zero_point.shape != scale.shape:
-                raise self.error(f"x_zero_point shape {list(zero_point.shape)} differs from "
-                                 f"x_scale shape {list(scale.shape)}")
+            check_zero_point_shape(self, zero_point, scale, "x")
             self._check_int32_zero_point(x.dtype, zero_point.value)
         return [TensorInfo(DataType.FLOAT, x.shape)]
 

@@ -7,7 +7,7 @@ import numpy as np
 from systolic.errors import UnsupportedError
 from systolic.ir import Attrs, DataType
 from systolic.reference.kernels import quant
-from systolic.reference.ops._quantized import check_scale_type
+from systolic.reference.ops._quantized import check_scale_type, check_zero_point_shape
 from systolic.reference.ops._shared import int_attr, normalize_axis
 from systolic.reference.ops.base import Op, TensorInfo
 
@@ -96,9 +96,8 @@ class QuantizeLinear(Op):
         if axis is not None and scale.shape[0] != x.shape[axis]:
             raise self.error(f"per-axis y_scale has {scale.shape[0]} elements but x has "
                              f"{x.shape[axis]} along axis {axis}")
-        if zero_point is not None and zero_point.shape != scale.shape:
-            raise self.error(f"y_zero_point shape {list(zero_point.shape)} differs from "
-                             f"y_scale shape {list(scale.shape)}")
+        if zero_point is not None:
+            check_zero_point_shape(self, zero_point, scale, "y")
         return [TensorInfo(out, x.shape)]
 
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:

@@ -54,3 +54,18 @@ def test_int32_input_rejects_nonzero_zero_point():
 def test_block_quantization_is_unsupported():
     with pytest.raises(UnsupportedError, match=r"block quantization \(block_size=2\)"):
         make_op("DequantizeLinear", {"block_size": 2}, 21)
+
+
+def test_one_element_scale_with_scalar_zero_point_matches_onnxruntime():
+    """onnxruntime's quantizer writes bias scales as [1] with a scalar zero point."""
+    x = rng(4).integers(-(2**20), 2**20, 50).astype(np.int32)
+    check_ort("DequantizeLinear", [x, np.array([2e-4], np.float32), np.int32(0)], opset=13)
+    u = rng(5).integers(0, 256, 50).astype(np.uint8)
+    check_ort("DequantizeLinear", [u, np.float32(0.1), np.array([7], np.uint8)], opset=13)
+
+
+def test_per_axis_zero_point_must_match_its_scale():
+    x = np.zeros((2, 3), np.int8)
+    with pytest.raises(ModelError, match=r"x_zero_point shape \[\] differs from x_scale shape "
+                                         r"\[3\]"):
+        run_ours("DequantizeLinear", [x, np.ones(3, np.float32), np.int8(0)], {}, 13)

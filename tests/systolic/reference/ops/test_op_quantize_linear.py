@@ -89,3 +89,8 @@ def test_float8_output_is_unsupported():
              TensorInfo(DataType.FLOAT8E4M3FN, ())]
     with pytest.raises(UnsupportedError, match=r"output type float8e4m3fn is not supported"):
         op.infer(infos)
+
+
+def test_one_element_scale_with_scalar_zero_point_matches_onnxruntime():
+    x = rng(6).standard_normal(50).astype(np.float32)
+    check_ort("QuantizeLinear", [x, np.array([0.02], np.float32), np.uint8(128)], opset=13)
