@@ -39,11 +39,13 @@ def check_opsets(
     Raises ModelError for a domain imported twice, UnsupportedError for a domain the tool does
     not implement (unless the model's own functions provide it) or a version out of range.
     A domain the tool does not implement that no node uses (`used_domains`, as the nodes
-    spell them; None: every domain counts as used) is left out of the result instead (exporters import
-    ai.onnx.ml by habit).
+    spell them; None: every domain counts as used) is left out of the result instead
+    (exporters import ai.onnx.ml by habit).
     """
     local = set(local_domains)
-    used = None if used_domains is None else {registry.canonical_domain(d) for d in used_domains}
+    used = None if used_domains is None else {
+        registry.canonical_domain(d) for d in used_domains
+    }
     imported: dict[str, int] = {}
     for raw_domain, version in opsets:
         domain = registry.canonical_domain(raw_domain)

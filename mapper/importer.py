@@ -101,7 +101,9 @@ def load_model_bytes(
             f"the model (IR version {proto.ir_version}) imports no operator set; IR version 3 "
             "and later must list them in opset_import (for example ai.onnx)"
         )
-    opsets = check_opsets(raw_opsets, local_domains=local_domains, used_domains=_used_domains(proto))
+    opsets = check_opsets(
+        raw_opsets, local_domains=local_domains, used_domains=_used_domains(proto)
+    )
     functions = _functions(proto, ctx, opsets, local_domains)
     graph, overloads = convert_graph(proto.graph, ctx)
     warn_bad_names(graph)

@@ -5,7 +5,8 @@ Constants carry their values (when small: shape-like data), so shape sub-graphs
 inputs have static shapes; symbolic dimensions (`dim_param`) stay symbolic until
 `mapper.dim_binding.bind_inputs` gives them sizes, and nodes downstream of them keep whatever
 type the model declared. Every inferred tensor is checked against the memory limit, and every
-declared type (graph outputs, value_info) against the inferred one.
+declared type (graph outputs, value_info) against the inferred one; the symbolic sizes of
+value_info entries are hints, re-inferred rather than held to one size per name.
 """
 
 import dataclasses
@@ -82,7 +83,7 @@ def infer_shapes(
             if not name or name in output_names:
                 continue
             if name in declared:
-                value_info.append(_settle(declared[name], known, bound, "value_info entry"))
+                value_info.append(_hint(declared[name], known, bound))
             elif name in known:
                 value_info.append(ValueInfo(name, _type_of(known[name])))
     return dataclasses.replace(graph, inputs=inputs, outputs=outputs, value_info=tuple(value_info))
@@ -119,6 +120,17 @@ def _static(tensor_type: TensorType) -> tuple[int, ...]:
 
 def _type_of(info: TensorInfo) -> TensorType:
     return TensorType(info.dtype, tuple(info.shape))
+
+
+def _hint(
+    info: ValueInfo, known: Mapping[str, TensorInfo], symbols: Mapping[str, int]
+) -> ValueInfo:
+    """Return a value_info entry with its inferred type. An intermediate's declaration is a
+    hint: its element type, rank and fixed sizes are checked, but its symbolic dimensions
+    neither bind nor meet the graph's symbols (Paddle names every unknown size '?')."""
+    if info.name not in known:
+        return dataclasses.replace(info, type=substitute(info.type, symbols))
+    return _settle(info, known, {}, "value_info entry")
 
 
 def _settle(

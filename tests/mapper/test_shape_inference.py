@@ -135,3 +135,33 @@ def test_range_with_non_finite_bounds_is_a_model_error(delta: float, start: floa
         r"finite$",
     ):
         _load(*_range(delta, start))
+
+
+def test_value_info_symbols_are_hints() -> None:
+    """Paddle names every unknown size '?', in intermediates of different sizes."""
+    model = _load(
+        [
+            helper.make_node("Relu", ["x"], ["t"], name="a"),
+            helper.make_node("Transpose", ["t"], ["u"], name="b", perm=[1, 0]),
+            helper.make_node("Relu", ["u"], ["y"], name="c"),
+        ],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])],
+        value_info=[helper.make_tensor_value_info("t", TensorProto.FLOAT, ["?", "?"]),
+                    helper.make_tensor_value_info("u", TensorProto.FLOAT, ["?", 2])],
+    )
+    assert [v.text() for v in model.graph.value_info] == ["%t: f32[2,3]", "%u: f32[3,2]"]
+
+
+def test_value_info_fixed_sizes_are_still_checked() -> None:
+    with pytest.raises(
+        ModelError, match=r"^value_info entry 't' is declared f32\[\?,4\] with \?=2 but "
+                          r"inference gives f32\[2,3\]"
+    ):
+        _load(
+            [helper.make_node("Relu", ["x"], ["t"], name="a"),
+             helper.make_node("Relu", ["t"], ["y"], name="b")],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+            value_info=[helper.make_tensor_value_info("t", TensorProto.FLOAT, ["?", 4])],
+        )
