@@ -1,7 +1,9 @@
 """Count the multiply-accumulates of the operators a systolic array runs.
 
 Convolutions: every output element takes (input channels / group) x kernel size MACs, which
-is the product of the weight's dimensions after the first. Matrix products: every output
+is the product of the weight's dimensions after the first. Transposed convolutions scatter
+every input element into (output channels / group) x kernel size outputs, again the product
+of the weight's dimensions after the first (its layout is C_in x C_out/group x kernel). Matrix products: every output
 element takes K MACs, K being the reduced dimension. Other operators count 0. A count needs
 static shapes; where they are unknown the count is 0.
 """
@@ -18,6 +20,10 @@ _CONV_WEIGHT = {
     ("", "Conv"): 1,
     ("", "ConvInteger"): 1,
     ("", "QLinearConv"): 3,
+}
+# (domain, op_type) -> index of the weight input of transposed convolutions.
+_CONV_TRANSPOSE_WEIGHT = {
+    ("", "ConvTranspose"): 1,
 }
 # (domain, op_type) -> index of the left operand A of matrix products.
 _MATMUL_A = {
@@ -40,6 +46,12 @@ def node_macs(node: Node, type_of: Callable[[str], TensorType | None]) -> int:
         if weight is None or len(weight) < 2:
             return 0
         return math.prod(output) * math.prod(weight[1:])
+    if key in _CONV_TRANSPOSE_WEIGHT:
+        x = _static(_input_type(node, 0, type_of))
+        weight = _static(_input_type(node, _CONV_TRANSPOSE_WEIGHT[key], type_of))
+        if x is None or weight is None or len(weight) < 2:
+            return 0
+        return math.prod(x) * math.prod(weight[1:])
     if key in _MATMUL_A:
         a = _static(_input_type(node, _MATMUL_A[key], type_of))
         if a is None or not a:

@@ -8,7 +8,7 @@ or none for nodes the mapper removes: `systolic.mapper.lowering.coverage.node_un
 from collections.abc import Sequence
 from typing import Any
 
-from systolic.ir import Model, Node, TensorType, ValueInfo
+from systolic.ir import Model, Node, Tensor, TensorType, ValueInfo
 from systolic.mapper.macs import node_macs
 
 __all__ = ["model_report"]
@@ -44,9 +44,23 @@ def model_report(model: Model, units: Sequence[tuple[str, str]] | None = None) -
         "totals": {
             "nodes": len(nodes),
             "macs": sum(row["macs"] for row in nodes),
-            "parameters": sum(int(t.data.size) for t in graph.initializers),
+            "parameters": sum(int(t.data.size) for t in graph.initializers)
+            + sum(_constant_size(node) for node in graph.nodes),
         },
     }
+
+
+def _constant_size(node: Node) -> int:
+    """Return how many values a Constant node holds (exporters store weights in them too)."""
+    if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+        return 0
+    for value in node.attrs.values():
+        if isinstance(value, Tensor):
+            return int(value.data.size)
+        if isinstance(value, tuple):
+            return len(value)
+        return 1
+    return 0
 
 
 def _value(info: ValueInfo) -> dict[str, Any]:

@@ -39,3 +39,10 @@ def test_other_ops_and_unknown_shapes_count_zero() -> None:
     types = _types(x=(4,), y=(4,))
     assert node_macs(Node("Relu", ("x",), ("y",)), types.get) == 0
     assert node_macs(Node("MatMul", ("a", "b"), ("y",)), {}.get) == 0
+
+
+def test_conv_transpose_counts_every_input_element_times_its_scatter() -> None:
+    # stride 2, kernel 3, 4 input channels, 2 groups of 3 output channels each
+    types = _types(x=(1, 4, 5, 5), w=(4, 3, 3, 3), y=(1, 6, 11, 11))
+    node = Node("ConvTranspose", ("x", "w"), ("y",), attrs=Attrs({"group": 2, "strides": (2, 2)}))
+    assert node_macs(node, types.get) == (1 * 4 * 5 * 5) * (3 * 3 * 3)
