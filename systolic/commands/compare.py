@@ -130,8 +130,9 @@ def _check_arguments(args: argparse.Namespace) -> None:
         raise ConfigError("--csv, --json, --plot and --scalesim-topology must name different files")
     if args.csv == "-" or args.plot == "-" or args.scalesim_topology == "-":
         raise ConfigError("only --json can write to standard output ('-')")
-    sources = {Path(p).resolve() for p in (args.model, args.topology, args.input)
-               if p is not None}  # fmt: skip
+    models = [m.path for m in workload_models(args) if args.models or args.workload]
+    sources = {Path(p).resolve() for p in (args.model, args.topology, args.input, args.workload,
+                                           *models) if p is not None}  # fmt: skip
     for option, path in (("--csv", args.csv), ("--json", args.json), ("--plot", args.plot),
                          ("--scalesim-topology", args.scalesim_topology)):  # fmt: skip
         if path is None or path == "-":

@@ -99,3 +99,15 @@ def test_cache_is_filled_and_no_cache_bypasses_it(
 def test_option_errors(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", *args]) == 2
     assert capsys.readouterr().err == f"systolic: error: {message}\n"
+
+
+def test_progress_counts_points_and_outputs_spare_the_models(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = _models(tmp_path)
+    assert main(["compare", *GRID, "--model", a, "--model", f"{b}:2", "--jobs", "1"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split()[1] for line in err] == ["1/4", "2/4", "3/4", "4/4"]
+    assert main(["compare", "--model", a, "--model", b, "--csv", b]) == 2
+    assert capsys.readouterr().err == (f"systolic: error: --csv {b!r} would overwrite the model, "
+                                       "--topology or --input file: choose another path\n")  # fmt: skip
