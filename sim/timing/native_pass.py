@@ -1,7 +1,7 @@
 """The cycle model's main loop in C (`sim/native/timing.c`), with the Python pass as fallback.
 
 `native_pass(config, table_entries, queue_depth, facts)` returns the `ProgramTiming` that
-`ProgramModel._pass` computes for the same `ProgramFacts` (every accept, issue and complete
+`ProgramModel.python_pass` computes for the same `ProgramFacts` (every accept, issue and complete
 cycle, the total and every counter; `rollbacks` is the C loop's own count), or None when the
 native engine is unavailable (`systolic.sim.native.build.native_status`: not built at
 install time, or `SYSTOLIC_NATIVE=0`) or the C code refuses its input or finds an
@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from systolic.config import ArrayConfig, Dataflow
+from systolic.config import ArrayConfig
 from systolic.sim.native.build import load_library
-from systolic.sim.timing.execute_timing import _NEVER, ExecuteTiming
+from systolic.sim.timing.execute_timing import ExecuteTiming
 from systolic.sim.timing.load_timing import SETUP_CYCLES
 from systolic.sim.timing.program_facts import (
     EX,
@@ -65,21 +65,6 @@ def _int64(values: Any) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=np.int64)
 
 
-def _execute_start(config: ArrayConfig) -> np.ndarray:
-    """The EXECUTE unit's reset state in timing.c's `Execute` order (as `_pass` reads it)."""
-    state: list[int] = [-1, *[0] * 16]  # last_taken, then the rest
-    if config.dataflow is Dataflow.WS:
-        fields = vars(ExecuteTiming(config))
-        state[1:11] = [
-            fields["_weights"].free, fields["_weights"].last_take, fields["_loaded"],
-            fields["_activated"], fields["_acts"].free, fields["_acts"].last_take,
-            fields["_newest_activated"], fields["_slot_free"], int(fields["_closed"]),
-            int(fields["_pending"])]
-    else:
-        state[11:16] = [_NEVER] * 5  # loader_free, bank0, bank1, beat_taken, tile_end
-    return np.array(state, dtype=np.int64)
-
-
 def _shared(facts: ProgramFacts, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Return the SHARED footprints as CSR: offsets (n + 1) and rows of (mem, first, last,
     write)."""
@@ -95,7 +80,7 @@ def _shared(facts: ProgramFacts, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def native_pass(config: ArrayConfig, table_entries: int, queue_depth: int,
                 facts: ProgramFacts) -> ProgramTiming | None:
-    """Return `ProgramModel._pass`'s timing of `facts` from the C loop, or None (see the
+    """Return `ProgramModel.python_pass`'s timing of `facts` from the C loop, or None (see the
     module docstring)."""
     library = timing_library() if _LAYOUT_AGREES else None
     if library is None:
@@ -106,17 +91,17 @@ def native_pass(config: ArrayConfig, table_entries: int, queue_depth: int,
         facts.span_array))
     shared_offsets, shared_ranges = _shared(facts, n)
     from systolic.sim.timing.program_model import (  # (program_model imports this module)
-        _CHECKPOINT_EVERY,
-        _CHECKPOINTS_KEPT,
-        _MAX_ROLLBACKS,
+        CHECKPOINT_EVERY,
+        CHECKPOINTS_KEPT,
         FIRST_ACCEPT,
+        MAX_ROLLBACKS,
     )
 
     params = _int64([
         table_entries, queue_depth, config.mem_latency + SETUP_CYCLES, config.rows, config.dim,
         config.rows + config.cols - 1, 2 * config.rows + config.cols - 1, _SHARED_BIT,
-        _CHECKPOINT_EVERY, _CHECKPOINTS_KEPT, _MAX_ROLLBACKS, FIRST_ACCEPT])
-    ex_start = _execute_start(config)
+        CHECKPOINT_EVERY, CHECKPOINTS_KEPT, MAX_ROLLBACKS, FIRST_ACCEPT])
+    ex_start = _int64(ExecuteTiming(config).state())  # (reset state, timing.c's order)
     accepts, issues, completes = (np.zeros(n + 1, dtype=np.int64) for _ in range(3))
     results = np.zeros(_RESULTS, dtype=np.int64)
     failed = np.zeros(1, dtype=np.int64)

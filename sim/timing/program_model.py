@@ -90,9 +90,9 @@ QUEUE_DEPTH = 4
 FIRST_ACCEPT = 1
 """The first cycle a command can be accepted in (`busy` rises the cycle after `start`)."""
 
-_CHECKPOINT_EVERY = 128  # (rollbacks are rare: a checkpoint costs more than a replay)
-_CHECKPOINTS_KEPT = 16
-_MAX_ROLLBACKS = 10**6
+CHECKPOINT_EVERY = 128  # (rollbacks are rare: a checkpoint costs more than a replay)
+CHECKPOINTS_KEPT = 16
+MAX_ROLLBACKS = 10**6
 _EXECUTE_CLASS = {K_COMPUTE: Compute, K_PRELOAD: Preload, K_COMPUTE_OS: ComputeOS}
 
 
@@ -143,7 +143,7 @@ class ProgramModel:
     def python_pass(self, facts: ProgramFacts) -> ProgramTiming:
         """Return the timing of the program described by `facts` (HALT excluded) from the
         Python specification. Raises RuntimeError if the completion merge does not settle
-        within `_MAX_ROLLBACKS` returns to a checkpoint."""
+        within `MAX_ROLLBACKS` returns to a checkpoint."""
         return _Pass(self, facts).run()
 
 
@@ -199,9 +199,9 @@ class _Pass:
 
     def _checkpoint(self, index: int) -> None:
         """Save the state before instruction `index`, keeping the first and latest ones."""
-        self.next_checkpoint += _CHECKPOINT_EVERY
+        self.next_checkpoint += CHECKPOINT_EVERY
         self.checkpoints[index] = self.state.copy()
-        if len(self.checkpoints) > _CHECKPOINTS_KEPT:
+        if len(self.checkpoints) > CHECKPOINTS_KEPT:
             keys = iter(self.checkpoints)  # (ascending)
             first = next(keys)
             del self.checkpoints[first if first else next(keys)]
@@ -267,7 +267,7 @@ class _Pass:
         pending: Stale | None = stale
         while pending is not None:
             self.rollbacks += 1
-            if self.rollbacks > _MAX_ROLLBACKS:
+            if self.rollbacks > MAX_ROLLBACKS:
                 raise RuntimeError("the EXECUTE completion merge did not settle")
             reader, horizon = pending
             for j in range(reader + 1, index + 1):

@@ -36,7 +36,7 @@ def _library(monkeypatch: pytest.MonkeyPatch) -> None:
         pytest.skip(f"no native timing library: {unavailable_reason('timing')}")
     # Both passes give up after this many rollbacks (a merge that does not settle): the
     # default, 10**6, costs the Python pass a minute and a half.
-    monkeypatch.setattr(program_model, "_MAX_ROLLBACKS", 2000)
+    monkeypatch.setattr(program_model, "MAX_ROLLBACKS", 2000)
 
 
 def both_passes(config: ArrayConfig, instructions, *, table_entries: int = 16,
