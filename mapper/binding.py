@@ -7,7 +7,7 @@ version its model (or function) imports for the node's domain, through
 """
 
 import dataclasses
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from systolic.errors import ModelError, UnsupportedError
 from systolic.ir import Graph, Node
@@ -15,7 +15,14 @@ from systolic.reference import registry
 from systolic.reference.ops.base import Op
 from systolic.reference.signatures import check_arity
 
-__all__ = ["bind_graph", "bind_version", "check_opsets", "supported_opsets_text"]
+__all__ = [
+    "bind_graph",
+    "bind_graph_marking",
+    "bind_version",
+    "check_opsets",
+    "supported_opsets_text",
+    "unsupported_error",
+]
 
 
 def supported_opsets_text() -> str:
@@ -110,13 +117,46 @@ def bind_version(node: Node, opsets: Mapping[str, int]) -> tuple[Node, type[Op]]
 
 def bind_graph(graph: Graph, opsets: Mapping[str, int]) -> tuple[Graph, list[Op]]:
     """Bind every node; return the bound graph and one Op instance per node (attributes
-    checked by the Op's constructor, which raises ModelError naming the node)."""
+    checked by the Op's constructor, which raises ModelError naming the node). Unsupported
+    operators raise one UnsupportedError naming them all (`unsupported_error`)."""
+    bound, ops, missing = bind_graph_marking(graph, opsets)
+    if missing:
+        raise unsupported_error(missing)
+    return bound, [op for op in ops if op is not None]
+
+
+def bind_graph_marking(
+    graph: Graph, opsets: Mapping[str, int]
+) -> tuple[Graph, list[Op | None], list[tuple[Node, UnsupportedError]]]:
+    """Bind every node the tool supports; return the graph (unsupported nodes left unbound,
+    version 0), the Op instances (None for those nodes) and each unsupported node with why."""
     nodes: list[Node] = []
-    ops: list[Op] = []
+    ops: list[Op | None] = []
+    missing: list[tuple[Node, UnsupportedError]] = []
     for node in graph.nodes:
-        bound, cls = bind_version(node, opsets)
-        op = cls(bound.attrs, bound.version, bound.label)
+        try:
+            bound, cls = bind_version(node, opsets)
+            op = cls(bound.attrs, bound.version, bound.label)
+        except UnsupportedError as err:
+            missing.append((node, err))
+            nodes.append(node)
+            ops.append(None)
+            continue
         op.num_outputs = len(bound.outputs)
         ops.append(op)
         nodes.append(bound)
-    return dataclasses.replace(graph, nodes=tuple(nodes)), ops
+    return dataclasses.replace(graph, nodes=tuple(nodes)), ops, missing
+
+
+def unsupported_error(missing: Sequence[tuple[Node, UnsupportedError]]) -> UnsupportedError:
+    """Return one error for every unsupported node: the node's own message when there is
+    one, else "unsupported operators: Foo (2 nodes), Bar (1 node); " and the first's."""
+    if len(missing) == 1:
+        return missing[0][1]
+    counts: dict[str, int] = {}
+    for node, _ in missing:
+        domain = registry.canonical_domain(node.domain)
+        key = f"{domain}.{node.op_type}" if domain else node.op_type
+        counts[key] = counts.get(key, 0) + 1
+    listing = ", ".join(f"{op} ({n} node{'s' if n > 1 else ''})" for op, n in counts.items())
+    return UnsupportedError(f"unsupported operators: {listing}; {missing[0][1]}")

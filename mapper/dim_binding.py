@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from systolic.errors import ModelError
 from systolic.ir import Model
-from systolic.mapper.binding import bind_graph
+from systolic.mapper.binding import bind_graph_marking
 from systolic.mapper.shape_inference import infer_shapes, substitute
 
 __all__ = ["DEFAULT_MAX_TENSOR_BYTES", "bind_inputs", "bind_symbols"]
@@ -83,7 +83,8 @@ def bind_inputs(
                 "(for example --input-shape) so every dimension is known"
             )
         inputs.append(dataclasses.replace(info, type=fixed))
-    bound_graph, ops = bind_graph(
+    # A model holding unsupported nodes was read with mark_unsupported: they stay unbound.
+    bound_graph, ops, _ = bind_graph_marking(
         dataclasses.replace(graph, inputs=tuple(inputs)), model_opsets(model)
     )
     inferred = infer_shapes(bound_graph, ops, max_tensor_bytes=max_tensor_bytes, symbols=symbols)

@@ -23,7 +23,11 @@ from google.protobuf.message import DecodeError
 
 from systolic.errors import ModelError, ResourceError, UnsupportedError
 from systolic.ir import Model
-from systolic.mapper.binding import bind_graph, check_opsets
+from systolic.mapper.binding import (
+    bind_graph_marking,
+    check_opsets,
+    unsupported_error,
+)
 from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES, bind_inputs
 from systolic.mapper.graph_checks import NameWarning, check_graph, warn_bad_names
 from systolic.mapper.inline_functions import (
@@ -34,7 +38,7 @@ from systolic.mapper.inline_functions import (
     inline_calls,
 )
 from systolic.mapper.shape_inference import infer_shapes
-from systolic.proto import IR_VERSION, ModelProto
+from systolic.proto import IR_VERSION, FunctionProto, GraphProto, ModelProto
 from systolic.proto.onnx_graph import ReadContext, convert_graph
 from systolic.proto.onnx_text import check_text
 
@@ -60,9 +64,10 @@ def load_model(
     *,
     max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES,
     weightless: bool = False,
+    mark_unsupported: bool = False,
 ) -> Model:
     """Read the ONNX model at `path`; external data is read relative to its folder.
-    `weightless`: see `load_model_bytes`."""
+    `weightless`, `mark_unsupported`: see `load_model_bytes`."""
     model_path = Path(path)
     try:
         data = model_path.read_bytes()
@@ -75,7 +80,8 @@ def load_model(
     if not data:
         raise ModelError(f"model file {str(model_path)!r} is empty: it holds no ONNX model")
     return load_model_bytes(data, base_dir=model_path.parent.absolute(),
-                            max_tensor_bytes=max_tensor_bytes, weightless=weightless)  # fmt: skip
+                            max_tensor_bytes=max_tensor_bytes, weightless=weightless,
+                            mark_unsupported=mark_unsupported)  # fmt: skip
 
 
 def load_model_bytes(
@@ -84,12 +90,15 @@ def load_model_bytes(
     base_dir: str | os.PathLike[str] | None = None,
     max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES,
     weightless: bool = False,
+    mark_unsupported: bool = False,
 ) -> Model:
     """Read a serialized ONNX model. `base_dir` is the folder external data is relative to;
     without it a model that uses external data is refused. A float constant declared without
     data (a weight-less model, written for shape studies) is refused, unless `weightless`
     (flows that only count cycles, which do not depend on values): then it holds placeholder
-    values (`systolic.proto.onnx_tensors.placeholder_values`)."""
+    values (`systolic.proto.onnx_tensors.placeholder_values`). Nodes of unsupported operators
+    are refused together (one error naming them all), unless `mark_unsupported` (`inspect`):
+    then they stay unbound (version 0) and their outputs keep their declared types."""
     proto = _parse(data)
     _check_ir_version(proto)
     ctx = ReadContext(base_dir=None if base_dir is None else Path(base_dir),
@@ -113,7 +122,9 @@ def load_model_bytes(
         taken.update((node.name, *node.inputs, *node.outputs))
     graph = dataclasses.replace(graph, nodes=inline_calls(graph.nodes, overloads, functions, taken))
     graph = check_graph(graph)
-    graph, ops = bind_graph(graph, opsets)
+    graph, ops, missing = bind_graph_marking(graph, opsets)
+    if missing and not mark_unsupported:
+        raise unsupported_error(missing)
     graph = infer_shapes(graph, ops, max_tensor_bytes=max_tensor_bytes)
     return Model(
         ir_version=int(proto.ir_version),
@@ -189,7 +200,7 @@ def _functions(
 def _used_domains(proto: ModelProto) -> set[str]:
     """Return the domains of every node of the model: its graph, subgraphs and functions."""
     used: set[str] = set()
-    pending = [proto.graph, *proto.functions]
+    pending: list[GraphProto | FunctionProto] = [proto.graph, *proto.functions]
     while pending:
         for node in pending.pop().node:
             used.add(node.domain)

@@ -52,13 +52,14 @@ def substitute(tensor_type: TensorType, symbols: Mapping[str, int]) -> TensorTyp
 
 def infer_shapes(
     graph: Graph,
-    ops: Sequence[Op],
+    ops: Sequence[Op | None],
     *,
     max_tensor_bytes: int,
     symbols: Mapping[str, int] | None = None,
 ) -> Graph:
     """Return `graph` with inferred types in `value_info` and `outputs` (and bound symbols
-    substituted in its inputs). `ops` are the graph's bound Op instances, one per node."""
+    substituted in its inputs). `ops` are the graph's bound Op instances, one per node (None
+    for a node the tool does not support: its outputs keep their declared types)."""
     bound = dict(symbols or {})
     known: dict[str, TensorInfo] = {}
     inputs = tuple(
@@ -72,7 +73,8 @@ def infer_shapes(
         value = tensor.data if tensor.data.size <= FOLD_LIMIT else None
         known[tensor.name] = TensorInfo(tensor.dtype, tensor.shape, value)
     for node, op in zip(graph.nodes, ops, strict=True):
-        _infer_node(node, op, known, max_tensor_bytes)
+        if op is not None:
+            _infer_node(node, op, known, max_tensor_bytes)
 
     declared = {info.name: info for info in graph.value_info}
     outputs = tuple(_settle(info, known, bound, "graph output") for info in graph.outputs)

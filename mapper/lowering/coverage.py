@@ -14,7 +14,9 @@ follows every original node to its outcome:
 
 Symbolic input dimensions (a dynamic batch) are taken as 1 for this: the unit a node runs on
 does not depend on them. When the model cannot be mapped at all, every node is `host` with
-the mapper's message.
+the mapper's message. A node of an operator the tool does not implement (a model read with
+`mark_unsupported`) is `unsupported`, with the reason; the mapper does not run on such a
+model, so the others are `host`, not mapped.
 """
 
 import ast
@@ -29,7 +31,7 @@ from systolic.mapper.passes.report import FOLDED, FUSED, LAYOUT, REMOVED, NodeFa
 __all__ = ["NodeUnit", "node_units"]
 
 NodeUnit = tuple[str, str]
-"""(unit, reason): unit is "array", "vector", "host" or "none"."""
+"""(unit, reason): unit is "array", "vector", "host", "none" or "unsupported"."""
 
 _HOST_WHY = {
     op: f"{op} needs exponentials or divisions in float, which no accelerator unit computes: "
@@ -69,12 +71,39 @@ def _symbols_as_one(model: Model) -> Model:
         return model
 
 
+_NOT_MAPPED = "not mapped: the mapper runs only on a model whose operators are all supported"
+
+
+def _unsupported(model: Model) -> dict[int, str]:
+    """Return {node index: why} for the nodes the importer left unbound (mark_unsupported)."""
+    from systolic.mapper.binding import bind_version
+    from systolic.mapper.dim_binding import model_opsets
+
+    opsets = model_opsets(model)
+    found: dict[int, str] = {}
+    for index, node in enumerate(model.graph.nodes):
+        if node.version:
+            continue
+        try:
+            bind_version(node, opsets)
+        except SystolicError as err:
+            why = str(err).removeprefix(f"node {node.label!r}: ")
+            found[index] = why.removesuffix(" (see `systolic inspect MODEL`)")
+    return found
+
+
 def node_units(model: Model, config: ArrayConfig) -> list[NodeUnit]:
     """Return (unit, reason) for each node of `model.graph.nodes`, in order."""
     from systolic.mapper.lowering import compile_model
     from systolic.mapper.passes.pipeline import run_passes
 
     names = [node.name for node in name_nodes(model).graph.nodes]
+    missing = _unsupported(model)
+    if missing:
+        return [
+            ("unsupported", missing[i]) if i in missing else ("host", _NOT_MAPPED)
+            for i in range(len(names))
+        ]
     try:
         integer, report = run_passes(_symbols_as_one(model))
         compiled = compile_model(integer, config)

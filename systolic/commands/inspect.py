@@ -2,9 +2,11 @@
 
 Prints the IR version, operator sets, producer, model version, metadata, the inputs and
 outputs with their shapes, and a table of nodes (bound operator, output shape, MACs, the unit
-that runs it: array, vector or host (none: removed by the mapper), and why), with totals. `--json PATH` writes the same as JSON (`-`: standard
-output). Name warnings go to standard error as `systolic: warning: ...`, only when the model
-loads; any error is one line and nothing is written.
+that runs it: array, vector or host (none: removed by the mapper; unsupported: an operator
+the tool does not implement), and why), with totals. `--input-shape NAME=DxD...` binds a
+dynamic input. `--json PATH` writes the same as JSON (`-`: standard output). Name warnings
+go to standard error as `systolic: warning: ...`, only when the model loads; any error is
+one line and nothing is written.
 """
 
 import argparse
@@ -12,14 +14,18 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from systolic.commands.compile import parse_input_shapes
 from systolic.commands.config_args import add_config_arguments, config_from_args
 from systolic.commands.model_loading import add_max_memory_argument, parse_size
 from systolic.commands.output_paths import check_output_file
 from systolic.errors import ConfigError
 from systolic.fileio import write_atomically
 from systolic.text import printable
+
+if TYPE_CHECKING:
+    from systolic.ir import Model
 
 __all__ = ["parse_size", "register", "render_text", "run"]
 
@@ -39,6 +45,11 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     parser.add_argument(
         "--json", metavar="PATH", help="also write the summary as JSON ('-': stdout)"
     )
+    parser.add_argument(
+        "--input-shape", metavar="NAME=DxD...", action="append", default=[],
+        help="fix the shape of an input with symbolic dimensions, e.g. x=1x3x224x224 "
+        "(repeat for several inputs): shapes and MACs are then those of that input",
+    )  # fmt: skip
     add_max_memory_argument(parser)
     add_config_arguments(parser)
     parser.set_defaults(run=run)
@@ -60,7 +71,9 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"--json {args.json!r} is the model itself: name another file")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NameWarning)
-        model = load_model(args.model or example_path(), max_tensor_bytes=limit)
+        model = load_model(args.model or example_path(), max_tensor_bytes=limit,
+                           mark_unsupported=True)  # fmt: skip
+    model = _bind(model, parse_input_shapes(args.input_shape), limit)
     report = model_report(model, node_units(model, config))
     for warning in caught:
         if issubclass(warning.category, NameWarning):
@@ -77,6 +90,20 @@ def run(args: argparse.Namespace) -> int:
         write_atomically(args.json, text)
     sys.stdout.write(render_text(report))
     return 0
+
+
+def _bind(model: "Model", shapes: dict[str, tuple[int, ...]], limit: int) -> "Model":
+    """Return `model` with the `--input-shape` shapes bound (unchanged without any)."""
+    from systolic.mapper.importer import bind_inputs
+
+    if not shapes:
+        return model
+    unknown = sorted(set(shapes) - {info.name for info in model.graph.inputs})
+    if unknown:
+        names = ", ".join(repr(info.name) for info in model.graph.inputs)
+        raise ConfigError(f"--input-shape names {', '.join(map(repr, unknown))}, not an input "
+                          f"of the model (inputs: {names})")
+    return bind_inputs(model, shapes, max_tensor_bytes=limit)
 
 
 def render_text(report: dict[str, Any]) -> str:
