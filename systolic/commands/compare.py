@@ -23,6 +23,7 @@ from systolic.commands.compare_workload import (
     Progress,
     add_workload_arguments,
     check_workload_arguments,
+    stage_pareto_plot,
     sweep_models,
     workload_models,
 )
@@ -163,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     check_backend(args.backend)
     _check_arguments(args)
     check_workload_arguments(args)
-    if args.plot is not None:
+    if args.plot is not None or args.pareto_plot is not None:
         check_plot_available()
     chatty = not args.quiet and args.json != "-"
 
@@ -199,6 +200,8 @@ def run(args: argparse.Namespace) -> int:
             files.stage(args.plot, plot_bytes(per_model[0], models[0].path, suffix))
         if topology_texts:
             files.stage(args.scalesim_topology, topology_texts[0])
+        if args.pareto_plot is not None:
+            stage_pareto_plot(files, args.pareto_plot, workload)
         written = files.commit()
     if args.json == "-":
         sys.stdout.write(text)

@@ -16,18 +16,21 @@ if TYPE_CHECKING:
     from systolic.compare.points import Engine
     from systolic.compare.result import ConfigResult
     from systolic.compare.sweep import PreparedModel
-    from systolic.compare.workload import WorkloadModel
+    from systolic.compare.workload import WorkloadModel, WorkloadResult
     from systolic.config import ArrayConfig
+    from systolic.simulation.outputs import PendingFiles
 
 __all__ = [
     "Progress",
     "add_workload_arguments",
     "check_workload_arguments",
+    "stage_pareto_plot",
     "sweep_models",
     "workload_models",
 ]
 
 DEFAULT_CLOCK_MHZ = 1000.0
+PLOT_FORMATS = ("png", "svg", "pdf")
 
 
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,6 +66,11 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
         "--scheduler",
         metavar="tcp://HOST:PORT",
         help="run the points on this Dask scheduler (pip install 'systolic[cluster]')",
+    )
+    group.add_argument(
+        "--pareto-plot",
+        metavar="PATH",
+        help="draw the Pareto front: time against PEs and SRAM (.png, .svg or .pdf; matplotlib)",
     )
     group.add_argument(
         "--no-cache",
@@ -107,6 +115,8 @@ def check_workload_arguments(args: argparse.Namespace) -> None:
         raise ConfigError(
             f"--scheduler {args.scheduler!r} is not an address such as tcp://HOST:8786"
         )
+    if args.pareto_plot is not None:
+        _check_pareto_plot(args)
     if len(workload_models(args)) > 1:
         for option, value in (
             ("--input", args.input),
@@ -114,6 +124,28 @@ def check_workload_arguments(args: argparse.Namespace) -> None:
         ):
             if value is not None:
                 raise ConfigError(f"{option} is for one model; this workload has several")
+
+
+def _check_pareto_plot(args: argparse.Namespace) -> None:
+    from systolic.commands.output_paths import check_output_file
+
+    path = args.pareto_plot
+    if Path(path).suffix.lstrip(".").lower() not in PLOT_FORMATS:
+        raise ConfigError(f"--pareto-plot {path!r} must name a .png, .svg or .pdf file")
+    others = (args.csv, args.json, args.plot, args.scalesim_topology, args.model, args.input,
+              args.workload, *(args.models or ()))  # fmt: skip
+    if any(o is not None and Path(o).resolve() == Path(path).resolve() for o in others):
+        raise ConfigError(f"--pareto-plot {path!r} names another input or output file")
+    check_output_file("--pareto-plot", path)
+
+
+def stage_pareto_plot(
+    files: "PendingFiles", path: str, workload: Sequence["WorkloadResult"]
+) -> None:
+    """Stage the Pareto chart (`systolic.compare.pareto_plot`) at `path`."""
+    from systolic.compare.pareto_plot import pareto_plot_bytes
+
+    files.stage(path, pareto_plot_bytes(workload, Path(path).suffix.lstrip(".").lower()))
 
 
 def model_file(model: "WorkloadModel") -> Path:
