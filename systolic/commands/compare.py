@@ -25,6 +25,7 @@ from systolic.commands.compare_workload import (
     check_workload_arguments,
     stage_pareto_plot,
     sweep_models,
+    topology_engine,
     workload_models,
 )
 from systolic.commands.model_loading import add_model_arguments
@@ -173,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
         models = [WorkloadModel(args.topology)]
         layers = read_topology(args.topology)
         per_model = [topology_sweep(layers, configs, backend=args.backend, seed=args.seed,
-                                    progress=Progress(len(configs), chatty))]  # fmt: skip
+                                    progress=Progress(len(configs), chatty),
+                                    engine=topology_engine(args))]  # fmt: skip
         source, input_source = "topology", f"random weights seed {args.seed}"
     else:
         models = workload_models(args)

@@ -26,6 +26,7 @@ __all__ = [
     "check_workload_arguments",
     "stage_pareto_plot",
     "sweep_models",
+    "topology_engine",
     "workload_models",
 ]
 
@@ -153,6 +154,13 @@ def model_file(model: "WorkloadModel") -> Path:
     from systolic.examples import example_path
 
     return example_path() if model.path.startswith("bundled:") else Path(model.path)
+
+
+def topology_engine(args: argparse.Namespace) -> "Engine":
+    """Return where a --topology's points run (they are not cached)."""
+    from systolic.compare.points import Engine
+
+    return Engine(jobs=args.jobs, scheduler=args.scheduler)
 
 
 def _engine(args: argparse.Namespace, model: "WorkloadModel") -> "Engine":

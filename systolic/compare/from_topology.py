@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from systolic.compare.layer_cycles import check_backend
+from systolic.compare.points import IN_PROCESS, Engine
 from systolic.compare.result import ConfigResult
 from systolic.compare.sweep import sweep_graph
 from systolic.compare.topology import MAX_LAYER_BYTES, TopologyLayer
@@ -139,8 +140,11 @@ def topology_sweep(
     backend: str = "model",
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    engine: Engine = IN_PROCESS,
 ) -> list[ConfigResult]:
-    """Return the results of the topology's layers for every configuration, in order."""
+    """Return the results of the topology's layers for every configuration, in order, on
+    `engine` (`systolic.compare.points`)."""
     check_backend(backend)
     built = topology_graph(layers, seed)
-    return sweep_graph(built.graph, built.inputs, configs, backend=backend, progress=progress)
+    return sweep_graph(built.graph, built.inputs, configs, backend=backend, progress=progress,
+                       engine=engine)  # fmt: skip
