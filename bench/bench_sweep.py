@@ -13,7 +13,7 @@ Runs the mapper passes once on the onnx wheel's light ResNet-50
 3. profiles that point once (cProfile) and prints the `--top` entries by own time and by
    cumulative time.
 
-    python bench/bench_sweep.py [--points 100] [--jobs 2] [--repeat 3] [--top 15]
+    python bench/bench_sweep.py [--points 100] [--arrays 4x4,...] [--jobs 2] [--repeat 3] [--top 15]
 """
 
 import argparse
@@ -39,8 +39,8 @@ MODEL = Path(onnx.__file__).parent / "backend/test/data/light/light_resnet50.onn
 ARRAYS = ["4x4", "4x8", "8x8", "8x16", "16x16", "16x32", "32x32", "32x64", "64x64"]
 
 
-def _sweep(prepared: PreparedModel, points: int, jobs: int) -> None:
-    configs = config_grid(ArrayConfig(), arrays=ARRAYS, dataflows=["ws", "os"],
+def _sweep(prepared: PreparedModel, arrays: list[str], points: int, jobs: int) -> None:
+    configs = config_grid(ArrayConfig(), arrays=arrays, dataflows=["ws", "os"],
                           spad_kib=[128, 256, 512], bus_bytes=[16, 64])[:points]  # fmt: skip
     wall, cpu = time.perf_counter(), time.process_time()
     done = []
@@ -88,6 +88,7 @@ def _profile(integer: Model, top: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=100)
+    parser.add_argument("--arrays", default=",".join(ARRAYS), help="a subset of the grid's arrays")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--top", type=int, default=15)
@@ -95,7 +96,7 @@ def main() -> None:
     start = time.process_time()
     prepared = prepare_model(MODEL)
     print(f"passes: {time.process_time() - start:.1f} s CPU (once per model)")
-    _sweep(prepared, args.points, args.jobs)
+    _sweep(prepared, args.arrays.split(","), args.points, args.jobs)
     _point_cpu(prepared.integer, args.repeat)
     _profile(prepared.integer, args.top)
 
