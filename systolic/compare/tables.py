@@ -1,7 +1,8 @@
 """The text table `systolic compare` prints, and its CSV form.
 
 `render_summary(results)`: one row per configuration (total cycles, stall cycles, array
-cycles, ideal cycles, ratio, utilization). `render_layers(results)`: one row per layer with,
+cycles, ideal cycles, ratio, utilization, the share of MACs on the array: the rest runs on
+the host, outside the cycle totals). `render_layers(results)`: one row per layer with,
 for every configuration side by side, its cycles, stall cycles and array utilization.
 
 `to_csv(results)`: one row per (configuration, layer), then a `(total)` row per configuration
@@ -13,6 +14,7 @@ import io
 from collections.abc import Sequence
 
 from systolic.compare.result import ConfigResult
+from systolic.simulation.coverage import coverage
 from systolic.simulation.report import LayerResult
 from systolic.simulation.table_layout import fit
 from systolic.text import printable
@@ -32,7 +34,7 @@ def render_summary(results: Sequence[ConfigResult], width: int | None = None) ->
     """Return the one-row-per-configuration table, fitted to `width` (`table_layout.fit`); a
     configuration that failed shows "failed", and its reason below the table."""
     header = ("configuration", "total cycles", "stalls", "array cycles", "ideal", "ratio",
-              "util")  # fmt: skip
+              "util", "MACs on array")  # fmt: skip
     rows = [
         (
             result.label,
@@ -42,9 +44,10 @@ def render_summary(results: Sequence[ConfigResult], width: int | None = None) ->
             f"{result.ideal_cycles:,}",
             f"{result.ratio_to_ideal:.3f}",
             f"{100 * result.utilization:.1f}%",
+            f"{100 * coverage(result.layers).array_mac_share:.1f}%",
         )
         if not result.failed
-        else (result.label, "failed", *["-"] * 5)
+        else (result.label, "failed", *["-"] * 6)
         for result in results
     ]
     notes = [f"{printable(r.label)}: {printable(r.error)}" for r in results if r.failed]

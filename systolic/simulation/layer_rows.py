@@ -5,9 +5,12 @@ execution order: its cycles, stall and active cycles from the accelerator runs' 
 (`layer_timing.layer_timings`), its `unit` ("array"; "host"; "vector" for the vector
 datapath and for layout ops, done by COPY or by addressing alone), `ideal_cycles` (array
 layers only) and `note`: why a layer runs on the host, or "layout" / "layout: RULE" for a
-layout op.
+layout op. `elements`: the elements a layer produces when it is elementwise work (vector
+or host, not a layout op); `host_bytes`: the bytes of the placed tensors a host layer reads
+and writes (`systolic.simulation.coverage` sums both).
 """
 
+import math
 from collections.abc import Sequence
 
 from systolic.isa.program import LayerUnit, ProgramLayer
@@ -51,5 +54,38 @@ def layer_rows(compiled: CompiledModel, runs: Sequence[RunTimes]) -> list[LayerR
             cycles=timing.cycles,
             ideal_cycles=ideal_array_cycles(layer.macs, config) if array else 0,
             stall_cycles=timing.stall_cycles, note=layer_note(layer), active_cycles=timing.active,
+            elements=_elements(layer, compiled), host_bytes=_host_bytes(layer, compiled),
         ))  # fmt: skip
     return rows
+
+
+def _elements(layer: ProgramLayer, compiled: CompiledModel) -> int:
+    if layer.unit in (LayerUnit.ARRAY, LayerUnit.LAYOUT):
+        return 0
+    return sum(math.prod(shape) for shape, _ in _sizes(layer.outputs, compiled, placed=False))
+
+
+def _host_bytes(layer: ProgramLayer, compiled: CompiledModel) -> int:
+    if layer.unit is not LayerUnit.HOST:
+        return 0
+    names = (*layer.inputs, *layer.outputs)
+    return sum(math.prod(shape) * size for shape, size in _sizes(names, compiled, placed=True))
+
+
+def _sizes(
+    names: Sequence[str], compiled: CompiledModel, *, placed: bool
+) -> list[tuple[tuple[int, ...], int]]:
+    """Return (shape, element bytes) of each tensor in `names`: its placement, or (unless
+    `placed`) its type in the compiled graph; tensors known to neither are left out."""
+    placements = compiled.program.tensors_by_name
+    found = []
+    for name in names:
+        placement = placements.get(name)
+        if placement is not None:
+            found.append((placement.shape, placement.dtype.numpy.itemsize))
+            continue
+        tensor_type = None if placed or compiled.graph is None else compiled.graph.type_of(name)
+        if tensor_type is not None and tensor_type.is_static and tensor_type.dtype.has_numpy:
+            shape = tuple(int(d) for d in tensor_type.shape or () if isinstance(d, int))
+            found.append((shape, tensor_type.dtype.numpy.itemsize))
+    return found

@@ -14,7 +14,12 @@ The JSON is a stable interface (README, "simulate JSON"): keys are only ever add
   for array layers; can exceed `cycles` when the layer overlapped the previous one),
   `utilization` (MACs / (max(cycles, active_cycles)·rows·cols) for array layers, at most 1;
   else 0), `note`},
-- `totals`: {`macs`, `cycles`, `array_cycles`, `ideal_cycles`, `utilization`},
+- `totals`: {`macs`, `cycles`, `array_cycles`, `ideal_cycles`, `utilization`} (cycles of the
+  accelerator only: host layers cost none),
+- `coverage`: {`array_macs`, `host_macs`, `array_mac_fraction`, `vector_elements`,
+  `host_elements` (elements produced by elementwise layers on each unit), `host_layers`,
+  `layers`, `host_bytes` (placed tensors host layers read and write)}
+  (`systolic.simulation.coverage`),
 - `checks`: {`reference_bit_exact` (bool), `mismatch` (null or {layer, tile, element, expected,
   actual}), `onnxruntime_ran` (bool), and when it ran `onnxruntime_max_abs_diff`,
   `onnxruntime_equal_fraction`, and for quantized models whose outputs are dequantized with
@@ -35,10 +40,13 @@ The JSON is a stable interface (README, "simulate JSON"): keys are only ever add
 import dataclasses
 import textwrap
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from systolic.simulation.table_layout import fit
 from systolic.text import printable
+
+if TYPE_CHECKING:
+    from systolic.simulation.coverage import Coverage
 
 __all__ = [
     "SCHEMA",
@@ -65,6 +73,8 @@ class LayerResult:
     stall_cycles: int = 0
     note: str = ""
     active_cycles: int = 0
+    elements: int = 0  # elements produced by elementwise work (not array, not layout layers)
+    host_bytes: int = 0  # bytes of placed tensors a host layer reads and writes
 
     def utilization(self, pes: int) -> float:
         """MACs per PE-cycle while this layer ran: MACs / (pes · max(cycles, active_cycles)),
@@ -161,6 +171,12 @@ class SimulationReport:
             else 0.0,
         }
 
+    def coverage(self) -> "Coverage":
+        """How much ran where (`systolic.simulation.coverage`)."""
+        from systolic.simulation.coverage import coverage
+
+        return coverage(self.layers)
+
     def to_json(self) -> dict[str, Any]:
         checks: dict[str, Any] = {
             "reference_bit_exact": self.mismatch is None,
@@ -197,6 +213,7 @@ class SimulationReport:
             "total_cycles": self.total_cycles,
             "layers": [layer.to_json(self.pes) for layer in self.layers],
             "totals": self.totals(),
+            "coverage": self.coverage().to_json(),
             "checks": checks,
             "runs": [dict(run) for run in self.runs],
         }
@@ -221,9 +238,11 @@ def render_table(report: SimulationReport, width: int | None = None) -> str:
     lines = fit(header, rows, left=3, width=width)
     totals = report.totals()
     total = (
-        f"total: {totals['cycles']:,} cycles, {totals['macs']:,} MACs; array "
+        f"total: {totals['cycles']:,} cycles (accelerator only), {totals['macs']:,} MACs; array "
         f"{totals['array_cycles']:,} cycles (ideal {totals['ideal_cycles']:,}), utilization "
         f"{100 * totals['utilization']:.1f}%"
     )
     lines += ["", *textwrap.wrap(total, width or len(total), subsequent_indent="  ")]
+    summary = report.coverage().text()
+    lines += textwrap.wrap(summary, width or len(summary), subsequent_indent="  ")
     return "\n".join(lines) + "\n"

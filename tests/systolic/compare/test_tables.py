@@ -34,6 +34,9 @@ def test_summary_has_a_row_per_configuration(results: list[ConfigResult]) -> Non
         assert cells[0] == f"{result.total_cycles:,}"
         assert cells[1] == f"{result.stall_cycles:,}"
         assert cells[4] == f"{result.ratio_to_ideal:.3f}"
+        array_macs = sum(layer.macs for layer in result.layers if layer.unit == "array")
+        all_macs = sum(layer.macs for layer in result.layers)
+        assert cells[6] == f"{100 * array_macs / all_macs:.1f}%"
 
 
 def test_layers_side_by_side(results: list[ConfigResult]) -> None:

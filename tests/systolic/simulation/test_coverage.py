@@ -1,0 +1,67 @@
+"""The run's account of where work ran: from the per-layer rows, in the JSON and the text."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from systolic.commands.cli import main
+from systolic.simulation.coverage import coverage
+from systolic.simulation.report import LayerResult
+
+from .test_host_operators import conv_conv_transpose
+
+
+def _rows() -> list[LayerResult]:
+    return [
+        LayerResult("conv", "QConv", "array", macs=3000, cycles=100),
+        LayerResult("add", "QAdd", "vector", macs=0, cycles=20, elements=64),
+        LayerResult("flat", "Flatten", "vector", macs=0, cycles=0, note="layout"),
+        LayerResult("up", "ConvTranspose", "host", macs=1000, cycles=0, elements=2048,
+                    host_bytes=2_500_000),
+        LayerResult("q", "QuantizeLinear", "host", macs=0, cycles=0, elements=2048,
+                    host_bytes=10_240),
+    ]
+
+
+def test_coverage_sums_the_rows() -> None:
+    account = coverage(_rows())
+    assert (account.array_macs, account.host_macs) == (3000, 1000)
+    assert (account.vector_elements, account.host_elements) == (64, 4096)
+    assert (account.host_layers, account.layers) == (2, 5)
+    assert account.host_bytes == 2_510_240
+    assert account.array_mac_share == 0.75
+
+
+def test_coverage_line() -> None:
+    assert coverage(_rows()).text() == (
+        "coverage: 75.0% of MACs on the array; 2 of 5 layers on the host (4.1 k elements, "
+        "2.5 MB to/from the host); totals are accelerator cycles only"
+    )
+
+
+def test_a_model_without_macs_is_all_on_the_array() -> None:
+    assert coverage([LayerResult("relu", "Relu", "host", 0, 0)]).array_mac_share == 1.0
+
+
+def test_simulate_reports_the_host_share(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    model, _ = conv_conv_transpose(np.random.default_rng(5))
+    onnx.save(model, tmp_path / "m.onnx")
+    assert main(["simulate", str(tmp_path / "m.onnx"), "--backend", "model", "--array", "4x4",
+                 "--json", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    report = json.loads((tmp_path / "r.json").read_text())
+    layers, account = report["layers"], report["coverage"]
+    host = [layer for layer in layers if layer["unit"] == "host"]
+    assert account["array_macs"] == sum(x["macs"] for x in layers if x["unit"] == "array") > 0
+    assert account["host_macs"] == sum(x["macs"] for x in host) > 0  # the ConvTranspose
+    assert account["host_layers"] == len(host) and account["layers"] == len(layers)
+    # every host layer here reads and writes placed tensors of 1-byte or 4-byte elements
+    assert account["host_bytes"] >= account["host_elements"] > 0
+    share = account["array_macs"] / (account["array_macs"] + account["host_macs"])
+    assert account["array_mac_fraction"] == pytest.approx(share, abs=1e-6)
+    assert f"coverage: {100 * share:.1f}% of MACs on the array; {len(host)} of {len(layers)}" in out
+    assert "cycles (accelerator only)" in out
