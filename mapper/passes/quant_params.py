@@ -168,6 +168,34 @@ def is_activation(node: Node, constants: Mapping[str, np.ndarray]) -> bool:
     return True
 
 
+RELATIVE_SCALE_FLOOR = 2.0**-16
+"""A weight channel's scale is at least the tensor's largest scale times this: a channel 65,536
+times smaller than the largest contributes below its quantization error."""
+
+MULTIPLIER_MARGIN = 2.0**-30
+"""x_scale · w_scale / y_scale is kept at least this (4x above 2**-32, the smallest
+requantization multiplier the output stage holds)."""
+
+BIAS_LIMIT = 2.0**30
+"""|bias| / (x_scale · w_scale) is kept within this (half of int32's range)."""
+
+
+def weight_scale_floor(peaks: np.ndarray, x_scale: float | None, y_scale: float | None,
+                       bias: np.ndarray | None) -> np.ndarray:  # fmt: skip
+    """Return the smallest scale each weight channel may take (float64, one per peak), so that
+    near-zero channels (|w| down to 1e-40) neither underflow the requantization multiplier nor
+    overflow the int32 bias, as onnxruntime's quantizer guards them: relative to the largest
+    channel's scale (`RELATIVE_SCALE_FLOOR`); from the input and output scales
+    (`MULTIPLIER_MARGIN`); from the bias (`BIAS_LIMIT`). Unknown scales or bias add nothing."""
+    floor = np.full(peaks.shape, float(peaks.max(initial=0.0)) / 127.0 * RELATIVE_SCALE_FLOOR)
+    if x_scale and y_scale:
+        floor = np.maximum(floor, MULTIPLIER_MARGIN * y_scale / x_scale)
+    if x_scale and bias is not None and bias.size in (1, peaks.size):
+        wanted = np.abs(bias.astype(np.float64)).reshape(-1) / (x_scale * BIAS_LIMIT)
+        floor = np.maximum(floor, wanted)
+    return floor
+
+
 def output_multipliers(reals: Sequence[float]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Return per-channel (M, s) of the output stage for real multipliers."""
     ms, ss = [], []

@@ -38,7 +38,7 @@ from systolic.errors import ModelError
 from systolic.ir import DataType, Graph, Model, Node
 from systolic.mapper.passes.calibration import calibrate, random_calibration
 from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of, make_node, tensor
-from systolic.mapper.passes.quant_params import is_activation
+from systolic.mapper.passes.quant_params import is_activation, weight_scale_floor
 from systolic.mapper.passes.report import PassReport
 
 __all__ = ["QUANTIZED_OP_TYPES", "is_quantized", "quantize_float"]
@@ -67,12 +67,17 @@ def is_quantized(model: Model) -> bool:
     return any(node.op_type in QUANTIZED_OP_TYPES for node in model.graph.nodes)
 
 
+WeightGuard = tuple[float | None, float | None, np.ndarray | None]
+"""(x_scale, y_scale, bias) of a weighted node, for `weight_scale_floor` (None: unknown)."""
+
+
 @dataclasses.dataclass
 class _Plan:
     values: list[str]  # activations to quantize, in discovery order
     shared: dict[str, str]  # value -> the value whose parameters it reuses
     weights: dict[str, int]  # node name -> channel axis of its weight (input 1)
     symmetric: set[str] = dataclasses.field(default_factory=set)  # sources quantized symmetric
+    results: dict[str, str] = dataclasses.field(default_factory=dict)  # node -> quantized output
 
 
 def quantize_float(
@@ -147,6 +152,7 @@ def _plan(graph: Graph) -> _Plan:
                 result = readers[0].outputs[0]
             if _float(graph, result):
                 add(result)
+                plan.results[node.name] = result
         elif (node.op_type in PASS_THROUGH_OPS and node.inputs[0] in chosen
               and len([o for o in node.outputs if o]) == 1 and _float(graph, node.outputs[0])):
             add(node.outputs[0])
@@ -255,13 +261,20 @@ def _symmetric_params(low: float, high: float) -> tuple[np.float32, np.uint8]:
     return scale, np.uint8(SYMMETRIC_ZERO_POINT)
 
 
-def quantize_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
-    """Return (int8 values, float32 scale per channel along `axis`), symmetric."""
+def quantize_weights(
+    w: np.ndarray, axis: int, guard: WeightGuard | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return (int8 values, float32 scale per channel along `axis`), symmetric. A channel's
+    scale is max|W| / 127 (1 for an all-zero channel), raised to `weight_scale_floor` from
+    `guard` (x_scale, y_scale, bias; None: no floor)."""
     axis = axis % w.ndim
     others = tuple(i for i in range(w.ndim) if i != axis)
     # max|W| per channel, taken in W's own type: abs and max round nothing.
     peak = np.abs(w).max(axis=others).astype(np.float64)
-    scale = np.where(peak > 0, peak / WEIGHT_MAX, 1.0).astype(np.float32)
+    scale64 = peak / WEIGHT_MAX
+    if guard is not None:
+        scale64 = np.maximum(scale64, weight_scale_floor(peak, *guard))
+    scale = np.where(peak > 0, scale64, 1.0).astype(np.float32)
     shape = [1] * w.ndim
     shape[axis] = -1
     q = w.astype(np.float64)
@@ -269,6 +282,19 @@ def quantize_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     np.rint(q, out=q)
     np.clip(q, -WEIGHT_MAX, WEIGHT_MAX, out=q)
     return q.astype(np.int8), scale
+
+
+def _guard(node: Node, plan: _Plan, params: Mapping[str, tuple[np.float32, np.uint8]],
+           constants: Mapping[str, np.ndarray]) -> WeightGuard:  # fmt: skip
+    """Return what bounds the weight scales of `node`: its input's and its quantized result's
+    scales, and its bias (Conv and Gemm input 2) when constant."""
+    x = params.get(node.inputs[0]) if node.inputs else None
+    result = plan.results.get(node.name)
+    y = params.get(result) if result is not None else None
+    bias = constants.get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    if node.op_type not in ("Conv", "Gemm") or (bias is not None and bias.ndim > 1):
+        bias = None
+    return (None if x is None else float(x[0]), None if y is None else float(y[0]), bias)
 
 
 def _check_finite_weights(graph: Graph, plan: _Plan) -> None:
@@ -316,11 +342,12 @@ def _rewrite(graph: Graph, plan: _Plan, params: dict[str, tuple[np.float32, np.u
     for info in graph.inputs:
         nodes += pairs.get(info.name, [])
     for node in graph.nodes:
+        guard = _guard(node, plan, params, constants)
         node = dataclasses.replace(node, inputs=tuple(rename_in.get(n, n) for n in node.inputs))
         axis = plan.weights.get(node.name)
         if axis is not None:
             w_name = node.inputs[1]
-            q, w_scale = quantize_weights(constants[w_name], axis)
+            q, w_scale = quantize_weights(constants[w_name], axis, guard)
             q_name, s_name = namer(f"{w_name}_quantized"), namer(f"{w_name}_scale")
             z_name, dq_name = namer(f"{w_name}_zero_point"), namer(f"{w_name}_dequantized")
             new_tensors += [tensor(q_name, q), tensor(s_name, w_scale),

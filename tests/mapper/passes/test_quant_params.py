@@ -65,3 +65,28 @@ def test_quantize_weights_match_the_float64_definition(shape, axis):
     q_ref, scale_ref = _quantize_weights_in_float64(w, axis)
     assert q.dtype == np.int8 and scale.dtype == np.float32
     assert q.tobytes() == q_ref.tobytes() and scale.tobytes() == scale_ref.tobytes()
+
+
+def test_weight_scale_floor_relative_to_the_largest_channel():
+    from systolic.mapper.passes.quant_params import RELATIVE_SCALE_FLOOR, weight_scale_floor
+
+    peaks = np.array([127.0, 1e-39, 0.0])
+    np.testing.assert_array_equal(weight_scale_floor(peaks, None, None, None),
+                                  [RELATIVE_SCALE_FLOOR] * 3)
+
+
+def test_weight_scale_floor_keeps_multiplier_and_bias_in_range():
+    from systolic.mapper.passes.quant_params import (
+        BIAS_LIMIT,
+        MULTIPLIER_MARGIN,
+        weight_scale_floor,
+    )
+
+    peaks = np.array([1e-39, 1e-39])
+    x_scale, y_scale, bias = 0.02, 0.5, np.array([0.0, 1e4])
+    floor = weight_scale_floor(peaks, x_scale, y_scale, bias)
+    assert floor[0] == MULTIPLIER_MARGIN * y_scale / x_scale
+    assert floor[1] == 1e4 / (x_scale * BIAS_LIMIT)
+    # the scales the floor allows give multipliers and biases the output stage holds
+    assert np.all(x_scale * floor / y_scale >= 2.0**-32)
+    assert np.all(np.abs(bias) / (x_scale * floor) <= 2**31 - 1)

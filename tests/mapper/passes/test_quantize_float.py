@@ -148,3 +148,13 @@ def test_value_that_overflows_during_calibration_is_named() -> None:
                r"so it has no quantization range")
     with pytest.raises(ModelError, match=message), np.errstate(over="ignore"):
         quantize_float(model, report, calibration=feeds)
+
+
+def test_near_zero_channels_get_guarded_scales():
+    w = np.array([[1.0, -0.5], [1e-39, 3e-40], [0.0, 0.0]], np.float32)
+    bias = np.array([0.1, 50.0, 0.2])
+    q, scale = quantize_weights(w, axis=0, guard=(0.02, 0.05, bias))
+    assert scale[0] == np.float32(1.0 / 127)  # a normal channel keeps max|w| / 127
+    assert scale[2] == 1.0  # an all-zero channel keeps 1
+    assert scale[1] >= 50.0 / (0.02 * 2.0**30) and 0.02 * scale[1] / 0.05 >= 2.0**-32
+    np.testing.assert_array_equal(q[1:], 0)
