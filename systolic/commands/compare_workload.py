@@ -1,7 +1,8 @@
 """The workload and engine options of `systolic compare`: which models (`--model PATH[:W]`,
 `--workload FILE.toml`, or the positional MODEL), at which clock (`--clock-mhz`), where the
 points run (`--jobs N`, default every core; `--scheduler tcp://HOST:PORT` for a Dask cluster)
-and whether the results cache answers (`--no-cache`); and the sweep of every model."""
+and whether the results cache answers (`--no-cache`); `--pareto-plot`; and the sweep of
+every model."""
 
 import argparse
 import os
