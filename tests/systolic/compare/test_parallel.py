@@ -2,7 +2,13 @@
 a configuration that cannot run the model as one failed result among the others."""
 
 import dataclasses
+import pickle
+from concurrent.futures import Future
+from typing import Any, ClassVar, Self
 
+import pytest
+
+from systolic.compare import parallel
 from systolic.compare.grid import config_grid
 from systolic.compare.parallel import start_method
 from systolic.compare.points import Engine
@@ -50,3 +56,39 @@ def test_the_summary_names_a_failed_configuration(lenet: PreparedModel) -> None:
     lines = render_summary(results).splitlines()
     assert lines[2].split() == [*results[1].label.split(), "failed", *["-"] * 6]
     assert lines[3] == f"{results[1].label}: {results[1].error}"
+
+
+class _InlinePool:
+    """A stand-in for ProcessPoolExecutor that records what would cross to the workers."""
+
+    made: ClassVar[list["_InlinePool"]] = []
+
+    def __init__(self, jobs: int, *, mp_context: object, initializer: Any,
+                 initargs: tuple[bytes]) -> None:  # fmt: skip
+        self.initargs, self.submitted = initargs, []
+        initializer(*initargs)
+        _InlinePool.made.append(self)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def submit(self, function: Any, *args: object) -> "Future[Any]":
+        self.submitted.append(args)
+        future: Future[Any] = Future()
+        future.set_result(function(*args))
+        return future
+
+
+def test_the_graph_crosses_once_per_worker_not_per_point(
+    lenet: PreparedModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parallel, "ProcessPoolExecutor", _InlinePool)
+    configs = config_grid(ArrayConfig(), **GRID)
+    assert sweep(lenet, configs, engine=Engine(jobs=2)) == sweep(lenet, configs)
+    [pool] = _InlinePool.made
+    assert pickle.loads(pool.initargs[0]).integer == lenet.integer
+    labels = [result.label for result in sweep(lenet, configs)]
+    assert [args[1:] for args in pool.submitted] == list(zip(configs, labels, strict=True))
