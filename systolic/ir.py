@@ -376,6 +376,9 @@ class Model:
     model_version: int = 0
     doc: str = ""
     metadata: tuple[tuple[str, str], ...] = ()
+    host_reasons: tuple[tuple[str, str], ...] = ()
+    """(node name, why it runs on the host), set by the mapper passes on the integer graph
+    they return, for the compiler's host layers."""
 
     def opset(self, domain: str) -> int | None:
         """Return the imported version of `domain` ("" and "ai.onnx" are the same), or None."""

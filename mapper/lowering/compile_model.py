@@ -184,6 +184,7 @@ class _Compiler:
         self.outputs = {info.name for info in graph.outputs}
         self.inputs = {info.name for info in graph.inputs}
         self.instructions: list[Instruction] = []
+        self.host_reasons: dict[str, str] = {}  # node name -> the passes' reason
         self.layers: list[ProgramLayer] = []
         self.host_steps: list[HostStep] = []
         self.overrides: dict[int, dict[str, np.ndarray]] = {}
@@ -349,7 +350,7 @@ class _Compiler:
                 self.host(node, reason, macs)
             return
         if unit is LayerUnit.HOST:
-            self.host(node, "not an accelerator operator", macs)
+            self.host(node, self.host_reasons.get(node.name, "not an accelerator operator"), macs)
             return
         data_inputs = [n for n in node.inputs if n]
         if unit is LayerUnit.ARRAY:  # the activation input, and a QMatMul's computed B
@@ -521,9 +522,11 @@ def compile_model(
             f"{config.input_width} and weight_width {config.weight_width}: use 8 and 8"
         )
     if isinstance(model, Model):
-        graph, known = model.graph, dict(model.opsets)
+        graph, known, reasons = model.graph, dict(model.opsets), dict(model.host_reasons)
     else:
-        graph, known = model, {}
+        graph, known, reasons = model, {}, {}
     known.setdefault(SYSTOLIC_DOMAIN, 1)
     known.update(opsets or {})
-    return _Compiler(_typed(graph, known), config, known).run(progress)
+    compiler = _Compiler(_typed(graph, known), config, known)
+    compiler.host_reasons = reasons
+    return compiler.run(progress)

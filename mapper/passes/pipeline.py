@@ -74,7 +74,20 @@ def run_passes(
     model = eliminate_dead(model, report)
     model = finalize(model)
     _settle_report(model, report)
-    return model, report
+    return dataclasses.replace(model, host_reasons=_host_reasons(model, report)), report
+
+
+def _host_reasons(model: Model, report: PassReport) -> tuple[tuple[str, str], ...]:
+    """Return why the passes left each node of the integer graph on the host, when they
+    know more than that no pattern applies (a numeric limit, a graph input's quantization)."""
+    reasons = []
+    for node in model.graph.nodes:
+        fate = report.fate(node.name)
+        if fate is None or fate.action != HOST:
+            continue
+        if fate.reason not in ("", DEFAULT_HOST_REASON):
+            reasons.append((node.name, fate.reason))
+    return tuple(reasons)
 
 
 def finalize(model: Model) -> Model:

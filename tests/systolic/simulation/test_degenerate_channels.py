@@ -45,3 +45,20 @@ def test_degenerate_channels_stay_on_the_array(tmp_path: Path,
     assert report["checks"]["reference_bit_exact"]
     assert report["checks"]["quantization"]["cosine_similarity"] > 0.999
     assert report["coverage"]["host_macs"] == 0
+
+
+def test_host_notes_give_the_passes_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Without the guard the convolutions fall back to the host; the JSON note says why (the
+    numeric limit the fusion met), not that a Conv is no accelerator operator."""
+    from systolic.mapper.passes import quantize_float
+
+    unguarded = quantize_float.quantize_weights
+    monkeypatch.setattr(quantize_float, "quantize_weights",
+                        lambda w, axis, guard=None: unguarded(w, axis))
+    onnx.save(_model(), tmp_path / "m.onnx")
+    assert main(["simulate", str(tmp_path / "m.onnx"), "--backend", "model", "--array", "4x4",
+                 "--json", str(tmp_path / "r.json")]) == 0
+    layers = json.loads((tmp_path / "r.json").read_text())["layers"]
+    notes = {layer["note"] for layer in layers if layer["op"] == "Conv"}
+    assert notes == {"the quantized bias does not fit int32"}
