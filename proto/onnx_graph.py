@@ -291,14 +291,14 @@ def _initializers(proto: GraphProto, ctx: ReadContext) -> list[Tensor]:
         ctx.hold(where, declared_bytes(tensor, where))
         dense.append((tensor, where))
     sparse = []
-    for tensor in proto.sparse_initializer:
-        if not tensor.values.name:
+    for sparse_tensor in proto.sparse_initializer:
+        if not sparse_tensor.values.name:
             raise ModelError("a sparse initializer has no name: name its values tensor")
-        where = f"sparse initializer {tensor.values.name!r}"
-        _hold_sparse(tensor, where, ctx)
-        sparse.append((tensor, where))
+        where = f"sparse initializer {sparse_tensor.values.name!r}"
+        _hold_sparse(sparse_tensor, where, ctx)
+        sparse.append((sparse_tensor, where))
     return [convert_tensor(tensor, where, ctx) for tensor, where in dense] + [
-        _densify(tensor, where, ctx) for tensor, where in sparse
+        _densify(sparse_tensor, where, ctx) for sparse_tensor, where in sparse
     ]
 
 
