@@ -1,7 +1,7 @@
 """Measure the analytic cycle model's speed on long synthetic programs (not a test).
 
 Builds a program of about `--instructions` instructions from random layers
-(`systolic.sim.timing.synthetic_programs.synthetic_program`: tiled GEMMs and im2col
+(`tests.support.random_programs.synthetic_program`: tiled GEMMs and im2col
 convolutions with double-buffered LOADs, STOREs, POOLs, ADDs, COPYs) for a WS and an OS
 array, times `ProgramModel.run` on it and prints instructions per second (wall clock and
 process CPU time, which is steadier on a busy machine) and the simulated cycles.

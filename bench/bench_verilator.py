@@ -2,7 +2,7 @@
 
 For each array size (WS), emits the Accelerator's Verilog, builds the simulator in a fresh
 cache folder (or the normal one with `--reuse-cache`) and runs a long program of random layers
-(`systolic.sim.timing.synthetic_programs.synthetic_program`: tiled GEMMs and im2col
+(`tests.support.random_programs.synthetic_program`: tiled GEMMs and im2col
 convolutions with double-buffered LOADs, STOREs, POOL/ADD/COPY, at network-like sizes) on a
 zeroed memory image through `run_program(..., backend="verilator")`. Prints the emission and
 build times, and the simulated cycles per second of the whole run (process start and files
