@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from systolic.commands.compile import parse_input_shapes
 from systolic.commands.config_args import add_config_arguments, config_from_args
-from systolic.commands.model_loading import add_max_memory_argument, parse_size
+from systolic.commands.model_loading import add_max_memory_argument, parse_size, report_warnings
 from systolic.commands.output_paths import check_output_file
 from systolic.errors import ConfigError
 from systolic.fileio import write_atomically
@@ -75,13 +75,7 @@ def run(args: argparse.Namespace) -> int:
                            mark_unsupported=True)  # fmt: skip
     model = _bind(model, parse_input_shapes(args.input_shape), limit)
     report = model_report(model, node_units(model, config))
-    for warning in caught:
-        if issubclass(warning.category, NameWarning):
-            print(f"systolic: warning: {warning.message}", file=sys.stderr)
-        else:
-            warnings.warn_explicit(
-                warning.message, warning.category, warning.filename, warning.lineno
-            )
+    report_warnings(caught)
     if args.json:
         text = json.dumps(report, indent=2) + "\n"
         if args.json == "-":

@@ -109,6 +109,15 @@ def load_user_model(
             model = load_model(source)
         else:
             model = load_model(source, max_tensor_bytes=max_tensor_bytes)
+    report_warnings(caught)
+    return model
+
+
+def report_warnings(caught: list[warnings.WarningMessage]) -> None:
+    """Print the importer's NameWarnings as `systolic: warning: ...` lines; re-issue the
+    other warnings caught while loading."""
+    from systolic.mapper.graph_checks import NameWarning  # (the importer loads on first use)
+
     for warning in caught:
         if issubclass(warning.category, NameWarning):
             print(f"systolic: warning: {warning.message}", file=sys.stderr)
@@ -116,4 +125,3 @@ def load_user_model(
             warnings.warn_explicit(
                 warning.message, warning.category, warning.filename, warning.lineno
             )
-    return model
