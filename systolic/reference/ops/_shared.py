@@ -164,3 +164,15 @@ def known_ints(op: Op, info: TensorInfo | None, what: str) -> tuple[int, ...] | 
 def ints_of(x: np.ndarray | None) -> tuple[int, ...] | None:
     """Return an integer input array as a flat tuple (None when omitted)."""
     return None if x is None else tuple(int(v) for v in x.reshape(-1))
+
+
+def gemm_dims(op: Op, a: tuple[int, ...], b: tuple[int, ...], trans_a: int, trans_b: int
+              ) -> tuple[int, int, int]:
+    """Return (M, K, N) of Gemm-style 2-D operands A and B (transposed per the flags)."""
+    if len(a) != 2 or len(b) != 2:
+        raise op.error(f"A and B must be 2-D, got {list(a)} and {list(b)}")
+    m, k = (a[1], a[0]) if trans_a else a
+    k_b, n = (b[1], b[0]) if trans_b else b
+    if k != k_b:
+        raise op.error(f"inner dimensions differ: A' is [{m}, {k}], B' is [{k_b}, {n}]")
+    return m, k, n

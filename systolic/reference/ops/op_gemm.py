@@ -5,7 +5,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from systolic.ir import Attrs
-from systolic.reference.ops._shared import NUMERIC_TYPES, check_type, float_attr, int_attr
+from systolic.reference.ops._shared import (
+    NUMERIC_TYPES,
+    check_type,
+    float_attr,
+    gemm_dims,
+    int_attr,
+)
 from systolic.reference.ops.base import Op, TensorInfo
 
 
@@ -32,12 +38,7 @@ class Gemm(Op):
     def _shapes(
         self, a: tuple[int, ...], b: tuple[int, ...], c: tuple[int, ...] | None
     ) -> tuple[int, int]:
-        if len(a) != 2 or len(b) != 2:
-            raise self.error(f"A and B must be 2-D, got {list(a)} and {list(b)}")
-        m, k = (a[1], a[0]) if self.trans_a else a
-        k_b, n = (b[1], b[0]) if self.trans_b else b
-        if k != k_b:
-            raise self.error(f"inner dimensions differ: A' is [{m}, {k}], B' is [{k_b}, {n}]")
+        m, _, n = gemm_dims(self, a, b, self.trans_a, self.trans_b)
         if c is None:
             if self.version < 11:
                 raise self.error("input C is required before Gemm-11")

@@ -14,7 +14,7 @@ from systolic.reference.ops._quantized import (
     check_vector_or_scalar,
     int_matmul,
 )
-from systolic.reference.ops._shared import float_attr, int_attr
+from systolic.reference.ops._shared import float_attr, gemm_dims, int_attr
 from systolic.reference.ops.base import Op, TensorInfo
 
 
@@ -44,13 +44,7 @@ class QGemm(Op):
         self.trans_b = bool(int_attr(self, "transB", 0))
 
     def _dims(self, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, int, int]:
-        if len(a) != 2 or len(b) != 2:
-            raise self.error(f"A and B must be 2-D, got {list(a)} and {list(b)}")
-        m, k = (a[1], a[0]) if self.trans_a else a
-        k_b, n = (b[1], b[0]) if self.trans_b else b
-        if k != k_b:
-            raise self.error(f"inner dimensions differ: A' is [{m}, {k}], B' is [{k_b}, {n}]")
-        return m, k, n
+        return gemm_dims(self, a, b, self.trans_a, self.trans_b)
 
     def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
         padded = list(inputs) + [None] * (9 - len(inputs))
