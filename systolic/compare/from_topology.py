@@ -31,6 +31,7 @@ from systolic.compare.topology import MAX_LAYER_BYTES, TopologyLayer
 from systolic.config import ArrayConfig
 from systolic.errors import ResourceError
 from systolic.ir import (
+    SYSTOLIC_DOMAIN,
     Attrs,
     AttrValue,
     DataType,
@@ -44,7 +45,6 @@ from systolic.isa.requant import quantize_multiplier
 
 __all__ = ["TopologyGraph", "is_gemm", "topology_graph", "topology_sweep"]
 
-SYSTOLIC = "systolic"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,7 +126,7 @@ def topology_graph(layers: Sequence[TopologyLayer], seed: int = 0) -> TopologyGr
         ]
         inputs.append(ValueInfo(x, TensorType(DataType.INT8, x_shape)))
         outputs.append(ValueInfo(y, TensorType(DataType.INT8, None)))
-        node = Node(op, (x, w, b), (y,), domain=SYSTOLIC, version=1, name=name,
+        node = Node(op, (x, w, b), (y,), domain=SYSTOLIC_DOMAIN, version=1, name=name,
                     attrs=Attrs(attrs))  # fmt: skip
         nodes.append(node)
     graph = Graph("topology", tuple(inputs), tuple(outputs), tuple(nodes), tuple(constants))

@@ -22,19 +22,18 @@ from collections.abc import Callable, Mapping
 
 from systolic.compare.topology import TopologyLayer
 from systolic.errors import ModelError, UnsupportedError
-from systolic.ir import Graph, Model, Node
+from systolic.ir import SYSTOLIC_DOMAIN, Graph, Model, Node
 from systolic.mapper.binding import bind_graph
 from systolic.mapper.lowering.node_attrs import int_attr, ints_attr
 from systolic.mapper.shape_inference import infer_shapes
 
 __all__ = ["model_topology", "read_extent"]
 
-SYSTOLIC = "systolic"
 
 
 def _typed(model: Model) -> Graph:
     opsets: dict[str, int] = dict(model.opsets)
-    opsets.setdefault(SYSTOLIC, 1)
+    opsets.setdefault(SYSTOLIC_DOMAIN, 1)
     bound, ops = bind_graph(model.graph, opsets)
     return infer_shapes(bound, ops, max_tensor_bytes=1 << 40)
 
@@ -115,6 +114,6 @@ def model_topology(integer: Model) -> list[TopologyLayer]:
     graph = _typed(integer)
     rows: list[TopologyLayer] = []
     for node in graph.nodes:
-        if node.domain == SYSTOLIC and node.op_type in _ROWS:
+        if node.domain == SYSTOLIC_DOMAIN and node.op_type in _ROWS:
             rows += _ROWS[node.op_type](graph, node)
     return rows
