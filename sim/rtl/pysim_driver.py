@@ -143,17 +143,23 @@ def run_pysim(program: Program, memory: bytes | bytearray, *, watchdog: int | No
         ctx.set(write.ready, 1)
         offered = 0
         resp_valid = False
+
+        def answer(at: int) -> None:
+            """Drive the memory response due at cycle `at` (valid drops after the last)."""
+            nonlocal resp_valid
+            data = external.response(at)
+            if data is not None or resp_valid:
+                resp_valid = data is not None
+                ctx.set(resp.valid, resp_valid)
+                if resp_valid:
+                    ctx.set(resp_data, data)
+
         cycle = 0
         while True:
             if latency == 0:  # answer in the request's own cycle
                 if ctx.get(req.valid):
                     external.request(cycle, ctx.get(req.payload.addr))
-                data = external.response(cycle)
-                if data is not None or resp_valid:
-                    resp_valid = data is not None
-                    ctx.set(resp.valid, resp_valid)
-                    if resp_valid:
-                        ctx.set(resp_data, data)
+                answer(cycle)
             _, _, accepted, req_valid, req_addr, w_valid, w_bits, events = await ctx.tick().sample(
                 dut.i_instr.ready, req.valid, req.payload.addr, write.valid, write_bits, trace)
             if cycle == 0:
@@ -176,12 +182,7 @@ def run_pysim(program: Program, memory: bytes | bytearray, *, watchdog: int | No
             if cycle >= limit:
                 raise SimulationError(recorder.hang_message(cycle))
             if latency:
-                data = external.response(cycle)
-                if data is not None or resp_valid:
-                    resp_valid = data is not None
-                    ctx.set(resp.valid, resp_valid)
-                    if resp_valid:
-                        ctx.set(resp_data, data)
+                answer(cycle)
         ctx.set(dut.i_instr.valid, 0)
         if not ctx.get(dut.done):
             raise SimulationError(f"HALT was accepted in cycle {cycle} but done did not rise")
