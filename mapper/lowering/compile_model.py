@@ -180,7 +180,6 @@ class _Compiler:
         self.plan = MemoryPlan(config, spatial=spatial, matrix=_matrix(graph, spatial))
         self.halos = _halos(graph)
         self.consumers = graph.consumers()
-        self.node_index = {id(node): index for index, node in enumerate(graph.nodes)}
         self.outputs = {info.name for info in graph.outputs}
         self.inputs = {info.name for info in graph.inputs}
         self.instructions: list[Instruction] = []
@@ -347,10 +346,10 @@ class _Compiler:
         if unit is LayerUnit.LAYOUT:
             reason = self.compile_layout(index, node)
             if reason is not None:
-                self.host(node, reason, macs)
+                self.host(index, node, reason, macs)
             return
         if unit is LayerUnit.HOST:
-            self.host(node, self.host_reasons.get(node.name, "not an accelerator operator"), macs)
+            self.host(index, node, self.host_reasons.get(node.name, "not an accelerator operator"), macs)
             return
         data_inputs = [n for n in node.inputs if n]
         if unit is LayerUnit.ARRAY:  # the activation input, and a QMatMul's computed B
@@ -359,11 +358,11 @@ class _Compiler:
                                          and self.graph.initializer(n) is None)]  # fmt: skip
         for name in data_inputs:
             if self.place(name) is None:
-                self.host(node, f"input {name!r} lives on the host", macs)
+                self.host(index, node, f"input {name!r} lives on the host", macs)
                 return
         for name in node.outputs:
             if name and self.place(name) is None:
-                self.host(node, f"output {name!r} cannot be placed", macs)
+                self.host(index, node, f"output {name!r} cannot be placed", macs)
                 return
         try:
             if unit is LayerUnit.ARRAY:
@@ -371,7 +370,7 @@ class _Compiler:
             else:
                 code = _VECTOR[node.op_type](node, ctx)
         except (UnsupportedError, ResourceError) as err:
-            self.host(node, str(err), macs)
+            self.host(index, node, str(err), macs)
             return
         self.add_layer(node, unit, code, f"{node.op_type} on the {unit.value} unit", macs)
 
@@ -468,13 +467,10 @@ class _Compiler:
             raise UnsupportedError(f"value {name!r} cannot be placed")
         return placement
 
-    def host(self, node: Node, reason: str, macs: int) -> None:
-        """Make `node` a host layer. A QMatMul reading a Flatten in memory order (whose array
-        lowering failed) reads it as "NAME:memory_order" with its permuted B, so it computes
-        the same product."""
-        index = self.node_index.get(id(node))
-        if index is None:  # (a rewritten copy of a graph node)
-            index = self.graph.nodes.index(node)
+    def host(self, index: int, node: Node, reason: str, macs: int) -> None:
+        """Make `node` (number `index` of the graph) a host layer. A QMatMul reading a Flatten
+        in memory order (whose array lowering failed) reads it as "NAME:memory_order" with its
+        permuted B, so it computes the same product."""
         overrides = self.overrides.get(index, {})
         inputs = list(node.inputs)
         for position, name in enumerate(inputs):
