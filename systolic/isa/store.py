@@ -1,7 +1,9 @@
 """The store unit's instructions: STORE (requantize acc rows), POOL, ADD and COPY.
 
 Each writes rows of int8 lanes to external memory along its row pattern (ext, n0, row_stride0,
-row_stride1).
+row_stride1). STORE and COPY with `lut` map every value written through the activation table
+(`systolic.isa.table`); ADD with `mul` multiplies instead of adding, with `b_broadcast` its
+operand b is the one row `b_row` for every output row (docs/isa.md, "ADD modes").
 """
 
 import dataclasses
@@ -21,6 +23,7 @@ from systolic.isa.instruction_base import (
 )
 from systolic.isa.memories import PARAMS_DEPTH, Access, Memory, depth
 from systolic.isa.patterns import Segment, row_segments
+from systolic.isa.table import need_8bit_activations
 
 __all__ = ["Add", "Copy", "Pool", "PoolMode", "Store"]
 
@@ -77,13 +80,15 @@ class _RowWriter(Instruction):
 
 @dataclasses.dataclass(frozen=True)
 class Store(_RowWriter):
-    """STORE: requantize `acc[acc_row, acc_row+m)` lanes 0..n-1 and write them out."""
+    """STORE: requantize `acc[acc_row, acc_row+m)` lanes 0..n-1 and write them out (through
+    the activation table when `lut`)."""
 
     OPCODE: ClassVar[int] = 0x05
     MNEMONIC: ClassVar[str] = "STORE"
     UNIT: ClassVar[Unit] = Unit.ST
     FIELDS: ClassVar[tuple[Field, ...]] = layout(
         spec("flip_sign", 1, kind=bool),
+        spec("lut", 1, kind=bool),
         spec("n", U16, minimum=1),
         spec("zero_point", 8, **_INT8),  # type: ignore[arg-type]
         spec("lo", 8, **_INT8),  # type: ignore[arg-type]
@@ -106,6 +111,7 @@ class Store(_RowWriter):
     row_stride0: int = 0
     row_stride1: int = 0
     flip_sign: bool = False
+    lut: bool = False
 
     def _check_rules(self) -> None:
         _check_clamp(self)
@@ -225,13 +231,16 @@ class Pool(_RowWriter):
 
 @dataclasses.dataclass(frozen=True)
 class Add(_RowWriter):
-    """ADD: rescaled element-wise sum of spad_in rows a_row.. and b_row.., written out."""
+    """ADD: rescaled element-wise sum (product when `mul`) of spad_in rows a_row.. and
+    b_row.. (the one row b_row when `b_broadcast`), written out."""
 
     OPCODE: ClassVar[int] = 0x07
     MNEMONIC: ClassVar[str] = "ADD"
     UNIT: ClassVar[Unit] = Unit.ST
     FIELDS: ClassVar[tuple[Field, ...]] = layout(
         spec("flip_sign", 1, kind=bool),
+        spec("mul", 1, kind=bool),
+        spec("b_broadcast", 1, kind=bool),
         spec("lanes", U16, minimum=1),
         spec("shift", 8, **_SHIFT),  # type: ignore[arg-type]
         spec("zp_a", 8, **_INT8),  # type: ignore[arg-type]
@@ -264,16 +273,29 @@ class Add(_RowWriter):
     row_stride0: int = 0
     row_stride1: int = 0
     flip_sign: bool = False
+    mul: bool = False
+    b_broadcast: bool = False
 
     def _check_rules(self) -> None:
         _check_clamp(self)
+        if self.mul and self.multiplier_b != 0:
+            self._fail(f"multiplier_b must be 0 with mul, not {self.multiplier_b}")
 
     def check(self, config: ArrayConfig) -> None:
+        if self.mul:
+            need_8bit_activations(self, "mul ", config)
         self._need_at_most("lanes", self.lanes, config.dim, "the scratchpad row width dim")
         spad = depth(config, Memory.SPAD_IN)
         self._need_rows("a_row + m", self.a_row + self.m, spad, "spad_in", config)
-        self._need_rows("b_row + m", self.b_row + self.m, spad, "spad_in", config)
+        if self.b_broadcast:
+            self._need_rows("b_row + 1", self.b_row + 1, spad, "spad_in", config)
+        else:
+            self._need_rows("b_row + m", self.b_row + self.m, spad, "spad_in", config)
         self._need_writable(config)
+
+    def b_rows(self) -> int:
+        """The spad_in rows operand b spans: 1 with `b_broadcast`, else `m`."""
+        return 1 if self.b_broadcast else self.m
 
     def written_rows(self) -> int:
         return self.m
@@ -284,19 +306,21 @@ class Add(_RowWriter):
     def reads(self) -> tuple[Access, ...]:
         return (
             Access(Memory.SPAD_IN, self.a_row, self.a_row + self.m - 1, False),
-            Access(Memory.SPAD_IN, self.b_row, self.b_row + self.m - 1, False),
+            Access(Memory.SPAD_IN, self.b_row, self.b_row + self.b_rows() - 1, False),
         )
 
 
 @dataclasses.dataclass(frozen=True)
 class Copy(_RowWriter):
-    """COPY: write lanes 0..lanes-1 of `spad_in[in_row, in_row+m)` to external memory."""
+    """COPY: write lanes 0..lanes-1 of `spad_in[in_row, in_row+m)` to external memory
+    (through the activation table when `lut`)."""
 
     OPCODE: ClassVar[int] = 0x08
     MNEMONIC: ClassVar[str] = "COPY"
     UNIT: ClassVar[Unit] = Unit.ST
     FIELDS: ClassVar[tuple[Field, ...]] = layout(
         spec("flip_sign", 1, kind=bool),
+        spec("lut", 1, kind=bool),
         spec("lanes", U16, minimum=1),
         spec("in_row", U32),
         spec("m", U32, minimum=1),
@@ -311,8 +335,11 @@ class Copy(_RowWriter):
     row_stride0: int = 0
     row_stride1: int = 0
     flip_sign: bool = False
+    lut: bool = False
 
     def check(self, config: ArrayConfig) -> None:
+        if self.lut:
+            need_8bit_activations(self, "lut ", config)
         self._need_at_most("lanes", self.lanes, config.dim, "the scratchpad row width dim")
         self._need_rows(
             "in_row + m", self.in_row + self.m, depth(config, Memory.SPAD_IN), "spad_in", config

@@ -331,6 +331,8 @@ def random_instruction(cls: type[Instruction], rng: np.random.Generator) -> Inst
                 low = 1 - values[size]
             low, high = max(low, -32768), min(high, 32767)
             values[pad] = int(rng.integers(low, high, endpoint=True))
+    if cls is Add and values["mul"]:
+        values["multiplier_b"] = 0
     instance = cls(**values)
     assert {f.name for f in dataclasses.fields(instance)} == set(values)
     return instance
