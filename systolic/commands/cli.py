@@ -7,7 +7,8 @@ shows the traceback. Messages pass through `printable`, so a name from a file ca
 drive the terminal nor add a line.
 Warnings (the importer's name warnings, numpy's floating-point warnings from a host layer)
 are one line each, `systolic: warning: ...`, without the source line Python would show;
-`--debug` shows them in Python's own form.
+`--debug` shows them in Python's own form. Names that only the IR's C90 identifier rule
+rejects draw no warning unless `--strict` asks for it.
 """
 
 import argparse
@@ -19,6 +20,7 @@ from typing import NoReturn, TextIO
 from systolic import __version__
 from systolic.commands import COMMANDS
 from systolic.errors import SystolicError
+from systolic.mapper.graph_checks import C90NameWarning
 from systolic.text import printable
 
 EXIT_USAGE = 2
@@ -56,6 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="show a traceback when the tool itself fails"
     )
+    parser.add_argument(
+        "--strict", action="store_true",
+        help="also warn about names that only the ONNX IR's C90 identifier rule rejects "
+             "(what exporters write: '/conv1/Conv', 'onnx::Conv_12'); off by default",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         command.register(subparsers)
@@ -88,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings():
         if not args.debug:
             warnings.showwarning = show_warning_line
+        if args.strict:
+            warnings.simplefilter("always", C90NameWarning)
         return _run(args)
 
 

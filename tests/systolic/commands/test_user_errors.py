@@ -134,6 +134,20 @@ def test_name_warnings_are_one_line_in_simulate(
     assert err.splitlines() == [expected]
 
 
+def test_c90_only_names_warn_only_with_strict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exporters' names ('/conv1/Conv') break only the C90 rule: silent unless --strict."""
+    model = _matmul_model(tmp_path, input_name="/input/0")
+    assert main(["inspect", str(model)]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["--strict", "inspect", str(model)]) == 0
+    expected = (
+        "systolic: warning: 1 name(s) are not C90 identifiers as the ONNX IR asks: '/input/0'"
+    )
+    assert capsys.readouterr().err.splitlines() == [expected]
+
+
 # ---------------------------------------------------------------------------------------------
 # Files the commands write
 # ---------------------------------------------------------------------------------------------
