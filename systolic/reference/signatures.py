@@ -162,6 +162,8 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("systolic", "QConv"): ((1, "X W B?", "Y"),),
     ("systolic", "QMatMul"): ((1, "A B bias?", "Y"),),
     ("systolic", "QMaxPool"): ((1, "X", "Y"),),
+    ("systolic", "QMul"): ((1, "A B", "C"),),
+    ("systolic", "QTable"): ((1, "X Table", "Y"),),
 }
 
 
