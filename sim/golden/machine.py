@@ -4,8 +4,9 @@ This is the readable specification the other engines are tested against (the C e
 `systolic.sim.golden.native_machine`, the RTL). `Machine` holds the architectural state of
 docs/isa.md ("Memories"): external memory (a uint8 array from address 0), `spad_in` and
 `spad_wt` (one row of `dim` signed operands each), `acc` (`cols` accumulators per row, wrapped
-to `acc_width` bits), `params` (per-lane `bias`, `multiplier` and `shift`) and the PE weights of
-a weight-stationary array (`weights` active, `shadow` preloaded). `execute` applies one
+to `acc_width` bits), `params` (per-lane `bias`, `multiplier` and `shift`), the PE weights of
+a weight-stationary array (`weights` active, `shadow` preloaded) and the STORE unit's
+activation table (`table`, 256 int8 entries indexed by `y + 128`, zeros after reset). `execute` applies one
 instruction bit-exactly as docs/isa.md and docs/numeric-contract.md say; `run` executes a
 program with `execute` in program order, which is the meaning the hardware's in-flight table
 preserves while it overlaps the units. External bytes are read and written by
@@ -37,6 +38,7 @@ from systolic.isa.instructions import (
     PoolMode,
     Preload,
     Store,
+    Table,
 )
 from systolic.isa.memories import PARAMS_DEPTH, Memory, depth, params_row_bytes
 from systolic.isa.params import unpack_params
@@ -48,6 +50,7 @@ from systolic.isa.requant import (
     scaled_round_shift,
     sign_extend,
 )
+from systolic.isa.table import TABLE_ENTRIES, table_rows
 from systolic.sim.golden.external import check_external, gather_operands, read_rows, write_rows
 
 __all__ = ["Machine", "run_program"]
@@ -87,11 +90,12 @@ class Machine:
         self.shift = np.zeros((PARAMS_DEPTH, config.cols), dtype=np.int64)
         self.weights = np.zeros((config.rows, config.cols), dtype=np.int64)
         self.shadow: np.ndarray | None = None
+        self.table = np.zeros(TABLE_ENTRIES, dtype=np.int64)
         self.halted = False
         self._semantics: dict[type, Callable[[Any], None]] = {
             Load: self._load, Preload: self._preload, Compute: self._compute,
             ComputeOS: self._compute_os, Store: self._store, Pool: self._pool, Add: self._add,
-            Copy: self._copy, Halt: self._halt}
+            Copy: self._copy, Halt: self._halt, Table: self._table}
 
     @classmethod
     def for_program(cls, program: Program, memory_size: int | None = None) -> "Machine":
@@ -220,8 +224,19 @@ class Machine:
         write_rows(self.memory, instr.MNEMONIC, instr.row_pattern, values,
                    self.config.operand_bytes, instr.flip_sign)
 
+    def _lookup(self, values: np.ndarray) -> np.ndarray:
+        """Return `T[v + 128]` for every int8 value `v` (the `lut` flags)."""
+        looked_up: np.ndarray = self.table[values + TABLE_ENTRIES // 2]
+        return looked_up
+
+    def _table(self, instr: Table) -> None:
+        """Replace the activation table: entry e is `spad_in[row + e // dim][e % dim]`."""
+        rows = self.spad_in[instr.row : instr.row + table_rows(self.config)]
+        self.table = rows.reshape(-1)[:TABLE_ENTRIES].copy()
+
     def _store(self, instr: Store) -> None:
-        """Requantize `m` acc rows (`n` lanes) with params row `param_row` and write them."""
+        """Requantize `m` acc rows (`n` lanes) with params row `param_row` and write them
+        (through the activation table when `lut`)."""
         p, n = instr.param_row, instr.n
         shifts = self.shift[p, :n]
         bad = np.flatnonzero((shifts < -31) | (shifts > 31))
@@ -232,8 +247,8 @@ class Machine:
             )
         acc = self.acc[instr.acc_row : instr.acc_row + instr.m, :n]
         out = requantize(acc, self.bias[p, :n], self.multiplier[p, :n], shifts,
-                         instr.zero_point, instr.lo, instr.hi)
-        self._write_rows(instr, out.astype(np.int64))
+                         instr.zero_point, instr.lo, instr.hi).astype(np.int64)
+        self._write_rows(instr, self._lookup(out) if instr.lut else out)
 
     def _pool(self, instr: Pool) -> None:
         """Max- or average-pool an h x w tile of spad_in rows (`lanes` channels each)."""
@@ -256,16 +271,22 @@ class Machine:
         self._write_rows(instr, np.clip(out, instr.lo, instr.hi))
 
     def _add(self, instr: Add) -> None:
-        """Add two rescaled blocks of `m` spad_in rows element-wise and write the sum."""
+        """Add (with `mul`, multiply) two rescaled blocks of `m` spad_in rows element-wise
+        and write the result; with `b_broadcast` the b block is row `b_row` repeated."""
         a = self.spad_in[instr.a_row : instr.a_row + instr.m, : instr.lanes]
-        b = self.spad_in[instr.b_row : instr.b_row + instr.m, : instr.lanes]
-        total = (a - instr.zp_a) * instr.multiplier_a + (b - instr.zp_b) * instr.multiplier_b
+        b = self.spad_in[instr.b_row : instr.b_row + instr.b_rows(), : instr.lanes]
+        if instr.mul:  # (|t| < 2**50: exact in int64)
+            total = (a - instr.zp_a) * (b - instr.zp_b) * instr.multiplier_a
+        else:
+            total = (a - instr.zp_a) * instr.multiplier_a + (b - instr.zp_b) * instr.multiplier_b
         q = round_shift_int64(total, 31 + instr.shift)
         self._write_rows(instr, np.clip(q + instr.zp_out, instr.lo, instr.hi))
 
     def _copy(self, instr: Copy) -> None:
-        """Write `m` spad_in rows (`lanes` operands each) unchanged."""
-        self._write_rows(instr, self.spad_in[instr.in_row : instr.in_row + instr.m, : instr.lanes])
+        """Write `m` spad_in rows (`lanes` operands each) unchanged, or through the
+        activation table when `lut`."""
+        rows = self.spad_in[instr.in_row : instr.in_row + instr.m, : instr.lanes]
+        self._write_rows(instr, self._lookup(rows) if instr.lut else rows)
 
 
 def run_program(
