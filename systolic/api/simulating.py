@@ -11,10 +11,12 @@ True
 ['output']
 """
 
+import contextlib
 import dataclasses
 import html
 import os
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from systolic.api.sources import ModelSource, model_source
@@ -89,7 +91,7 @@ def simulate(
     config: ArrayConfig | None = None,
     *,
     backend: str = "model",
-    inputs: str | os.PathLike[str] | None = None,
+    inputs: "str | os.PathLike[str] | Mapping[str, np.ndarray] | np.ndarray | None" = None,
     seed: int = 0,
     onnxruntime: bool = False,
 ) -> Simulation:
@@ -97,14 +99,45 @@ def simulate(
     `ArrayConfig()`) with `backend` ("model": the golden values and the cycle model, fast;
     "rtl": the Amaranth simulator; "verilator") and check it against the reference.
 
-    `inputs` is an .npy/.npz file (default: random inputs seeded by `seed`); `onnxruntime`
-    also compares the final outputs with onnxruntime on the original model. A difference
-    from the reference does not raise: see `bit_exact` and `report.mismatch`."""
+    `inputs` is an .npy/.npz file, arrays by input name, or one array for a model with one
+    input (default: random inputs seeded by `seed`); arrays are checked exactly as the files
+    of `systolic simulate --input` are. `onnxruntime` also compares the final outputs with
+    onnxruntime on the original model. A difference from the reference does not raise: see
+    `bit_exact` and `report.mismatch`.
+
+    >>> import numpy as np, systolic
+    >>> x = np.zeros((1, 1, 16, 16), np.float32)
+    >>> systolic.simulate(None, inputs={"input": x}).bit_exact
+    True
+    """
     from systolic.simulation.run import simulate_model
 
     path, label = model_source(model)
-    outcome = simulate_model(
-        path, config if config is not None else ArrayConfig(), label=label, backend=backend,
-        input_path=inputs, seed=seed, compare_onnxruntime=onnxruntime,
-    )  # fmt: skip
+    with _input_file(inputs) as input_path:
+        outcome = simulate_model(
+            path, config if config is not None else ArrayConfig(), label=label,
+            backend=backend, input_path=input_path, seed=seed, compare_onnxruntime=onnxruntime,
+        )  # fmt: skip
     return Simulation(outcome.report, outcome.outputs)
+
+
+@contextlib.contextmanager
+def _input_file(
+    inputs: "str | os.PathLike[str] | Mapping[str, np.ndarray] | np.ndarray | None",
+) -> Iterator[str | os.PathLike[str] | None]:
+    """Yield a path for `inputs`: arrays are written to a temporary .npz/.npy (removed after)
+    so they take the same checked path as the CLI's --input files."""
+    if inputs is None or isinstance(inputs, (str, os.PathLike)):
+        yield inputs
+        return
+    import numpy as np
+
+    with tempfile.TemporaryDirectory(prefix="systolic-inputs-") as folder:
+        if isinstance(inputs, Mapping):
+            path = os.path.join(folder, "inputs.npz")
+            arrays = {name: np.asarray(value) for name, value in inputs.items()}
+            np.savez(path, **arrays)  # type: ignore[arg-type]  # (numpy's stub: allow_pickle)
+        else:
+            path = os.path.join(folder, "inputs.npy")
+            np.save(path, np.asarray(inputs))
+        yield path
