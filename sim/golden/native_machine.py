@@ -10,14 +10,16 @@ so the caller runs the Python `Machine` instead.
 The C engine checks each instruction before it changes any state and stops at the first one
 the Python machine would reject (an invalid field, an access beyond the memory, a params
 shift outside -31..31, an instruction after HALT, no HALT) or whose arithmetic it leaves to
-Python (state values beyond 16 bits, intermediates beyond 64 bits). `run_native` then
+Python (state values beyond 16 bits, intermediates beyond 64 bits, table indexes or entries
+outside int8, which no LOAD makes). `run_native` then
 continues in Python from that instruction on the state the C engine left, so it raises the
 Python machine's exact error (the earlier instructions have taken effect, as with
 `Machine.run`) or finishes the program; either way the caller need not run anything again.
 
 `state` (a `Machine` of the same configuration whose `memory` is `memory`) starts the run from
-that machine's state and leaves the final state in it: scratchpads, accumulators and params
-updated in place, `weights`, `shadow` and `halted` replaced, as `Machine.run` would leave them.
+that machine's state and leaves the final state in it: scratchpads, accumulators, params and
+the activation table updated in place, `weights`, `shadow` and `halted` replaced, as
+`Machine.run` would leave them.
 """
 
 import ctypes
@@ -29,10 +31,12 @@ import numpy as np
 from systolic.config import ArrayConfig, Dataflow
 from systolic.isa.instructions import Instruction, decode
 from systolic.isa.memories import Memory, depth
+from systolic.isa.table import TABLE_ENTRIES
 from systolic.sim.golden.machine import Machine
 from systolic.sim.native.build import load_library
 
 __all__ = ["NativeStatus", "native_execute", "run_native"]
+
 
 
 class NativeStatus:
@@ -77,6 +81,8 @@ class _State(ctypes.Structure):
         ("shadow", ctypes.c_void_p),
         ("has_shadow", ctypes.c_int64),
         ("halted", ctypes.c_int64),
+        ("table_size", ctypes.c_int64),
+        ("table", ctypes.c_void_p),
     ]
 
 
@@ -139,6 +145,7 @@ def native_execute(config: ArrayConfig, words: np.ndarray, memory: np.ndarray,
               else np.zeros(tile, dtype=np.int64))
     if shadow.shape != tile:
         raise ValueError(f"Machine.shadow must have shape {tile}, not {shadow.shape}")
+    table = _int64_array(machine, "table", (TABLE_ENTRIES,))
     state = _State(
         config.rows, cols, config.input_width, config.weight_width, config.acc_width,
         int(config.dataflow is Dataflow.OS), spad_depth, config.acc_depth,
@@ -147,7 +154,7 @@ def native_execute(config: ArrayConfig, words: np.ndarray, memory: np.ndarray,
         acc.size, acc.ctypes.data,
         params[0].size, params[0].ctypes.data, params[1].ctypes.data, params[2].ctypes.data,
         weights.size, weights.ctypes.data, shadow.ctypes.data,
-        int(had_shadow), int(machine.halted),
+        int(had_shadow), int(machine.halted), table.size, table.ctypes.data,
     )
     failed = ctypes.c_int64(0)
     status = int(_entry(library)(ctypes.byref(state), code.ctypes.data, code.shape[0],

@@ -2,8 +2,8 @@
  *
  * Exactly `systolic.sim.golden.machine.Machine.execute`, instruction by instruction, on the
  * state the Python wrapper (`systolic.sim.golden.native_machine`) passes in numpy arrays of the
- * Machine's shapes (int64 scratchpads, accumulators, params and PE weights; uint8 external
- * memory). docs/isa.md and docs/numeric-contract.md are the specification.
+ * Machine's shapes (int64 scratchpads, accumulators, params, PE weights and the STORE unit's
+ * activation table; uint8 external memory). docs/isa.md and docs/numeric-contract.md are the specification.
  *
  * Entry point: `golden_run(state, words, count, failed)` executes instructions words[0..count)
  * (8 little-endian 64-bit words each, fields decoded with the generated isa.h) until
@@ -11,7 +11,8 @@
  * state; on anything the Python machine would reject (an invalid field, an access beyond the
  * memory, a params shift outside -31..31, an instruction after HALT, a missing HALT), and on
  * the few values the C code does not handle exactly (state values beyond 16-bit operands,
- * intermediates beyond 64 bits that Python computes with its own integers), it stops with a
+ * intermediates beyond 64 bits that Python computes with its own integers, table indexes or
+ * entries outside int8 that no LOAD makes), it stops with a
  * nonzero code and `*failed` = the instruction's index; the state then holds the effect of
  * every earlier instruction, so the caller continues in Python from that instruction, which
  * raises the exact message (or finishes the program).
@@ -65,6 +66,7 @@ enum {
 };
 
 #define PARAMS_DEPTH 512
+#define TABLE_ENTRIES 256 /* the activation table's int8 entries, index y + 128 */
 #define ADDRESS_LIMIT ((int64_t)1 << 32)
 #define PAD 16 /* internal rows are padded to a multiple of this many elements */
 
@@ -83,6 +85,8 @@ typedef struct golden_state {
     int64_t weights_size; /* rows * cols, of weights and shadow */
     int64_t *weights, *shadow;
     int64_t has_shadow, halted;
+    int64_t table_size; /* TABLE_ENTRIES, of table */
+    int64_t *table;     /* the STORE unit's activation table (int8 values) */
 } golden_state;
 
 /* A weight tile of the WS array: rows x wpad int32, and the extent of its nonzero weights. */
@@ -109,6 +113,7 @@ typedef struct {
     int16_t *spad_in, *spad_wt;
     tile active, shadow;
     int has_shadow, halted;
+    int16_t table[TABLE_ENTRIES];
     pattern_cache pattern;
 } machine;
 
@@ -162,7 +167,7 @@ static void used_bits(uint64_t *mask, int op) {
         USE(mask, COMPUTE_OS_WT_ROW); USE(mask, COMPUTE_OS_ACC_ROW);
         break;
     case OP_STORE:
-        USE(mask, STORE_FLIP_SIGN); USE(mask, STORE_N); USE(mask, STORE_ZERO_POINT);
+        USE(mask, STORE_FLIP_SIGN); USE(mask, STORE_LUT); USE(mask, STORE_N); USE(mask, STORE_ZERO_POINT);
         USE(mask, STORE_LO); USE(mask, STORE_HI); USE(mask, STORE_PARAM_ROW);
         USE(mask, STORE_ACC_ROW); USE(mask, STORE_M); USE(mask, STORE_EXT); USE(mask, STORE_N0);
         USE(mask, STORE_ROW_STRIDE0); USE(mask, STORE_ROW_STRIDE1);
@@ -177,16 +182,20 @@ static void used_bits(uint64_t *mask, int op) {
         USE(mask, POOL_ROW_STRIDE1);
         break;
     case OP_ADD:
-        USE(mask, ADD_FLIP_SIGN); USE(mask, ADD_LANES); USE(mask, ADD_SHIFT); USE(mask, ADD_ZP_A);
+        USE(mask, ADD_FLIP_SIGN); USE(mask, ADD_MUL); USE(mask, ADD_B_BROADCAST);
+        USE(mask, ADD_LANES); USE(mask, ADD_SHIFT); USE(mask, ADD_ZP_A);
         USE(mask, ADD_ZP_B); USE(mask, ADD_ZP_OUT); USE(mask, ADD_LO); USE(mask, ADD_HI);
         USE(mask, ADD_A_ROW); USE(mask, ADD_B_ROW); USE(mask, ADD_M); USE(mask, ADD_MULTIPLIER_A);
         USE(mask, ADD_MULTIPLIER_B); USE(mask, ADD_EXT); USE(mask, ADD_N0);
         USE(mask, ADD_ROW_STRIDE0); USE(mask, ADD_ROW_STRIDE1);
         break;
     case OP_COPY:
-        USE(mask, COPY_FLIP_SIGN); USE(mask, COPY_LANES); USE(mask, COPY_IN_ROW); USE(mask, COPY_M);
+        USE(mask, COPY_FLIP_SIGN); USE(mask, COPY_LUT); USE(mask, COPY_LANES); USE(mask, COPY_IN_ROW); USE(mask, COPY_M);
         USE(mask, COPY_EXT); USE(mask, COPY_N0); USE(mask, COPY_ROW_STRIDE0);
         USE(mask, COPY_ROW_STRIDE1);
+        break;
+    case OP_TABLE:
+        USE(mask, TABLE_ROW);
         break;
     case OP_HALT:
         break;
@@ -649,8 +658,11 @@ static int64_t clamp(i128 value, int64_t lo, int64_t hi) {
     return value < lo ? lo : value > hi ? hi : (int64_t)value;
 }
 
+/* The activation table's entry for an int8 value y (-128..127). */
+static int64_t table_entry(const machine *mc, int64_t y) { return mc->table[y + 128]; }
+
 static int exec_store(machine *mc, const uint64_t *w) {
-    int64_t flip = FIELD(w, STORE_FLIP_SIGN), n = FIELD(w, STORE_N);
+    int64_t flip = FIELD(w, STORE_FLIP_SIGN), lut = FIELD(w, STORE_LUT), n = FIELD(w, STORE_N);
     int64_t zp = FIELD(w, STORE_ZERO_POINT), lo = FIELD(w, STORE_LO), hi = FIELD(w, STORE_HI);
     int64_t param_row = FIELD(w, STORE_PARAM_ROW), acc_row = FIELD(w, STORE_ACC_ROW);
     int64_t m = FIELD(w, STORE_M), ext = FIELD(w, STORE_EXT), n0 = FIELD(w, STORE_N0);
@@ -678,6 +690,7 @@ static int exec_store(machine *mc, const uint64_t *w) {
         for (int64_t j = 0; j < n; ++j) {
             i128 product = ((i128)acc[j] + bias[j]) * mult[j];
             out[j] = clamp(round_shift(product, 31 + (int)shift[j]) + zp, lo, hi);
+            if (lut) out[j] = table_entry(mc, out[j]); /* (lo..hi lie in -128..127) */
         }
         write_row(mc, row_walk_next(&walk), out, (int)n, (int)flip);
     }
@@ -745,8 +758,12 @@ static int exec_pool(machine *mc, const uint64_t *w) {
     return GOLDEN_OK;
 }
 
+/* ADD: the rescaled sum of rows a and b, or with `mul` their rescaled product (exact in
+ * int64: |a - zp_a|, |b - zp_b| <= 2^15 + 2^7 for the 16-bit operands of the state, so
+ * |(a - zp_a) (b - zp_b) multiplier_a| < 2^62); with `b_broadcast` row b is b_row for every i. */
 static int exec_add(machine *mc, const uint64_t *w) {
     int64_t flip = FIELD(w, ADD_FLIP_SIGN), lanes = FIELD(w, ADD_LANES);
+    int64_t mul = FIELD(w, ADD_MUL), broadcast = FIELD(w, ADD_B_BROADCAST);
     int64_t shift = FIELD(w, ADD_SHIFT), zp_a = FIELD(w, ADD_ZP_A), zp_b = FIELD(w, ADD_ZP_B);
     int64_t zp_out = FIELD(w, ADD_ZP_OUT), lo = FIELD(w, ADD_LO), hi = FIELD(w, ADD_HI);
     int64_t a_row = FIELD(w, ADD_A_ROW), b_row = FIELD(w, ADD_B_ROW), m = FIELD(w, ADD_M);
@@ -755,8 +772,10 @@ static int exec_add(machine *mc, const uint64_t *w) {
     int64_t s0 = FIELD(w, ADD_ROW_STRIDE0), s1 = FIELD(w, ADD_ROW_STRIDE1);
     if (lanes < 1 || m < 1 || n0 < 1 || shift < -31 || shift > 31 || lo > hi)
         return GOLDEN_INVALID;
-    if (lanes > mc->dim || a_row + m > mc->spad_depth || b_row + m > mc->spad_depth)
+    int64_t b_rows = broadcast ? 1 : m;
+    if (lanes > mc->dim || a_row + m > mc->spad_depth || b_row + b_rows > mc->spad_depth)
         return GOLDEN_INVALID;
+    if (mul && (mult_b != 0 || mc->in_w != 8)) return GOLDEN_INVALID;
     if (flip && !flip_supported(mc, mc->in_w)) return GOLDEN_INVALID;
     int status = check_write(mc, ext, n0, s0, s1, m, lanes * mc->ob);
     if (status) return status;
@@ -765,9 +784,10 @@ static int exec_add(machine *mc, const uint64_t *w) {
     row_walk_start(&walk, ext, n0, s0, s1);
     for (int64_t i = 0; i < m; ++i) {
         const int16_t *a = mc->spad_in + (a_row + i) * mc->stride;
-        const int16_t *b = mc->spad_in + (b_row + i) * mc->stride;
+        const int16_t *b = mc->spad_in + (b_row + (broadcast ? 0 : i)) * mc->stride;
         for (int64_t j = 0; j < lanes; ++j) {
-            int64_t t = (a[j] - zp_a) * mult_a + (b[j] - zp_b) * mult_b;
+            int64_t t = mul ? (a[j] - zp_a) * (b[j] - zp_b) * mult_a
+                            : (a[j] - zp_a) * mult_a + (b[j] - zp_b) * mult_b;
             out[j] = clamp(round_shift(t, 31 + (int)shift) + zp_out, lo, hi);
         }
         write_row(mc, row_walk_next(&walk), out, (int)lanes, (int)flip);
@@ -775,24 +795,55 @@ static int exec_add(machine *mc, const uint64_t *w) {
     return GOLDEN_OK;
 }
 
+/* COPY: spad_in rows unchanged, or with `lut` each element y mapped to the table's entry
+ * (input_width 8; an element outside -128..127, which no LOAD makes, is left to Python). */
 static int exec_copy(machine *mc, const uint64_t *w) {
-    int64_t flip = FIELD(w, COPY_FLIP_SIGN), lanes = FIELD(w, COPY_LANES);
+    int64_t flip = FIELD(w, COPY_FLIP_SIGN), lut = FIELD(w, COPY_LUT);
+    int64_t lanes = FIELD(w, COPY_LANES);
     int64_t in_row = FIELD(w, COPY_IN_ROW), m = FIELD(w, COPY_M), ext = FIELD(w, COPY_EXT);
     int64_t n0 = FIELD(w, COPY_N0), s0 = FIELD(w, COPY_ROW_STRIDE0);
     int64_t s1 = FIELD(w, COPY_ROW_STRIDE1);
     if (lanes < 1 || m < 1 || n0 < 1) return GOLDEN_INVALID;
     if (lanes > mc->dim || in_row + m > mc->spad_depth) return GOLDEN_INVALID;
+    if (lut && mc->in_w != 8) return GOLDEN_INVALID;
     if (flip && !flip_supported(mc, mc->in_w)) return GOLDEN_INVALID;
     int status = check_write(mc, ext, n0, s0, s1, m, lanes * mc->ob);
     if (status) return status;
+    if (lut) {
+        for (int64_t i = 0; i < m; ++i) {
+            const int16_t *a = mc->spad_in + (in_row + i) * mc->stride;
+            for (int64_t j = 0; j < lanes; ++j)
+                if (a[j] < INT8_MIN || a[j] > INT8_MAX) return GOLDEN_ARITHMETIC;
+        }
+    }
     int64_t out[128];
     row_walk walk;
     row_walk_start(&walk, ext, n0, s0, s1);
     for (int64_t i = 0; i < m; ++i) {
         const int16_t *a = mc->spad_in + (in_row + i) * mc->stride;
-        for (int64_t j = 0; j < lanes; ++j) out[j] = a[j];
+        if (lut) {
+            for (int64_t j = 0; j < lanes; ++j) out[j] = table_entry(mc, a[j]);
+        } else {
+            for (int64_t j = 0; j < lanes; ++j) out[j] = a[j];
+        }
         write_row(mc, row_walk_next(&walk), out, (int)lanes, (int)flip);
     }
+    return GOLDEN_OK;
+}
+
+/* TABLE: T[e] = spad_in[row + e div dim][e mod dim] for e < 256 (input_width 8; an entry
+ * outside -128..127, which no LOAD makes, is left to Python). */
+static int exec_table(machine *mc, const uint64_t *w) {
+    int64_t row = FIELD(w, TABLE_ROW), dim = mc->dim;
+    int64_t rows = (TABLE_ENTRIES + dim - 1) / dim;
+    if (mc->in_w != 8 || row + rows > mc->spad_depth) return GOLDEN_INVALID;
+    const int16_t *spad = mc->spad_in + row * mc->stride;
+    for (int64_t e = 0; e < TABLE_ENTRIES; ++e) {
+        int16_t value = spad[(e / dim) * mc->stride + e % dim];
+        if (value < INT8_MIN || value > INT8_MAX) return GOLDEN_ARITHMETIC;
+    }
+    for (int64_t e = 0; e < TABLE_ENTRIES; ++e)
+        mc->table[e] = spad[(e / dim) * mc->stride + e % dim];
     return GOLDEN_OK;
 }
 
@@ -827,6 +878,11 @@ static int import_state(machine *mc) {
         }
         tile_extent(t, mc->rows, mc->cols, mc->wpad);
     }
+    for (int e = 0; e < TABLE_ENTRIES; ++e) {
+        int64_t v = st->table[e];
+        if (v < INT8_MIN || v > INT8_MAX) return GOLDEN_STATE;
+        mc->table[e] = (int16_t)v;
+    }
     mc->has_shadow = st->has_shadow != 0;
     mc->halted = st->halted != 0;
     return GOLDEN_OK;
@@ -847,6 +903,7 @@ static void export_state(machine *mc) {
             for (int j = 0; j < mc->cols; ++j)
                 dst[r * mc->cols + j] = s && !mc->has_shadow ? 0 : t->w[r * mc->wpad + j];
     }
+    for (int e = 0; e < TABLE_ENTRIES; ++e) st->table[e] = mc->table[e];
     st->has_shadow = mc->has_shadow;
     st->halted = mc->halted;
 }
@@ -859,10 +916,11 @@ static int valid_arguments(const golden_state *st) {
     int64_t dim = st->rows > st->cols ? st->rows : st->cols;
     if (st->spad_depth < 0 || st->acc_depth < 0 || st->memory_size < 0) return 0;
     if (st->spad_size != st->spad_depth * dim || st->acc_size != st->acc_depth * st->cols
-        || st->params_size != PARAMS_DEPTH * st->cols || st->weights_size != st->rows * st->cols)
+        || st->params_size != PARAMS_DEPTH * st->cols || st->weights_size != st->rows * st->cols
+        || st->table_size != TABLE_ENTRIES)
         return 0;
     return st->spad_in && st->spad_wt && st->acc && st->bias && st->multiplier && st->shift
-           && st->weights && st->shadow && (st->memory || !st->memory_size);
+           && st->weights && st->shadow && st->table && (st->memory || !st->memory_size);
 }
 
 /* Execute words[0..count) until HALT; see the file comment. */
@@ -922,6 +980,7 @@ int golden_run(golden_state *st, const uint64_t *words, int64_t count, int64_t *
         case OP_POOL: status = exec_pool(&mc, w); break;
         case OP_ADD: status = exec_add(&mc, w); break;
         case OP_COPY: status = exec_copy(&mc, w); break;
+        case OP_TABLE: status = exec_table(&mc, w); break;
         case OP_HALT: mc.halted = 1; break;
         default: status = GOLDEN_INVALID; break;
         }

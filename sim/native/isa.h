@@ -101,6 +101,7 @@ static inline int row_extent(int64_t ext, int64_t n0, int64_t s0, int64_t s1, in
 
 #define OP_STORE 5
 #define STORE_FLIP_SIGN 8, 1, 0
+#define STORE_LUT 9, 1, 0
 #define STORE_N 16, 16, 0
 #define STORE_ZERO_POINT 32, 8, 1
 #define STORE_LO 40, 8, 1
@@ -141,6 +142,8 @@ static inline int row_extent(int64_t ext, int64_t n0, int64_t s0, int64_t s1, in
 
 #define OP_ADD 7
 #define ADD_FLIP_SIGN 8, 1, 0
+#define ADD_MUL 9, 1, 0
+#define ADD_B_BROADCAST 10, 1, 0
 #define ADD_LANES 16, 16, 0
 #define ADD_SHIFT 32, 8, 1
 #define ADD_ZP_A 40, 8, 1
@@ -160,6 +163,7 @@ static inline int row_extent(int64_t ext, int64_t n0, int64_t s0, int64_t s1, in
 
 #define OP_COPY 8
 #define COPY_FLIP_SIGN 8, 1, 0
+#define COPY_LUT 9, 1, 0
 #define COPY_LANES 16, 16, 0
 #define COPY_IN_ROW 32, 32, 0
 #define COPY_M 64, 32, 0
@@ -169,5 +173,8 @@ static inline int row_extent(int64_t ext, int64_t n0, int64_t s0, int64_t s1, in
 #define COPY_ROW_STRIDE1 192, 32, 1
 
 #define OP_HALT 9
+
+#define OP_TABLE 10
+#define TABLE_ROW 32, 32, 0
 
 #endif
