@@ -5,7 +5,11 @@ inputs, outputs, intermediate activations, constants) and turns each node into a
 
 - **array**: systolic.QConv / systolic.QMatMul, lowered by `lower_qconv` / `lower_qmatmul`
   (`systolic.mapper.lowering.conv` / `.matmul`) through a `LayerContext`;
-- **vector**: systolic.QMaxPool / QAveragePool (`lower_pool`) and QAdd (`lower_add`);
+- **vector**: systolic.QMaxPool / QAveragePool (`lower_pool`), QAdd (`lower_add`), QMul
+  (`lower_qmul`: ADD with `mul`) and QTable (`lower_qtable`: TABLE, then LOAD + COPY with
+  `lut`). A QTable whose input is made by a QConv / QMatMul for it alone (not a graph output)
+  is fused instead: that layer's STOREs go through the table and write the QTable's output
+  (the QConv's own output is never placed), and the QTable's layer has no instructions;
 - **layout**: Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Identity, Concat
   (`decide_layout`: re-interpretation, permuted weights, a strided view read in place by
   batched/attention QMatMuls, or LOAD + COPY);
@@ -43,8 +47,10 @@ from systolic.mapper.lowering.layer_code import LayerCode
 from systolic.mapper.lowering.layout import LAYOUT_OPS, decide_layout
 from systolic.mapper.lowering.matmul import lower_qmatmul
 from systolic.mapper.lowering.memory_plan import EIGHT_BIT, MemoryPlan, element_type
+from systolic.mapper.lowering.multiply import lower_qmul
 from systolic.mapper.lowering.node_attrs import int_attr, ints_attr
 from systolic.mapper.lowering.pool import lower_pool
+from systolic.mapper.lowering.table import Activation, activation_of, lower_qtable
 from systolic.mapper.macs import node_macs
 from systolic.mapper.shape_inference import infer_shapes
 
@@ -56,6 +62,8 @@ _VECTOR: dict[str, Callable[[Node, LayerContext], list[Instruction]]] = {
     "QMaxPool": lower_pool,
     "QAveragePool": lower_pool,
     "QAdd": lower_add,
+    "QMul": lower_qmul,
+    "QTable": lower_qtable,
 }
 
 
@@ -111,23 +119,27 @@ def _halos(graph: Graph) -> dict[str, tuple[int, int]]:
 
 
 _SPATIAL_OPS = frozenset({"QConv", "QMaxPool", "QAveragePool"})
+_ELEMENTWISE = frozenset({"QAdd", "QMul", "QTable"})
+"""The elementwise systolic ops: their operands and result share one layout."""
 
 
 def _spatial(graph: Graph) -> frozenset[str]:
-    """Return the values 1-D/2-D convolutions and pooling read or write, and (through QAdd)
-    the values added to them: the rank-3 ones among them are stored channel-last."""
+    """Return the values 1-D/2-D convolutions and pooling read or write, and (through QAdd,
+    QMul and QTable) the values combined with them: the rank-3 ones among them are stored
+    channel-last."""
     spatial = {
         name
         for node in graph.nodes
         if node.domain == SYSTOLIC_DOMAIN and node.op_type in _SPATIAL_OPS
         for name in (node.inputs[0], node.outputs[0])
     }
-    adds = [n for n in graph.nodes if n.domain == SYSTOLIC_DOMAIN and n.op_type == "QAdd"]
+    adds = [n for n in graph.nodes if n.domain == SYSTOLIC_DOMAIN and n.op_type in _ELEMENTWISE]
     changed = True
     while changed:
         changed = False
         for node in adds:
-            names = {n for n in (*node.inputs[:2], node.outputs[0]) if n}
+            operands = node.inputs[:1] if node.op_type == "QTable" else node.inputs[:2]
+            names = {n for n in (*operands, node.outputs[0]) if n}
             if names & spatial and not names <= spatial:
                 spatial |= names
                 changed = True
@@ -146,8 +158,10 @@ def _matrix(graph: Graph, spatial: frozenset[str]) -> frozenset[str]:
         if graph.initializer(name) is None
     }
     # and the values the layout ops between them pass through (heads split by Reshape and
-    # Transpose, merged again), so those stay re-interpretations or strided views
-    layouts = [n for n in graph.nodes if n.domain == "" and n.op_type in _PASS_LAYOUT]
+    # Transpose, merged again), so those stay re-interpretations or strided views, and the
+    # result of a QTable of them (written by the product's STOREs when fused)
+    layouts = [n for n in graph.nodes if (n.domain == "" and n.op_type in _PASS_LAYOUT)
+               or (n.domain == SYSTOLIC_DOMAIN and n.op_type == "QTable")]  # fmt: skip
     changed = True
     while changed:
         changed = False
@@ -189,6 +203,7 @@ class _Compiler:
         self.overrides: dict[int, dict[str, np.ndarray]] = {}
         self.views: dict[str, MemoryView] = {}
         self.slices = self._concat_slices()
+        self.fused: dict[str, str] = {}  # QTable label -> the array layer whose STOREs apply it
 
     def _concat_slices(self) -> dict[str, tuple[str, int, int]]:
         """Map each value written straight into its slice of a Concat's output to (output,
@@ -351,6 +366,10 @@ class _Compiler:
         if unit is LayerUnit.HOST:
             self.host(index, node, self.host_reasons.get(node.name, "not an accelerator operator"), macs)
             return
+        if node.label in self.fused:
+            reason = f"fused into the STOREs of {self.fused[node.label]!r} (STORE with lut)"
+            self.add_layer(node, unit, [], reason, macs)
+            return
         data_inputs = [n for n in node.inputs if n]
         if unit is LayerUnit.ARRAY:  # the activation input, and a QMatMul's computed B
             data_inputs = [n for i, n in enumerate(data_inputs)
@@ -360,22 +379,52 @@ class _Compiler:
             if self.place(name) is None:
                 self.host(index, node, f"input {name!r} lives on the host", macs)
                 return
-        for name in node.outputs:
+        table = self.fusable_table(node) if unit is LayerUnit.ARRAY else None
+        for name in node.outputs if table is None else table.outputs:
             if name and self.place(name) is None:
                 self.host(index, node, f"output {name!r} cannot be placed", macs)
                 return
         try:
             if unit is LayerUnit.ARRAY:
-                code, macs = self.lower_array(node, ctx)
+                code, macs = self.lower_array(node, ctx, table)
             else:
                 code = _VECTOR[node.op_type](node, ctx)
         except (UnsupportedError, ResourceError) as err:
             self.host(index, node, str(err), macs)
             return
+        if table is not None:
+            self.fused[table.label] = node.label
         self.add_layer(node, unit, code, f"{node.op_type} on the {unit.value} unit", macs)
 
-    def lower_array(self, node: Node, ctx: LayerContext) -> tuple[list[Instruction], int]:
-        """Call `lower_qconv` / `lower_qmatmul`; return the instructions and useful MACs."""
+    def fusable_table(self, node: Node) -> Node | None:
+        """Return the QTable to fuse into array layer `node`'s STOREs, or None: the QTable
+        (of a constant table) must be the only reader of `node`'s output, which is no graph
+        output and no slice of a Concat, and its output must have the same layout."""
+        out = node.outputs[0]
+        users = self.consumers.get(out, [])
+        if len(users) != 1 or out in self.outputs or out in self.slices or out in self.halos:
+            return None
+        table = users[0]
+        if (table.domain != SYSTOLIC_DOMAIN or table.op_type != "QTable"
+                or table.inputs[0] != out or out in table.inputs[1:]
+                or self.graph.initializer(table.inputs[1]) is None):  # fmt: skip
+            return None
+        out_type, y_type = self.graph.type_of(out), self.graph.type_of(table.outputs[0])
+        if out_type is None or y_type is None or out_type.shape != y_type.shape:
+            return None
+        if out_type.dtype not in EIGHT_BIT or y_type.dtype not in EIGHT_BIT:
+            return None
+        shape = tuple(int(d) for d in out_type.shape)  # type: ignore[arg-type, union-attr]
+        same_layout = (self.plan.channel_last(out, out_type.dtype, shape)
+                       == self.plan.channel_last(table.outputs[0], y_type.dtype, shape))  # fmt: skip
+        return table if same_layout else None
+
+    def lower_array(
+        self, node: Node, ctx: LayerContext, table: Node | None = None
+    ) -> tuple[list[Instruction], int]:
+        """Call `lower_qconv` / `lower_qmatmul`; return the instructions and useful MACs.
+        With `table` (a QTable fused into the layer), the STOREs write the QTable's output
+        through its table."""
         lowering = _ARRAY[node.op_type]
         constants = {
             name: ctx.constant(name)
@@ -383,16 +432,24 @@ class _Compiler:
             if name and (name in ctx.overrides or self.graph.initializer(name) is not None)
         }
         x = ctx.placement(node.inputs[0])
-        y = ctx.placement(node.outputs[0])
+        activation: Activation | None = None
+        if table is None:
+            y = ctx.placement(node.outputs[0])
+        else:  # the QTable's output, as the layer's own output type
+            activation = activation_of(table, ctx)
+            y = dataclasses.replace(ctx.placement(table.outputs[0]), name=node.outputs[0],
+                                    dtype=ctx.dtype(node.outputs[0]))  # fmt: skip
         alloc = _PlanAllocator(self.plan)
         if node.op_type == "QConv":
             halo = self.halos.get(node.inputs[0], (0, 0))[0]
             x_halo = (halo,) * (2 * (len(x.shape) - 2)) if halo else ()
-            code = lowering(node, x, y, x_halo, self.config, alloc, constants=constants)
+            code = lowering(node, x, y, x_halo, self.config, alloc, constants=constants,
+                            activation=activation)  # fmt: skip
         else:
             b_name = node.inputs[1]
             b = None if b_name in constants else ctx.placement(b_name)
-            code = lowering(node, x, y, self.config, alloc, constants=constants, b=b)
+            code = lowering(node, x, y, self.config, alloc, constants=constants, b=b,
+                            activation=activation)  # fmt: skip
         self.plan.segments.extend(code.segments)
         return list(code.instructions), int(code.stats.macs)
 

@@ -33,6 +33,7 @@ from systolic.mapper.lowering.node_attrs import (
     per_channel,
 )
 from systolic.mapper.lowering.params_rows import fold_zero_point
+from systolic.mapper.lowering.table import Activation
 
 __all__ = ["choose_pack", "lower_qconv"]
 
@@ -65,13 +66,15 @@ def lower_qconv(
     alloc: ConstantAllocator,
     *,
     constants: Mapping[str, np.ndarray],
+    activation: Activation | None = None,
 ) -> LayerCode:
     """Return the code computing QConv `node` from X at `x` into Y at `y`.
 
     `x_halo` is the halo around X in elements, ONNX pads order (begin of each spatial axis,
     then ends; () for none); it must cover the node's pads. `constants` maps initializer names
     to arrays (W and the optional B). X must be channel-contiguous (stride of C equal to
-    `operand_bytes`), and so must Y.
+    `operand_bytes`), and so must Y. With `activation` (a fused QTable), the STOREs write Y
+    through its table (`y` then is the QTable's output placement, with the QConv's output type).
     """
     label = node.label
     w = constant_input(constants, node.inputs[1], node).astype(np.int64)
@@ -189,4 +192,4 @@ def lower_qconv(
             )
         )
     macs = pixels * out_channels * c_group * kh * kw
-    return lower_jobs(jobs, macs, config, alloc)
+    return lower_jobs(jobs, macs, config, alloc, activation)

@@ -5,7 +5,9 @@ src_strides[d])` to `dst + sum(i_d * dst_strides[d])`. One axis becomes the lane
 scratchpad row (the one contiguous in the destination, in chunks of `dim`), gathered from the
 source with the LOAD element pattern (contiguous run or one element every stride); the two
 innermost other axes are walked by the row pattern, any further axes by separate
-instructions. Blocks of rows alternate between the two halves of spad_in.
+instructions. Blocks of rows alternate between the two halves of spad_in (of its rows from
+`first_row` on, when the rows before hold something else: an activation table). With `lut`
+every COPY maps its elements through the activation table (a QTable's standalone pass).
 """
 
 import itertools
@@ -28,6 +30,8 @@ def copy_strided(
     element: int,
     flip_load: bool = False,
     flip_store: bool = False,
+    lut: bool = False,
+    first_row: int = 0,
 ) -> list[Instruction]:
     """Return the instructions of the copy described in the module docstring."""
     if not shape:
@@ -41,7 +45,7 @@ def copy_strided(
     inner0 = others[-1] if others else None
     inner1 = others[-2] if len(others) > 1 else None
     outer = others[:-2]
-    half = depth(config, Memory.SPAD_IN) // 2
+    half = (depth(config, Memory.SPAD_IN) - first_row) // 2
     size0 = shape[inner0] if inner0 is not None else 1
     size1 = shape[inner1] if inner1 is not None else 1
     code: list[Instruction] = []
@@ -72,7 +76,7 @@ def copy_strided(
                 pattern = {"run": 1, "n_mid": lanes, "stride_mid": lane_src}
             for j0, j1, i0, i1 in blocks:
                 rows = (j1 - j0) * (i1 - i0)
-                spad_row = buffer * half
+                spad_row = first_row + buffer * half
                 buffer ^= 1
                 s = src_base + c0 * lane_src + j0 * stride(src_strides, inner1)
                 s += i0 * stride(src_strides, inner0)
@@ -105,6 +109,7 @@ def copy_strided(
                         row_stride0=stride(dst_strides, inner0) if n0 > 1 else 0,
                         row_stride1=stride(dst_strides, inner1) if j1 - j0 > 1 else 0,
                         flip_sign=flip_store,
+                        lut=lut,
                     )
                 )
     return code

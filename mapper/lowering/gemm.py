@@ -110,7 +110,8 @@ class GemmJob:
     `ComputedWeights` for a B computed at run time; `bias`
     already holds the folded activation zero point; `multiplier`/`shift` are per column.
     `zero_point`, `lo`, `hi` are the STORE's (int8 domain); `flip_in`/`flip_out` the LOAD's
-    and STORE's `flip_sign`. `label` names the layer in messages.
+    and STORE's `flip_sign`; `lut` sets the STOREs' flag of that name (the output goes through
+    the activation table a TABLE loaded first). `label` names the layer in messages.
     """
 
     label: str
@@ -126,6 +127,7 @@ class GemmJob:
     hi: int
     flip_in: bool
     flip_out: bool
+    lut: bool = False
 
     @property
     def k(self) -> int:

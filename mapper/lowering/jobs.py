@@ -1,8 +1,11 @@
 """Turn a layer's `GemmJob`s into its `LayerCode`: constants placed, instructions emitted.
 
 A job whose B is computed (`ComputedWeights`) has no weight image: its weight LOADs read B
-where it lies; only its params rows are constants."""
+where it lies; only its params rows are constants. With an `Activation` (a QTable fused into
+the layer), the table is one more constant, loaded and TABLEd before the first job, and every
+STORE gets `lut` (and the table output's `flip_sign`)."""
 
+import dataclasses
 from collections.abc import Sequence
 
 from systolic.config import ArrayConfig
@@ -18,16 +21,28 @@ from systolic.mapper.lowering.params_rows import (
     weight_image,
 )
 from systolic.mapper.lowering.schedule import JobImage, Scheduler
+from systolic.mapper.lowering.table import Activation, table_image
 
 __all__ = ["lower_jobs"]
 
 
 def lower_jobs(
-    jobs: Sequence[GemmJob], macs: int, config: ArrayConfig, alloc: ConstantAllocator
+    jobs: Sequence[GemmJob],
+    macs: int,
+    config: ArrayConfig,
+    alloc: ConstantAllocator,
+    activation: Activation | None = None,
 ) -> LayerCode:
-    """Check each job's weights, place its constants through `alloc`, emit its instructions."""
+    """Check each job's weights, place its constants through `alloc`, emit its instructions
+    (their STOREs through `activation`'s table, when given)."""
     scheduler = Scheduler(config)
     segments: list[MemorySegment] = []
+    if activation is not None:
+        table = table_image(activation.table, config)
+        address = alloc.allocate(len(table), config.bus_bytes, f"{jobs[0].label}.table")
+        segments.append(MemorySegment(address, table))
+        scheduler.load_table(address)
+        jobs = [dataclasses.replace(job, lut=True, flip_out=activation.flip_out) for job in jobs]
     for index, job in enumerate(jobs):
         suffix = f"{job.label}#{index}" if len(jobs) > 1 else job.label
         if isinstance(job.weights, ComputedWeights):

@@ -41,6 +41,7 @@ from systolic.mapper.lowering.node_attrs import (
     per_channel,
 )
 from systolic.mapper.lowering.params_rows import fold_zero_point
+from systolic.mapper.lowering.table import Activation
 from systolic.reference.ops.op_systolic_qmatmul import matmul_shape
 
 __all__ = ["lower_qmatmul", "row_blocks"]
@@ -72,14 +73,17 @@ def lower_qmatmul(
     *,
     constants: Mapping[str, np.ndarray],
     b: TensorPlacement | None = None,
+    activation: Activation | None = None,
 ) -> LayerCode:
     """Return the code computing QMatMul `node` from A at `a` into Y at `y`.
 
     `constants` maps initializer names to arrays (B and the optional Bias [N]); `b` is B's
-    placement when B is computed (not in `constants`).
+    placement when B is computed (not in `constants`). With `activation` (a fused QTable),
+    the STOREs write Y through its table (`y` then is the QTable's output placement, with
+    the QMatMul's output type).
     """
     if node.inputs[1] not in constants or np.ndim(constants[node.inputs[1]]) != 2:
-        return _lower_batched(node, a, y, config, alloc, constants, b)
+        return _lower_batched(node, a, y, config, alloc, constants, b, activation)
     label = node.label
     b_matrix = constant_input(constants, node.inputs[1], node).astype(np.int64)
     if not a.shape or a.shape[-1] != b_matrix.shape[0]:
@@ -100,7 +104,7 @@ def lower_qmatmul(
         **_stage(node, n, out, flip_in),
     )
     rows = job.rows
-    return lower_jobs([job], rows * k * n, config, alloc)
+    return lower_jobs([job], rows * k * n, config, alloc, activation)
 
 
 def _lower_batched(
@@ -111,6 +115,7 @@ def _lower_batched(
     alloc: ConstantAllocator,
     constants: Mapping[str, np.ndarray],
     b: TensorPlacement | None,
+    activation: Activation | None,
 ) -> LayerCode:
     """Lower a QMatMul whose B is batched or computed (module docstring)."""
     label = node.label
@@ -184,7 +189,7 @@ def _lower_batched(
             )
         )
     macs = math.prod(shape) * k
-    return lower_jobs(jobs, macs, config, alloc)
+    return lower_jobs(jobs, macs, config, alloc, activation)
 
 
 def _sides(

@@ -38,7 +38,9 @@ from systolic.isa.instructions import (
     Unit,
 )
 from systolic.isa.memories import PARAMS_DEPTH, Memory, depth, params_row_bytes
+from systolic.isa.table import table_rows
 from systolic.mapper.lowering.gemm import ComputedWeights, GemmJob, RowPiece, split_rows
+from systolic.mapper.lowering.table import table_code
 from systolic.mapper.lowering.tiling import OsPlan, WsPlan, plan_os, plan_ws
 
 __all__ = ["JobImage", "Ring", "Scheduler", "computed_weight_loads"]
@@ -339,7 +341,7 @@ class Scheduler:
                 Store(
                     acc_row + piece.offset, piece.count, n, param_row, job.zero_point, job.lo,
                     job.hi, piece.ext + t * cols * ob, n0=piece.n0, row_stride0=piece.stride0,
-                    row_stride1=piece.stride1, flip_sign=job.flip_out,
+                    row_stride1=piece.stride1, flip_sign=job.flip_out, lut=job.lut,
                 )
             )  # fmt: skip
 
@@ -359,6 +361,16 @@ class Scheduler:
             self._body(self._pending.pop(0))
 
     # -- jobs ----------------------------------------------------------------------------------
+
+    def load_table(self, address: int) -> None:
+        """LOAD the activation table (`table_rows` rows of `dim` int8 entries at `address`)
+        into spad_in and TABLE it, ahead of every job: the STOREs with `lut` follow the TABLE
+        in the ST queue, and the table's rows are a span of the first step, so no LOAD hoisted
+        over that step overwrites them before the TABLE has read them."""
+        row, _ = self._span(self.spad_in, "in", ("table",), table_rows(self.config))
+        load, table = table_code(address, self.config, row)
+        self._add_load(0, load)
+        self._body(table)
 
     def emit(self, job: GemmJob, image: JobImage) -> None:
         """Add the instructions computing `job` (its constants at `image`)."""

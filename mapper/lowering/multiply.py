@@ -1,0 +1,127 @@
+"""Lower systolic.QMul (element-wise quantized product) to LOAD A, LOAD B, ADD with `mul`.
+
+Tiled like QAdd (`add.py`): per image, chunk of `dim` channels and block of image rows, A and
+B are loaded into two of four spad_in quarters (double-buffered) and one ADD with `mul`
+(multiplier_a = the QMul multiplier, multiplier_b = 0) writes the block of Y. When B is a
+per-channel vector (A [N, C, *spatial], B [N or 1, C, 1, ...]) it is loaded as one row per
+channel chunk and the ADD reads it for every pixel (`b_broadcast`); A's channels must then be
+its scratchpad lanes (a channel-last map, or a matrix [N, C]).
+"""
+
+import numpy as np
+
+from systolic.errors import ModelError, ResourceError, UnsupportedError
+from systolic.ir import DataType, Node
+from systolic.isa.instructions import Add, Instruction, Load, LoadTarget
+from systolic.isa.memories import Memory, depth
+from systolic.isa.program import TensorPlacement
+from systolic.mapper.lowering.context import LayerContext
+from systolic.mapper.lowering.feature_map import FeatureMap, feature_map, load_pixels
+from systolic.mapper.lowering.node_attrs import int_attr
+from systolic.mapper.lowering.vector_tiles import VectorTile, vector_tiles
+
+__all__ = ["broadcast_form", "lower_qmul"]
+
+_FLIP = 128
+
+
+def broadcast_form(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> bool:
+    """True when B is a per-channel vector of A (B [N or 1, C, 1, ...] for A [N, C, ...]
+    with more than one element per channel), False when B has A's shape; ModelError else."""
+    if a_shape == b_shape:
+        return False
+    per_channel = (
+        len(a_shape) >= 2
+        and len(b_shape) == len(a_shape)
+        and b_shape[0] in (1, a_shape[0])
+        and b_shape[1] == a_shape[1]
+        and all(d == 1 for d in b_shape[2:])
+    )
+    if not per_channel:
+        raise ModelError(f"QMul B {list(b_shape)} must have A's shape {list(a_shape)} or be "
+                         f"per channel ([N or 1, C, 1, ...])")  # fmt: skip
+    return True
+
+
+def _channel_row(b: TensorPlacement, image: int, c0: int, lanes: int, row: int,
+                 flip: bool) -> Load:  # fmt: skip
+    """LOAD channels c0 .. c0+lanes-1 of B's image `image` (B per channel) as one spad_in row."""
+    element = b.dtype.numpy.itemsize
+    stride = b.strides[1]
+    contiguous = stride == element or lanes == 1
+    return Load(
+        LoadTarget.SPAD_IN, row, 1, b.address + image * b.strides[0] + c0 * stride,
+        length=lanes, run=lanes if contiguous else 1, n_mid=1 if contiguous else lanes,
+        stride_mid=0 if contiguous else stride, flip_sign=flip,
+    )  # fmt: skip
+
+
+def _add(node: Node, ctx: LayerContext, t: VectorTile, y_map: FeatureMap, rows: tuple[int, int],
+         flips: list[int], broadcast: bool) -> Add:  # fmt: skip
+    info = np.iinfo(ctx.dtype(node.outputs[0]).numpy)
+    return Add(
+        a_row=rows[0],
+        b_row=rows[1],
+        m=t.rows * y_map.width,
+        lanes=t.lanes,
+        multiplier_a=int_attr(node, "multiplier"),
+        multiplier_b=0,
+        shift=int_attr(node, "shift"),
+        zp_a=int_attr(node, "a_zero_point", 0) - flips[0],
+        zp_b=int_attr(node, "b_zero_point", 0) - flips[1],
+        zp_out=int_attr(node, "y_zero_point", 0) - flips[2],
+        lo=int_attr(node, "y_lo", int(info.min)) - flips[2],
+        hi=int_attr(node, "y_hi", int(info.max)) - flips[2],
+        ext=y_map.pixel(t.image, t.y0, 0, t.c0),
+        n0=y_map.width,
+        row_stride0=y_map.pixel_stride if y_map.width > 1 else 0,
+        row_stride1=y_map.row_stride if t.rows > 1 else 0,
+        flip_sign=bool(flips[2]),
+        mul=True,
+        b_broadcast=broadcast,
+    )
+
+
+def lower_qmul(node: Node, ctx: LayerContext) -> list[Instruction]:
+    """Return the instructions of a systolic.QMul node."""
+    a_name, b_name, y_name = node.inputs[0], node.inputs[1], node.outputs[0]
+    shape = ctx.shape(y_name)
+    b_shape = ctx.shape(b_name)
+    broadcast = broadcast_form(ctx.shape(a_name), b_shape)
+    types = [ctx.dtype(n) for n in (a_name, b_name, y_name)]
+    flips = [_FLIP if t == DataType.UINT8 else 0 for t in types]
+    a_map, y_map = (feature_map(ctx.placement(n), ctx.plan.channel_last(n, t, shape))
+                    for n, t in ((a_name, types[0]), (y_name, types[2])))  # fmt: skip
+    b_map = None
+    if broadcast:
+        lanes_are_channels = len(shape) == 2 or all(
+            ctx.plan.channel_last(n, t, shape) for n, t in ((a_name, types[0]), (y_name, types[2]))
+        )
+        if not lanes_are_channels:
+            raise UnsupportedError(f"QMul {node.label!r}: a per-channel B needs A and Y stored "
+                                   "with their channels contiguous (channel-last)")  # fmt: skip
+    else:
+        b_map = feature_map(ctx.placement(b_name), ctx.plan.channel_last(b_name, types[1], shape))
+    quarter = depth(ctx.config, Memory.SPAD_IN) // 4
+    block = min(y_map.height, quarter // y_map.width)
+    if block == 0:
+        raise ResourceError(
+            f"QMul {node.label!r}: an image row of {y_map.width} pixels does not fit a quarter "
+            f"of spad_in ({quarter} rows); raise spad_kib"
+        )
+    b_place = ctx.placement(b_name)
+    images = len(y_map.image_addresses)
+    code: list[Instruction] = []
+    for t in vector_tiles(images, y_map.channels, y_map.height, ctx.config.dim, block):
+        a_row = t.buffer * 2 * quarter
+        b_row = a_row + quarter
+        code.append(load_pixels(a_map, t.image, t.y0, t.rows, t.c0, t.lanes, a_row,
+                                flip_sign=bool(flips[0])))  # fmt: skip
+        if b_map is None:
+            b_image = t.image if b_shape[0] > 1 else 0  # B [N, C, 1, ...] or [1, C, 1, ...]
+            code.append(_channel_row(b_place, b_image, t.c0, t.lanes, b_row, bool(flips[1])))
+        else:
+            code.append(load_pixels(b_map, t.image, t.y0, t.rows, t.c0, t.lanes, b_row,
+                                    flip_sign=bool(flips[1])))  # fmt: skip
+        code.append(_add(node, ctx, t, y_map, (a_row, b_row), flips, broadcast))
+    return code
