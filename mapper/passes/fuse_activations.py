@@ -2,7 +2,7 @@
 output bounds.
 
 Pattern: S -> DequantizeLinear -> Relu|Clip -> QuantizeLinear with the same scale and zero
-point as the DequantizeLinear, S one of QConv, QMatMul, QAdd, QMaxPool, QAveragePool writing
+point as the DequantizeLinear, S one of QConv, QMatMul, QAdd, QMul, QMaxPool, QAveragePool writing
 only to that DequantizeLinear. Since QuantizeLinear(DequantizeLinear(q)) = q for the same
 parameters and QuantizeLinear is monotonic, the chain equals clamping S's integers: a Relu
 raises y_lo to the zero point, Clip's bounds are quantized with QuantizeLinear semantics
@@ -25,7 +25,7 @@ from systolic.mapper.passes.report import PassReport
 
 __all__ = ["fuse_activations"]
 
-BOUNDED_OPS = frozenset({"QConv", "QMatMul", "QAdd", "QMaxPool", "QAveragePool"})
+BOUNDED_OPS = frozenset({"QConv", "QMatMul", "QAdd", "QMul", "QMaxPool", "QAveragePool"})
 
 
 def fuse_activations(model: Model, report: PassReport) -> Model:

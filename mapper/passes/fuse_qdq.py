@@ -9,6 +9,10 @@ the systolic integer ops (section C of the shared contracts).
   because the input zero point's correction Σ_k B[k, n]·zp cannot be folded into a constant
   bias when B is computed)
 - DQ(a), DQ(b) -> Add (or a two-input Sum) -> [Relu|Clip] -> Q  becomes  QAdd
+- DQ(a), DQ(b) -> Mul -> [Relu|Clip] -> Q  becomes  QMul: a and b computed (not constants),
+  of the same shape or one per channel [N|1, C, 1, ...] of the other [N, C, *spatial]
+  (squeeze-excitation scaling); multiplier and shift of s_a * s_b / s_y (float64) as the
+  output stage's
 - DQ(x) -> MaxPool -> [Relu|Clip] -> Q (same scale and zero point)  becomes  QMaxPool
 - DQ(x) -> AveragePool / GlobalAveragePool -> Q  becomes  QAveragePool
 - DQ(x) -> Flatten/Reshape/Transpose/Squeeze/Unsqueeze/Concat -> Q (same parameters)
@@ -45,6 +49,7 @@ from systolic.mapper.passes.quant_params import (
 from systolic.mapper.passes.report import PassReport
 from systolic.reference.kernels import quant
 from systolic.reference.kernels.conv import resolve_auto_pad
+from systolic.reference.ops.op_systolic_qmul import per_channel_broadcast
 
 __all__ = ["LAYOUT_OPS", "fuse_qdq"]
 
@@ -336,6 +341,28 @@ def _add(ctx: FusionContext, node: Node, report: PassReport) -> None:
     _finish(ctx, report, "QAdd", [a_q, b_q], [node, act, q], attrs, [])
 
 
+def _mul(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    a_q, ap = _dq_activation(ctx, node.inputs[0], "first input")
+    b_q, bp = _dq_activation(ctx, node.inputs[1], "second input")
+    if a_q in ctx.constants or b_q in ctx.constants:
+        raise NotFusable("a Mul by a constant is not a product of two computed tensors (a "
+                         "scalar constant goes into a table)")
+    shape_a, shape_b = ctx.shape_of(node.inputs[0]), ctx.shape_of(node.inputs[1])
+    if shape_a is None or shape_b is None:
+        raise NotFusable("the Mul's inputs do not have static shapes")
+    if shape_a != shape_b and per_channel_broadcast(shape_b, shape_a):
+        (a_q, ap, shape_a), (b_q, bp, shape_b) = (b_q, bp, shape_b), (a_q, ap, shape_a)
+    if shape_a != shape_b and not per_channel_broadcast(shape_a, shape_b):
+        raise NotFusable(f"the Mul's inputs {list(shape_a)} and {list(shape_b)} are neither "
+                         "the same shape nor one per channel [N|1, C, 1, ...] of the other")
+    act, q, yp = _output_chain(ctx, node)
+    (mult,), (shift,) = output_multipliers(
+        [float(np.float64(ap.scale) * np.float64(bp.scale) / np.float64(yp.scale))])
+    attrs = {"a_zero_point": ap.zero_point, "b_zero_point": bp.zero_point,
+             "multiplier": mult, "shift": shift, **_stage_attrs(act, ctx, yp)}
+    _finish(ctx, report, "QMul", [a_q, b_q], [node, act, q], attrs, [])
+
+
 def _pool(ctx: FusionContext, node: Node, report: PassReport) -> None:
     x_q, xp = _dq_activation(ctx, node.inputs[0], "input")
     shape = ctx.shape_of(node.inputs[0])
@@ -391,6 +418,7 @@ _HANDLERS: dict[str, Handler] = {
     "MatMul": _matmul_like,
     "Add": _add,
     "Sum": _add,
+    "Mul": _mul,
     "MaxPool": _pool,
     "AveragePool": _pool,
     "GlobalAveragePool": _pool,

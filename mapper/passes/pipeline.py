@@ -12,9 +12,12 @@ Order (each pass one module):
                         quantization, expressed as QuantizeLinear/DequantizeLinear pairs
                         (types are inferred again afterwards)
  7. normalize_qoperator QLinearConv, QGemm, QLinearAdd ... -> systolic ops
- 8. fuse_qdq            DQ -> op -> [Relu|Clip] -> Q -> systolic ops, integer layout ops
+ 8. fuse_qdq            DQ -> op -> [Relu|Clip] -> Q -> systolic ops (QMul for the product
+                        of two quantized tensors), integer layout ops
  9. fuse_activations    quantized-domain Relu/Clip after a systolic op -> its y_lo/y_hi
-10. eliminate_dead      unread nodes and constants
+10. fuse_tables         DQ -> element-wise float region -> Q -> QTable (activation tables)
+11. compose_tables      QTable of QTable, QMul/QAdd of functions of one tensor -> one QTable
+12. eliminate_dead      unread nodes and constants
 Then the graph is rebound to operator versions and its shapes inferred again; the model
 imports the "systolic" domain (version 1) when it uses the fused ops. Every original node
 without a recorded outcome ends up "host" (with the reason a pattern gave, if any) or
@@ -29,11 +32,13 @@ import numpy as np
 from systolic.ir import SYSTOLIC_DOMAIN, DataType, Model
 from systolic.mapper.binding import bind_graph
 from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES
+from systolic.mapper.passes.compose_tables import compose_tables
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.fold_constants import fold_constants
 from systolic.mapper.passes.fuse_activations import fuse_activations
 from systolic.mapper.passes.fuse_qdq import LAYOUT_OPS, fuse_qdq
+from systolic.mapper.passes.fuse_tables import fuse_tables
 from systolic.mapper.passes.name_nodes import name_nodes
 from systolic.mapper.passes.normalize_qoperator import normalize_qoperator
 from systolic.mapper.passes.quantize_float import is_quantized, quantize_float
@@ -71,6 +76,8 @@ def run_passes(
     model = normalize_qoperator(model, report)
     model = fuse_qdq(model, report)
     model = fuse_activations(model, report)
+    model = fuse_tables(model, report)
+    model = compose_tables(model, report)
     model = eliminate_dead(model, report)
     model = finalize(model)
     _settle_report(model, report)

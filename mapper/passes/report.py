@@ -56,6 +56,13 @@ class PassReport:
         for label in labels:
             self.record(label, FUSED, into=into)
 
+    def redirect(self, into: str, new_into: str) -> None:
+        """Make every node fused `into` one op fused into `new_into` instead (a later pass
+        merged that op into another)."""
+        for label, fate in self._fates.items():
+            if fate.action == FUSED and fate.into == into:
+                self._fates[label] = dataclasses.replace(fate, into=new_into)
+
     def note(self, label: str, reason: str) -> None:
         """Remember why a pattern rooted at `label` was not fused (the latest note wins)."""
         if label in self._op_types:

@@ -47,7 +47,13 @@ def test_relu_and_clip_after_a_systolic_op_narrow_its_bounds(activation, clip, b
                                       run_model(model, {"x": x})["y"])
 
 
-def test_requantizing_activation_is_left_alone():
+def test_requantizing_activation_is_not_bounds_but_a_table():
     model = qlinear_conv_then("Relu", requant_scale=0.1)
-    fused, _ = run_passes(model)
-    assert "Relu" in [n.op_type for n in fused.graph.nodes]
+    fused, report = run_passes(model)
+    assert [n.op_type for n in fused.graph.nodes] == ["QuantizeLinear", "QConv", "QTable",
+                                                       "DequantizeLinear"]
+    conv = fused.graph.nodes[1]
+    assert (conv.attrs["y_lo"], conv.attrs["y_hi"]) == (0, 255)
+    assert report.fate("act").into == "systolic.QTable 'act'"
+    x = np.random.default_rng(9).uniform(-2, 3, (1, 2, 4, 4)).astype(np.float32)
+    np.testing.assert_array_equal(run_model(fused, {"x": x})["y"], run_model(model, {"x": x})["y"])
