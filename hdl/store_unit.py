@@ -1,4 +1,4 @@
-"""`StoreUnit`: executes STORE, COPY, POOL and ADD, writing their rows to external memory."""
+"""`StoreUnit`: executes STORE, COPY, POOL, ADD and TABLE, writing rows to external memory."""
 
 from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from systolic.config import ArrayConfig
 from systolic.hdl.accumulator import read_signature
+from systolic.hdl.activation_table import ActivationTable, table_rows
 from systolic.hdl.instruction_fields import (
     TAG_WIDTH,
     completion_signature,
@@ -17,9 +18,9 @@ from systolic.hdl.output_stage import OutputStage
 from systolic.hdl.pool_window import emit_window_walk
 from systolic.hdl.ports import memory_read_signature, params_row_layout, write_beat_layout
 from systolic.hdl.row_writer import RowWriter
-from systolic.hdl.vector_unit import SCALED_SUM, VectorUnit
+from systolic.hdl.vector_unit import PRODUCT, SCALED_SUM, VectorUnit
 from systolic.isa.fields import INSTRUCTION_BITS
-from systolic.isa.instructions import Add, Copy, Pool, Store
+from systolic.isa.instructions import Add, Copy, Pool, Store, Table
 from systolic.isa.memories import PARAMS_DEPTH, Memory, depth
 
 __all__ = ["StoreUnit"]
@@ -39,13 +40,18 @@ def _pick(options, default):
 
 
 class StoreUnit(wiring.Component):
-    """The ST unit: STORE (output stage), COPY, POOL and ADD (vector unit), one at a time.
+    """The ST unit: STORE (output stage), COPY, POOL and ADD (vector unit), TABLE, one at a time.
 
-    Every instruction reads its source rows (STORE: `acc` rows and one `params` row; COPY,
-    POOL, ADD: `spad_in` rows through read port 1), turns them into output rows and writes
-    row i as `n` (STORE) or `lanes` elements of `operand_bytes` bytes at the row pattern's
-    `row_base(i)`, in aligned beats with byte strobes (`RowWriter`). Results are bit-exact with
-    `systolic.sim.golden.machine`; durations are `systolic.sim.timing.store_timing.duration`.
+    Every instruction but TABLE reads its source rows (STORE: `acc` rows and one `params` row;
+    COPY, POOL, ADD: `spad_in` rows through read port 1), turns them into output rows and
+    writes row i as `n` (STORE) or `lanes` elements of `operand_bytes` bytes at the row
+    pattern's `row_base(i)`, in aligned beats with byte strobes (`RowWriter`). STORE and COPY
+    with `lut` map every output element through the activation table (`ActivationTable`, one
+    registered stage before the FIFO, before `flip_sign`); ADD with `mul` runs the vector unit
+    in PRODUCT mode; ADD with `b_broadcast` reads row `b_row` for every output row. TABLE
+    reads its ceil(256 / dim) `spad_in` rows into the activation table and writes nothing.
+    Results are bit-exact with `systolic.sim.golden.machine`; durations are
+    `systolic.sim.timing.store_timing.duration`.
 
     Parameters
     ----------
@@ -76,10 +82,13 @@ class StoreUnit(wiring.Component):
 
     Latency, throughput and backpressure
     ------------------------------------
-    Reads are issued one element per cycle (STORE, COPY: one row per cycle; ADD: two cycles
-    per row; POOL: one window element per cycle, windows back to back) while fewer than
+    Reads are issued one element per cycle (STORE, COPY, TABLE: one row per cycle; ADD: two
+    cycles per row; POOL: one window element per cycle, windows back to back) while fewer than
     `fifo_depth` finished rows wait for the writer; the writer sends one beat per cycle, rows
-    back to back. Datapath latency from a row's last read: COPY 1, STORE 5, POOL/ADD 6 cycles.
+    back to back. Datapath latency from a row's last read: COPY 1, STORE 5, POOL/ADD 6 cycles,
+    one more for STORE and COPY with `lut` and for ADD with `mul`. TABLE reads its rows from
+    cycle s + 1 (taken in s), registers the last into the table in s + R + 1 and completes in
+    s + R + 2.
     `o_write` may stall: the unit then holds its reads and nothing is lost (the duration
     formula assumes an always-ready write channel).
     """
@@ -120,13 +129,16 @@ class StoreUnit(wiring.Component):
         m.submodules.writer = writer = RowWriter(elements=dim, element_bytes=ob,
                                                  bus_bytes=cfg.bus_bytes)
         m.submodules.fifo = fifo = SyncFIFO(width=row_layout.size, depth=self._fifo_depth)
+        m.submodules.table = table = ActivationTable(lanes=dim)
 
         word = Signal(INSTRUCTION_BITS)
         tag = Signal(TAG_WIDTH)
         opcode = word[:8]
-        kind = {cls: Signal(name=f"is_{cls.MNEMONIC.lower()}") for cls in (Store, Copy, Pool, Add)}
+        kind = {cls: Signal(name=f"is_{cls.MNEMONIC.lower()}")
+                for cls in (Store, Copy, Pool, Add, Table)}
         m.d.comb += [flag.eq(opcode == cls.OPCODE) for cls, flag in kind.items()]
-        is_store, is_copy, is_pool, is_add = (kind[c] for c in (Store, Copy, Pool, Add))
+        is_store, is_copy, is_pool, is_add, is_table = (
+            kind[c] for c in (Store, Copy, Pool, Add, Table))
         classes = (Store, Copy, Pool, Add)
 
         def common(name, among=classes):
@@ -165,7 +177,8 @@ class StoreUnit(wiring.Component):
         # -- issue: one element read per cycle -------------------------------------------------
         pool = {name: field(word, Pool, name) for name in (
             "h", "w", "kh", "kw", "sh", "sw", "pad_left", "oh", "ow", "in_row")}
-        total = Mux(is_pool, pool["oh"] * pool["ow"], common("m", (Store, Copy, Add)))
+        total = _pick([(is_pool, pool["oh"] * pool["ow"]), (is_table, table_rows(dim))],
+                      common("m", (Store, Copy, Add)))
         row_index = Signal(32)
         issued_all = Signal()
         pending = Signal(range(self._fifo_depth + 1))
@@ -179,10 +192,12 @@ class StoreUnit(wiring.Component):
             issue.eq(running & ~issued_all & (pending < self._fifo_depth)),
             issue_last.eq(_pick([(is_add, phase), (is_pool, walk.last)], 1)),
         ]
+        broadcast = field(word, Add, "b_broadcast")
         spad_addr = _pick([
             (is_copy, field(word, Copy, "in_row") + row_index),
-            (is_add, Mux(phase, field(word, Add, "b_row"), field(word, Add, "a_row"))
-             + row_index),
+            (is_table, field(word, Table, "row") + row_index),
+            (is_add & phase, field(word, Add, "b_row") + Mux(broadcast, 0, row_index)),
+            (is_add, field(word, Add, "a_row") + row_index),
         ], pool["in_row"] + walk.y * pool["w"] + walk.x)
         m.d.comb += [
             self.acc_read.req.valid.eq(issue & is_store),
@@ -203,12 +218,13 @@ class StoreUnit(wiring.Component):
 
         # -- datapath ----------------------------------------------------------------------------
         read_valid = Signal()
-        read_flags = Signal(data.StructLayout({"sel": 1, "first": 1, "last": 1}))
+        read_flags = Signal(data.StructLayout({"sel": 1, "first": 1, "last": 1, "row": 32}))
         m.d.sync += [
             read_valid.eq(issue & ~is_store),
             read_flags.sel.eq(is_add & phase),
             read_flags.first.eq(Mux(is_add, ~phase, walk.first)),
             read_flags.last.eq(issue_last),
+            read_flags.row.eq(row_index),
         ]
         m.d.comb += [
             stage.i_acc.valid.eq(self.acc_read.resp.valid),
@@ -230,7 +246,8 @@ class StoreUnit(wiring.Component):
             vector.i_elem.payload.first.eq(read_flags.first),
             vector.i_elem.payload.last.eq(read_flags.last),
             vector.o_row.ready.eq(1),
-            vector.mode.eq(Mux(is_add, SCALED_SUM, field(word, Pool, "mode"))),
+            vector.mode.eq(Mux(is_add, Mux(field(word, Add, "mul"), PRODUCT, SCALED_SUM),
+                               field(word, Pool, "mode"))),
             vector.multiplier[0].eq(Mux(is_add, field(word, Add, "multiplier_a"),
                                         field(word, Pool, "multiplier"))),
             vector.multiplier[1].eq(field(word, Add, "multiplier_b")),
@@ -242,20 +259,37 @@ class StoreUnit(wiring.Component):
             vector.hi.eq(Mux(is_add, field(word, Add, "hi"), field(word, Pool, "hi"))),
         ]
 
+        # Rows before the table (`row`), then after it when `lut` (`mapped`, one cycle later).
         row = Signal(row_layout)
+        row_valid = Signal()
         for i in range(dim):
             stored = stage.o_q.payload.data[i] if i < cols else 0
             m.d.comb += row[i].eq(_pick([
                 (is_store, stored), (is_copy, self.spad_read.data[i])], vector.o_row.payload[i]))
+        m.d.comb += row_valid.eq(stage.o_q.valid | vector.o_row.valid | (read_valid & is_copy))
+        lut = Signal()
+        mapped = Signal(row_layout)
         m.d.comb += [
-            fifo.w_en.eq(stage.o_q.valid | vector.o_row.valid | (read_valid & is_copy)),
-            fifo.w_data.eq(row),
+            lut.eq((is_store | is_copy) & common("lut", (Store, Copy))),
+            table.i_row.valid.eq(row_valid & lut),
+            table.i_load.valid.eq(read_valid & is_table),
+            table.i_load.payload.row.eq(read_flags.row),
+        ]
+        for i in range(dim):
+            m.d.comb += [
+                table.i_row.payload[i].eq(row[i]),
+                table.i_load.payload.data[i].eq(self.spad_read.data[i]),
+                mapped[i].eq(table.o_row.payload[i]),
+            ]
+        m.d.comb += [
+            fifo.w_en.eq(Mux(lut, table.o_row.valid, row_valid)),
+            fifo.w_data.eq(Mux(lut, mapped, row)),
             writer.i_row.valid.eq(fifo.r_rdy),
             writer.i_row.payload.eq(fifo.r_data),
             fifo.r_en.eq(writer.i_row.ready),
         ]
         pop = fifo.r_rdy & fifo.r_en
-        m.d.sync += pending.eq(pending + (issue & issue_last) - pop)
+        m.d.sync += pending.eq(pending + (issue & issue_last & ~is_table) - pop)
 
         # -- writer ------------------------------------------------------------------------------
         m.d.comb += [
@@ -276,4 +310,6 @@ class StoreUnit(wiring.Component):
             m.d.sync += written.eq(written + 1)
             with m.If(written + 1 == total):
                 m.d.sync += [running.eq(0), done.eq(1)]
+        with m.If(table.i_load.valid & (read_flags.row + 1 == total)):
+            m.d.sync += [running.eq(0), done.eq(1)]
         return m

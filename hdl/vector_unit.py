@@ -6,12 +6,18 @@ from amaranth.lib.wiring import In, Out
 
 from systolic.hdl.round_shift import round_shift_parts
 
-__all__ = ["LATENCY", "MAX", "SCALED_SUM", "VectorUnit", "element_layout"]
+__all__ = [
+    "LATENCY", "MAX", "PRODUCT", "PRODUCT_LATENCY", "SCALED_SUM", "VectorUnit", "element_layout",
+]
 
 LATENCY = 5
-"""Cycles from a group's last element transfer on `i_elem` to its row's `o_row.valid`."""
+"""Cycles from a group's last element transfer on `i_elem` to its row's `o_row.valid` (MAX,
+SCALED_SUM)."""
 
-MAX, SCALED_SUM = 0, 1
+PRODUCT_LATENCY = 6
+"""The same in PRODUCT mode (one more stage: the second multiplication)."""
+
+MAX, SCALED_SUM, PRODUCT = 0, 1, 2
 """Values of `mode`."""
 
 _COUNT_BITS = 32  # a group holds fewer than 2**32 elements (POOL: kh * kw <= (2**16 - 1)**2)
@@ -36,10 +42,14 @@ class VectorUnit(wiring.Component):
         MAX:         y = clamp(max over the group of x, lo, hi)
         SCALED_SUM:  t = sum over the group of (x - zero_in[sel]) * multiplier[sel]   exact
                      y = clamp(round_half_to_even(t / 2**(31 + shift)) + zero_out, lo, hi)
+        PRODUCT:     t = (a - zero_in[0]) * (b - zero_in[1]) * multiplier[0]          exact
+                     y as in SCALED_SUM
 
     POOL MAX is MAX; POOL AVG is SCALED_SUM with every `sel` 0 (the window's elements); ADD is
-    SCALED_SUM over a two-row group, a (`sel` 0) then b (`sel` 1). Bit-exact with
-    `systolic.sim.golden.machine` (docs/numeric-contract.md, "Pooling", "Element-wise add").
+    SCALED_SUM over a two-row group, a (`sel` 0) then b (`sel` 1); ADD with `mul` is PRODUCT
+    over the same two-row groups (a `first`, b `last`; `multiplier[1]` is not used). Bit-exact
+    with `systolic.sim.golden.machine` (docs/numeric-contract.md, "Pooling", "Element-wise
+    add", "Element-wise multiply").
 
     Parameters
     ----------
@@ -55,8 +65,9 @@ class VectorUnit(wiring.Component):
     i_elem : ``In(stream.Signature(element_layout(input_width, lanes)))``
     o_row : ``Out(stream.Signature(ArrayLayout(signed(out_width), lanes)))``
         One row per group, in order.
-    mode : ``In(1)``
-        MAX (0) or SCALED_SUM (1).
+    mode : ``In(2)``
+        MAX (0), SCALED_SUM (1) or PRODUCT (2); held for whole groups, and changed only while
+        the pipeline is empty (the STORE unit runs one instruction at a time).
     multiplier : ``In(ArrayLayout(signed(32), 2))``
     zero_in : ``In(ArrayLayout(signed(8), 2))``
         Per `sel`: the multiplier and the input zero point (SCALED_SUM).
@@ -73,14 +84,20 @@ class VectorUnit(wiring.Component):
     One element per cycle. Five stages: (1) x - zero_in, (2) product, (3) group sum or max,
     (4) rounding shift with the floor saturated to out_width + 2 bits, (5) zero point and
     clamp. A group whose last element transfers in cycle t has its row valid on `o_row` in
-    cycle t + LATENCY (5). The whole pipeline holds while `o_row` has an untaken row:
-    `i_elem.ready = ~o_row.valid | o_row.ready`.
+    cycle t + LATENCY (5). PRODUCT has a sixth stage between (3) and (4): stage (2) turns a
+    into (a - zero_in[0]) * multiplier[0] and b into b - zero_in[1] (its multiplier replaced
+    by 1), stage (3) keeps the first and registers the second beside it, stage (3b) multiplies
+    them; its rows are valid in cycle t + PRODUCT_LATENCY (6). The whole pipeline holds while
+    `o_row` has an untaken row: `i_elem.ready = ~o_row.valid | o_row.ready`.
 
     Cost per lane
     -------------
     An (input_width + 1)-bit subtractor, a signed (input_width + 1) x 32 multiplier, an
     (input_width + 65)-bit accumulator (adder, comparator for the max), a rounding shifter of
     that width (round_shift_parts) and two (out_width + 3)-bit adders with four comparators.
+    PRODUCT adds a signed (input_width + 33) x (input_width + 1) multiplier (41 x 9 bits for
+    int8), an (input_width + 1)-bit and an (input_width + 65)-bit register, and a mux in front
+    of the shifter.
     """
 
     def __init__(self, *, lanes: int, input_width: int = 8, out_width: int = 8):
@@ -94,7 +111,7 @@ class VectorUnit(wiring.Component):
         super().__init__({
             "i_elem": In(stream.Signature(element_layout(input_width, lanes))),
             "o_row": Out(stream.Signature(data.ArrayLayout(signed(out_width), lanes))),
-            "mode": In(1),
+            "mode": In(2),
             "multiplier": In(data.ArrayLayout(signed(32), 2)),
             "zero_in": In(data.ArrayLayout(signed(8), 2)),
             "shift": In(signed(6)),
@@ -119,12 +136,17 @@ class VectorUnit(wiring.Component):
         s2 = Signal(data.StructLayout({"x": lanes_of(iw), "p": lanes_of(product_width),
                                        "first": 1, "last": 1}))
         running = Signal(lanes_of(sum_width))
-        s3 = Signal(lanes_of(sum_width))
+        s3 = Signal(data.StructLayout({"t": lanes_of(sum_width), "factor": lanes_of(diff_width)}))
+        s3b = Signal(lanes_of(sum_width))  # PRODUCT only: t * factor
         s4 = Signal(data.StructLayout({"floor": lanes_of(ow + 2), "round_up": data.ArrayLayout(1, lanes)}))
         valid = [Signal(name=f"valid{k}") for k in range(1, LATENCY + 1)]
+        valid_product = Signal()
 
+        is_max, is_product = Signal(), Signal()
         advance = Signal()
         m.d.comb += [
+            is_max.eq(self.mode == MAX),
+            is_product.eq(self.mode == PRODUCT),
             advance.eq(~valid[-1] | self.o_row.ready),
             self.i_elem.ready.eq(advance),
             self.o_row.valid.eq(valid[-1]),
@@ -134,20 +156,23 @@ class VectorUnit(wiring.Component):
         for i in range(lanes):
             previous = Mux(s2.first, 0, running[i])
             larger = Mux(s2.first | (s2.x[i] > running[i]), s2.x[i], running[i])
-            m.d.comb += total[i].eq(Mux(self.mode == MAX, larger, previous + s2.p[i]))
+            kept = Mux(s2.first, s2.p[i], running[i])
+            m.d.comb += total[i].eq(
+                Mux(is_max, larger, Mux(is_product, kept, previous + s2.p[i])))
 
         with m.If(advance):
             m.d.sync += [
                 valid[0].eq(self.i_elem.valid),
                 valid[1].eq(valid[0]),
                 valid[2].eq(valid[1] & s2.last),
-                valid[3].eq(valid[2]),
+                valid_product.eq(valid[2] & is_product),
+                valid[3].eq(Mux(is_product, valid_product, valid[2])),
                 valid[4].eq(valid[3]),
                 s1.sel.eq(elem.sel), s1.first.eq(elem.first), s1.last.eq(elem.last),
                 s2.first.eq(s1.first), s2.last.eq(s1.last),
             ]
             zero_in = self.zero_in[elem.sel]
-            multiplier = self.multiplier[s1.sel]
+            multiplier = Mux(is_product & s1.sel, 1, self.multiplier[s1.sel])
             amount = (self.shift + 31).as_unsigned()[:6]
             for i in range(lanes):
                 m.d.sync += [
@@ -158,16 +183,20 @@ class VectorUnit(wiring.Component):
                 ]
                 with m.If(valid[1]):
                     m.d.sync += running[i].eq(total[i])
-                m.d.sync += s3[i].eq(total[i])
-                floor, round_up = round_shift_parts(s3[i], amount)
-                chosen = Mux(self.mode == MAX, s3[i], floor)
+                m.d.sync += [
+                    s3.t[i].eq(total[i]),
+                    s3.factor[i].eq(s2.p[i]),
+                    s3b[i].eq(s3.t[i] * s3.factor[i]),
+                ]
+                reduced = Mux(is_product, s3b[i], s3.t[i])
+                floor, round_up = round_shift_parts(reduced, amount)
+                chosen = Mux(is_max, reduced, floor)
                 raised = Mux(chosen < floor_min, floor_min, chosen)
                 m.d.sync += [
                     s4.floor[i].eq(Mux(raised > floor_max, floor_max, raised)),
-                    s4.round_up[i].eq(Mux(self.mode == MAX, 0, round_up)),
+                    s4.round_up[i].eq(Mux(is_max, 0, round_up)),
                 ]
-                offset = s4.floor[i] + s4.round_up[i] + \
-                    Mux(self.mode == MAX, 0, self.zero_out)
+                offset = s4.floor[i] + s4.round_up[i] + Mux(is_max, 0, self.zero_out)
                 low = Mux(offset < self.lo, self.lo, offset)
                 m.d.sync += self.o_row.payload[i].eq(Mux(low > self.hi, self.hi, low))
         return m

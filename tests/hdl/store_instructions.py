@@ -1,10 +1,17 @@
-"""Random valid STORE-unit instructions (STORE, COPY, POOL, ADD) for a configuration."""
+"""Random valid STORE-unit instructions (STORE, COPY, POOL, ADD, TABLE) for a configuration.
+
+A kind is a mnemonic, optionally with flags after dots: "STORE.lut", "COPY.lut", "ADD.mul",
+"ADD.b_broadcast", "ADD.mul.b_broadcast".
+"""
+
+import dataclasses
 
 import numpy as np
 
 from systolic.config import ArrayConfig
-from systolic.isa.instructions import Add, Copy, Instruction, Pool, PoolMode, Store
+from systolic.isa.instructions import Add, Copy, Instruction, Pool, PoolMode, Store, Table
 from systolic.isa.memories import Memory, depth
+from systolic.isa.table import table_rows
 
 from .store_harness import MEMORY_BYTES
 
@@ -74,12 +81,23 @@ def _candidate(kind: str, config: ArrayConfig, rng: np.random.Generator,
                 lo=lo, hi=hi, flip_sign=flip, **scaled, **_pattern(rng, oh * ow, lanes * ob))
 
 
+def _with_flags(instr: Instruction, flags: list[str], rng: np.random.Generator) -> Instruction:
+    changes: dict[str, object] = dict.fromkeys(flags, True)
+    if "mul" in flags:  # products are ~2**16 times larger than sums: shift them further
+        changes.update(multiplier_b=0, shift=int(rng.integers(0, 17)))
+    return dataclasses.replace(instr, **changes)  # type: ignore[type-var]
+
+
 def random_instruction(kind: str, config: ArrayConfig, rng: np.random.Generator,
                        max_rows: int = 12) -> Instruction:
     """Return a random valid `kind` instruction whose writes lie inside the test memory."""
+    mnemonic, *flags = kind.split(".")
+    if mnemonic == "TABLE":
+        rows = depth(config, Memory.SPAD_IN) - table_rows(config) + 1
+        return Table(row=int(rng.integers(0, rows)))
     for _ in range(1000):
         try:
-            instr = _candidate(kind, config, rng, max_rows)
+            instr = _with_flags(_candidate(mnemonic, config, rng, max_rows), flags, rng)
             instr.check(config)
         except ValueError:
             continue

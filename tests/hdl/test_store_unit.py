@@ -94,6 +94,37 @@ def test_long_instructions() -> None:
     check(config, instructions, seed=4)
 
 
+EIGHT_BIT = ("4x4-bus4", "8x8-bus16", "2x3-bus1")
+NEW_KINDS = ["STORE.lut", "COPY.lut", "ADD.mul", "ADD.b_broadcast", "ADD.mul.b_broadcast"]
+
+
+@pytest.mark.parametrize("name", EIGHT_BIT)
+def test_table_then_lut_mul_and_broadcast(name: str) -> None:
+    """TABLE loads the table from spad_in (ceil(256 / dim) rows, R + 2 cycles); STORE and
+    COPY with `lut` map through it, ADD with `mul` and `b_broadcast` follow the golden model;
+    every duration is store_timing's."""
+    config = CONFIGS[name]
+    rng = np.random.default_rng([13, EIGHT_BIT.index(name)])
+    instructions = [random_instruction("TABLE", config, rng)]
+    instructions += [random_instruction(k, config, rng, max_rows=5)
+                     for k in rng.permutation(NEW_KINDS + ["STORE", "COPY"])]
+    instructions.insert(4, random_instruction("TABLE", config, rng))
+    instructions.append(random_instruction("COPY.lut", config, rng, max_rows=5))
+    check(config, instructions, seed=EIGHT_BIT.index(name))
+
+
+def test_table_reset_is_zero_and_lut_stalls_stay_exact() -> None:
+    """Before any TABLE every entry is 0; gaps and a write channel ready half the time
+    change no byte of lut, mul or b_broadcast results."""
+    config = CONFIGS["4x4-bus4"]
+    rng = np.random.default_rng(21)
+    instructions = [random_instruction("STORE.lut", config, rng),
+                    random_instruction("COPY.lut", config, rng),
+                    random_instruction("TABLE", config, rng)]
+    instructions += [random_instruction(k, config, rng, max_rows=6) for k in NEW_KINDS]
+    check(config, instructions, seed=2, timed=False, gap_rng=random.Random(2), write_ready=0.5)
+
+
 def test_fifo_depth_is_checked() -> None:
     with pytest.raises(ValueError, match=r"^fifo_depth must be an integer of at least 8, not 4$"):
         StoreUnit(CONFIGS["4x4-bus4"], fifo_depth=4)

@@ -9,7 +9,15 @@ import pytest
 from amaranth.back import verilog
 from amaranth.sim import Simulator
 
-from systolic.hdl.vector_unit import LATENCY, MAX, SCALED_SUM, VectorUnit, element_layout
+from systolic.hdl.vector_unit import (
+    LATENCY,
+    MAX,
+    PRODUCT,
+    PRODUCT_LATENCY,
+    SCALED_SUM,
+    VectorUnit,
+    element_layout,
+)
 from systolic.isa.requant import round_shift_half_even
 
 from .streams import pack, stream_get, stream_put, unpack_array
@@ -21,6 +29,10 @@ def expected_rows(groups, sels, mode, params) -> list[list[int]]:
     for rows, sel in zip(groups, sels, strict=True):
         if mode == MAX:
             y = rows.max(axis=0)
+        elif mode == PRODUCT:
+            a, b = (row.astype(object) - params["zero_in"][s] for row, s in zip(rows, sel, strict=True))
+            y = round_shift_half_even(a * b * params["multiplier"][0], 31 + params["shift"]) \
+                + params["zero_out"]
         else:
             terms = [(row.astype(object) - params["zero_in"][s]) * params["multiplier"][s]
                      for row, s in zip(rows, sel, strict=True)]
@@ -71,7 +83,7 @@ def random_params(rng: np.random.Generator, mode: int) -> dict:
         "multiplier": [int(v) for v in rng.integers(-(2**31), 2**31, 2)],
         "zero_in": [int(v) for v in rng.integers(-128, 128, 2)],
         "shift": int(rng.integers(-31, 32)) if rng.random() < 0.3 else int(rng.integers(0, 8)),
-        "zero_out": int(rng.integers(-128, 128)) if mode == SCALED_SUM else 0,
+        "zero_out": int(rng.integers(-128, 128)) if mode != MAX else 0,
         "lo": lo,
         "hi": hi,
     }
@@ -102,6 +114,37 @@ def test_add_pairs_and_latency() -> None:
     assert rows == expected_rows(groups, sels, SCALED_SUM, params)
     assert result["taken"] == list(range(20))
     assert result["cycles"] == [2 * g + 1 + LATENCY for g in range(10)]
+
+
+@pytest.mark.parametrize("input_width", [8, 5])
+def test_product_pairs_and_latency(input_width: int) -> None:
+    """ADD with mul: (a - zp_a)(b - zp_b)M over two-row groups, PRODUCT_LATENCY cycles after
+    b; with random gaps and backpressure the rows stay exact."""
+    rng = np.random.default_rng([9, input_width])
+    lanes, half = 4, 1 << (input_width - 1)
+    groups = [rng.integers(-half, half, (2, lanes)) for _ in range(12)]
+    groups.append(np.array([[-128] * lanes, [-128] * lanes]) >> (8 - input_width))
+    sels = [[0, 1]] * len(groups)
+    params = random_params(rng, PRODUCT)
+    params["shift"] = int(rng.integers(-8, 4))
+    rows, result = run(lanes, input_width, PRODUCT, groups, sels, params)
+    assert rows == expected_rows(groups, sels, PRODUCT, params)
+    assert result["taken"] == list(range(2 * len(groups)))
+    assert result["cycles"] == [2 * g + 1 + PRODUCT_LATENCY for g in range(len(groups))]
+    rows, _ = run(lanes, input_width, PRODUCT, groups, sels, params, rng=random.Random(4))
+    assert rows == expected_rows(groups, sels, PRODUCT, params)
+
+
+def test_product_extremes() -> None:
+    """The largest product, (-255)^2 * -2**31 at shift -31, is exact and clamps."""
+    groups = [np.array([[-128, -128], [127, -128]])]
+    params = {"multiplier": [-(2**31), 5], "zero_in": [127, 127], "shift": -31,
+              "zero_out": 0, "lo": -128, "hi": 127}
+    rows, _ = run(2, 8, PRODUCT, groups, [[0, 1]], params)
+    assert rows == expected_rows(groups, [[0, 1]], PRODUCT, params) == [[0, -128]]
+    params["shift"] = 31
+    rows, _ = run(2, 8, PRODUCT, groups, [[0, 1]], params)
+    assert rows == expected_rows(groups, [[0, 1]], PRODUCT, params)
 
 
 def test_extremes_saturate() -> None:
