@@ -3,8 +3,8 @@
  * `external_facts` fills, for every instruction of the program whose opcode is LOAD, STORE,
  * POOL, ADD or COPY, its cost (LOAD: the aligned bus beats of all its segments,
  * `load_timing.load_beats`; STORE unit: `store_timing.duration`) and the first and last
- * external byte of its footprint (`Instruction.footprint`'s EXTERNAL range); other rows are
- * left as they are. The Python functions named are the specification
+ * external byte of its footprint (`Instruction.footprint`'s EXTERNAL range); for TABLE (STORE
+ * unit, no external range) its cost only; other rows are left as they are. The Python functions named are the specification
  * (tests/sim/timing/test_native_facts.py compares the two on random instructions). An
  * instruction whose row extent leaves int64 (`row_extent`, isa.h) counts as not valid.
  */
@@ -99,17 +99,20 @@ static int store_facts(const uint64_t *w, int opcode, int64_t operand_bytes, int
     int64_t rows, row_bytes, fixed, reader = 1, ext, n0, s0, s1;
     switch (opcode) {
     case OP_STORE:
-        rows = FIELD(w, STORE_M), row_bytes = FIELD(w, STORE_N) * operand_bytes, fixed = 7;
+        rows = FIELD(w, STORE_M), row_bytes = FIELD(w, STORE_N) * operand_bytes;
+        fixed = FIELD(w, STORE_LUT) ? 8 : 7;
         ext = FIELD(w, STORE_EXT), n0 = FIELD(w, STORE_N0);
         s0 = FIELD(w, STORE_ROW_STRIDE0), s1 = FIELD(w, STORE_ROW_STRIDE1);
         break;
     case OP_COPY:
-        rows = FIELD(w, COPY_M), row_bytes = FIELD(w, COPY_LANES) * operand_bytes, fixed = 3;
+        rows = FIELD(w, COPY_M), row_bytes = FIELD(w, COPY_LANES) * operand_bytes;
+        fixed = FIELD(w, COPY_LUT) ? 4 : 3;
         ext = FIELD(w, COPY_EXT), n0 = FIELD(w, COPY_N0);
         s0 = FIELD(w, COPY_ROW_STRIDE0), s1 = FIELD(w, COPY_ROW_STRIDE1);
         break;
     case OP_ADD:
-        rows = FIELD(w, ADD_M), row_bytes = FIELD(w, ADD_LANES) * operand_bytes, fixed = 8;
+        rows = FIELD(w, ADD_M), row_bytes = FIELD(w, ADD_LANES) * operand_bytes;
+        fixed = FIELD(w, ADD_MUL) ? 9 : 8;
         reader = 2;
         ext = FIELD(w, ADD_EXT), n0 = FIELD(w, ADD_N0);
         s0 = FIELD(w, ADD_ROW_STRIDE0), s1 = FIELD(w, ADD_ROW_STRIDE1);
@@ -159,14 +162,18 @@ static int store_facts(const uint64_t *w, int opcode, int64_t operand_bytes, int
     return 0;
 }
 
-/* config: operand_bytes, bus_bytes, params_row_bytes. run_offsets, run_lengths: scratch of
+/* TABLE: one spad_in row read per cycle, R = ceil(256 / dim) rows, then 2 cycles. */
+static int64_t table_cycles(int64_t dim) { return (256 + dim - 1) / dim + 2; }
+
+/* config: operand_bytes, bus_bytes, params_row_bytes, dim. run_offsets, run_lengths: scratch of
  * MAX_RUNS entries each. Returns 0, or 1 with *failed = the index of an instruction whose
  * fields are not valid (the Python path then reports it). */
 int external_facts(const uint64_t *words, int64_t count, const int64_t *config,
                    int64_t *run_offsets, int64_t *run_lengths, int64_t *cost, int64_t *first,
                    int64_t *last, int64_t *failed) {
     int64_t operand_bytes = config[0], bus = config[1], params_row_bytes = config[2];
-    if (operand_bytes < 1 || bus < 1 || params_row_bytes < 1) {
+    int64_t dim = config[3];
+    if (operand_bytes < 1 || bus < 1 || params_row_bytes < 1 || dim < 1) {
         *failed = -1;
         return 1;
     }
@@ -179,6 +186,8 @@ int external_facts(const uint64_t *words, int64_t count, const int64_t *config,
         } else if (opcode == OP_STORE || opcode == OP_POOL || opcode == OP_ADD ||
                    opcode == OP_COPY) {
             status = store_facts(w, opcode, operand_bytes, bus, cost + i, first + i, last + i);
+        } else if (opcode == OP_TABLE) {
+            cost[i] = table_cycles(dim);
         }
         if (status) {
             *failed = i;

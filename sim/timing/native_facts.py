@@ -1,9 +1,10 @@
 """The external facts of LOAD and STORE-unit instructions, computed by native code.
 
 `external_facts(words, config)` returns per instruction (int64 arrays) its cost (LOAD: bus
-beats, `load_timing.load_beats`; STORE, POOL, ADD, COPY: `store_timing.duration`) and the
-first and last external byte of its footprint, from the instruction words, with the C code
-of `systolic.sim.native` (facts.c); rows of other instructions are 0. Returns None when
+beats, `load_timing.load_beats`; STORE, POOL, ADD, COPY, TABLE: `store_timing.duration`) and
+the first and last external byte of its footprint, from the instruction words, with the C
+code of `systolic.sim.native` (facts.c); rows of other instructions are 0, and so are the
+external bytes of TABLE, which has no external range. Returns None when
 the native engine is unavailable (`systolic.sim.native.build.native_status`) or an
 instruction's fields are not valid (the caller then uses the Python `Describer`, which raises
 the exact error).
@@ -14,8 +15,8 @@ import ctypes
 import numpy as np
 
 from systolic.config import ArrayConfig
-from systolic.isa.encode_batch import UNIT_CODES, WORDS, unit_codes
-from systolic.isa.instructions import Unit
+from systolic.isa.encode_batch import UNIT_CODES, WORDS, opcodes, unit_codes
+from systolic.isa.instructions import Table, Unit
 from systolic.isa.memories import params_row_bytes
 from systolic.isa.program import Program
 from systolic.sim.native.build import load_library
@@ -42,8 +43,8 @@ def external_facts(words: np.ndarray, config: ArrayConfig
     cost = np.zeros(count, dtype=np.int64)
     first = np.zeros(count, dtype=np.int64)
     last = np.zeros(count, dtype=np.int64)
-    settings = np.array([config.operand_bytes, config.bus_bytes, params_row_bytes(config)],
-                        dtype=np.int64)
+    settings = np.array([config.operand_bytes, config.bus_bytes, params_row_bytes(config),
+                         config.dim], dtype=np.int64)
     scratch = np.zeros((2, _RUN_SCRATCH), dtype=np.int64)
     failed = ctypes.c_int64(0)
     function = library.external_facts
@@ -65,7 +66,8 @@ def memory_end(program: Program) -> int:
         return program.memory_end
     end = program.data_end
     units = unit_codes(program.words)
-    off_chip = (units == UNIT_CODES[Unit.LD]) | (units == UNIT_CODES[Unit.ST])
+    off_chip = ((units == UNIT_CODES[Unit.LD]) | (units == UNIT_CODES[Unit.ST])) & (
+        opcodes(program.words) != Table.OPCODE)  # (TABLE: no external range)
     if off_chip.any():
         end = max(end, int(facts[2][off_chip].max()) + 1)
     program.__dict__["memory_end"] = end  # (the cached_property's slot)

@@ -1,4 +1,6 @@
-"""The native external facts (costs and external ranges) against the Python functions."""
+"""The native external facts (costs and external ranges) against the Python functions, on
+random instructions of every LOAD and STORE-unit class, with and without the `lut` and `mul`
+flags, and TABLE (a cost, no external range)."""
 
 import dataclasses
 
@@ -8,7 +10,7 @@ import pytest
 from systolic.config import ArrayConfig
 from systolic.isa.encode_batch import encode_words
 from systolic.isa.fields import InstructionError
-from systolic.isa.instructions import Add, Copy, Load, Pool, Store
+from systolic.isa.instructions import Add, Copy, Load, Pool, Store, Table
 from systolic.isa.memories import Memory
 from systolic.sim.native.build import load_library, unavailable_reason
 from systolic.sim.timing.load_timing import load_beats
@@ -54,7 +56,7 @@ def test_costs_and_external_ranges_equal_the_python_ones(seed: int) -> None:
                          bus_bytes=int(2 ** rng.integers(0, 7)))
     instructions = []
     while len(instructions) < 300:
-        cls = (Load, Store, Pool, Add, Copy)[int(rng.integers(5))]
+        cls = (Load, Store, Pool, Add, Copy, Table)[int(rng.integers(6))]
         instr = _small(random_instruction(cls, rng), rng)
         if instr is not None:
             instructions.append(instr)
@@ -62,5 +64,10 @@ def test_costs_and_external_ranges_equal_the_python_ones(seed: int) -> None:
     for i, instr in enumerate(instructions):
         expected = load_beats(instr, config) if isinstance(instr, Load) else duration(
             instr, config)
-        (ext,) = [a for a in instr.footprint(config) if a.memory is Memory.EXTERNAL]
-        assert (cost[i], first[i], last[i]) == (expected, ext.first, ext.last), instr
+        ranges = [(a.first, a.last) for a in instr.footprint(config)
+                  if a.memory is Memory.EXTERNAL]
+        (ext_first, ext_last), = ranges or [(0, 0)]  # (TABLE: none, and zeros)
+        assert (cost[i], first[i], last[i]) == (expected, ext_first, ext_last), instr
+    flags = {(type(i).__name__, getattr(i, "lut", False) or getattr(i, "mul", False))
+             for i in instructions}
+    assert {("Store", True), ("Copy", True), ("Add", True), ("Table", False)} <= flags
