@@ -11,6 +11,7 @@ and then nothing is written.
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -32,7 +33,7 @@ from systolic.text import printable
 __all__ = ["register", "run"]
 
 EXIT_MISMATCH = 1
-VCD_COST = "about 2x the time and 44 MB for the bundled LeNet's 4.7 k cycles; 6x with memories"
+VCD_COST = "about 2x the time and 25 MB for the bundled LeNet's 4.7 k cycles; 6x with memories"
 """What --vcd costs, for its warning (measured: README, simulate)."""
 _NAMED_LAYERS = 5
 """Saturating layers named in the onnxruntime explanation line; the rest are counted."""
@@ -68,9 +69,9 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "a slice per instruction named after its layer, 1 us = 1 cycle",
     )  # fmt: skip
     parser.add_argument(
-        "--vcd-depth", type=seed_value, metavar="N",
-        help="with --vcd: only the signals of the top module and N levels of submodules below "
-        "it (default: all)",
+        "--vcd-depth", type=_vcd_depth, metavar="N|all",
+        help="with --vcd: the signals of the top module and N levels of submodules below it "
+        "(default 1: the units' signals, not the PEs'; 'all': every signal)",
     )  # fmt: skip
     parser.add_argument(
         "--vcd-memories", action="store_true",
@@ -120,7 +121,16 @@ def _waveform(args: argparse.Namespace) -> contextlib.AbstractContextManager[Non
     if args.backend == "rtl" and sys.stderr.isatty():
         print(f"systolic: warning: --vcd slows the rtl backend ({VCD_COST}); --vcd-depth N "
               f"makes it smaller and faster", file=sys.stderr)  # fmt: skip
-    return waveform_options(Waveform(depth=args.vcd_depth, memories=args.vcd_memories))
+    waveform = Waveform(memories=args.vcd_memories)  # the default depth unless given
+    if args.vcd_depth is not None:
+        depth = None if args.vcd_depth == "all" else args.vcd_depth
+        waveform = dataclasses.replace(waveform, depth=depth)
+    return waveform_options(waveform)
+
+
+def _vcd_depth(text: str) -> int | str:
+    """--vcd-depth: a level count >= 0, or 'all'."""
+    return "all" if text.strip().lower() == "all" else seed_value(text)
 
 
 def run(args: argparse.Namespace) -> int:

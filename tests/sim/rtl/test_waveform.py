@@ -36,19 +36,22 @@ def _parse(path) -> tuple[list[str], int]:
 
 
 def test_default_waveform_is_named_readable_and_without_memory_rows(tmp_path) -> None:
+    """Default: the top's and the units' signals (depth 1), no memory rows; every level and
+    every memory on request, every signal named."""
     program = _program()
     image = program_image(program)
     small, full = tmp_path / "small.vcd", tmp_path / "full.vcd"
     run_pysim(program, image, vcd=small)
-    with waveform_options(Waveform(memories=True)):
-        assert current_waveform() == Waveform(memories=True)
+    with waveform_options(Waveform(depth=None, memories=True)):
+        assert current_waveform() == Waveform(depth=None, memories=True)
         run_pysim(program, image, vcd=full)
     assert current_waveform() == Waveform()
     names, deepest = _parse(small)
-    assert "trace__accept" in names and deepest > 3
+    assert "trace__accept" in names and deepest == 3  # bench, the top, the units
     assert not [n for n in names if n.startswith("$")]
     assert not [n for n in names if n.startswith(MEMORY_ROWS)]
-    full_names, _ = _parse(full)
+    full_names, full_deepest = _parse(full)
+    assert full_deepest > 3 and not [n for n in full_names if n.startswith("$")]
     assert set(names) < set(full_names)
     assert all(any(n.startswith(row) for n in full_names) for row in MEMORY_ROWS)
     assert small.stat().st_size < full.stat().st_size

@@ -26,7 +26,8 @@ def _stop_at_simulation(monkeypatch: pytest.MonkeyPatch) -> list[Waveform]:
 
 @pytest.mark.parametrize(("options", "waveform"), [
     ([], Waveform()),
-    (["--vcd-depth", "1"], Waveform(depth=1)),
+    (["--vcd-depth", "2"], Waveform(depth=2)),
+    (["--vcd-depth", "all"], Waveform(depth=None)),
     (["--vcd-memories", "--vcd-depth", "0"], Waveform(depth=0, memories=True)),
 ])  # fmt: skip
 def test_options_reach_the_backend_with_a_warning(
