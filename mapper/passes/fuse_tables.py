@@ -15,7 +15,8 @@ The region is found backwards from each QuantizeLinear (8-bit, per tensor): its 
 recursively, every non-constant input of the region's nodes, must be produced by an
 element-wise operator of `ELEMENTWISE` (default domain, one output) or be the output of a
 DequantizeLinear of one 8-bit tensor (several DequantizeLinear nodes of the same tensor with
-the same parameters count as one). Constants must hold one value (a per-channel constant
+the same parameters count as one; a DequantizeLinear of a constant is a constant). Constants
+must hold one value (a per-channel constant
 makes a different function per channel: not one table). No region value may be a graph
 output or be read outside the region, except the last by the QuantizeLinear; the result
 must have the input's shape. This covers SiLU (x * Sigmoid(x)), GELU (Gelu, the erf chain
@@ -75,7 +76,8 @@ def fuse_tables(model: Model, report: PassReport) -> Model:
             continue
         except NotFusable as reason:
             for node in region.nodes if region is not None else _cone(ctx, q):
-                report.note(node.label, str(reason))
+                if not isinstance(reason, _TwoSources) or report.note_of(node.label) is None:
+                    report.note(node.label, str(reason))
     return dataclasses.replace(model, graph=ctx.result())
 
 
@@ -101,11 +103,16 @@ def _region(ctx: FusionContext, q: Node, order: Mapping[int, int]) -> _Region:
         raise _NoPattern
     nodes: dict[int, Node] = {}
     dequantize: dict[int, Node] = {}
+    constant_dq: dict[int, Node] = {}
     pending = [first]
     while pending:
         node = pending.pop()
         if node.op_type == "DequantizeLinear" and node.domain == "":
-            dequantize[id(node)] = node
+            if node.inputs[0] in ctx.constants:  # a dequantized constant: a constant
+                _check_scalar(ctx, node, node.inputs[0])
+                constant_dq[id(node)] = node
+            else:
+                dequantize[id(node)] = node
             continue
         if not _is_elementwise(node):
             raise NotFusable(f"{node.op_type} {node.label!r} is not element-wise")
@@ -116,11 +123,7 @@ def _region(ctx: FusionContext, q: Node, order: Mapping[int, int]) -> _Region:
             if not name:
                 continue
             if name in ctx.constants:
-                size = ctx.constants[name].size
-                if size != 1:
-                    raise NotFusable(f"{node.op_type} {node.label!r} reads constant {name!r} "
-                                     f"of {size} values: a per-channel constant is not one "
-                                     "table")
+                _check_scalar(ctx, node, name)
                 continue
             producer = ctx.producers.get(name)
             if producer is None:
@@ -131,11 +134,29 @@ def _region(ctx: FusionContext, q: Node, order: Mapping[int, int]) -> _Region:
                                  f"{producer.op_type}: not a function of one dequantized "
                                  "8-bit tensor")
             pending.append(producer)
-    source = _one_source(ctx, list(dequantize.values()))
-    region = _Region(source, tuple(sorted(dequantize.values(), key=lambda n: order[id(n)])),
+    try:
+        source = _one_source(ctx, list(dequantize.values()))
+    except _TwoSources as err:
+        if len(nodes) > 1:  # not a lone binary op: the region's reason is the one to give
+            raise NotFusable(str(err)) from None
+        raise
+    region = _Region(source, tuple(sorted([*dequantize.values(), *constant_dq.values()],
+                                          key=lambda n: order[id(n)])),
                      tuple(sorted(nodes.values(), key=lambda n: order[id(n)])))
     _check_readers(ctx, q, region)
     return region
+
+
+def _check_scalar(ctx: FusionContext, node: Node, name: str) -> None:
+    size = ctx.constants[name].size
+    if size != 1:
+        raise NotFusable(f"{node.op_type} {node.label!r} reads constant {name!r} of {size} "
+                         "values: a per-channel constant is not one table")
+
+
+class _TwoSources(NotFusable):
+    """The region reads two quantized tensors; raised as such only for a lone binary op, whose
+    own fusion (QAdd, QMul) gave the better reason, if any."""
 
 
 def _one_source(ctx: FusionContext, dequantize: list[Node]) -> str:
@@ -148,7 +169,7 @@ def _one_source(ctx: FusionContext, dequantize: list[Node]) -> str:
     for dq in dequantize[1:]:
         other = per_tensor_params(ctx.constants, dq.inputs[1], _at(dq, 2) or None, "input")
         if dq.inputs[0] != first.inputs[0] or not other.same_as(params):
-            raise NotFusable(f"the region reads two quantized tensors ({first.inputs[0]!r}, "
+            raise _TwoSources(f"the region reads two quantized tensors ({first.inputs[0]!r}, "
                              f"{dq.inputs[0]!r}) or one with two parameter sets: not one table")
     source = first.inputs[0]
     if source in ctx.constants:

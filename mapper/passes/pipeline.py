@@ -17,6 +17,8 @@ Order (each pass one module):
  9. fuse_activations    quantized-domain Relu/Clip after a systolic op -> its y_lo/y_hi
 10. fuse_tables         DQ -> element-wise float region -> Q -> QTable (activation tables)
 11. compose_tables      QTable of QTable, QMul/QAdd of functions of one tensor -> one QTable
+                        (after a first eliminate_dead: the fusions' unread DequantizeLinear
+                        nodes would count as other readers of a table)
 12. eliminate_dead      unread nodes and constants
 Then the graph is rebound to operator versions and its shapes inferred again; the model
 imports the "systolic" domain (version 1) when it uses the fused ops. Every original node
@@ -77,7 +79,7 @@ def run_passes(
     model = fuse_qdq(model, report)
     model = fuse_activations(model, report)
     model = fuse_tables(model, report)
-    model = compose_tables(model, report)
+    model = compose_tables(eliminate_dead(model, report), report)
     model = eliminate_dead(model, report)
     model = finalize(model)
     _settle_report(model, report)
