@@ -6,7 +6,12 @@
 - MatMulInteger / ConvInteger followed by Cast(float) -> Mul(constant scale) -> [Add(constant
   bias)] -> [Relu|Clip] -> QuantizeLinear -> QMatMul / QConv (other forms stay on the host);
 - com.microsoft QLinearAdd -> QAdd; QLinearGlobalAveragePool, QLinearAveragePool
-  (channels_last = 0) -> QAveragePool; MaxPool on uint8/int8 -> QMaxPool.
+  (channels_last = 0) -> QAveragePool; MaxPool on uint8/int8 -> QMaxPool;
+- com.microsoft QLinearSigmoid, QLinearLeakyRelu -> QTable, the table computed by running the
+  node itself with the reference on the 256 input values (bit-exact with the reference's
+  QLinearSigmoid/QLinearLeakyRelu); QLinearMul -> QMul (same shapes, or one operand per
+  channel [N|1, C, 1, ...] of the other); QLinearSoftmax stays on the host (a sum along an
+  axis, not an element-wise function).
 
 Requantization multipliers are computed in float32 in onnxruntime's order (so that the
 fixed-point (M, s), exact for a float32 multiplier, rounds the same products onnxruntime
@@ -37,7 +42,9 @@ from systolic.mapper.passes.quant_params import (
     require_symmetric,
 )
 from systolic.mapper.passes.report import PassReport
+from systolic.mapper.passes.tables import table_of
 from systolic.reference.kernels.conv import resolve_auto_pad
+from systolic.reference.ops.op_systolic_qmul import per_channel_broadcast
 
 __all__ = ["normalize_qoperator"]
 
@@ -342,6 +349,42 @@ def _integer_max_pool(ctx: FusionContext, node: Node, report: PassReport) -> Non
     _finish(ctx, report, "QMaxPool", [node.inputs[0]], [node], attrs)
 
 
+def _qlinear_lookup(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    xp = _params(ctx, node, 1, 2, "input")
+    yp = _params(ctx, node, 3, 4, "output")
+    if xp.dtype != yp.dtype or ctx.dtype_of(node.inputs[0]) != xp.dtype:
+        raise NotFusable("the input and output types differ from the zero points' types")
+    opsets = {node.domain: node.version or 1}
+    table = table_of([node], ctx.constants, node.inputs[0], xp.dtype, node.outputs[0], opsets)
+    inputs = [node.inputs[0], ctx.constant(f"{node.label}_table", table)]
+    _finish(ctx, report, "QTable", inputs, [node], {"to": int(yp.dtype)})
+
+
+def _qlinear_mul(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    ap = _params(ctx, node, 1, 2, "first input")
+    bp = _params(ctx, node, 4, 5, "second input")
+    yp = _params(ctx, node, 6, 7, "output")
+    a, b = node.inputs[0], node.inputs[3]
+    shape_a, shape_b = ctx.shape_of(a), ctx.shape_of(b)
+    if shape_a is None or shape_b is None:
+        raise NotFusable("the inputs do not have static shapes")
+    if shape_a != shape_b and per_channel_broadcast(shape_b, shape_a):
+        (a, ap, shape_a), (b, bp, shape_b) = (b, bp, shape_b), (a, ap, shape_a)
+    if shape_a != shape_b and not per_channel_broadcast(shape_a, shape_b):
+        raise NotFusable(f"the inputs {list(shape_a)} and {list(shape_b)} are neither the "
+                         "same shape nor one per channel [N|1, C, 1, ...] of the other")
+    real = np.float32(np.float32(ap.scale) * np.float32(bp.scale)) / np.float32(yp.scale)
+    (mult,), (shift,) = output_multipliers([float(real)])
+    attrs = {"a_zero_point": ap.zero_point, "b_zero_point": bp.zero_point,
+             "multiplier": mult, "shift": shift, **_stage(yp)}
+    _finish(ctx, report, "QMul", [a, b], [node], attrs)
+
+
+def _qlinear_softmax(_ctx: FusionContext, _node: Node, _report: PassReport) -> None:
+    raise NotFusable("a softmax sums along an axis (not an element-wise function): it runs "
+                     "on the host")
+
+
 Handler = Callable[[FusionContext, Node, PassReport], None]
 _HANDLERS: dict[tuple[str, str], Handler] = {
     ("", "QLinearConv"): _qlinear_conv,
@@ -353,4 +396,8 @@ _HANDLERS: dict[tuple[str, str], Handler] = {
     ("com.microsoft", "QLinearGlobalAveragePool"): _qlinear_pool,
     ("com.microsoft", "QLinearAveragePool"): _qlinear_pool,
     ("", "MaxPool"): _integer_max_pool,
+    ("com.microsoft", "QLinearSigmoid"): _qlinear_lookup,
+    ("com.microsoft", "QLinearLeakyRelu"): _qlinear_lookup,
+    ("com.microsoft", "QLinearMul"): _qlinear_mul,
+    ("com.microsoft", "QLinearSoftmax"): _qlinear_softmax,
 }
