@@ -54,7 +54,10 @@ from systolic.mapper.lowering.table import Activation, activation_of, lower_qtab
 from systolic.mapper.macs import node_macs
 from systolic.mapper.shape_inference import infer_shapes
 
-__all__ = ["compile_model", "layer_unit"]
+__all__ = ["FUSED_TABLE", "compile_model", "layer_unit"]
+
+FUSED_TABLE = "fused into the STOREs of"
+"""How the reason of a QTable layer fused into an array layer's STOREs begins."""
 
 
 _ARRAY: dict[str, Callable[..., LayerCode]] = {"QConv": lower_qconv, "QMatMul": lower_qmatmul}
@@ -367,7 +370,7 @@ class _Compiler:
             self.host(index, node, self.host_reasons.get(node.name, "not an accelerator operator"), macs)
             return
         if node.label in self.fused:
-            reason = f"fused into the STOREs of {self.fused[node.label]!r} (STORE with lut)"
+            reason = f"{FUSED_TABLE} {self.fused[node.label]!r} (STORE with lut)"
             self.add_layer(node, unit, [], reason, macs)
             return
         data_inputs = [n for n in node.inputs if n]

@@ -3,9 +3,12 @@
 `node_units(model, config)` runs the mapper passes and the model compiler for `config` and
 follows every original node to its outcome:
 
-- fused into a systolic op (QConv, QMatMul, QMaxPool, QAveragePool, QAdd): the unit the
-  compiled layer runs on, `array` or `vector` (or `host` when the lowering fell back, with
-  the lowering's reason); BatchNormalization folded into a Conv follows that Conv;
+- fused into a systolic op (QConv, QMatMul, QMaxPool, QAveragePool, QAdd, QMul, QTable): the
+  unit the compiled layer runs on, `array` or `vector` (or `host` when the lowering fell
+  back, with the lowering's reason); BatchNormalization folded into a Conv follows that Conv;
+  an elementwise function made a QTable is `vector` also when the table is fused into the
+  STOREs of the convolution or matrix product before it (no instructions of its own, the
+  activation unit applies it as the array's results are written);
 - an integer layout op (Flatten, Reshape, ...): `vector` (a COPY on the vector datapath, or
   addressing alone), as `systolic simulate` reports it;
 - kept as a standard op: `host`, with the reason the passes or the compiler gave;
@@ -36,10 +39,17 @@ NodeUnit = tuple[str, str]
 _HOST_WHY = {
     op: f"{op} needs exponentials or divisions in float, which no accelerator unit computes: "
     "runs on the host"
-    for op in ("Softmax", "LogSoftmax", "Sigmoid", "Tanh", "Exp", "Log", "Erf", "Gelu", "Div",
-               "QLinearSoftmax", "LayerNormalization", "InstanceNormalization", "Reciprocal",
-               "Softplus", "Mish", "Elu", "Selu", "Sin", "Cos")
+    for op in ("Softmax", "LogSoftmax", "Div", "QLinearSoftmax", "LayerNormalization",
+               "InstanceNormalization")
 }
+_TABLE_WHY = {
+    op: f"{op} in float runs on the host: between a DequantizeLinear and a QuantizeLinear "
+    "it would become an activation table (TABLE) on the accelerator"
+    for op in ("Sigmoid", "Tanh", "Exp", "Log", "Erf", "Gelu", "Reciprocal", "Softplus", "Mish",
+               "Elu", "Selu", "Sin", "Cos")
+}
+"""Elementwise functions: a table when quantized; the passes' reason, when they give one,
+says why this one is not."""
 
 _TARGET = re.compile(r"""\s('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
 
@@ -95,6 +105,7 @@ def _unsupported(model: Model) -> dict[int, str]:
 def node_units(model: Model, config: ArrayConfig) -> list[NodeUnit]:
     """Return (unit, reason) for each node of `model.graph.nodes`, in order."""
     from systolic.mapper.lowering import compile_model
+    from systolic.mapper.lowering.compile_model import FUSED_TABLE
     from systolic.mapper.passes.pipeline import run_passes
 
     names = [node.name for node in name_nodes(model).graph.nodes]
@@ -138,6 +149,8 @@ def node_units(model: Model, config: ArrayConfig) -> list[NodeUnit]:
                 result.append(("none", f"fused into {fate.into}, which the compiler dropped"))
             elif found[0] == "host":
                 result.append(("host", f"fused into {fate.into}; on the host: {found[1]}"))
+            elif found[1].startswith(FUSED_TABLE):  # a QTable applied by the STOREs before
+                result.append((found[0], f"fused into {fate.into}, itself {found[1]}"))
             else:
                 result.append((found[0], f"fused into {fate.into}"))
         elif fate.action == LAYOUT:
@@ -153,7 +166,8 @@ def node_units(model: Model, config: ArrayConfig) -> list[NodeUnit]:
                            else fate.action))  # fmt: skip
         else:  # host
             found = layer_unit(name)
-            reason = _HOST_WHY.get(fate.op_type.rsplit(".", 1)[-1].split(":")[0], "")
-            reason = reason or fate.reason or (found[1] if found else "")
+            op = fate.op_type.rsplit(".", 1)[-1].split(":")[0]
+            reason = _HOST_WHY.get(op, "") or fate.reason or _TABLE_WHY.get(op, "")
+            reason = reason or (found[1] if found else "")
             result.append(("host", reason or "runs on the host"))
     return result

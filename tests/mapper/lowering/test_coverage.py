@@ -126,3 +126,18 @@ def test_a_symbolic_batch_does_not_change_the_units(tmp_path: Path) -> None:
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
     ((unit, reason),) = node_units(load_model(path), ArrayConfig())
     assert (unit, reason) == ("array", "fused into systolic.QConv 'conv'")
+
+
+def test_a_quantized_sigmoid_after_a_conv_is_vector_work_in_its_stores(tmp_path: Path) -> None:
+    from .qdq_models import conv_sigmoid_qdq
+
+    path = tmp_path / "conv_sigmoid.onnx"
+    onnx.save(conv_sigmoid_qdq(), path)
+    model = load_model(path)
+    units = dict(zip((n.name for n in model.graph.nodes), node_units(model, ArrayConfig()),
+                     strict=True))  # fmt: skip
+    assert units["conv"][0] == "array"
+    unit, reason = units["sigmoid"]
+    assert unit == "vector"
+    assert reason == ("fused into systolic.QTable 'sigmoid', itself fused into the STOREs of "
+                      "'conv' (STORE with lut)")  # fmt: skip

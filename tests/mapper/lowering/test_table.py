@@ -16,7 +16,7 @@ from systolic.mapper.lowering.compiled import CompiledModel
 from systolic.mapper.lowering.table import table_image
 from systolic.reference.executor import run_graph
 from systolic.simulation.layer_check import check_layers
-from systolic.simulation.runner import simulate
+from systolic.simulation.runner import run_compiled, segment_runner, simulate
 
 from .graphs import OPSETS, graph, node, qconv, qmatmul, random_input
 
@@ -153,7 +153,8 @@ def test_table_stays_standalone_when_the_output_is_needed(case):  # type: ignore
 
 def test_fusion_saves_the_pass_over_memory():
     """Fused: the conv's STOREs apply the table (one LOAD and one TABLE more than the conv
-    alone); standalone: a LOAD + COPY per block of the conv's output besides."""
+    alone); standalone: a LOAD + COPY per block of the conv's output besides, and more
+    cycles on the cycle model."""
     config = CONFIGS["4x4"]
     fused = compile_model(_conv_then_table({"y": U8}), config)
     alone = compile_model(_conv_then_table({"y": U8, "c": U8}), config)
@@ -166,6 +167,10 @@ def test_fusion_saves_the_pass_over_memory():
     assert n_alone > n_fused
     assert any(isinstance(i, Copy) for i in alone.program.instructions)
     assert not any(isinstance(i, Copy) for i in fused.program.instructions)
+    x = {"x": random_input(U8, (1, 4, 5, 5), 9)}
+    cycles = [sum(run.total_cycles for run in run_compiled(c, x, segment_runner("model")).runs)
+              for c in (plain, fused, alone)]  # fmt: skip
+    assert cycles[0] < cycles[1] < cycles[2]
 
 
 def test_table_image_pads_to_whole_rows():
@@ -176,3 +181,20 @@ def test_table_image_pads_to_whole_rows():
     values = np.frombuffer(image, dtype=np.int8)
     np.testing.assert_array_equal(values[:256], table)
     assert not values[256:].any()
+
+
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS.keys())
+def test_qdq_sigmoid_after_a_conv_runs_in_the_stores_on_the_timing_model(config):  # type: ignore[no-untyped-def]
+    """End to end: the passes make the Sigmoid a QTable, the compiler fuses it, and the
+    cycle model (golden values) is bit-exact with the reference."""
+    from systolic.mapper.importer import load_model_bytes
+    from systolic.mapper.passes.pipeline import run_passes
+
+    from .qdq_models import conv_sigmoid_qdq
+
+    integer, _ = run_passes(load_model_bytes(conv_sigmoid_qdq().SerializeToString()))
+    compiled = compile_model(integer, config)
+    table = next(layer for layer in compiled.layers if layer.op == "QTable")
+    assert table.count == 0 and "STORE with lut" in table.reason
+    x = {"x": np.random.default_rng(9).standard_normal((1, 3, 6, 6)).astype(np.float32)}
+    assert check_layers(compiled, x, backend="model") is None
