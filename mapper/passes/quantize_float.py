@@ -25,6 +25,15 @@ pairs that `fuse_qdq` then fuses (the same form onnxruntime's QDQ quantizer writ
   output (calibrated on the output, which covers every input; DenseNet's chained concats end
   up sharing the block's last one), so it stays a layout op instead of a requantization on
   the host.
+- Element-wise activations and products (`ptq_regions`): the result of an element-wise
+  region fed by one quantized value (Sigmoid, Tanh, HardSwish, HardSigmoid, SiLU = x *
+  Sigmoid(x), Gelu and its erf/tanh chains, LeakyRelu, Elu, Mish, Softplus ..., scalar
+  constants only) is quantized, calibrated like any activation, so the fusions make it one
+  systolic.QTable; a Mul of two computed tensors (same shape, or one per channel of the
+  other: squeeze-excitation) has its inputs and result quantized (-> systolic.QMul). A
+  region with several results read outside it stays float; the report notes why.
+- Degenerate ranges: a scale below float32's smallest normal number (0, denormal) becomes 1
+  with zero point 0 (onnxruntime's quantizer does the same).
 - Calibration: the caller's feeds, or `calibration.random_calibration(graph, seed)` (8 seeded
   standard-normal inputs) when none is given.
 """
@@ -37,7 +46,9 @@ import numpy as np
 from systolic.errors import ModelError
 from systolic.ir import DataType, Graph, Model, Node
 from systolic.mapper.passes.calibration import calibrate, random_calibration
+from systolic.mapper.passes.fuse_tables import ELEMENTWISE
 from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of, make_node, tensor
+from systolic.mapper.passes.ptq_regions import elementwise_region, is_product_of_computed
 from systolic.mapper.passes.quant_params import is_activation, weight_scale_floor
 from systolic.mapper.passes.report import PassReport
 
@@ -89,7 +100,7 @@ def quantize_float(
 ) -> Model:
     """Return `model` with quantization inserted as QuantizeLinear/DequantizeLinear pairs."""
     graph = model.graph
-    plan = _plan(graph)
+    plan = _plan(graph, report)
     if not plan.values:
         return model
     _check_finite_weights(graph, plan)
@@ -106,7 +117,6 @@ def quantize_float(
             params[value] = _symmetric_params(*low_high)
         else:
             params[value] = _activation_params(*low_high)
-    del report  # PTQ adds nodes; outcomes are recorded by the fusions
     return dataclasses.replace(model, graph=_rewrite(graph, plan, params))
 
 
@@ -115,7 +125,7 @@ def _float(graph: Graph, name: str) -> bool:
     return found is not None and found.dtype == DataType.FLOAT
 
 
-def _plan(graph: Graph) -> _Plan:
+def _plan(graph: Graph, report: PassReport) -> _Plan:
     constants = constants_of(graph)
     consumers = graph.consumers()
     outputs = {info.name for info in graph.outputs}
@@ -127,13 +137,13 @@ def _plan(graph: Graph) -> _Plan:
             chosen.add(name)
             plan.values.append(name)
 
-    for node in graph.nodes:
-        if node.domain != "" or not node.inputs or not node.outputs:
+    taken: set[int] = set()  # nodes inside an element-wise region already planned
+    for index, node in enumerate(graph.nodes):
+        if node.domain != "" or not node.inputs or not node.outputs or id(node) in taken:
             continue
-        if node.op_type in COMPUTE_OPS:
-            activations = _activation_inputs(node, constants, graph)
-            if activations is None:
-                continue
+        activations = (_activation_inputs(node, constants, graph)
+                       if node.op_type in COMPUTE_OPS else None)
+        if activations is not None:
             for name in activations:
                 add(name)
             if node.op_type == "MatMul" and len(activations) == 2:
@@ -159,7 +169,40 @@ def _plan(graph: Graph) -> _Plan:
             plan.shared[node.outputs[0]] = node.inputs[0]
         elif node.op_type == "Concat" and _float(graph, node.outputs[0]):
             _share_concat(node, plan, chosen, add)
+        elif is_product_of_computed(node, graph, constants):
+            for name in node.inputs:
+                add(name)
+            result = node.outputs[0]
+            readers = consumers.get(result, [])
+            if (len(readers) == 1 and result not in outputs
+                    and is_activation(readers[0], constants)):
+                taken.add(id(readers[0]))
+                result = readers[0].outputs[0]
+            add(result)
+        elif node.op_type in ELEMENTWISE:
+            _plan_region(graph, index, node, constants, chosen, add, taken, report)
     return plan
+
+
+def _plan_region(graph: Graph, index: int, node: Node, constants: Mapping[str, np.ndarray],
+                 chosen: set[str], add: Callable[[str], None], taken: set[int],
+                 report: PassReport) -> None:
+    """Quantize the result of the element-wise region `node` starts, when it reads one
+    quantized value (and scalar constants) and has exactly one result read outside it."""
+    sources = {name for name in node.inputs if name and name not in constants}
+    if len(sources) != 1 or not sources <= chosen:
+        return
+    region = elementwise_region(graph, index, sources.pop(), constants, taken)
+    if not region.nodes:
+        return
+    taken.update(id(n) for n in region.nodes)
+    if len(region.exits) != 1:
+        for member in region.nodes:
+            report.note(member.label, f"its element-wise region ({len(region.nodes)} nodes) "
+                        f"has {len(region.exits)} results read outside it, not one: it is not "
+                        "one table and stays float")
+        return
+    add(region.exits[0])
 
 
 def _share_concat(node: Node, plan: _Plan, chosen: set[str],
@@ -244,20 +287,26 @@ def _weight_axis(node: Node, rank: int) -> int:
     return rank - 1  # MatMul [..., K, N]: per column N, shared by every batch entry
 
 
+SMALLEST_SCALE = float(np.finfo(np.float32).tiny)
+"""A scale below float32's smallest normal number (0 or denormal) becomes 1 with zero point
+0, as onnxruntime's quantizer does (compute_scale_zp): a value that is (nearly) constant 0
+over the calibration set, whose real range would otherwise give no usable scale."""
+
+
 def _activation_params(low: float, high: float) -> tuple[np.float32, np.uint8]:
     low, high = min(low, 0.0), max(high, 0.0)
-    scale = np.float32((high - low) / 255.0)
-    if not scale > 0:
-        scale = np.float32(1.0)
+    real = (high - low) / 255.0
+    if not real >= SMALLEST_SCALE:
+        return np.float32(1.0), np.uint8(0)
+    scale = np.float32(real)
     zero = int(np.clip(np.rint(-low / float(scale)), 0, 255))
     return scale, np.uint8(zero)
 
 
 def _symmetric_params(low: float, high: float) -> tuple[np.float32, np.uint8]:
     peak = max(abs(low), abs(high))
-    scale = np.float32(peak / 127.0)
-    if not scale > 0:
-        scale = np.float32(1.0)
+    real = peak / 127.0
+    scale = np.float32(real) if real >= SMALLEST_SCALE else np.float32(1.0)
     return scale, np.uint8(SYMMETRIC_ZERO_POINT)
 
 
