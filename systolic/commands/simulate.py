@@ -3,7 +3,9 @@
 Maps the model (float models are quantized first), runs the program on the simulated
 hardware, checks every accelerator output bit for bit against the numpy reference and, when
 onnxruntime is installed, compares the final outputs with onnxruntime on the original model.
-Prints a per-layer table (unit, MACs, cycles, stalls, array utilization) and totals. Without
+Prints a per-layer table (unit, MACs, cycles, stalls, array utilization, energy) and
+totals, and the energy per inference by component (docs/energy.md; with --clock-mhz also
+latency, inferences per second and TOPS/W). Without
 MODEL it runs the bundled example (a quantized LeNet). Exit status 0 when every check
 passes, 1 when the accelerator differs from the reference; any error is one line (exit 2)
 and then nothing is written.
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from systolic.commands.config_args import add_config_arguments, config_from_args
+from systolic.commands.energy_args import add_energy_arguments, clock_from_args, table_from_args
 from systolic.commands.model_loading import (
     add_max_memory_argument,
     add_model_arguments,
@@ -82,6 +85,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="skip the comparison with onnxruntime even when it is installed",
     )  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="print only errors and mismatches")
+    add_energy_arguments(parser)
     add_max_memory_argument(parser)
     add_config_arguments(parser)
     parser.set_defaults(run=run)
@@ -136,11 +140,13 @@ def _vcd_depth(text: str) -> int | str:
 def run(args: argparse.Namespace) -> int:
     """Simulate, print the table, write the requested files; return the exit status."""
     from systolic.examples import DEFAULT_EXAMPLE, example_path
+    from systolic.simulation.energy import with_energy
     from systolic.simulation.outputs import PendingFiles, npz_bytes
     from systolic.simulation.run import simulate_model
 
     config = config_from_args(args)
     limit = parse_size(args.max_memory)
+    table, clock = table_from_args(args), clock_from_args(args)
     _check_paths(args)
     if args.model is None:
         model_path, label = example_path(), f"bundled:{DEFAULT_EXAMPLE}"
@@ -153,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
             compare_onnxruntime=not args.no_onnxruntime, max_tensor_bytes=limit,
         )  # fmt: skip
         report = outcome.report
+        if outcome.compiled is not None:
+            report = with_energy(report, outcome.compiled, table, clock)
         text = json.dumps(report.to_json(), indent=2) + "\n"
         if args.output is not None:
             files.stage(args.output, npz_bytes(outcome.outputs))

@@ -93,7 +93,8 @@ class ResultCache:
             entry = json.loads(self.path(config, backend).read_text("utf-8"))
             if entry["format"] != FORMAT or entry["config"] != config.to_dict():
                 return None
-            layers = tuple(LayerResult(**layer) for layer in entry["layers"])
+            layers = tuple(LayerResult(**(layer | {"energy": tuple(layer.get("energy", ()))}))
+                           for layer in entry["layers"])  # fmt: skip
             return ConfigResult(config, label, layers, int(entry["total_cycles"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None

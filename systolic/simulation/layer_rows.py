@@ -7,7 +7,8 @@ datapath and for layout ops, done by COPY or by addressing alone), `ideal_cycles
 layers only) and `note`: why a layer runs on the host, or "layout" / "layout: RULE" for a
 layout op. `elements`: the elements a layer produces when it is elementwise work (vector
 or host, not a layout op); `host_bytes`: the bytes of the placed tensors a host layer reads
-and writes (`systolic.simulation.coverage` sums both).
+and writes (`systolic.simulation.coverage` sums both); `energy`: pJ per component when the
+layer energies (`systolic.simulation.energy.layer_energies`) are given.
 """
 
 import math
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 
 from systolic.isa.program import LayerUnit, ProgramLayer
 from systolic.mapper.lowering.compiled import CompiledModel
+from systolic.simulation.energy import LayerEnergy
 from systolic.simulation.layer_timing import (
     RunTimes,
     ideal_array_cycles,
@@ -42,12 +44,17 @@ def layer_note(layer: ProgramLayer) -> str:
     return layer.reason if layer.unit is LayerUnit.HOST else ""
 
 
-def layer_rows(compiled: CompiledModel, runs: Sequence[RunTimes]) -> list[LayerResult]:
-    """Return the row of every layer of `compiled` from the times of its accelerator runs."""
+def layer_rows(
+    compiled: CompiledModel,
+    runs: Sequence[RunTimes],
+    energies: Sequence[LayerEnergy] | None = None,
+) -> list[LayerResult]:
+    """Return the row of every layer of `compiled` from the times of its accelerator runs, with
+    its energy by component when `energies` (one per layer, `energy.layer_energies`) is given."""
     config = compiled.config
     timings = layer_timings(compiled.layers, program_units(compiled.program), runs)
     rows = []
-    for layer, timing in zip(compiled.layers, timings, strict=True):
+    for index, (layer, timing) in enumerate(zip(compiled.layers, timings, strict=True)):
         array = layer.unit is LayerUnit.ARRAY
         rows.append(LayerResult(
             name=layer.name, op=layer.op, unit=unit_name(layer), macs=layer.macs,
@@ -55,6 +62,7 @@ def layer_rows(compiled: CompiledModel, runs: Sequence[RunTimes]) -> list[LayerR
             ideal_cycles=ideal_array_cycles(layer.macs, config) if array else 0,
             stall_cycles=timing.stall_cycles, note=layer_note(layer), active_cycles=timing.active,
             elements=_elements(layer, compiled), host_bytes=_host_bytes(layer, compiled),
+            energy=energies[index].components if energies is not None else (),
         ))  # fmt: skip
     return rows
 

@@ -42,11 +42,13 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from systolic.sim.energy.energy import COMPONENTS
 from systolic.simulation.table_layout import fit
 from systolic.text import printable
 
 if TYPE_CHECKING:
     from systolic.simulation.coverage import Coverage
+    from systolic.simulation.energy import EnergySummary
 
 __all__ = [
     "SCHEMA",
@@ -75,6 +77,12 @@ class LayerResult:
     active_cycles: int = 0
     elements: int = 0  # elements produced by elementwise work (not array, not layout layers)
     host_bytes: int = 0  # bytes of placed tensors a host layer reads and writes
+    energy: tuple[float, ...] = ()  # pJ per component (`sim.energy.energy.COMPONENTS`), or ()
+
+    @property
+    def energy_pj(self) -> float | None:
+        """The layer's energy in pJ (None when it was not computed)."""
+        return sum(self.energy) if self.energy else None
 
     def utilization(self, pes: int) -> float:
         """MACs per PE-cycle while this layer ran: MACs / (pes · max(cycles, active_cycles)),
@@ -97,6 +105,9 @@ class LayerResult:
             "active_cycles": self.active_cycles,
             "utilization": round(self.utilization(pes), 6),
             "note": self.note,
+            "energy_pj": None if self.energy_pj is None else round(self.energy_pj, 3),
+            "energy": None if not self.energy else dict(zip(
+                COMPONENTS, (round(value, 3) for value in self.energy), strict=True)),
         }
 
 
@@ -146,6 +157,7 @@ class SimulationReport:
     quantization: Mapping[str, float | None] | None = None
     runs: Sequence[Mapping[str, object]] = ()
     engine: str | None = None
+    energy: "EnergySummary | None" = None
 
     @property
     def pes(self) -> int:
@@ -216,13 +228,16 @@ class SimulationReport:
             "coverage": self.coverage().to_json(),
             "checks": checks,
             "runs": [dict(run) for run in self.runs],
+            "energy": None if self.energy is None else self.energy.to_json(),
         }
 
 
 def render_table(report: SimulationReport, width: int | None = None) -> str:
     """Return the per-layer table and totals as `systolic simulate` prints them, fitted to
     `width` columns (None: any width) as `table_layout.fit` does."""
-    header = ("layer", "op", "unit", "MACs", "cycles", "stalls", "util")
+    energy = report.energy is not None
+    header = ("layer", "op", "unit", "MACs", "cycles", "stalls", "util") + (
+        ("energy uJ",) if energy else ())
     rows = [
         (
             printable(layer.name),
@@ -232,7 +247,7 @@ def render_table(report: SimulationReport, width: int | None = None) -> str:
             f"{layer.cycles:,}" if layer.unit != "host" else "-",
             f"{layer.stall_cycles:,}" if layer.unit != "host" else "-",
             f"{100 * layer.utilization(report.pes):.1f}%" if layer.unit == "array" else "-",
-        )
+        ) + ((_micro(layer.energy_pj),) if energy else ())
         for layer in report.layers
     ]
     lines = fit(header, rows, left=3, width=width)
@@ -245,4 +260,11 @@ def render_table(report: SimulationReport, width: int | None = None) -> str:
     lines += ["", *textwrap.wrap(total, width or len(total), subsequent_indent="  ")]
     summary = report.coverage().text()
     lines += textwrap.wrap(summary, width or len(summary), subsequent_indent="  ")
+    for line in report.energy.lines() if report.energy is not None else ():
+        lines += textwrap.wrap(line, width or len(line), subsequent_indent="    ")
     return "\n".join(lines) + "\n"
+
+
+def _micro(picojoules: float | None) -> str:
+    """A layer's energy in uJ (3 decimals), "-" for none (host layers)."""
+    return "-" if not picojoules else f"{picojoules * 1e-6:,.3f}"

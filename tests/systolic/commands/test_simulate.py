@@ -54,7 +54,7 @@ def test_json_schema(tmp_path: Path) -> None:
     assert report["inputs"] == {"input": {"shape": [1, 1, 16, 16], "dtype": "float32"}}
     assert isinstance(report["total_cycles"], int) and report["total_cycles"] > 0
     layer_keys = {"name", "op", "unit", "macs", "cycles", "ideal_cycles", "stall_cycles",
-                  "active_cycles", "utilization", "note"}  # fmt: skip
+                  "active_cycles", "utilization", "note", "energy_pj", "energy"}  # fmt: skip
     for layer in report["layers"]:
         assert set(layer) == layer_keys
         assert layer["unit"] in ("array", "vector", "host")

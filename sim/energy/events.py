@@ -1,0 +1,197 @@
+"""The events that cost energy, counted per instruction as the RTL performs them.
+
+`instruction_events(instr, config, weights)` returns the counts of one instruction (a dict
+keyed by `EVENTS`, zero counts left out). It is a function of the instruction's fields and
+the configuration, plus, for a weight-stationary COMPUTE, the shape `(k, n)` of the weights
+it multiplies with (the last PRELOAD's: `ActiveWeights`). `program_events(instructions,
+config)` folds a program in order (HALT resets the weights, as a new run starts from reset)
+and returns one count dict per instruction; `sum_events` adds dicts.
+
+Events (docs/energy.md, "Events", names each one's RTL signal):
+
+- `mac_slots`: PE-cycles of the array working on a COMPUTE (`rows*cols` per activation row
+  of a WS COMPUTE, per column of a COMPUTE.OS); `macs`: the products among them with an
+  active weight and operand (WS `m*k*n` with the active PRELOAD's `k x n`; OS `m*n*k`).
+- `spad_in_reads`, `spad_wt_reads`, `params_reads`, `acc_reads`: row reads a unit uses
+  (`acc_reads` are the STORE unit's); `*_writes`: rows a LOAD writes, `acc_writes` the rows
+  EXECUTE writes; `acc_rmw`: the accumulating writes among them (old row read, `cols` adds).
+- `ext_read_bytes`, `ext_read_beats`, `ext_write_bytes`, `ext_write_beats`: external bytes
+  of the instruction's segments and the aligned bus beats that carry them.
+- `output_stage_lanes`: lanes the output stage requantizes (`cols` per STORE row);
+  `vector_lanes`: lanes the vector unit takes (`dim` per spad_in element read of POOL/ADD);
+  `vector_mul_lanes`: the element products of ADD with `mul` (`dim` per output row);
+  `lut_lookups`: elements mapped by the activation table (STORE/COPY with `lut`);
+  `lut_writes`: table entries a TABLE writes (256).
+"""
+
+import dataclasses
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from systolic.config import ArrayConfig
+from systolic.isa.instructions import Instruction
+from systolic.isa.memories import params_row_bytes
+from systolic.isa.patterns import total_beats
+from systolic.sim.timing.store_timing import reader_cycles
+
+__all__ = [
+    "EVENTS",
+    "ActiveWeights",
+    "BeatCounter",
+    "instruction_events",
+    "program_events",
+    "sum_events",
+]
+
+EVENTS = (
+    "mac_slots", "macs",
+    "spad_in_reads", "spad_in_writes", "spad_wt_reads", "spad_wt_writes",
+    "params_reads", "params_writes", "acc_reads", "acc_writes", "acc_rmw",
+    "ext_read_bytes", "ext_read_beats", "ext_write_bytes", "ext_write_beats",
+    "output_stage_lanes", "vector_lanes", "vector_mul_lanes", "lut_lookups", "lut_writes",
+)  # fmt: skip
+"""Every event name, in report order."""
+
+TABLE_ENTRIES = 256
+"""Entries of the activation table a TABLE writes (docs/isa.md, "Activation unit")."""
+
+_LOAD_TARGET = {0: "spad_in", 1: "spad_wt", 2: "params"}
+_POSITIONS = ("row", "in_row", "acc_row", "a_row", "b_row", "wt_row", "param_row")
+"""Fields that move an instruction's rows on chip without changing its external beats."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ActiveWeights:
+    """The shape of the weights a weight-stationary COMPUTE multiplies with: `k` rows of `n`
+    columns (the last PRELOAD's); (0, 0) after reset, when every weight is 0."""
+
+    k: int = 0
+    n: int = 0
+
+
+class BeatCounter:
+    """Aligned bus beats of an instruction's external segments, cached by everything that
+    decides them (the class, the fields other than on-chip rows, and `ext mod bus_bytes`)."""
+
+    def __init__(self, config: ArrayConfig) -> None:
+        self.config = config
+        self._cache: dict[tuple[Any, ...], int] = {}
+        self._names: dict[type, tuple[str, ...]] = {}
+
+    def beats(self, instr: Instruction) -> int:
+        """Return `total_beats(instr.segments(config), bus_bytes)`."""
+        cls = type(instr)
+        names = self._names.get(cls)
+        if names is None:
+            fields = dataclasses.fields(instr)  # type: ignore[arg-type]
+            names = self._names[cls] = tuple(
+                f.name for f in fields if f.name not in _POSITIONS and f.name != "ext")
+        key = (cls, instr.ext % self.config.bus_bytes,  # type: ignore[attr-defined]
+               *(getattr(instr, name) for name in names))
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = total_beats(instr.segments(self.config),
+                                                   self.config.bus_bytes)
+        return found
+
+
+def _ws_compute(instr: Any, config: ArrayConfig, weights: ActiveWeights) -> dict[str, int]:
+    m = instr.m
+    return {"mac_slots": config.pes * m, "macs": m * weights.k * weights.n,
+            "spad_in_reads": m, "acc_writes": m, "acc_rmw": m if instr.accumulate else 0}
+
+
+def _os_compute(instr: Any, config: ArrayConfig) -> dict[str, int]:
+    m, n, k = instr.m, instr.n, instr.k
+    chunks = -(-k // config.dim)
+    return {"mac_slots": config.pes * k, "macs": m * n * k, "spad_in_reads": m * chunks,
+            "spad_wt_reads": k, "acc_writes": m, "acc_rmw": m if instr.accumulate else 0}
+
+
+def _load(instr: Any, config: ArrayConfig, beats: BeatCounter) -> dict[str, int]:
+    target = _LOAD_TARGET[int(instr.mem)]
+    row_bytes = (params_row_bytes(config) if target == "params"
+                 else instr.length * config.operand_bytes)  # fmt: skip
+    return {f"{target}_writes": instr.count, "ext_read_bytes": instr.count * row_bytes,
+            "ext_read_beats": beats.beats(instr)}
+
+
+def _writes(instr: Any, rows: int, width: int, config: ArrayConfig,
+            beats: BeatCounter) -> dict[str, int]:
+    return {"ext_write_bytes": rows * width * config.operand_bytes,
+            "ext_write_beats": beats.beats(instr)}
+
+
+def _store_unit(instr: Any, config: ArrayConfig, beats: BeatCounter) -> dict[str, int]:
+    name, dim = instr.MNEMONIC, config.dim
+    if name == "STORE":
+        events = {"acc_reads": instr.m, "params_reads": 1,
+                  "output_stage_lanes": instr.m * config.cols,
+                  "lut_lookups": instr.m * instr.n if instr.lut else 0}
+        return events | _writes(instr, instr.m, instr.n, config, beats)
+    if name == "COPY":
+        events = {"spad_in_reads": instr.m,
+                  "lut_lookups": instr.m * instr.lanes if getattr(instr, "lut", False) else 0}
+        return events | _writes(instr, instr.m, instr.lanes, config, beats)
+    if name == "POOL":
+        reads = sum(reader_cycles(instr))
+        events = {"spad_in_reads": reads, "vector_lanes": reads * dim}
+        return events | _writes(instr, instr.oh * instr.ow, instr.lanes, config, beats)
+    # ADD: rows a and b of every output row (b again for every row with b_broadcast)
+    events = {"spad_in_reads": 2 * instr.m, "vector_lanes": 2 * instr.m * dim,
+              "vector_mul_lanes": instr.m * dim if getattr(instr, "mul", False) else 0}
+    return events | _writes(instr, instr.m, instr.lanes, config, beats)
+
+
+def instruction_events(
+    instr: Instruction,
+    config: ArrayConfig,
+    weights: ActiveWeights = ActiveWeights(),
+    beats: BeatCounter | None = None,
+) -> dict[str, int]:
+    """Return the event counts of `instr` on `config` (module docstring); `weights` matters
+    only to a weight-stationary COMPUTE, `beats` caches external beats (made when None)."""
+    name = instr.MNEMONIC
+    if name == "COMPUTE":
+        events = _ws_compute(instr, config, weights)
+    elif name == "COMPUTE.OS":
+        events = _os_compute(instr, config)
+    elif name == "PRELOAD":
+        events = {"spad_wt_reads": instr.k}  # type: ignore[attr-defined]
+    elif name == "TABLE":
+        events = {"spad_in_reads": -(-TABLE_ENTRIES // config.dim), "lut_writes": TABLE_ENTRIES}
+    elif name == "HALT":
+        events = {}
+    elif name == "LOAD":
+        events = _load(instr, config, beats or BeatCounter(config))
+    else:
+        events = _store_unit(instr, config, beats or BeatCounter(config))
+    return {key: value for key, value in events.items() if value}
+
+
+def program_events(
+    instructions: Sequence[Instruction], config: ArrayConfig
+) -> list[dict[str, int]]:
+    """Return the event counts of every instruction, in program order: each weight-stationary
+    COMPUTE with the weights of the latest PRELOAD since the latest HALT (a run starts from
+    reset, with zero weights)."""
+    beats = BeatCounter(config)
+    weights = ActiveWeights()
+    counts = []
+    for instr in instructions:
+        counts.append(instruction_events(instr, config, weights, beats))
+        if instr.MNEMONIC == "PRELOAD":
+            weights = ActiveWeights(instr.k, instr.n)  # type: ignore[attr-defined]
+        elif instr.MNEMONIC == "HALT":
+            weights = ActiveWeights()
+    return counts
+
+
+def sum_events(counts: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """Return the sum of event count dicts, every name of `EVENTS` present (zero if none)."""
+    total: Counter[str] = Counter()
+    for events in counts:
+        total.update(events)
+    return {name: total.get(name, 0) for name in EVENTS}
+
