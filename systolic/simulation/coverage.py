@@ -53,6 +53,8 @@ class Coverage:
         """The one line `systolic simulate` prints."""
         return (
             f"coverage: {100 * self.array_mac_share:.1f}% of MACs on the array; "
+            f"elementwise: {_count(self.vector_elements)} elements on the vector unit, "
+            f"{_count(self.host_elements)} on the host; "
             f"{self.host_layers} of {self.layers} layers on the host "
             f"({_count(self.host_elements)} elements, {_bytes(self.host_bytes)} to/from the "
             "host); totals are accelerator cycles only"

@@ -37,7 +37,8 @@ def test_coverage_sums_the_rows() -> None:
 
 def test_coverage_line() -> None:
     assert coverage(_rows()).text() == (
-        "coverage: 75.0% of MACs on the array; 2 of 5 layers on the host (4.1 k elements, "
+        "coverage: 75.0% of MACs on the array; elementwise: 64 elements on the vector unit, "
+        "4.1 k on the host; 2 of 5 layers on the host (4.1 k elements, "
         "2.5 MB to/from the host); totals are accelerator cycles only"
     )
 
@@ -63,5 +64,6 @@ def test_simulate_reports_the_host_share(tmp_path: Path,
     assert account["host_bytes"] >= account["host_elements"] > 0
     share = account["array_macs"] / (account["array_macs"] + account["host_macs"])
     assert account["array_mac_fraction"] == pytest.approx(share, abs=1e-6)
-    assert f"coverage: {100 * share:.1f}% of MACs on the array; {len(host)} of {len(layers)}" in out
+    assert f"coverage: {100 * share:.1f}% of MACs on the array; elementwise: " in out
+    assert f"on the host; {len(host)} of {len(layers)} layers on the host" in out
     assert "cycles (accelerator only)" in out
