@@ -374,6 +374,8 @@ class _Compiler:
             self.add_layer(node, unit, [], reason, macs)
             return
         data_inputs = [n for n in node.inputs if n]
+        if node.op_type == "QTable":  # the table is placed by the lowering, in whole rows
+            data_inputs = data_inputs[:1]
         if unit is LayerUnit.ARRAY:  # the activation input, and a QMatMul's computed B
             data_inputs = [n for i, n in enumerate(data_inputs)
                            if i == 0 or (i == 1 and node.op_type == "QMatMul"

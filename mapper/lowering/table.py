@@ -18,7 +18,7 @@ import dataclasses
 import numpy as np
 
 from systolic.config import ArrayConfig
-from systolic.errors import ModelError
+from systolic.errors import ModelError, UnsupportedError
 from systolic.ir import DataType, Node
 from systolic.isa.instructions import Instruction, Load, LoadTarget, Table
 from systolic.isa.table import TABLE_ENTRIES, table_rows
@@ -38,7 +38,10 @@ class Activation:
 
 
 def table_entries(node: Node, ctx: LayerContext) -> np.ndarray:
-    """Return the QTable's table as 256 int64 values in -128..127; ModelError otherwise."""
+    """Return the QTable's table as 256 int64 values in -128..127; ModelError otherwise
+    (UnsupportedError when it is computed: the node then runs on the host)."""
+    if node.inputs[1] not in ctx.overrides and ctx.graph.initializer(node.inputs[1]) is None:
+        raise UnsupportedError(f"QTable {node.label!r}: the table is computed, not a constant")
     table = np.asarray(ctx.constant(node.inputs[1])).reshape(-1)
     if table.size != TABLE_ENTRIES or table.dtype.kind not in "iu":
         raise ModelError(f"QTable {node.label!r}: the table must be {TABLE_ENTRIES} integers, "

@@ -198,3 +198,15 @@ def test_qdq_sigmoid_after_a_conv_runs_in_the_stores_on_the_timing_model(config)
     assert table.count == 0 and "STORE with lut" in table.reason
     x = {"x": np.random.default_rng(9).standard_normal((1, 3, 6, 6)).astype(np.float32)}
     assert check_layers(compiled, x, backend="model") is None
+
+
+def test_a_computed_table_runs_on_the_host():
+    """A table some node computes (here a copy of a graph input) cannot be TABLEd at compile
+    time: the QTable runs on the host, still bit-exact."""
+    g = graph({"x": (U8, (1, 3, 4, 4)), "t": (I8, (256,))}, {"y": U8},
+              [node("QTable", ["x", "t"], "y", to=int(U8))])  # fmt: skip
+    compiled = compile_model(g, CONFIGS["4x4"])
+    assert compiled.layers[0].unit is LayerUnit.HOST
+    assert "not a constant" in compiled.layers[0].reason
+    inputs = {"x": random_input(U8, (1, 3, 4, 4), 3), "t": random_input(I8, (256,), 4)}
+    _check(compiled, inputs, "y")
