@@ -57,10 +57,13 @@ enum {
     GOLDEN_OK = 0,
     GOLDEN_INVALID = 1,     /* an instruction Python rejects (decode or check) */
     GOLDEN_MEMORY = 2,      /* an access beyond the simulated external memory */
-    GOLDEN_ARITHMETIC = 3,  /* a params value out of range, or an intermediate beyond 64 bits */
+    GOLDEN_ARITHMETIC = 3,  /* a params value out of range, an intermediate beyond 64 bits, or
+                               a table index or entry outside int8 (spad_in values no LOAD
+                               makes) */
     GOLDEN_NO_HALT = 4,     /* the words ended without HALT (failed = count) */
     GOLDEN_AFTER_HALT = 5,  /* the state had halted before the first instruction */
-    GOLDEN_STATE = 6,       /* a state value the C code does not represent (failed = 0) */
+    GOLDEN_STATE = 6,       /* a state value the C code does not represent: an operand beyond
+                               16 bits, a table entry beyond 8 (failed = 0) */
     GOLDEN_NO_MEMORY = 7,   /* malloc failed (failed = 0) */
     GOLDEN_BAD_ARGUMENT = 8 /* array sizes that do not match the configuration */
 };

@@ -3,8 +3,10 @@
 
 Random instructions of these kinds, mixed with the other classes (`test_native_machine.Fuzzer`),
 are compared one instruction at a time (the C engine must execute each itself, not hand it to
-Python) and as whole programs; the activation table is compared with the rest of the state.
-What the configuration refuses (input_width 16) raises Python's exact message.
+Python) and as whole programs, random and compiled (a convolution with its table fused into
+the STOREs, a per-channel multiply, a standalone table); the activation table is compared with
+the rest of the state. What the configuration refuses (input_width 16) raises Python's exact
+message.
 """
 
 import dataclasses
@@ -13,13 +15,17 @@ import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.ir import DataType, Graph, Tensor
 from systolic.isa.encode_batch import encode_words
 from systolic.isa.instructions import Add, Copy, Halt, Instruction, Load, LoadTarget, Store, Table
 from systolic.isa.memories import Memory, depth
+from systolic.isa.program import TensorRole
 from systolic.isa.table import table_rows
+from systolic.mapper.lowering import compile_model
 from systolic.sim.golden.machine import Machine
 from systolic.sim.golden.native_machine import NativeStatus, native_execute, run_native
 
+from ...mapper.lowering.graphs import graph, node, qconv
 from .test_native_machine import (
     WRITES_END,
     Fuzzer,
@@ -283,3 +289,46 @@ def test_a_table_beyond_spad_in_and_a_broadcast_row_beyond_it_are_refused() -> N
     assert "b_row + 1" in message
     fits = Add(0, spad - 1, 2, 4, 2**30, 2**30, 0, 0, 0, 0, -128, 127, 0, b_broadcast=True)
     compare_step_by_step(cfg, [fits, Halt()], np.zeros(64, np.uint8))
+
+
+# -- compiled programs ------------------------------------------------------------------------
+
+U8, I8 = DataType.UINT8, DataType.INT8
+COMPILED_CONFIGS = [config(4, 4), config(8, 8, OS), config(16, 16)]
+
+
+def activation_graph() -> Graph:
+    """x -> QConv -> QTable (fused into its STOREs) -> QMul by a per-channel gate (a 1x1
+    QConv of g: ADD mul, b_broadcast) -> QTable (standalone: TABLE, COPY lut) -> z."""
+    conv, conv_constants = qconv("x", "c", 4, 6, seed=3)
+    gate, gate_constants = qconv("g", "b", 3, 6, seed=4, kernel=1, pads=0)
+    tables = [Tensor(name, I8, np.random.default_rng(seed).integers(-128, 128, 256)
+                     .astype(np.int8)) for seed, name in enumerate(("T1", "T2"))]
+    multiply = node("QMul", ["t", "b"], "y", a_zero_point=9, b_zero_point=200,
+                    multiplier=1_518_500_250, shift=-6, y_zero_point=128, y_type=int(U8))
+    nodes = [conv, node("QTable", ["c", "T1"], "t", to=int(U8)), gate, multiply,
+             node("QTable", ["y", "T2"], "z", to=int(U8))]
+    return graph({"x": (U8, (1, 4, 5, 5)), "g": (U8, (1, 3, 1, 1))}, {"z": U8}, nodes,
+                 [*tables, *conv_constants, *gate_constants])
+
+
+@requires_native
+@pytest.mark.parametrize("cfg", COMPILED_CONFIGS, ids=_id)
+def test_a_compiled_model_with_tables_and_a_multiply_matches_run(cfg: ArrayConfig) -> None:
+    program = compile_model(activation_graph(), cfg).program
+    assert {"Table", "Store lut", "Copy lut", "Add mul b_broadcast"} <= {
+        " ".join([type(i).__name__, *(f for f in ("lut", "mul", "b_broadcast")
+                                      if getattr(i, f, False))]) for i in program.instructions}
+    python = Machine.for_program(program)
+    rng = np.random.default_rng(cfg.rows)
+    inputs = program.placements(TensorRole.INPUT)
+    assert {placement.name for placement in inputs} == {"x", "g"}
+    for placement in inputs:
+        python.memory[placement.address : placement.end] = rng.integers(
+            0, 256, placement.end - placement.address, dtype=np.uint8)
+    native = Machine(cfg, python.memory.size)
+    native.memory[:] = python.memory
+    python.run(program.instructions)
+    assert run_native(cfg, program.words, native.memory, state=native)
+    assert_same_state(native, python)
+    assert_same_table(native, python)
