@@ -210,3 +210,24 @@ def test_a_computed_table_runs_on_the_host():
     assert "not a constant" in compiled.layers[0].reason
     inputs = {"x": random_input(U8, (1, 3, 4, 4), 3), "t": random_input(I8, (256,), 4)}
     _check(compiled, inputs, "y")
+
+
+@pytest.mark.parametrize("config", [CONFIGS["4x4"], CONFIGS["8x8-os"]], ids=["4x4", "8x8-os"])
+def test_fused_table_writes_into_a_halo_and_into_a_concat_slice(config):  # type: ignore[no-untyped-def]
+    """The conv's STOREs write the QTable's output where it lives: inside the halo a padded
+    conv reads it with, or straight into its slice of a Concat."""
+    shape = (1, 4, 5, 5)
+    first, k1 = qconv("x", "c", 4, 6, seed=3)
+    padded, k2 = qconv("t", "z", 6, 5, seed=4, x_zp=128)
+    other, k3 = qconv("x", "d", 4, 3, seed=5)
+    concat = node("Concat", ["t", "d"], "y", domain="", axis=1)
+    x = {"x": random_input(U8, shape, 1)}
+    for nodes, out, constants in (([first, _qtable("c", "t", U8), padded], "z", [*k1, *k2]),
+                                  ([first, _qtable("c", "t", U8), other, concat], "y",
+                                   [*k1, *k3])):  # fmt: skip
+        compiled = compile_model(graph({"x": (U8, shape)}, {out: U8}, nodes,
+                                       [_table(5), *constants]), config)  # fmt: skip
+        layers = {layer.name: layer for layer in compiled.layers}
+        assert layers["t"].count == 0 and "STORE with lut" in layers["t"].reason
+        _check(compiled, x, out)
+    assert layers["y"].reason == "2 inputs written in place, 0 copied"
