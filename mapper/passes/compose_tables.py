@@ -26,18 +26,29 @@ COMPOSABLE = frozenset({"QTable", "QMul", "QAdd"})
 
 
 def compose_tables(model: Model, report: PassReport) -> Model:
-    """Return `model` with every integer function of one 8-bit tensor made one QTable."""
-    ctx = FusionContext(model.graph)
-    opsets = dict(model.opsets)
-    order = {id(node): i for i, node in enumerate(model.graph.nodes)}
-    for node in model.graph.nodes:
-        if node.domain != SYSTOLIC_DOMAIN or node.op_type not in COMPOSABLE:
-            continue
-        try:
-            _compose(ctx, node, opsets, order, report)
-        except NotFusable:
-            continue  # not a function of one tensor: the op stays as it is
-    return dataclasses.replace(model, graph=ctx.result())
+    """Return `model` with every integer function of one 8-bit tensor made one QTable.
+
+    Rounds repeat until one composes nothing: a round reads the graph as it was when it
+    began, so a table after a QMul that the same round turns into a table (GELU: x * T(x),
+    then * 0.5) composes in the next round."""
+    while True:
+        ctx = FusionContext(model.graph)
+        opsets = dict(model.opsets)
+        order = {id(node): i for i, node in enumerate(model.graph.nodes)}
+        composed = 0
+        for node in model.graph.nodes:
+            if node.domain != SYSTOLIC_DOMAIN or node.op_type not in COMPOSABLE:
+                continue
+            if ctx.is_scheduled(node):
+                continue
+            try:
+                _compose(ctx, node, opsets, order, report)
+            except NotFusable:
+                continue  # not a function of one tensor: the op stays as it is
+            composed += 1
+        if not composed:
+            return model
+        model = dataclasses.replace(model, graph=ctx.result())
 
 
 def _data_inputs(node: Node) -> tuple[str, ...]:

@@ -10,7 +10,9 @@
 - com.microsoft QLinearSigmoid, QLinearLeakyRelu -> QTable, the table computed by running the
   node itself with the reference on the 256 input values (bit-exact with the reference's
   QLinearSigmoid/QLinearLeakyRelu); QLinearMul -> QMul (same shapes, or one operand per
-  channel [N|1, C, 1, ...] of the other); QLinearSoftmax stays on the host (a sum along an
+  channel [N|1, C, 1, ...] of the other); a QLinearAdd or QLinearMul with one constant
+  one-value operand (x + c, x * c: GELU's + 1 and * 0.5) is a function of x alone and becomes a
+  QTable like the lookups; QLinearSoftmax stays on the host (a sum along an
   axis, not an element-wise function).
 
 Requantization multipliers are computed in float32 in onnxruntime's order (so that the
@@ -303,7 +305,31 @@ def _dynamic_integer_product(ctx: FusionContext, node: Node, report: PassReport)
     _finish(ctx, report, "QMatMul", [node.inputs[0], node.inputs[1]], chain, attrs)
 
 
+def _scalar_operand_table(ctx: FusionContext, node: Node, report: PassReport) -> bool:
+    """Make a QLinearAdd/QLinearMul with one constant one-value operand (x + c, x * c: a
+    function of x alone) a QTable computed by running the node with the reference; return
+    False when neither operand is such a constant."""
+    a, b = node.inputs[0], node.inputs[3]
+    constant = [name for name in (a, b) if name in ctx.constants]
+    if len(constant) != 1 or ctx.constants[constant[0]].size != 1:
+        return False
+    source = b if constant[0] == a else a
+    dtype = ctx.dtype_of(source)
+    if dtype not in EIGHT_BIT or ctx.dtype_of(node.outputs[0]) not in EIGHT_BIT:
+        raise NotFusable("the operands or the result are not 8-bit")
+    assert dtype is not None
+    out = ctx.dtype_of(node.outputs[0])
+    assert out is not None
+    opsets = {node.domain: node.version or 1}
+    table = table_of([node], ctx.constants, source, dtype, node.outputs[0], opsets)
+    inputs = [source, ctx.constant(f"{node.label}_table", table)]
+    _finish(ctx, report, "QTable", inputs, [node], {"to": int(out)})
+    return True
+
+
 def _qlinear_add(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    if _scalar_operand_table(ctx, node, report):
+        return
     ap = _params(ctx, node, 1, 2, "first input")
     bp = _params(ctx, node, 4, 5, "second input")
     yp = _params(ctx, node, 6, 7, "output")
@@ -361,6 +387,8 @@ def _qlinear_lookup(ctx: FusionContext, node: Node, report: PassReport) -> None:
 
 
 def _qlinear_mul(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    if _scalar_operand_table(ctx, node, report):
+        return
     ap = _params(ctx, node, 1, 2, "first input")
     bp = _params(ctx, node, 4, 5, "second input")
     yp = _params(ctx, node, 6, 7, "output")

@@ -94,3 +94,33 @@ def test_per_channel_product_is_not_composed():
                     [("y", np.uint8, [1, 4, 2, 2])], constants)
     fused, _ = run_passes(model)
     assert op_types(fused) == ["QMul"]
+
+
+def test_gelu_as_onnxruntime_quantizes_it_composes_over_rounds(monkeypatch):
+    """DQ(x) -> Div -> Erf -> Add -> Q (p); DQ(x) * DQ(p) -> Q (m); DQ(m) * 0.5 -> Q (y): the
+    product becomes a table in the first round, the table after it in the second."""
+    constants = {**CONSTANTS, "ps": np.float32(2 / 255), "pz": np.uint8(0),
+                 "ms": np.float32(0.05), "mz": np.uint8(10), "sqrt2": np.float32(np.sqrt(2)),
+                 "one": np.float32(1), "half": np.float32(0.5)}
+    nodes = [node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             node("Div", ["xd", "sqrt2"], ["d"], name="div"), node("Erf", ["d"], ["e"]),
+             node("Add", ["e", "one"], ["p"]),
+             node("QuantizeLinear", ["p", "ps", "pz"], ["pq"]),
+             node("DequantizeLinear", ["pq", "ps", "pz"], ["pd"]),
+             node("Mul", ["xd", "pd"], ["m"], name="mul"),
+             node("QuantizeLinear", ["m", "ms", "mz"], ["mq"]),
+             node("DequantizeLinear", ["mq", "ms", "mz"], ["md"]),
+             node("Mul", ["md", "half"], ["h"], name="half_mul"),
+             node("QuantizeLinear", ["h", "ys", "yz"], ["y"])]
+    proto, model = make(nodes, [("xq", np.uint8, [1, 4, 8, 8])], [("y", np.uint8, [1, 4, 8, 8])],
+                        constants)
+    integer = unfused(model, monkeypatch)
+    assert op_types(integer) == ["QTable", "QMul", "QTable"]
+    fused, report = run_passes(model)
+    assert op_types(fused) == ["QTable"]
+    feed = {"xq": all_values()}
+    np.testing.assert_array_equal(run_model(fused, feed)["y"], run_model(integer, feed)["y"])
+    assert {report.fate(n).into for n in ("div", "mul", "half_mul")} == {
+        f"systolic.QTable {fused.graph.nodes[0].name!r}"}
+    vs_onnx, _ = steps(proto, model, fused, feed)
+    assert np.abs(vs_onnx).max() <= 1

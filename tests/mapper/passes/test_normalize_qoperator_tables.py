@@ -84,3 +84,23 @@ def test_qlinear_softmax_stays_on_the_host_with_the_reason():
     fused, report = run_passes(model)
     assert op_types(fused) == ["QLinearSoftmax"]
     assert report.fate("softmax").reason.startswith("a softmax sums along an axis")
+
+
+@pytest.mark.parametrize("op_type", ["QLinearAdd", "QLinearMul"])
+@pytest.mark.parametrize("constant_first", [False, True])
+def test_qlinear_binary_with_a_scalar_constant_is_a_table(op_type, constant_first):
+    constants = {"as": np.float32(0.04), "az": np.uint8(120), "cq": np.uint8(200),
+                 "bs": np.float32(0.01), "bz": np.uint8(100), "ys": np.float32(0.03),
+                 "yz": np.uint8(50)}
+    a, b = (["cq", "bs", "bz"], ["aq", "as", "az"]) if constant_first else \
+        (["aq", "as", "az"], ["cq", "bs", "bz"])
+    nodes = [node(op_type, [*a, *b, "ys", "yz"], ["y"], domain="com.microsoft", name="op")]
+    proto, model = make(nodes, [("aq", np.uint8, [1, 4, 8, 8])], [("y", np.uint8, [1, 4, 8, 8])],
+                        constants, opset=13, ms=True)
+    fused, report = run_passes(model)
+    assert op_types(fused) == ["QTable"] and fused.graph.nodes[0].inputs[0] == "aq"
+    assert report.fate("op").into == "systolic.QTable 'op'"
+    feed = {"aq": np.resize(np.arange(256), (1, 4, 8, 8)).astype(np.uint8)}
+    got = run_model(fused, feed)["y"]
+    np.testing.assert_array_equal(got, run_model(model, feed)["y"])
+    assert np.abs(got.astype(int) - ort_run(proto, feed).astype(int)).max() <= 1
