@@ -9,6 +9,7 @@ from systolic.config import ArrayConfig, Dataflow
 from systolic.isa.instructions import Add, Copy, Instruction, Store, Table
 from systolic.sim.run.backends import run_program
 
+from ..sim.verilator.conftest import needs_verilator
 from ..support.random_programs import SyntheticProgram, random_program
 from .accelerator_programs import golden_image, small_config
 from .test_accelerator import check_times
@@ -73,3 +74,17 @@ def test_more_random_activation_programs(rows: int, cols: int, bus: int, seed: i
     case = activation_case(config, 1000 * seed + rows * cols, limit=120,
                            wanted=frozenset({"TABLE", "lut"}))
     assert_rtl_matches(case)
+
+
+@pytest.mark.slow
+def test_verilator_runs_table_and_lut_like_the_rtl() -> None:
+    """The emitted Verilog under Verilator: same memory, times and counters as the Amaranth
+    simulator on a program with TABLE, STORE lut, ADD mul and b_broadcast."""
+    needs_verilator()
+    config = small_config(4, 4, WS, mem_latency=3, bus_bytes=8, spad_kib=8, acc_kib=8)
+    case = activation_case(config, 7, wanted=frozenset({"TABLE", "lut", "mul", "b_broadcast"}))
+    rtl = run_program(case.program, case.memory, backend="rtl")
+    fast = run_program(case.program, case.memory, backend="verilator")
+    assert (fast.times, fast.total_cycles) == (rtl.times, rtl.total_cycles)
+    assert dict(fast.counters) == dict(rtl.counters)
+    assert bytes(fast.memory) == bytes(rtl.memory) == golden_image(case.program, case.memory)
