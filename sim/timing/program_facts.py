@@ -28,6 +28,7 @@ from systolic.isa.instructions import (
     Pool,
     Preload,
     Store,
+    Table,
     decode,
 )
 from systolic.isa.memories import Memory, params_row_bytes
@@ -55,6 +56,7 @@ _POSITIONS: dict[type[Instruction], tuple[int, tuple[str, ...]]] = {
     Pool: (ST, ("in_row", "ext")),
     Add: (ST, ("a_row", "b_row", "ext")),
     Copy: (ST, ("in_row", "ext")),
+    Table: (ST, ("row",)),
 }
 
 # Fields that change computed values but neither the footprint nor the timing.
@@ -89,7 +91,9 @@ class Describer:
             # attrgetter of one name returns the value, of several a tuple: always ask for two
             where = attrgetter(*positions, *positions[:1]) if len(positions) == 1 else attrgetter(
                 *positions)
-            self._keys[cls] = (attrgetter(*names), where, "ext" in positions)
+            # (TABLE has no such field: its constant OPCODE stands for them in the key)
+            shape = attrgetter(*names) if names else attrgetter("OPCODE")
+            self._keys[cls] = (shape, where, "ext" in positions)
             self._names[cls] = tuple(names)
 
     def shape_of(self, cls: type) -> "attrgetter[Any]":
@@ -194,7 +198,7 @@ class Describer:
 K_LD, K_ST, K_COMPUTE, K_PRELOAD, K_COMPUTE_OS = range(5)
 _UNIT_OF_KIND = (LD, ST, EX, EX, EX)
 _KIND_OF_TYPE: dict[type, int] = {
-    Load: K_LD, Store: K_ST, Pool: K_ST, Add: K_ST, Copy: K_ST,
+    Load: K_LD, Store: K_ST, Pool: K_ST, Add: K_ST, Copy: K_ST, Table: K_ST,
     Compute: K_COMPUTE, Preload: K_PRELOAD, ComputeOS: K_COMPUTE_OS,
 }
 MEMORIES = len(MEMORY_ID)
@@ -291,7 +295,12 @@ class ProgramFacts:
                     where: np.ndarray) -> list[tuple[Any, Any, Any, Any]]:
         """Set the costs of the LOAD or STORE-unit instructions `where` (all of class `cls`)
         of the program encoded in `words`; return their footprint columns (external ranges
-        and costs from the native facts when available, else `_shifted_ranges`)."""
+        and costs from the native facts when available, else `_shifted_ranges`; TABLE, whose
+        cost depends on the configuration only and which has no external range, always from
+        `_shifted_ranges`)."""
+        if cls is Table:
+            spec, self.arg_array[where] = _shifted_ranges(describer, cls, words[where])
+            return spec
         if self._external is None:
             self._external = external_facts(words, describer.config) or ()
         rows = words[where]
@@ -415,8 +424,11 @@ def _unit_ranges(cls: type[Instruction], rows: np.ndarray) -> list[tuple[Any, An
         in_row, h, w = field_columns(rows, cls, ("in_row", "h", "w"))
         return [(spad_in, in_row, in_row + h * w - 1, False)]
     if cls is Add:
-        a_row, b_row, m = field_columns(rows, cls, ("a_row", "b_row", "m"))
-        return [(spad_in, a_row, a_row + m - 1, False), (spad_in, b_row, b_row + m - 1, False)]
+        a_row, b_row, m, broadcast = field_columns(rows, cls, ("a_row", "b_row", "m",
+                                                               "b_broadcast"))
+        b_rows = np.where(broadcast != 0, 1, m)
+        return [(spad_in, a_row, a_row + m - 1, False),
+                (spad_in, b_row, b_row + b_rows - 1, False)]
     if cls is Copy:
         in_row, m = field_columns(rows, cls, ("in_row", "m"))
         return [(spad_in, in_row, in_row + m - 1, False)]

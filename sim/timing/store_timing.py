@@ -15,29 +15,54 @@ hands it to the writer, which writes one beat per cycle, rows back to back::
 
     duration = max over j of (C_j + b_j + b_{j+1} + ... + b_{last}) + K
 
-with K = 3 + the datapath latency: COPY 3, STORE 7 (OutputStage), POOL and ADD 8
-(VectorUnit). For STORE and COPY (c_i = 1 <= b_i) the maximum is at j = 0: 1 + sum(b) + K.
+with K = 3 + the datapath latency (`fixed_cycles`): COPY 3, STORE 7 (OutputStage), POOL and
+ADD 8 (VectorUnit); the activation table's lookup adds one stage (STORE with `lut` 8, COPY with
+`lut` 4) and ADD's multiply mode one more (ADD with `mul` 9). For STORE and COPY
+(c_i = 1 <= b_i) the maximum is at j = 0: 1 + sum(b) + K.
+
+TABLE reads its R = ceil(256 / dim) rows one per cycle from s + 1 and writes nothing: the last
+row's data enters the table in cycle s + R + 1 and it completes in s + R + 2, so its duration
+is R + 2.
 """
 
 import functools
 from itertools import accumulate
 
 from systolic.config import ArrayConfig
-from systolic.isa.instructions import Add, Copy, Instruction, Pool, Store
+from systolic.isa.instructions import Add, Copy, Instruction, Pool, Store, Table
 from systolic.isa.patterns import beats
+from systolic.isa.table import table_rows
 from systolic.sim.timing.dispatch_model import UnitTiming
 
 __all__ = [
-    "FIXED_CYCLES", "duration", "duration_timing", "reader_cycles", "row_beats", "unit_timing",
+    "FIXED_CYCLES", "LUT_CYCLES", "MUL_CYCLES", "TABLE_CYCLES", "duration", "duration_timing",
+    "fixed_cycles", "reader_cycles", "row_beats", "unit_timing",
 ]
 
 FIXED_CYCLES: dict[type[Instruction], int] = {Copy: 3, Store: 7, Pool: 8, Add: 8}
-"""K of the duration formula, per instruction class."""
+"""K of the duration formula, per instruction class, without the `lut` and `mul` flags."""
+LUT_CYCLES = 1
+"""The activation table's stage: added to K of a STORE or COPY with `lut`."""
+MUL_CYCLES = 1
+"""The multiplier's extra stage: added to K of an ADD with `mul`."""
+TABLE_CYCLES = 2
+"""A TABLE's duration beyond its R row reads: R + 2."""
 
 
 def _check(instr: Instruction) -> None:
     if type(instr) not in FIXED_CYCLES:
         raise TypeError(f"the STORE unit does not execute {instr.MNEMONIC}")
+
+
+def fixed_cycles(instr: Instruction) -> int:
+    """Return K of the duration formula for `instr` (a STORE, POOL, ADD or COPY)."""
+    _check(instr)
+    extra = 0
+    if isinstance(instr, Store | Copy) and instr.lut:
+        extra = LUT_CYCLES
+    elif isinstance(instr, Add) and instr.mul:
+        extra = MUL_CYCLES
+    return FIXED_CYCLES[type(instr)] + extra
 
 
 def _window_span(start: int, kernel: int, size: int) -> int:
@@ -65,10 +90,12 @@ def row_beats(instr: Instruction, config: ArrayConfig) -> list[int]:
 
 def duration(instr: Instruction, config: ArrayConfig) -> int:
     """Return the cycles from taking `instr` to its completion transfer (see the module doc)."""
+    if isinstance(instr, Table):
+        return table_rows(config) + TABLE_CYCLES
     reads = list(accumulate(reader_cycles(instr)))
     writes = row_beats(instr, config)
     remaining = list(accumulate(reversed(writes)))[::-1]  # b_j + ... + b_last
-    return max(c + b for c, b in zip(reads, remaining, strict=True)) + FIXED_CYCLES[type(instr)]
+    return max(c + b for c, b in zip(reads, remaining, strict=True)) + fixed_cycles(instr)
 
 
 def unit_timing(instr: Instruction, config: ArrayConfig) -> UnitTiming:

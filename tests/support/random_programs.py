@@ -4,8 +4,12 @@
 instruction inside the configuration's limits: tiled GEMMs and im2col convolutions with
 double-buffered LOADs of activations and weights, K chunks accumulated in a double-buffered
 accumulator tile, STOREs through params rows, max and average POOLs, residual ADDs and COPYs
-with strided row patterns. `synthetic_program(config, instructions)` repeats such layers
-until the program holds about `instructions` instructions (for speed measurements). Buffers
+with strided row patterns. With `activation=True` the programs also use the activation unit
+and ADD's modes (issue 13): TABLE loads of random tables, STOREs and COPYs with `lut`, ADDs
+with `mul` and `b_broadcast` (the 8-bit-only ones when input_width is 8); without it, a seed
+gives the same program as before these existed. `synthetic_program(config, instructions)`
+repeats such layers until the program holds about `instructions` instructions (for speed
+measurements). Buffers
 are placed at random byte offsets so that every bus alignment occurs; the returned memory
 image holds random activations, weights and valid params rows.
 
@@ -38,10 +42,12 @@ from systolic.isa.instructions import (
     PoolMode,
     Preload,
     Store,
+    Table,
 )
 from systolic.isa.memories import Memory, depth
 from systolic.isa.params import pack_params
 from systolic.isa.program import Program
+from systolic.isa.table import table_rows
 
 __all__ = ["SyntheticProgram", "random_instruction", "random_program", "synthetic_program"]
 
@@ -58,9 +64,11 @@ class _Builder:
     """Bump allocator over external memory plus the instruction list of one program."""
 
     def __init__(self, config: ArrayConfig, rng: np.random.Generator, *,
-                 scale: int = 1) -> None:
+                 scale: int = 1, activation: bool = False) -> None:
         self.config = config
         self.scale = scale  # layer sizes grow with it (1: tiny layers for RTL simulation)
+        self.activation = activation  # issue 13's instructions and flags (off: older programs)
+        self.int8 = activation and config.input_width == 8  # (TABLE, COPY lut, ADD mul)
         self.rng = rng
         self.ob = config.operand_bytes
         self.top = int(rng.integers(0, 64))
@@ -101,6 +109,10 @@ class _Builder:
     def randint(self, low: int, high: int) -> int:
         """Return a random integer in [low, high] (inclusive)."""
         return int(self.rng.integers(low, max(low, high), endpoint=True))
+
+    def flag(self, allowed: bool) -> bool:
+        """Return a random flag when `allowed` (drawing from the generator only then)."""
+        return allowed and bool(self.rng.integers(2))
 
 
 def _gemm(b: _Builder) -> None:
@@ -195,7 +207,8 @@ def _gemm(b: _Builder) -> None:
                                               accumulate=chunk > 0))
             b.instrs.append(Store(acc_row=acc_row, m=m, n=n, param_row=param_row,
                                   ext=y_ext + (m0 * n_total + n0) * ob, n0=1,
-                                  row_stride1=n_total * ob, flip_sign=False, **b.clamp()))
+                                  row_stride1=n_total * ob, flip_sign=False, **b.clamp(),
+                                  lut=b.flag(b.activation)))
 
 
 def _vector_op(b: _Builder) -> None:
@@ -236,22 +249,45 @@ def _vector_op(b: _Builder) -> None:
     dst = b.alloc(3 * m * channels * ob)
     row_stride1 = (n0 + b.randint(0, 2)) * channels * ob
     if kind == 1:
-        other = b.alloc(m * channels * ob)
-        b_row = b.randint(m, b.spad_in - m)
-        b.instrs.append(Load.dense(LoadTarget.SPAD_IN, b_row, m, other, channels * ob, lanes))
+        mul, broadcast = b.flag(b.int8), b.flag(b.activation)
+        b_rows = 1 if broadcast else m
+        other = b.alloc(b_rows * channels * ob)
+        b_row = b.randint(m, b.spad_in - b_rows)
+        b.instrs.append(Load.dense(LoadTarget.SPAD_IN, b_row, b_rows, other, channels * ob,
+                                   lanes))
         clamp = b.clamp()
+        multiplier_a = int(rng.integers(2**29, 2**31))
+        multiplier_b = int(rng.integers(-(2**31), 2**31))
+        if mul:  # (a product of two 9-bit differences: a smaller real scale)
+            multiplier_a, multiplier_b = multiplier_a * (1 - 2 * b.randint(0, 1)), 0
         b.instrs.append(Add(a_row=0, b_row=b_row, m=m, lanes=lanes,
-                            multiplier_a=int(rng.integers(2**29, 2**31)),
-                            multiplier_b=int(rng.integers(-(2**31), 2**31)),
-                            shift=b.randint(0, 4), zp_a=b.randint(-5, 5), zp_b=b.randint(-5, 5),
+                            multiplier_a=multiplier_a, multiplier_b=multiplier_b,
+                            shift=b.randint(0, 4) + (b.randint(4, 8) if mul else 0),
+                            zp_a=b.randint(-5, 5), zp_b=b.randint(-5, 5),
                             zp_out=clamp["zero_point"], lo=clamp["lo"], hi=clamp["hi"],
-                            ext=dst, n0=n0, row_stride0=channels * ob, row_stride1=row_stride1))
+                            ext=dst, n0=n0, row_stride0=channels * ob, row_stride1=row_stride1,
+                            mul=mul, b_broadcast=broadcast))
     else:
         b.instrs.append(Copy(in_row=0, m=m, lanes=lanes, ext=dst, n0=n0,
-                             row_stride0=channels * ob, row_stride1=row_stride1))
+                             row_stride0=channels * ob, row_stride1=row_stride1,
+                             lut=b.flag(b.int8)))
+
+
+def _table(b: _Builder) -> None:
+    """A random activation table LOADed into spad_in rows and made current by TABLE (8-bit
+    activations only; else nothing)."""
+    rows = table_rows(b.config)
+    if not b.int8 or rows > b.spad_in:
+        return
+    row_bytes = b.config.dim * b.ob
+    src = b.alloc(rows * row_bytes)
+    row = b.randint(0, b.spad_in - rows)
+    b.instrs.append(Load.dense(LoadTarget.SPAD_IN, row, rows, src, row_bytes, b.config.dim))
+    b.instrs.append(Table(row=row))
 
 
 _LAYERS: tuple[Callable[[_Builder], None], ...] = (_gemm, _gemm, _vector_op)
+_ACTIVATION_LAYERS: tuple[Callable[[_Builder], None], ...] = (*_LAYERS, _table)
 
 
 def _finish(b: _Builder) -> SyntheticProgram:
@@ -263,25 +299,32 @@ def _finish(b: _Builder) -> SyntheticProgram:
     return SyntheticProgram(program, memory)
 
 
+def _add_layer(builder: _Builder) -> None:
+    """Append one random layer (a TABLE load too, with `activation`)."""
+    choices = _ACTIVATION_LAYERS if builder.activation else _LAYERS
+    choices[int(builder.rng.integers(len(choices)))](builder)
+
+
 def random_program(config: ArrayConfig, rng: np.random.Generator, *,
-                   layers: int = 2) -> SyntheticProgram:
-    """Return a program of `layers` random layers (GEMM, convolution, POOL/ADD/COPY)."""
-    builder = _Builder(config, rng)
+                   layers: int = 2, activation: bool = False) -> SyntheticProgram:
+    """Return a program of `layers` random layers (GEMM, convolution, POOL/ADD/COPY, and with
+    `activation` a TABLE load, plus the `lut`, `mul` and `b_broadcast` flags)."""
+    builder = _Builder(config, rng, activation=activation)
     for _ in range(layers):
-        _LAYERS[int(rng.integers(len(_LAYERS)))](builder)
+        _add_layer(builder)
     return _finish(builder)
 
 
 def synthetic_program(config: ArrayConfig, instructions: int, *, seed: int = 0,
-                      scale: int = 4) -> Program:
+                      scale: int = 4, activation: bool = False) -> Program:
     """Return a program of at least `instructions` instructions made of random layers.
 
     `scale` multiplies the layer sizes (channels, pixels, K and N): with the default the
-    layers repeat their tile shapes as a network's do.
+    layers repeat their tile shapes as a network's do. `activation` as for `random_program`.
     """
-    builder = _Builder(config, np.random.default_rng(seed), scale=scale)
+    builder = _Builder(config, np.random.default_rng(seed), scale=scale, activation=activation)
     while len(builder.instrs) < instructions:
-        _LAYERS[int(builder.rng.integers(len(_LAYERS)))](builder)
+        _add_layer(builder)
     return _finish(builder).program
 
 

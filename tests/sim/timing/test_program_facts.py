@@ -30,19 +30,36 @@ from ...support.random_programs import random_program, synthetic_program
 _KIND = {Load: K_LD, Compute: K_COMPUTE, Preload: K_PRELOAD, ComputeOS: K_COMPUTE_OS}
 
 
-def program_and_config(seed: int) -> tuple[ArrayConfig, list]:
+def program_and_config(seed: int, activation: bool = False) -> tuple[ArrayConfig, list]:
     rng = np.random.default_rng(seed)
     config = ArrayConfig(
         rows=int(rng.integers(1, 9)), cols=int(rng.integers(1, 9)),
         dataflow=(Dataflow.WS, Dataflow.OS)[seed % 2], bus_bytes=int(2 ** rng.integers(0, 7)))
     if seed < 2:  # long programs with every instruction class
-        return config, list(synthetic_program(config, 3000, seed=seed, scale=2).instructions)
-    return config, list(random_program(config, rng, layers=3).program.instructions)
+        return config, list(synthetic_program(config, 3000, seed=seed, scale=2,
+                                              activation=activation).instructions)
+    return config, list(random_program(config, rng, layers=3,
+                                       activation=activation).program.instructions)
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_facts_equal_footprints_and_costs(seed: int) -> None:
-    config, program = program_and_config(seed)
+    assert_facts_are_the_instructions(*program_and_config(seed))
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+@pytest.mark.parametrize("seed", range(6))
+def test_facts_of_activation_programs(seed: int, native: str, monkeypatch) -> None:
+    # TABLE (no external range, a cost of the configuration), lut and mul (longer K),
+    # b_broadcast (a one-row footprint)
+    monkeypatch.setenv("SYSTOLIC_NATIVE", native)
+    config, program = program_and_config(100 + seed, activation=True)
+    assert_facts_are_the_instructions(config, program)
+
+
+def assert_facts_are_the_instructions(config: ArrayConfig, program: list) -> None:
+    """The ProgramFacts of `program` (HALT last) equal its instructions' own footprints,
+    kinds, units and costs."""
     body = program[:-1]
     facts = ProgramFacts(Describer(config), body, config.dataflow is Dataflow.WS)
     for i, instr in enumerate(body):

@@ -49,12 +49,13 @@ def random_config(rng: np.random.Generator, dataflow: Dataflow, *, largest: int 
 
 
 def small_case(seed: int, *, largest: int = 4, layers: int = 2,
-               limit: int = MAX_RTL_INSTRUCTIONS) -> SyntheticProgram:
-    """A random configuration and program of at most `limit` instructions."""
+               limit: int = MAX_RTL_INSTRUCTIONS, activation: bool = False) -> SyntheticProgram:
+    """A random configuration and program of at most `limit` instructions (`activation`:
+    with issue 13's instructions and flags, `random_program`)."""
     rng = np.random.default_rng(seed)
     config = random_config(rng, (Dataflow.WS, Dataflow.OS)[seed % 2], largest=largest)
     while True:
-        case = random_program(config, rng, layers=layers)
+        case = random_program(config, rng, layers=layers, activation=activation)
         if len(case.program.instructions) <= limit:
             return case
 
@@ -116,14 +117,17 @@ def test_bigger_random_programs_match_the_rtl(seed: int) -> None:
 # -- the composition against the unit-level models ------------------------------------------
 
 
-def test_load_and_store_programs_equal_the_dispatch_model() -> None:
+@pytest.mark.parametrize("activation", [False, True])
+def test_load_and_store_programs_equal_the_dispatch_model(activation: bool) -> None:
     # Without EXECUTE the program model is the dispatcher model with the units' timings and
     # the host's arrival rule (the first command in cycle 1, each after the previous one).
+    # (With `activation`: TABLE, COPY lut, ADD mul and b_broadcast as well.)
     for seed in range(40):
         rng = np.random.default_rng(seed)
         config = random_config(rng, Dataflow.WS)
-        instrs = [i for i in random_program(config, rng, layers=3).program.instructions
-                  if type(i).__name__ in ("Load", "Pool", "Add", "Copy")]
+        program = random_program(config, rng, layers=3, activation=activation).program
+        instrs = [i for i in program.instructions
+                  if type(i).__name__ in ("Load", "Pool", "Add", "Copy", "Table")]
         jobs = []
         for instr in instrs:
             timing = (load_timing(instr, config, config.mem_latency) if isinstance(instr, Load)
@@ -193,8 +197,19 @@ def test_describer_cache_equals_the_instruction_model() -> None:
                 assert cost == duration(instr, config)
 
 
-def test_model_backend_memory_is_the_golden_models() -> None:
+def _uses_the_activation_unit(case: SyntheticProgram) -> bool:
+    names = {type(i).__name__ for i in case.program.instructions}
+    flags = {name for i in case.program.instructions for name in ("lut", "mul", "b_broadcast")
+             if getattr(i, name, False)}
+    return "Table" in names and len(flags) >= 2
+
+
+@pytest.mark.parametrize("activation", [False, True])
+def test_model_backend_memory_is_the_golden_models(activation: bool) -> None:
     case = small_case(7, layers=3, limit=400)
+    if activation:  # the first program with a TABLE and two of the new flags
+        case = next(c for c in (small_case(seed, layers=5, limit=400, activation=True)
+                                for seed in range(100)) if _uses_the_activation_unit(c))
     result = run_program(case.program, case.memory, backend="model")
     machine = Machine(case.program.config, len(case.memory))
     machine.memory[:] = np.frombuffer(bytes(case.memory), np.uint8)

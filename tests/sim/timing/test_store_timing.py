@@ -6,16 +6,18 @@ reader has finished it plus the datapath latency; the writer starts a row when b
 and the writer are free), and with hand-computed examples.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig
-from systolic.isa.instructions import Add, Compute, Copy, Pool, PoolMode, Store
+from systolic.isa.instructions import Add, Compute, Copy, Pool, PoolMode, Store, Table
 from systolic.sim.timing.dispatch_model import UnitTiming
 from systolic.sim.timing.store_timing import (
-    FIXED_CYCLES,
     duration,
     duration_timing,
+    fixed_cycles,
     reader_cycles,
     row_beats,
     unit_timing,
@@ -30,7 +32,7 @@ def stepped(instr, config: ArrayConfig) -> int:
     for cost, beats in zip(reader_cycles(instr), row_beats(instr, config), strict=True):
         reader_done += cost
         writer_free = max(writer_free, reader_done) + beats
-    return writer_free + FIXED_CYCLES[type(instr)]
+    return writer_free + fixed_cycles(instr)
 
 
 def window_counts(instr: Pool) -> list[int]:
@@ -93,12 +95,43 @@ def test_random_rows_match_stepped_model(seed: int) -> None:
                    "row_stride0": int(rng.integers(0, 12)),
                    "row_stride1": int(rng.integers(0, 60))}
         lanes = int(rng.integers(1, 5))
+        flags = {name: bool(rng.integers(2)) for name in ("lut", "mul", "b_broadcast")}
         for instr in (
-            Copy(in_row=0, m=m, lanes=lanes, **pattern),
-            Add(a_row=0, b_row=0, m=m, lanes=lanes, multiplier_a=1, multiplier_b=1, shift=0,
-                zp_a=0, zp_b=0, zp_out=0, lo=-128, hi=127, **pattern),
+            Copy(in_row=0, m=m, lanes=lanes, lut=flags["lut"], **pattern),
+            Add(a_row=0, b_row=0, m=m, lanes=lanes, multiplier_a=1, multiplier_b=0, shift=0,
+                zp_a=0, zp_b=0, zp_out=0, lo=-128, hi=127, mul=flags["mul"],
+                b_broadcast=flags["b_broadcast"], **pattern),
         ):
             assert duration(instr, CONFIG) == stepped(instr, CONFIG)
+
+
+def test_lut_and_mul_add_one_pipeline_stage() -> None:
+    # docs/isa.md: K is 8 for STORE with lut (7), 4 for COPY with lut (3), 9 for ADD with mul
+    # (8); b_broadcast changes nothing (operand b's row is read again for every output row).
+    store = Store(acc_row=0, m=3, n=2, param_row=0, zero_point=0, lo=-128, hi=127, ext=5)
+    copy = Copy(in_row=0, m=3, lanes=2, ext=5)
+    add = Add(a_row=0, b_row=4, m=3, lanes=2, multiplier_a=1, multiplier_b=0, shift=0,
+              zp_a=0, zp_b=0, zp_out=0, lo=-128, hi=127, ext=5)
+    for instr, plain, lut in ((store, 7, 8), (copy, 3, 4)):
+        flagged = dataclasses.replace(instr, lut=True)
+        assert (fixed_cycles(instr), fixed_cycles(flagged)) == (plain, lut)
+        assert duration(flagged, CONFIG) == duration(instr, CONFIG) + 1
+    mul = dataclasses.replace(add, mul=True)
+    assert (fixed_cycles(add), fixed_cycles(mul)) == (8, 9)
+    assert duration(mul, CONFIG) == duration(add, CONFIG) + 1
+    broadcast = dataclasses.replace(mul, b_broadcast=True)
+    assert duration(broadcast, CONFIG) == duration(mul, CONFIG)
+    assert reader_cycles(broadcast) == [2, 2, 2]
+
+
+@pytest.mark.parametrize(("rows", "cols", "table_rows"),
+                         [(4, 4, 64), (8, 8, 32), (3, 5, 52), (16, 16, 16), (1, 1, 256)])
+def test_table_reads_its_rows_and_takes_two_more_cycles(rows: int, cols: int,
+                                                        table_rows: int) -> None:
+    config = ArrayConfig(rows=rows, cols=cols)
+    assert duration(Table(row=3), config) == table_rows + 2
+    assert unit_timing(Table(row=3), config) == UnitTiming(busy=table_rows + 3,
+                                                           latency=table_rows + 2)
 
 
 def test_other_units_are_rejected() -> None:
