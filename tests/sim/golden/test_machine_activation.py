@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig
+from systolic.isa.hazards import dependencies
 from systolic.isa.instructions import (
     Add,
     Compute,
@@ -24,6 +25,8 @@ from systolic.isa.instructions import (
 )
 from systolic.isa.params import pack_params
 from systolic.sim.golden.machine import Machine
+
+from ...support.random_programs import random_program
 
 WS = ArrayConfig(rows=8, cols=8, spad_kib=16, acc_kib=4)
 TABLE_ADDR, X_ADDR, Y_ADDR, W_ADDR, PARAMS_ADDR = 0x0, 0x400, 0x800, 0xC00, 0x1000
@@ -185,3 +188,30 @@ def test_add_b_broadcast_adds_one_row_to_every_row() -> None:
         "multiplier_b"]
     expected = [[min(max(exact_round(int(v), 1) - 2, -128), 127) for v in row] for row in t]
     np.testing.assert_array_equal(read_int8(machine, Y_ADDR, (m, lanes)), expected)
+
+
+def _memory_after(case, order) -> np.ndarray:
+    machine = Machine(case.program.config, len(case.memory))
+    machine.memory[:] = np.frombuffer(bytes(case.memory), np.uint8)
+    for index in order:
+        machine.execute(case.program.instructions[index])
+    return machine.memory
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_any_order_the_hazards_allow_matches_program_order(seed: int) -> None:
+    # The table is ST-unit state: the ST queue's order (a `dependencies` edge from each ST
+    # instruction to the previous one) keeps every lookup after its TABLE.
+    rng = np.random.default_rng(seed)
+    config = ArrayConfig(rows=4, cols=4, spad_kib=2, acc_kib=2, bus_bytes=8)
+    case = next(c for c in (random_program(config, rng, layers=5, activation=True)
+                            for _ in range(50))
+                if any(isinstance(i, Table) for i in c.program.instructions))
+    deps = dependencies(case.program.instructions, config)
+    reference = _memory_after(case, range(len(deps)))
+    for _ in range(5):
+        done: list[int] = []
+        while len(done) < len(deps):
+            ready = [i for i in range(len(deps)) if i not in done and deps[i] <= set(done)]
+            done.append(int(rng.choice(ready)))
+        np.testing.assert_array_equal(_memory_after(case, done), reference)
