@@ -26,6 +26,8 @@ from systolic.sim.golden.machine import Machine
 from systolic.sim.golden.native_machine import NativeStatus, native_execute, run_native
 
 from ...mapper.lowering.graphs import graph, node, qconv
+from ...support.random_programs import random_program
+from .test_native_machine import CONFIGS as ALL_CONFIGS
 from .test_native_machine import (
     WRITES_END,
     Fuzzer,
@@ -158,6 +160,23 @@ def test_random_programs_match_run(cfg: ArrayConfig) -> None:
         native, python = machines(cfg, fuzzer.image())
         python.run(program)
         assert run_native(cfg, encode_words(program), native.memory, state=native)
+        assert_same_state(native, python)
+        assert_same_table(native, python)
+
+
+@requires_native
+@pytest.mark.parametrize("cfg", ALL_CONFIGS, ids=_id)
+def test_generated_programs_with_activation_match_run(cfg: ArrayConfig) -> None:
+    """The mapper-like programs of `random_program(activation=True)` on every configuration
+    of test_native_machine (1x1 to 128x2, acc_width 10 to 64, 4- to 16-bit operands)."""
+    rng = np.random.default_rng(70 + cfg.rows)
+    for _ in range(4):
+        synthetic = random_program(cfg, rng, layers=4, activation=True)
+        image = np.frombuffer(bytes(synthetic.memory), np.uint8)
+        native, python = machines(cfg, image)
+        status, _ = native_execute(cfg, synthetic.program.words, native.memory, native)
+        assert status == NativeStatus.OK  # (the C engine ran every instruction itself)
+        python.run(synthetic.program.instructions)
         assert_same_state(native, python)
         assert_same_table(native, python)
 
