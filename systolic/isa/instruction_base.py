@@ -32,30 +32,34 @@ U16, U32 = 16, 32
 _ENCODE_PLANS: dict[type, tuple[tuple[str, int, int], ...]] = {}
 """Per instruction class: (name, offset, mask) of each field, for `encode`."""
 
-_FIELD_CHECKS: dict[type, Callable[[Any], bool]] = {}
-"""Per instruction class: whether every field has its exact type and lies in its range."""
-
-
-def _fields_checker(fields: tuple[Field, ...]) -> Callable[[Any], bool]:
-    """Return a function telling whether an instruction's fields are all plainly valid (the
-    exact type, int, bool or the enum, and in range); False sends it to the full checks."""
-    lines = ["def fields_ok(instr):"]
+def _post_init_of(cls: type["Instruction"]) -> Callable[[Any], None]:
+    """Return `cls`'s construction check: one generated function that tests every field for
+    its exact type (int, bool or the enum) and range inline, sends an instruction that fails
+    any of them to `_check_fields` (which names the problem), then runs `_check_rules` when
+    `cls` has rules of its own."""
+    tests = []
     kinds: dict[str, type] = {}
-    for number, field in enumerate(fields):
-        lines.append(f"    v = instr.{field.name}")
+    for number, field in enumerate(cls.FIELDS):
+        value = f"self.{field.name}"
         if field.kind is int:
-            lines.append(f"    if type(v) is not int or not {field.minimum} <= v <= "
-                         f"{field.maximum}: return False")
+            tests.append(f"(type({value}) is not int or not {field.minimum} <= {value} <= "
+                         f"{field.maximum})")
         elif field.kind is bool:
-            lines.append("    if v is not True and v is not False: return False")
+            tests.append(f"({value} is not True and {value} is not False)")
         else:
             kinds[f"kind{number}"] = field.kind
-            lines.append(f"    if type(v) is not kind{number}: return False")
-    lines.append("    return True")
+            tests.append(f"type({value}) is not kind{number}")
+    lines = ["def __post_init__(self):"]
+    if tests:
+        lines.append(f"    if {' or '.join(tests)}:")
+        lines.append("        self._check_fields()")
+    if cls._check_rules is not Instruction._check_rules:
+        lines.append("    self._check_rules()")
+    lines.append("    return None")
     namespace: dict[str, Any] = dict(kinds)
     exec("\n".join(lines), namespace)  # noqa: S102 - generated from the field table only
-    checker: Callable[[Any], bool] = namespace["fields_ok"]
-    return checker
+    post_init: Callable[[Any], None] = namespace["__post_init__"]
+    return post_init
 
 
 class Unit(enum.Enum):
@@ -83,13 +87,16 @@ class Instruction:
     UNIT: ClassVar[Unit]
     FIELDS: ClassVar[tuple[Field, ...]]
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Give every instruction class its own generated construction check (`_post_init_of`)
+        as `__post_init__`, unless the class writes one itself."""
+        super().__init_subclass__(**kwargs)
+        if "__post_init__" not in cls.__dict__ and hasattr(cls, "FIELDS"):
+            cls.__post_init__ = _post_init_of(cls)  # type: ignore[method-assign,assignment]
+
     def __post_init__(self) -> None:
-        fields_ok = _FIELD_CHECKS.get(type(self))
-        if fields_ok is None:
-            fields_ok = _FIELD_CHECKS[type(self)] = _fields_checker(self.FIELDS)
-        if not fields_ok(self):  # the common case is fast; the full checks name the problem
-            self._check_fields()
-        self._check_rules()
+        """Check the fields and the rules (`_check_rules`): what the generated check does."""
+        _post_init_of(type(self))(self)
 
     def _check_fields(self) -> None:
         for field in self.FIELDS:

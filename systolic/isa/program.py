@@ -7,7 +7,8 @@ activations) in external memory. A compiled model adds its layer table (`Program
 instructions run which node of the integer graph) and the operators the host runs between
 accelerator runs (`HostStep`).
 Construction checks everything against the configuration, so a `Program` object is always
-runnable.
+runnable (instructions not yet checked for this configuration object: with `batch_check`,
+vectorised over the instruction words, when there are many).
 """
 
 import collections
@@ -22,6 +23,7 @@ import numpy as np
 from systolic.config import ArrayConfig
 from systolic.errors import SystolicError
 from systolic.ir import DataType, Node, Tensor
+from systolic.isa.batch_check import check_instructions
 from systolic.isa.encode_batch import encode_words
 from systolic.isa.instructions import Halt, Instruction, Unit
 from systolic.isa.memories import Memory
@@ -50,6 +52,9 @@ PLACEABLE_TYPES = frozenset({
     DataType.UINT32, DataType.UINT64,
 })
 """The element types a placed tensor may have (the program format's ElementType enum)."""
+
+_BATCH_FROM = 256
+"""Programs with at least this many unchecked instructions are checked with `batch_check`."""
 
 
 class TensorRole(enum.Enum):
@@ -235,11 +240,7 @@ class Program:
                 "a program must end with HALT and have no other HALT "
                 f"(HALT at {halts or 'no index'} of {len(instructions)} instructions)"
             )
-        config = self.config
-        for index, instr in enumerate(instructions):
-            if not isinstance(instr, Instruction):
-                raise ProgramError(f"instruction {index} is not an Instruction: {instr!r}")
-            instr.check_once(config)
+        self._check_instructions()
         ordered = sorted(self.segments, key=lambda s: s.address)
         for before, after in itertools.pairwise(ordered):
             if after.address < before.end:
@@ -251,6 +252,24 @@ class Program:
         if duplicates:
             raise ProgramError(f"tensor names must be unique: {', '.join(duplicates)}")
         self._check_layers()
+
+    def _check_instructions(self) -> None:
+        """`check_once(config)` on every instruction, in order: one by one for a few, else
+        with `batch_check` (vectorised over the instruction words, which are kept)."""
+        instructions, config = self.instructions, self.config
+        for cls in set(map(type, instructions)):
+            if not issubclass(cls, Instruction):
+                index, instr = next((i, instr) for i, instr in enumerate(instructions)
+                                    if not isinstance(instr, Instruction))
+                raise ProgramError(f"instruction {index} is not an Instruction: {instr!r}")
+        pending = [index for index, instr in enumerate(instructions)
+                   if instr.__dict__.get("_checked_for") is not config]
+        if len(pending) < _BATCH_FROM:
+            for index in pending:
+                instructions[index].check_once(config)
+            return
+        check_instructions([instructions[index] for index in pending], config,
+                           self.words[pending])
 
     def _check_layers(self) -> None:
         position = 0
