@@ -140,3 +140,13 @@ def test_two_quantized_inputs_are_not_one_table():
     fused, report = run_passes(model)
     assert "QTable" not in op_types(fused)
     assert "reads two quantized tensors" in report.fate("add").reason
+
+
+def test_a_dequantized_scalar_constant_is_a_constant_of_the_region():
+    # onnxruntime's QDQ quantizer writes GELU's 0.5 as DequantizeLinear(127, 1/254, 0)
+    body = [node("DequantizeLinear", ["hq", "hs", "hz"], ["h"], name="dq_half"),
+            node("Mul", ["xd", "h"], ["f"], name="mul")]
+    extra = {"hq": np.uint8(127), "hs": np.float32(1 / 254), "hz": np.uint8(0)}
+    proto, model = region_model(body, extra)
+    _, report = check(proto, model)
+    assert report.fate("mul").into == "systolic.QTable 'mul'"
