@@ -253,6 +253,11 @@ class Scheduler:
                 elif hoist:
                     prologue.append(instr)
         out = prologue
+        # The first step is empty but for the activation table's LOAD and TABLE: they go
+        # after the LOADs of the next step brought into it, so the array starts first.
+        nearest = sum(1 for _, hoist in self._steps[1].loads if hoist == 1) if early[1:] else 0
+        out += early[0][:nearest]
+        early[0] = early[0][nearest:]
         for index, step in enumerate(self._steps):
             out += [instr for instr, hoist in step.loads if not hoist]
             ahead = early[index]
@@ -366,7 +371,8 @@ class Scheduler:
         """LOAD the activation table (`table_rows` rows of `dim` int8 entries at `address`)
         into spad_in and TABLE it, ahead of every job: the STOREs with `lut` follow the TABLE
         in the ST queue, and the table's rows are a span of the first step, so no LOAD hoisted
-        over that step overwrites them before the TABLE has read them."""
+        over that step overwrites them before the TABLE has read them. `finish` puts the pair
+        after the LOADs of the next step (the array's first operands), so they start first."""
         row, _ = self._span(self.spad_in, "in", ("table",), table_rows(self.config))
         load, table = table_code(address, self.config, row)
         self._add_load(0, load)
