@@ -1,4 +1,5 @@
-"""`systolic compare [MODEL]`: cycles, stalls and utilization of one model on many configurations.
+"""`systolic compare [MODEL]`: cycles, stalls, utilization and energy of one model on many
+configurations.
 
 Runs the mapper passes once, then compiles and runs the model for every combination of the
 listed array sizes, dataflows, scratchpad, accumulator and bus sizes (default backend: the
@@ -28,6 +29,7 @@ from systolic.commands.compare_workload import (
     topology_engine,
     workload_models,
 )
+from systolic.commands.energy_args import add_energy_arguments, table_from_args
 from systolic.commands.model_loading import add_model_arguments
 from systolic.commands.output_paths import check_output_file
 from systolic.config import ArrayConfig
@@ -96,6 +98,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     )  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="print only errors")
     add_workload_arguments(parser)
+    add_energy_arguments(parser, clock=False)
     parser.set_defaults(run=run)
 
 
@@ -165,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
     check_backend(args.backend)
     _check_arguments(args)
     check_workload_arguments(args)
+    table_from_args(args)  # a bad --energy-table fails before the work
     if args.plot is not None or args.pareto_plot is not None:
         check_plot_available()
     chatty = not args.quiet and args.json != "-"

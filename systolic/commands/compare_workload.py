@@ -1,8 +1,8 @@
 """The workload and engine options of `systolic compare`: which models (`--model PATH[:W]`,
 `--workload FILE.toml`, or the positional MODEL), at which clock (`--clock-mhz`), where the
 points run (`--jobs N`, default every core; `--scheduler tcp://HOST:PORT` for a Dask cluster)
-and whether the results cache answers (`--no-cache`); `--pareto-plot`; and the sweep of
-every model."""
+and whether the results cache answers (`--no-cache`); `--pareto-plot`; `--energy-table`
+(the per-action energies of every point, docs/energy.md); and the sweep of every model."""
 
 import argparse
 import os
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from systolic.compare.sweep import PreparedModel
     from systolic.compare.workload import WorkloadModel, WorkloadResult
     from systolic.config import ArrayConfig
+    from systolic.sim.energy.table import EnergyTable
     from systolic.simulation.outputs import PendingFiles
 
 __all__ = [
@@ -161,17 +162,27 @@ def topology_engine(args: argparse.Namespace) -> "Engine":
     """Return where a --topology's points run (they are not cached)."""
     from systolic.compare.points import Engine
 
-    return Engine(jobs=args.jobs, scheduler=args.scheduler)
+    return Engine(jobs=args.jobs, scheduler=args.scheduler, energy_table=_energy_table(args))
+
+
+def _energy_table(args: argparse.Namespace) -> "EnergyTable | None":
+    """Return the --energy-table (None: the bundled table)."""
+    from systolic.sim.energy.table import EnergyTable
+
+    path = getattr(args, "energy_table", None)
+    return None if path is None else EnergyTable.load(path)
 
 
 def _engine(args: argparse.Namespace, model: "WorkloadModel") -> "Engine":
-    from systolic.compare.cache import ResultCache, model_key
+    from systolic.compare.cache import ResultCache, energy_key, model_key
     from systolic.compare.points import Engine
 
+    table = _energy_table(args)
     cache = None
     if not args.no_cache:
-        cache = ResultCache(model_key(model_file(model), args.input, args.seed))
-    return Engine(jobs=args.jobs, scheduler=args.scheduler, cache=cache)
+        cache = ResultCache(model_key(model_file(model), args.input, args.seed),
+                            energy=energy_key(table))  # fmt: skip
+    return Engine(jobs=args.jobs, scheduler=args.scheduler, cache=cache, energy_table=table)
 
 
 def sweep_models(

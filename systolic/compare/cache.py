@@ -7,7 +7,7 @@ model key digests the model file's bytes and what the passes calibrate on (the -
 bytes, or the seed of the random set). The point key digests the model key, `passes_version()`
 (a digest of the source of everything between the model file and a point's cycles: importer,
 passes, lowering, ISA, backends, reference operators, per-layer rows), the backend and the
-`ArrayConfig` fields. Files are written atomically (`systolic.fileio.write_atomically`); an
+`ArrayConfig` fields, and a user's energy table (`energy_key`). Files are written atomically (`systolic.fileio.write_atomically`); an
 entry that does not read back as a result of its configuration (truncated, edited, an older
 format) is treated as missing, recomputed and overwritten. Failed points are not kept.
 """
@@ -22,9 +22,10 @@ from pathlib import Path
 from systolic.compare.result import ConfigResult
 from systolic.config import ArrayConfig
 from systolic.fileio import digest_parts, write_atomically
+from systolic.sim.energy.table import EnergyTable
 from systolic.simulation.report import LayerResult
 
-__all__ = ["FORMAT", "ResultCache", "cache_root", "model_key", "passes_version"]
+__all__ = ["FORMAT", "ResultCache", "cache_root", "energy_key", "model_key", "passes_version"]
 
 FORMAT = "systolic.compare.cache/1"
 """The entries' format; a change makes every older entry a miss."""
@@ -74,17 +75,31 @@ def model_key(
     return digest_parts("model", _file_digest(model_path), inputs)
 
 
+def energy_key(table: EnergyTable | None) -> str:
+    """Return the cache key part of an energy table: "" for None (the bundled table), else a
+    digest of its numbers and overrides."""
+    if table is None:
+        return ""
+    return digest_parts("energy", json.dumps(
+        {"numbers": table.to_json()["numbers"], "overrides": dict(table.overrides)},
+        sort_keys=True))
+
+
 @dataclasses.dataclass(frozen=True)
 class ResultCache:
     """The cached points of one model (module docstring)."""
 
     model: str
     root: Path = dataclasses.field(default_factory=cache_root)
+    energy: str = ""
+    """What the energy table adds to the key ("" for the bundled table; else
+    `energy_key(table)`): the layers' energies depend on it."""
 
     def path(self, config: ArrayConfig, backend: str) -> Path:
         """Return the entry file of a point."""
         fields = json.dumps(config.to_dict(), sort_keys=True)
-        key = digest_parts(FORMAT, passes_version(), self.model, backend, fields)
+        key = digest_parts(FORMAT, passes_version(), self.model, backend, fields,
+                           *([self.energy] if self.energy else []))  # fmt: skip
         return self.root / self.model[:24] / f"{key}.json"
 
     def load(self, config: ArrayConfig, backend: str, label: str) -> ConfigResult | None:

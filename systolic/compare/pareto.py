@@ -5,8 +5,8 @@ figure at once.
 that failed, never optimal) and says which are optimal: a point is dominated when another is
 no worse on every figure and better on one, so equal points are optimal together.
 `mark_pareto` applies it to workload results over their `costs()`: the weighted time, and the
-cost figures that exist (the PE count rows·cols and the on-chip SRAM spad_kib + acc_kib, until
-area and energy figures exist).
+cost figures that exist (the PE count rows·cols, the on-chip SRAM spad_kib + acc_kib, and the
+weighted energy per inference; area when it exists).
 """
 
 import dataclasses

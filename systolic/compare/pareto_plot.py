@@ -1,7 +1,7 @@
 """`systolic compare --pareto-plot out.png`: the Pareto front of a sweep.
 
-Two panels side by side, the weighted time (ms, at `--clock-mhz`) against each cost figure
-(PE count, on-chip SRAM KiB; area and energy when they exist): every configuration that ran is
+Panels side by side, the weighted time (ms, at `--clock-mhz`) against each cost figure
+(PE count, on-chip SRAM KiB, weighted energy per inference in uJ when every point has one): every configuration that ran is
 a point, the dominated ones faded, the Pareto-optimal ones drawn solid and labelled, and the
 front joined in order of cost. Log scales where the figures span more than a factor of 10.
 matplotlib is optional, as for `--plot` (`systolic.compare.plot.check_plot_available`).
@@ -14,10 +14,12 @@ from typing import Any
 from systolic.compare.plot import check_plot_available
 from systolic.compare.workload import WorkloadResult
 
-__all__ = ["COSTS", "pareto_figure", "pareto_plot_bytes"]
+__all__ = ["COSTS", "ENERGY", "pareto_figure", "pareto_plot_bytes"]
 
 COSTS = (("PEs (rows·cols)", lambda e: e.config.pes), ("on-chip SRAM (KiB)", lambda e: e.sram_kib))
 """The cost figures on the x axes, with how to read them from a `WorkloadResult`."""
+ENERGY = ("energy per inference (uJ)", lambda e: e.energy_pj * 1e-6)
+"""The energy axis, drawn when every configuration that ran has an energy."""
 
 
 def _panel(axes: Any, workload: Sequence[WorkloadResult], name: str, cost: Any) -> None:
@@ -45,8 +47,9 @@ def pareto_figure(workload: Sequence[WorkloadResult]) -> Any:
     from matplotlib import pyplot
 
     ran = [entry for entry in workload if not entry.error]
-    figure, panels = pyplot.subplots(1, len(COSTS), figsize=(12, 5), squeeze=False)
-    for axes, (name, cost) in zip(panels[0], COSTS, strict=True):
+    costs = COSTS + ((ENERGY,) if ran and all(e.energy_pj is not None for e in ran) else ())
+    figure, panels = pyplot.subplots(1, len(costs), figsize=(6 * len(costs), 5), squeeze=False)
+    for axes, (name, cost) in zip(panels[0], costs, strict=True):
         _panel(axes, ran, name, cost)
     clock = f"{workload[0].clock_mhz:g} MHz" if workload else ""
     figure.suptitle(f"Pareto front: weighted time at {clock} against cost")

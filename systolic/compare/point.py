@@ -17,6 +17,8 @@ from systolic.config import ArrayConfig
 from systolic.errors import SystolicError
 from systolic.ir import Graph, Model
 from systolic.mapper.lowering import compile_model
+from systolic.sim.energy.table import EnergyTable
+from systolic.simulation.energy import layer_energies
 from systolic.simulation.layer_rows import layer_rows
 
 __all__ = ["OnResult", "Point", "Work", "run_config", "run_point"]
@@ -34,11 +36,14 @@ def run_config(
     label: str,
     backend: str = "model",
     inputs: Mapping[str, np.ndarray] | None = None,
+    energy_table: EnergyTable | None = None,
 ) -> ConfigResult:
-    """Compile `integer` for `config`, run it on `backend` and return its results."""
+    """Compile `integer` for `config`, run it on `backend` and return its results, with every
+    layer's energy on `energy_table` (default: the bundled 45 nm table)."""
     compiled = compile_model(integer, config)
     runs = accelerator_runs(compiled, backend, inputs or {})
-    layers = tuple(layer_rows(compiled, runs))
+    energies = layer_energies(compiled, energy_table or EnergyTable.default())
+    layers = tuple(layer_rows(compiled, runs, energies))
     return ConfigResult(config, label, layers, sum(run.total_cycles for run in runs))
 
 
@@ -49,10 +54,12 @@ def run_point(
     label: str,
     backend: str,
     inputs: Mapping[str, np.ndarray] | None,
+    energy_table: EnergyTable | None = None,
 ) -> ConfigResult:
     """Return `run_config`'s result, or a failed result naming the `SystolicError`."""
     try:
-        return run_config(integer, config, label=label, backend=backend, inputs=inputs)
+        return run_config(integer, config, label=label, backend=backend, inputs=inputs,
+                          energy_table=energy_table)  # fmt: skip
     except SystolicError as err:
         return ConfigResult(config, label, (), 0, error=str(err))
 
@@ -60,13 +67,15 @@ def run_point(
 @dataclasses.dataclass(frozen=True)
 class Work:
     """What every point of a sweep shares, shipped once to each worker: the integer graph,
-    the inputs the simulating backends run on, and the backend."""
+    the inputs the simulating backends run on, the backend and the energy table (None: the
+    bundled one)."""
 
     integer: Model | Graph
     inputs: Mapping[str, np.ndarray]
     backend: str
+    energy_table: EnergyTable | None = None
 
     def run(self, config: ArrayConfig, label: str) -> ConfigResult:
         """Return the point's result (`run_point`)."""
         return run_point(self.integer, config, label=label, backend=self.backend,
-                         inputs=self.inputs)  # fmt: skip
+                         inputs=self.inputs, energy_table=self.energy_table)  # fmt: skip

@@ -18,6 +18,7 @@ from systolic.compare.cache import ResultCache
 from systolic.compare.point import OnResult, Point, Work
 from systolic.compare.result import ConfigResult
 from systolic.ir import Graph, Model
+from systolic.sim.energy.table import EnergyTable
 
 __all__ = ["IN_PROCESS", "Engine", "compute_points", "run_serially"]
 
@@ -29,6 +30,9 @@ class Engine:
     jobs: int = 1
     scheduler: str | None = None
     cache: ResultCache | None = None
+    energy_table: EnergyTable | None = None
+    """The per-action energies of every point (None: the bundled 45 nm table); a cache
+    given with a table must be keyed by it (`ResultCache.energy`)."""
 
 
 IN_PROCESS = Engine()
@@ -82,7 +86,7 @@ def compute_points(
             progress(result.label)
 
     if todo:
-        work = Work(integer, dict(inputs or {}), backend)
+        work = Work(integer, dict(inputs or {}), backend, engine.energy_table)
         _runner(engine, len(todo))(work, [points[i] for i in todo], finished)
     assert all(result is not None for result in results)
     return [result for result in results if result is not None]

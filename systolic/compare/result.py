@@ -12,9 +12,10 @@ The JSON is a stable interface (README, "compare"): keys are only ever added. Sc
   `stall_cycles` (summed over the layers), `macs` (array layers), `array_cycles`,
   `array_stall_cycles`, `ideal_cycles` (sum over array layers of ceil(MACs / (rows·cols))),
   `utilization` (array MACs / (array_cycles · rows · cols)), `ratio_to_ideal`
-  (array_cycles / ideal_cycles), `layers`: the per-layer rows of `systolic simulate`'s JSON
+  (array_cycles / ideal_cycles), `energy_pj` (one inference on the accelerator, docs/energy.md;
+  null without energies), `layers`: the per-layer rows of `systolic simulate`'s JSON
   ({name, op, unit, macs, cycles, ideal_cycles, stall_cycles, active_cycles, utilization,
-  note}; a layer's utilization is MACs / (max(cycles, active_cycles) · rows · cols), at most
+  note, energy_pj, energy}; a layer's utilization is MACs / (max(cycles, active_cycles) · rows · cols), at most
   1), `error` (null, or why the configuration gave no results: it does not fit, an
   unsupported layer; then `layers` is empty and the figures 0)}.
 """
@@ -78,6 +79,12 @@ class ConfigResult:
         return self.macs / (cycles * self.config.pes) if cycles else 0.0
 
     @property
+    def energy_pj(self) -> float | None:
+        """Energy of one inference on the accelerator, pJ (None when no layer has one)."""
+        energies = [layer.energy_pj for layer in self.layers if layer.energy_pj is not None]
+        return sum(energies) if energies else None
+
+    @property
     def ratio_to_ideal(self) -> float:
         """Array cycles / ideal cycles (0 without array layers)."""
         return self.array_cycles / self.ideal_cycles if self.ideal_cycles else 0.0
@@ -94,6 +101,7 @@ class ConfigResult:
             "ideal_cycles": self.ideal_cycles,
             "utilization": round(self.utilization, 6),
             "ratio_to_ideal": round(self.ratio_to_ideal, 6),
+            "energy_pj": None if self.energy_pj is None else round(self.energy_pj, 3),
             "layers": [layer.to_json(self.config.pes) for layer in self.layers],
             "error": self.error or None,
         }

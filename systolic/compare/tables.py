@@ -2,7 +2,7 @@
 
 `render_summary(results)`: one row per configuration (total cycles, stall cycles, array
 cycles, ideal cycles, ratio, utilization, the share of MACs on the array: the rest runs on
-the host, outside the cycle totals). `render_layers(results)`: one row per layer with,
+the host, outside the cycle totals; energy per inference in uJ, docs/energy.md). `render_layers(results)`: one row per layer with,
 for every configuration side by side, its cycles, stall cycles and array utilization.
 
 `to_csv(results)`: one row per (configuration, layer), then a `(total)` row per configuration
@@ -24,7 +24,7 @@ __all__ = ["CSV_COLUMNS", "TOTAL_ROW", "render_layers", "render_summary", "to_cs
 CSV_COLUMNS = (
     "configuration", "rows", "cols", "dataflow", "spad_kib", "acc_kib", "bus_bytes",
     "mem_latency", "layer", "op", "unit", "macs", "cycles", "ideal_cycles", "stall_cycles",
-    "utilization",
+    "utilization", "energy_pj",
 )  # fmt: skip
 TOTAL_ROW = "(total)"
 """The `layer` cell of a configuration's totals row in the CSV."""
@@ -34,7 +34,7 @@ def render_summary(results: Sequence[ConfigResult], width: int | None = None) ->
     """Return the one-row-per-configuration table, fitted to `width` (`table_layout.fit`); a
     configuration that failed shows "failed", and its reason below the table."""
     header = ("configuration", "total cycles", "stalls", "array cycles", "ideal", "ratio",
-              "util", "MACs on array")  # fmt: skip
+              "util", "MACs on array", "energy uJ")  # fmt: skip
     rows = [
         (
             result.label,
@@ -45,13 +45,22 @@ def render_summary(results: Sequence[ConfigResult], width: int | None = None) ->
             f"{result.ratio_to_ideal:.3f}",
             f"{100 * result.utilization:.1f}%",
             f"{100 * coverage(result.layers).array_mac_share:.1f}%",
+            _micro(result.energy_pj),
         )
         if not result.failed
-        else (result.label, "failed", *["-"] * 6)
+        else (result.label, "failed", *["-"] * 7)
         for result in results
     ]
     notes = [f"{printable(r.label)}: {printable(r.error)}" for r in results if r.failed]
     return "\n".join([*fit(header, rows, left=1, width=width), *notes]) + "\n"
+
+
+def _micro(picojoules: float | None) -> str:
+    return "-" if picojoules is None else f"{picojoules * 1e-6:,.3f}"
+
+
+def _pj(picojoules: float | None) -> str:
+    return "" if picojoules is None else f"{picojoules:.3f}"
 
 
 def _layer_cells(layer: LayerResult | None, pes: int) -> tuple[str, str, str]:
@@ -105,8 +114,8 @@ def to_csv(results: Sequence[ConfigResult]) -> str:
         for layer in result.layers:
             writer.writerow([*head, layer.name, layer.op, layer.unit, layer.macs, layer.cycles,
                              layer.ideal_cycles, layer.stall_cycles,
-                             f"{layer.utilization(c.pes):.6f}"])  # fmt: skip
+                             f"{layer.utilization(c.pes):.6f}", _pj(layer.energy_pj)])  # fmt: skip
         writer.writerow([*head, TOTAL_ROW, "", "all", result.macs, result.total_cycles,
                          result.ideal_cycles, result.stall_cycles,
-                         f"{result.utilization:.6f}"])  # fmt: skip
+                         f"{result.utilization:.6f}", _pj(result.energy_pj)])  # fmt: skip
     return out.getvalue()

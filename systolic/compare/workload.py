@@ -5,7 +5,8 @@ Models come from `--model PATH[:WEIGHT]` (repeatable; weight 1 when left out), f
 (`--workload FILE`: `[[model]]` tables with `path` and an optional `weight`, paths relative to
 the file), or from the positional MODEL (weight 1). A configuration's workload result holds
 its result on every model; its weighted cycles are Σ weight · total cycles, its time the
-weighted cycles at the clock (`clock_mhz`), in milliseconds. A configuration that failed on
+weighted cycles at the clock (`clock_mhz`), in milliseconds, its energy Σ weight · energy per
+inference (docs/energy.md). A configuration that failed on
 any model has no workload figures: its `error` names the model and the reason.
 """
 
@@ -116,13 +117,24 @@ class WorkloadResult:
         return cycles_to_ms(self.weighted_cycles, self.clock_mhz)
 
     @property
+    def energy_pj(self) -> float | None:
+        """Σ weight · energy per inference (pJ) over the models; None when a model has none."""
+        energies = [r.energy_pj for r in self.results]
+        if any(e is None for e in energies):
+            return None
+        return sum(m.weight * e for m, e in zip(self.models, energies, strict=True) if e is not None)
+
+    @property
     def sram_kib(self) -> int:
         """On-chip SRAM: scratchpad and accumulator memory, KiB."""
         return self.config.spad_kib + self.config.acc_kib
 
     def costs(self) -> tuple[float, ...]:
-        """The figures the Pareto front minimises: time, PE count, on-chip SRAM."""
-        return (self.time_ms, float(self.config.pes), float(self.sram_kib))
+        """The figures the Pareto front minimises: time, PE count, on-chip SRAM, and the
+        weighted energy when every model has one."""
+        energy = self.energy_pj
+        return (self.time_ms, float(self.config.pes), float(self.sram_kib),
+                *(() if energy is None else (energy,)))  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         failed = bool(self.error)
@@ -134,6 +146,7 @@ class WorkloadResult:
             "time_ms": None if failed else round(self.time_ms, 9),
             "pes": self.config.pes,
             "sram_kib": self.sram_kib,
+            "energy_pj": None if failed or self.energy_pj is None else round(self.energy_pj, 3),
             "pareto": self.pareto,
             "error": self.error or None,
         }

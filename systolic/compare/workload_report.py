@@ -6,7 +6,7 @@ JSON (`systolic.compare/1`, keys only added): every `configurations[]` entry (on
 the clock) and `pareto` (its configuration's mark); the document gains `clock_mhz` and
 `workload`: {`models`: [{model, weight}], `configurations`: one per configuration
 (`WorkloadResult.to_json`: label, config, cycles per model, weighted_cycles, time_ms, pes,
-sram_kib, pareto, error)}.
+sram_kib, energy_pj, pareto, error)}.
 
 CSV: the columns of `tables.CSV_COLUMNS`, then `EXTRA_COLUMNS`: `model`, `weight`, `time_ms`
 (the row's cycles at the clock), `pareto` (true/false, its configuration's mark) and `error`
@@ -80,4 +80,6 @@ def _workload_row(entry: WorkloadResult, pareto: str) -> list[object]:
     cells += [""] * (len(CSV_COLUMNS) - len(cells))
     failed = bool(entry.error)
     cells[_CYCLES] = "" if failed else _number(entry.weighted_cycles)
+    energy = entry.energy_pj
+    cells[CSV_COLUMNS.index("energy_pj")] = "" if failed or energy is None else f"{energy:.3f}"
     return [*cells, "", "", "" if failed else f"{entry.time_ms:.9f}", pareto, entry.error]

@@ -1,7 +1,8 @@
 """The workload table `systolic compare` prints: one row per configuration with its cycles
 on each model (several models), its weighted cycles (several models or a weight other than
-1), its time at the clock, its cost figures (PEs, on-chip SRAM KiB) and `*` when it is
-Pareto-optimal; a configuration that failed shows its reason below the table."""
+1), its time at the clock, its cost figures (PEs, on-chip SRAM KiB, weighted energy per
+inference in uJ) and `*` when it is Pareto-optimal; a configuration that failed shows its
+reason below the table."""
 
 from collections.abc import Sequence
 
@@ -18,7 +19,7 @@ def _header(entry: WorkloadResult, weighted: bool) -> list[str]:
         header += [f"{printable(m.path)} ×{m.weight:g}" for m in entry.models]
     if weighted:
         header.append("weighted cycles")
-    return [*header, "time ms", "PEs", "SRAM KiB", "*"]
+    return [*header, "time ms", "PEs", "SRAM KiB", "energy uJ", "*"]
 
 
 def _row(entry: WorkloadResult, weighted: bool) -> list[str]:
@@ -29,7 +30,10 @@ def _row(entry: WorkloadResult, weighted: bool) -> list[str]:
     if weighted:
         row.append("failed" if failed else f"{entry.weighted_cycles:,.0f}")
     time = "failed" if failed else f"{entry.time_ms:,.6f}"
-    return [*row, time, f"{entry.config.pes:,}", f"{entry.sram_kib:,}", "*" if entry.pareto else ""]
+    energy = entry.energy_pj
+    joules = "-" if failed or energy is None else f"{energy * 1e-6:,.3f}"
+    return [*row, time, f"{entry.config.pes:,}", f"{entry.sram_kib:,}", joules,
+            "*" if entry.pareto else ""]  # fmt: skip
 
 
 def render_workload(workload: Sequence[WorkloadResult], width: int | None = None) -> str:
@@ -38,7 +42,7 @@ def render_workload(workload: Sequence[WorkloadResult], width: int | None = None
         return ""
     first = workload[0]
     weighted = len(first.models) > 1 or any(m.weight != 1 for m in first.models)
-    lines = [f"time at {first.clock_mhz:g} MHz; * Pareto-optimal in time, PEs and SRAM"]
+    lines = [f"time at {first.clock_mhz:g} MHz; * Pareto-optimal in time, PEs, SRAM and energy"]
     lines += fit(_header(first, weighted), [_row(e, weighted) for e in workload], left=1,
                  width=width)  # fmt: skip
     lines += [f"{printable(e.label)}: {printable(e.error)}" for e in workload if e.error]

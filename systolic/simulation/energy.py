@@ -6,8 +6,10 @@ returns per layer of `compiled.layers` its event counts and its picojoules per c
 (`systolic.sim.energy.energy.COMPONENTS`); host layers cost nothing here.
 
 `EnergySummary` is what `simulate` reports: the table, the per-action energies, the summed
-events and components, the useful MACs, and with a clock (MHz) the latency, inferences per
-second, average power and TOPS/W (2 operations per MAC: TOPS/W = 2 * MACs / pJ).
+events and components, the model's MACs on the array (the mapper's count: a depthwise
+convolution's block-diagonal weight tiles make the array's `macs` event larger), and with a
+clock (MHz) the latency, inferences per second, average power and TOPS/W (2 operations per
+model MAC: TOPS/W = 2 * MACs / pJ).
 `with_energy(report, compiled, table, clock_mhz)` puts both into a `SimulationReport`.
 """
 
@@ -64,15 +66,13 @@ class EnergySummary:
     events: Mapping[str, int]
     components: Mapping[str, float]
     total_cycles: int
+    macs: int
+    """The model's MACs on the array (the mapper's count of its array layers)."""
     clock_mhz: float | None = None
 
     @property
     def total_pj(self) -> float:
         return sum(self.components.values())
-
-    @property
-    def macs(self) -> int:
-        return self.events.get("macs", 0)
 
     def clocked(self) -> dict[str, float] | None:
         """Latency (ms), inferences/s, average power (W) and TOPS/W at `clock_mhz`."""
@@ -91,6 +91,7 @@ class EnergySummary:
             "table_source": self.table.source,
             "unit": "pJ",
             "total_pj": round(self.total_pj, 3),
+            "macs": self.macs,
             "pj_per_mac": round(self.total_pj / self.macs, 6) if self.macs else None,
             "components": {k: round(v, 3) for k, v in self.components.items()},
             "events": dict(self.events),
@@ -107,7 +108,7 @@ class EnergySummary:
         lines = [f"energy per inference: {micro(total)} ({self.table.name})",
                  f"  by component: {parts}" if parts else "  by component: none"]  # fmt: skip
         if self.macs:
-            lines.append(f"  {total / self.macs:.3f} pJ per useful MAC ({self.macs:,} MACs)")
+            lines.append(f"  {total / self.macs:.3f} pJ per MAC ({self.macs:,} MACs on the array)")
         clocked = self.clocked()
         if clocked is not None:
             lines.append(
@@ -128,13 +129,15 @@ def summarize(
     table: EnergyTable,
     actions: Mapping[str, float],
     total_cycles: int,
+    macs: int,
     clock_mhz: float | None = None,
 ) -> EnergySummary:
-    """Return the summary of a model's layer energies."""
+    """Return the summary of a model's layer energies (`macs`: the model's MACs on the
+    array)."""
     events = sum_events(layer.events for layer in layers)
     components = {name: sum(layer.components[i] for layer in layers)
                   for i, name in enumerate(COMPONENTS)}  # fmt: skip
-    return EnergySummary(table, actions, events, components, total_cycles, clock_mhz)
+    return EnergySummary(table, actions, events, components, total_cycles, macs, clock_mhz)
 
 
 def with_energy(
@@ -148,6 +151,7 @@ def with_energy(
     energies = layer_energies(compiled, table)
     layers = [dataclasses.replace(row, energy=energy.components)
               for row, energy in zip(report.layers, energies, strict=True)]  # fmt: skip
+    macs = sum(layer.macs for layer in report.layers if layer.unit == "array")
     summary = summarize(energies, table, table.actions(compiled.config), report.total_cycles,
-                        clock_mhz)  # fmt: skip
+                        macs, clock_mhz)  # fmt: skip
     return dataclasses.replace(report, layers=layers, energy=summary)

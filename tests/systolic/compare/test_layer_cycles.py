@@ -51,11 +51,17 @@ def test_layer_rows(lenet: PreparedModel) -> None:
 
 @pytest.mark.parametrize("dataflow", [Dataflow.WS, Dataflow.OS])
 def test_compare_rows_equal_simulate_rows(lenet: PreparedModel, dataflow: Dataflow) -> None:
-    """`compare`'s JSON promises `simulate`'s rows: the same rows, notes included."""
+    """`compare`'s JSON promises `simulate`'s rows: the same rows, notes and energies included."""
+    from systolic.sim.energy.table import EnergyTable
+    from systolic.simulation.energy import with_energy
+
     config = ArrayConfig(rows=4, cols=4, dataflow=dataflow)
     simulated = simulate_model(example_path(), config, backend="model", compare_onnxruntime=False)
+    assert simulated.compiled is not None
+    report = with_energy(simulated.report, simulated.compiled, EnergyTable.default())
     compared = run_config(lenet.integer, config, label="x")
-    assert list(compared.layers) == list(simulated.report.layers)
+    assert list(compared.layers) == list(report.layers)
+    assert compared.energy_pj == pytest.approx(report.energy.total_pj if report.energy else 0)
     notes = [layer.note for layer in compared.layers]
     assert any(note.startswith("layout: ") for note in notes)
     assert "quantizes a float value (a graph input) for the integer ops" in notes

@@ -29,3 +29,18 @@ def test_marked_configurations_are_the_undominated_ones(lenet: PreparedModel) ->
         if not entry.pareto:
             assert any(dominates(f.costs(), entry.costs()) for f in front)
     assert all(e.to_json()["pareto"] == e.pareto for e in workload)
+    assert all(len(e.costs()) == 4 for e in workload)  # time, PEs, SRAM and energy
+
+
+def test_energy_alone_can_make_a_configuration_optimal(lenet: PreparedModel) -> None:
+    """Two configurations equal in time, PEs and SRAM: the lower energy dominates."""
+    import dataclasses
+
+    config = ArrayConfig(rows=4, cols=4)
+    result = sweep(lenet, [config])[0]
+    layers = result.layers
+    cheaper = tuple(dataclasses.replace(layer, energy=tuple(0.5 * e for e in layer.energy))
+                    for layer in layers)  # fmt: skip
+    results = [result, dataclasses.replace(result, label="cheaper", layers=cheaper)]
+    workload = mark_pareto(combine([WorkloadModel("m")], [results], 500))
+    assert [e.pareto for e in workload] == [False, True]

@@ -25,7 +25,7 @@ def test_front_solid_dominated_faded(lenet: PreparedModel) -> None:
     workload = mark_pareto(combine([WorkloadModel("m")], [sweep(lenet, configs)], 1000))
     figure = pareto_figure(workload)
     try:
-        pes, sram = figure.axes
+        pes, sram, energy = figure.axes
         front = sorted((e for e in workload if e.pareto), key=lambda e: (e.config.pes, e.time_ms))
         line = pes.get_lines()[0]
         assert list(line.get_xdata()) == [e.config.pes for e in front]
@@ -34,6 +34,9 @@ def test_front_solid_dominated_faded(lenet: PreparedModel) -> None:
         assert len(faded) == sum(not e.pareto for e in workload) > 0
         assert {t.get_text() for t in pes.texts} == {e.label for e in front}
         assert sram.get_xlabel() == "on-chip SRAM (KiB)"
+        assert energy.get_xlabel() == "energy per inference (uJ)"
+        assert sorted(energy.get_lines()[0].get_xdata()) == sorted(
+            e.energy_pj * 1e-6 for e in front if e.energy_pj is not None)
     finally:
         pyplot.close(figure)
 

@@ -64,6 +64,10 @@ def test_weighted_cycles_and_time(lenet: PreparedModel) -> None:
         assert entry.time_ms == entry.weighted_cycles / 250_000
         assert entry.to_json()["cycles"] == [result.total_cycles] * 2
         assert entry.sram_kib == result.config.spad_kib + result.config.acc_kib
+        assert result.energy_pj is not None and result.energy_pj > 0
+        assert entry.energy_pj == pytest.approx(3.5 * result.energy_pj)
+        assert entry.costs() == (entry.time_ms, result.config.pes, entry.sram_kib, entry.energy_pj)
+        assert entry.to_json()["energy_pj"] == round(3.5 * result.energy_pj, 3)
     assert cycles_to_ms(2_000_000, 1000) == 2.0
 
 

@@ -60,7 +60,7 @@ def test_csv_and_table_of_a_workload_file(
     out_csv = tmp_path / "r.csv"
     assert main(["compare", *GRID, "--workload", str(toml), "--csv", str(out_csv)]) == 0
     text = capsys.readouterr().out
-    assert "time at 500 MHz; * Pareto-optimal in time, PEs and SRAM" in text
+    assert "time at 500 MHz; * Pareto-optimal in time, PEs, SRAM and energy" in text
     assert "weighted cycles" in text
     rows = list(csv.DictReader(out_csv.read_text().splitlines()))
     totals = [r for r in rows if r["layer"] == "(total)"]
@@ -72,6 +72,8 @@ def test_csv_and_table_of_a_workload_file(
         assert int(row["cycles"]) == 3 * cycles
         assert float(row["time_ms"]) == pytest.approx(3 * cycles / 500_000)
         assert row["pareto"] == "true" and row["error"] == ""
+        energy = float(totals[2 * i]["energy_pj"]) + 2 * float(totals[2 * i + 1]["energy_pj"])
+        assert float(row["energy_pj"]) == pytest.approx(energy, abs=0.01)
 
 
 def test_cache_is_filled_and_no_cache_bypasses_it(
