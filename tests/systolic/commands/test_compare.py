@@ -155,3 +155,27 @@ def test_the_model_backends_engine_is_printed_and_reported(
     second = capsys.readouterr().out.splitlines()[1]
     assert second.startswith("engine: Python specification (") and "SYSTOLIC_NATIVE=0" in second
     assert json.loads(target.read_text())["engine"] == "python"
+
+
+def test_energy_per_configuration_and_a_users_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SYSTOLIC_CACHE_DIR", str(tmp_path / "cache"))
+    grid = ["--array", "4x4", "--dataflow", "ws", "--jobs", "1"]
+    energies = []
+    for extra in ([], ["--energy-table", str(tmp_path / "t.toml")]):
+        (tmp_path / "t.toml").write_text("[dram]\nread_bit = 0\nwrite_bit = 0\n")
+        out = tmp_path / "r.json"
+        assert main(["compare", *grid, *extra, "--json", str(out), "--quiet"]) == 0
+        document = json.loads(out.read_text())
+        entry = document["configurations"][0]
+        layers = sum(layer["energy_pj"] or 0 for layer in entry["layers"])
+        assert entry["energy_pj"] == pytest.approx(layers, abs=0.01)
+        assert document["workload"]["configurations"][0]["energy_pj"] == entry["energy_pj"]
+        energies.append(entry["energy_pj"])
+    assert 0 < energies[1] < energies[0]  # no DRAM energy; not the cached default's figure
+    assert main(["compare", *grid]) == 0
+    assert "energy uJ" in capsys.readouterr().out
+    (tmp_path / "t.toml").write_text("[dram]\nread_bit = -1\n")
+    assert main(["compare", *grid, "--energy-table", str(tmp_path / "t.toml")]) == 2
+    assert "dram.read_bit must be a non-negative number" in capsys.readouterr().err

@@ -284,3 +284,48 @@ def test_the_model_backends_engine_is_printed_and_reported(
     second = capsys.readouterr().out.splitlines()[1]
     assert second.startswith("engine: Python specification (") and "SYSTOLIC_NATIVE=0" in second
     assert json.loads(target.read_text())["engine"] == "python"
+
+
+def test_energy_per_inference_and_the_clocked_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["simulate", "--backend", "model", "--clock-mhz", "250"]) == 0
+    out = capsys.readouterr().out
+    assert "energy uJ" in out.splitlines()[3]
+    assert "energy per inference: " in out and "by component: pe_array" in out
+    assert "at 250 MHz: latency " in out and "TOPS/W" in out
+    status, report = _simulate(tmp_path, "--backend", "model", "--clock-mhz", "250")
+    assert status == 0
+    energy = report["energy"]
+    layers = sum(layer["energy_pj"] or 0 for layer in report["layers"])
+    assert energy["total_pj"] == pytest.approx(sum(energy["components"].values()), abs=0.01)
+    assert energy["total_pj"] == pytest.approx(layers, abs=0.01)
+    assert energy["macs"] == report["totals"]["macs"]
+    assert energy["latency_ms"] == pytest.approx(report["total_cycles"] / 250_000)
+    assert energy["tops_per_watt"] == pytest.approx(2 * energy["macs"] / energy["total_pj"])
+    assert energy["events"]["macs"] == energy["macs"]
+
+
+def test_a_users_energy_table(tmp_path: Path) -> None:
+    table = tmp_path / "mine.toml"
+    table.write_text('[technology]\nname = "no DRAM"\n[dram]\nread_bit = 0\nwrite_bit = 0\n')
+    status, report = _simulate(tmp_path, "--backend", "model", "--energy-table", str(table))
+    assert status == 0 and report["energy"]["table"] == "no DRAM"
+    assert report["energy"]["components"]["external"] == 0
+    assert report["energy"]["clock_mhz"] is None and "latency_ms" not in report["energy"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--energy-table", "{bad}"], "energy table {bad}: unknown key 'dram.read_bits'"),
+    (["--clock-mhz", "0"], "--clock-mhz must be a number above 0, not '0'"),
+])  # fmt: skip
+def test_bad_energy_options_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[dram]\nread_bits = 8\n")
+    args = [arg.replace("{bad}", str(bad)) for arg in args]
+    message = message.replace("{bad}", str(bad))
+    assert main(["simulate", "--backend", "model", *args]) == 2
+    err = capsys.readouterr().err
+    assert err == f"systolic: error: {message}\n"
