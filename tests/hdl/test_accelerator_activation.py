@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig, Dataflow
-from systolic.isa.instructions import Add, Copy, Instruction, Store, Table
+from systolic.isa.instructions import Add, Copy, Halt, Instruction, Load, LoadTarget, Store, Table
+from systolic.isa.program import MemorySegment, Program
+from systolic.isa.table import table_rows
 from systolic.sim.run.backends import run_program
 
 from ..sim.verilator.conftest import needs_verilator
 from ..support.random_programs import SyntheticProgram, random_program
-from .accelerator_programs import golden_image, small_config
+from .accelerator_programs import A_ADDR, B_ADDR, Y_ADDR, golden_image, program_image, small_config
 from .test_accelerator import check_times
 
 WS, OS = Dataflow.WS, Dataflow.OS
@@ -52,6 +54,34 @@ def assert_rtl_matches(case: SyntheticProgram) -> None:
     assert rtl.times == model.times
     assert rtl.total_cycles == model.total_cycles
     assert dict(rtl.counters) == dict(model.counters)
+
+
+def test_table_hazards_and_queue_order() -> None:
+    """TABLE goes to ST and waits for the LOAD of its rows; a LOAD that overwrites them waits
+    for the TABLE; a COPY lut uses the table of the TABLE before it in the ST queue."""
+    config = small_config(4, 4, WS, mem_latency=2, bus_bytes=4)
+    rows, rng = table_rows(config), np.random.default_rng(3)
+    tables = [rng.integers(0, 256, 4 * rows, np.uint8).tobytes() for _ in range(2)]
+    data_ext = Y_ADDR - 0x100
+    instrs = (
+        Load.dense(LoadTarget.SPAD_IN, 0, rows, A_ADDR, 4, 4),
+        Load.dense(LoadTarget.SPAD_IN, rows, 8, data_ext, 4, 4),
+        Table(row=0),
+        Load.dense(LoadTarget.SPAD_IN, 0, rows, B_ADDR, 4, 4),
+        Copy(in_row=rows, m=8, lanes=4, ext=Y_ADDR, row_stride1=4, lut=True),
+        Table(row=0),
+        Copy(in_row=rows, m=8, lanes=3, ext=Y_ADDR + 64, row_stride1=5, lut=True, flip_sign=True),
+        Halt(),
+    )
+    segments = (MemorySegment(A_ADDR, tables[0]), MemorySegment(B_ADDR, tables[1]),
+                MemorySegment(data_ext, rng.integers(0, 256, 32, np.uint8).tobytes()))
+    program = Program(config, instrs, segments)
+    case = SyntheticProgram(program, program_image(program))
+    assert_rtl_matches(case)
+    times = run_program(program, case.memory, backend="model").times
+    assert times[2].issue > times[0].complete  # TABLE after the LOAD of its rows
+    assert times[3].issue > times[2].complete  # the overwriting LOAD after the TABLE
+    assert times[5].issue > times[3].complete
 
 
 @pytest.mark.parametrize("dataflow", [WS, OS])
