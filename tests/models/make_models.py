@@ -433,6 +433,12 @@ QOPERATOR_NETWORKS = frozenset(
 DYNAMIC_NETWORKS = frozenset({"bert_tiny", "lstm2"})
 """Networks also written in dynamically quantized form (`_dynamic`: onnxruntime's
 quantize_dynamic, DynamicQuantizeLinear + MatMulInteger, DynamicQuantizeLSTM)."""
+REALISTIC = "realistic"
+"""The folder (below tests/models) of the issue-13 networks, shaped like what real exporters
+emit; the tests that take every model of tests/models (`*.onnx`, not recursive) do not see
+them, so the counts and size limits of those tests stay as they are."""
+REALISTIC_NETWORKS = frozenset({"yolo_block", "mbv3_block", "bert_tiny", "lstm2", "paddle_style"})
+"""The networks written into REALISTIC."""
 CONSTANT_FOLDING = frozenset({"bert_tiny", "lstm2"})
 """Networks exported with the exporter's constant folding, as exporters (and the Hugging Face
 tools) run by default: without it, the Linear weights of bert_tiny are Transpose nodes on
@@ -919,16 +925,17 @@ def make_forms(name: str, net: nn.Module, seed: int) -> dict[str, onnx.ModelProt
     return forms
 
 
-def generate(outdir: pathlib.Path, only: frozenset[str] | None = None) -> list[str]:
-    """Write every file (of the networks in `only`, default all) into `outdir`; return one
-    summary line per .onnx file."""
-    outdir.mkdir(parents=True, exist_ok=True)
+def generate(root: pathlib.Path, only: frozenset[str] | None = None) -> list[str]:
+    """Write every file (of the networks in `only`, default all) into `root` (the issue-13
+    networks into its REALISTIC folder); return one summary line per .onnx file."""
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
     summary = []
     for index, name in enumerate(NETWORKS):
         if only is not None and name not in only:
             continue
+        outdir = root / REALISTIC if name in REALISTIC_NETWORKS else root
+        outdir.mkdir(parents=True, exist_ok=True)
         net = build(name)
         specs = input_specs(net)
         inputs = sample_inputs(specs, TEST_SAMPLES, SEED + 100 + index)
@@ -972,7 +979,7 @@ def main(argv: list[str]) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             fresh = pathlib.Path(tmp)
             generate(fresh, only)
-            names = sorted(p.name for p in fresh.iterdir())
+            names = sorted(str(p.relative_to(fresh)) for p in fresh.rglob("*") if p.is_file())
             _, mismatch, missing = filecmp.cmpfiles(args.out, fresh, names, shallow=False)
             for bad in mismatch + missing:
                 print(f"differs: {bad}")

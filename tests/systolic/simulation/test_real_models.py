@@ -1,7 +1,7 @@
-"""The realistic test models of issue 13 (tests/models/, see its README: a YOLOv8-style block, a
-MobileNetV3-style block, a BERT-style encoder, a 2-layer LSTM and a Paddle-style export with
-dynamic dimensions, each in float, QDQ and QOperator forms, the encoder and the LSTM also
-dynamically quantized) run as a user runs them:
+"""The realistic test models of issue 13 (tests/models/realistic/, see tests/models/README.md:
+a YOLOv8-style block, a MobileNetV3-style block, a BERT-style encoder, a 2-layer LSTM and a
+Paddle-style export with dynamic dimensions, each in float, QDQ and QOperator forms, the
+encoder and the LSTM also dynamically quantized) run as a user runs them:
 
     systolic simulate FILE --backend model --array 16x16 --input FEED.npz --json out.json
 
@@ -31,7 +31,7 @@ from onnx import helper
 
 from systolic.commands.cli import main
 
-MODELS = Path(__file__).resolve().parents[2] / "models"
+MODELS = Path(__file__).resolve().parents[2] / "models" / "realistic"
 FORMS_OF = {
     "yolo_block": ("float", "qdq", "qop"),
     "mbv3_block": ("float", "qdq", "qop"),
