@@ -78,7 +78,21 @@ def fuse_tables(model: Model, report: PassReport) -> Model:
             for node in region.nodes if region is not None else _cone(ctx, q):
                 if not isinstance(reason, _TwoSources) or report.note_of(node.label) is None:
                     report.note(node.label, str(reason))
+    _note_unquantized(ctx, report)
     return dataclasses.replace(model, graph=ctx.result())
+
+
+def _note_unquantized(ctx: FusionContext, report: PassReport) -> None:
+    """Note why an element-wise node reading a dequantized tensor stays float when nothing
+    said so yet: no QuantizeLinear ends its region (the model keeps its result float)."""
+    for node in ctx.graph.nodes:
+        if not _is_elementwise(node) or ctx.is_scheduled(node) or report.note_of(node.label):
+            continue
+        if any(ctx.producer(name, "DequantizeLinear") for name in node.inputs if name):
+            readers = ctx.consumers.get(node.outputs[0], [])
+            what = ", ".join(sorted({r.op_type for r in readers})) or "a graph output"
+            report.note(node.label, f"its result is not quantized (read by {what}, not a "
+                        "QuantizeLinear): the model keeps it float, on the host")
 
 
 def _cone(ctx: FusionContext, q: Node) -> list[Node]:

@@ -128,5 +128,5 @@ def _settle_report(model: Model, report: PassReport) -> None:
 
 _HOST_REASONS = {
     "QuantizeLinear": "quantizes a float value (a graph input) for the integer ops",
-    "DequantizeLinear": "dequantizes an integer result for a float reader (a graph output)",
+    "DequantizeLinear": "dequantizes an integer result for a float reader (a host op or a graph output)",
 }

@@ -150,3 +150,16 @@ def test_a_dequantized_scalar_constant_is_a_constant_of_the_region():
     proto, model = region_model(body, extra)
     _, report = check(proto, model)
     assert report.fate("mul").into == "systolic.QTable 'mul'"
+
+
+def test_function_whose_result_stays_float_says_so():
+    constants = {"xs": XS, "xz": XZ}
+    nodes = [node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             node("Mish", ["xd"], ["m"], name="mish"),
+             node("Flatten", ["m"], ["y"], name="flatten")]
+    _, model = make(nodes, [("xq", np.uint8, [1, 4, 2, 2])], [("y", np.float32, [1, 16])],
+                    constants)
+    _, report = run_passes(model)
+    assert report.fate("mish").reason == ("its result is not quantized (read by Flatten, not a "
+                                          "QuantizeLinear): the model keeps it float, on the "
+                                          "host")
