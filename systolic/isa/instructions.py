@@ -8,8 +8,8 @@ ranges the in-flight table compares; `encode()` returns the 64-byte instruction 
 `decode(word)` inverts it exactly.
 
 This module is the public face of the instruction set: the classes live in `instruction_base`
-(the base class and `Unit`), `load`, `execute`, `store`, `table` and `halt`; here are every
-instruction class in opcode order and `decode`.
+(the base class and `Unit`), `load`, `execute`, `store`, `table`, `softmax` and
+`halt`; here are every instruction class in opcode order and `decode`.
 """
 
 import dataclasses
@@ -20,6 +20,7 @@ from systolic.isa.fields import INSTRUCTION_BYTES, OPCODE_BITS, InstructionError
 from systolic.isa.halt import Halt
 from systolic.isa.instruction_base import Instruction, Unit
 from systolic.isa.load import Load, LoadTarget
+from systolic.isa.softmax import Softmax
 from systolic.isa.store import Add, Copy, Pool, PoolMode, Store
 from systolic.isa.table import Table
 
@@ -36,6 +37,7 @@ __all__ = [
     "Pool",
     "PoolMode",
     "Preload",
+    "Softmax",
     "Store",
     "Table",
     "Unit",
@@ -53,6 +55,7 @@ INSTRUCTION_TYPES: tuple[type[Instruction], ...] = (
     Copy,
     Halt,
     Table,
+    Softmax,
 )
 """Every instruction class, in opcode order."""
 

@@ -1,7 +1,8 @@
 """The store unit's instructions: STORE (requantize acc rows), POOL, ADD and COPY.
 
 Each writes rows of int8 lanes to external memory along its row pattern (ext, n0, row_stride0,
-row_stride1). STORE and COPY with `lut` map every value written through the activation table
+row_stride1); STORE with `raw` writes the int32 accumulators plus bias instead (docs/isa.md,
+"STORE.raw"). STORE and COPY with `lut` map every value written through the activation table
 (`systolic.isa.table`); ADD with `mul` multiplies instead of adding, with `b_broadcast` its
 operand b is the one row `b_row` for every output row (docs/isa.md, "ADD modes").
 """
@@ -25,7 +26,14 @@ from systolic.isa.memories import PARAMS_DEPTH, Access, Memory, depth
 from systolic.isa.patterns import Segment, row_segments
 from systolic.isa.table import need_8bit_activations
 
-__all__ = ["Add", "Copy", "Pool", "PoolMode", "Store"]
+__all__ = [
+    "INT8_RANGE", "RAW_BYTES", "SHIFT_RANGE", "Add", "Copy", "Pool", "PoolMode", "RowWriter",
+    "Store", "check_clamp",
+]
+
+
+RAW_BYTES = 4
+"""Bytes of one element STORE writes with `raw`: a little-endian int32."""
 
 
 class PoolMode(enum.IntEnum):
@@ -35,19 +43,23 @@ class PoolMode(enum.IntEnum):
     AVG = 1
 
 
-def _check_clamp(instr: Any) -> None:
+def check_clamp(instr: Any) -> None:
+    """Raise InstructionError `<MNEMONIC> lo (l) must not exceed hi (h)` unless lo <= hi."""
     lo, hi = instr.lo, instr.hi
     if lo > hi:
         instr._fail(f"lo ({lo}) must not exceed hi ({hi})")
 
 
-_INT8 = {"signed": True, "minimum": -128, "maximum": 127}
-_SHIFT = {"signed": True, "minimum": -31, "maximum": 31}
+INT8_RANGE = {"signed": True, "minimum": -128, "maximum": 127}
+"""`spec` keywords of an s8 field over the whole int8 range."""
+SHIFT_RANGE = {"signed": True, "minimum": -31, "maximum": 31}
+"""`spec` keywords of an s8 shift field (-31 .. 31)."""
 
 
-class _RowWriter(Instruction):
+class RowWriter(Instruction):
     """A STORE-unit instruction: reads on-chip rows (`reads`) and writes `written_rows()` rows
-    of `row_lanes()` operands each to external memory along its row pattern."""
+    of `row_lanes()` operands (`row_bytes(config)` bytes) each to external memory along its
+    row pattern."""
 
     def written_rows(self) -> int:
         """The number of rows written out."""
@@ -61,9 +73,13 @@ class _RowWriter(Instruction):
         """The on-chip rows read."""
         raise NotImplementedError
 
+    def row_bytes(self, config: ArrayConfig) -> int:
+        """The bytes of each written row: `row_lanes()` operands of `operand_bytes`."""
+        return self.row_lanes() * config.operand_bytes
+
     def written(self, config: ArrayConfig) -> Access:
         """The external byte range written."""
-        return write_range(self, self.written_rows(), self.row_lanes() * config.operand_bytes)
+        return write_range(self, self.written_rows(), self.row_bytes(config))
 
     def _need_writable(self, config: ArrayConfig) -> None:
         self._need_flip_support(config)
@@ -74,14 +90,14 @@ class _RowWriter(Instruction):
         return (*self.reads(), self.written(config))
 
     def segments(self, config: ArrayConfig) -> list[Segment]:
-        row_bytes = self.row_lanes() * config.operand_bytes
-        return row_segments(row_pattern_of(self), self.written_rows(), row_bytes)
+        return row_segments(row_pattern_of(self), self.written_rows(), self.row_bytes(config))
 
 
 @dataclasses.dataclass(frozen=True)
-class Store(_RowWriter):
+class Store(RowWriter):
     """STORE: requantize `acc[acc_row, acc_row+m)` lanes 0..n-1 and write them out (through
-    the activation table when `lut`)."""
+    the activation table when `lut`); with `raw`, write `wrap32(acc + bias)` of each lane as
+    a 4-byte little-endian int32 instead (rows of `4 * n` bytes)."""
 
     OPCODE: ClassVar[int] = 0x05
     MNEMONIC: ClassVar[str] = "STORE"
@@ -89,10 +105,11 @@ class Store(_RowWriter):
     FIELDS: ClassVar[tuple[Field, ...]] = layout(
         spec("flip_sign", 1, kind=bool),
         spec("lut", 1, kind=bool),
+        spec("raw", 1, kind=bool),
         spec("n", U16, minimum=1),
-        spec("zero_point", 8, **_INT8),  # type: ignore[arg-type]
-        spec("lo", 8, **_INT8),  # type: ignore[arg-type]
-        spec("hi", 8, **_INT8),  # type: ignore[arg-type]
+        spec("zero_point", 8, **INT8_RANGE),  # type: ignore[arg-type]
+        spec("lo", 8, **INT8_RANGE),  # type: ignore[arg-type]
+        spec("hi", 8, **INT8_RANGE),  # type: ignore[arg-type]
         spec("param_row", U16, maximum=PARAMS_DEPTH - 1),
         spec("acc_row", U32),
         spec("m", U32, minimum=1),
@@ -112,9 +129,15 @@ class Store(_RowWriter):
     row_stride1: int = 0
     flip_sign: bool = False
     lut: bool = False
+    raw: bool = False
 
     def _check_rules(self) -> None:
-        _check_clamp(self)
+        check_clamp(self)
+        if self.raw:
+            for name in ("zero_point", "lo", "hi", "flip_sign", "lut"):
+                value = int(getattr(self, name))
+                if value != 0:
+                    self._fail(f"{name} must be 0 with raw, not {value}")
 
     def check(self, config: ArrayConfig) -> None:
         self._need_rows(
@@ -129,6 +152,10 @@ class Store(_RowWriter):
     def row_lanes(self) -> int:
         return self.n
 
+    def row_bytes(self, config: ArrayConfig) -> int:
+        """`4 * n` with `raw` (int32 elements), else `n * operand_bytes`."""
+        return RAW_BYTES * self.n if self.raw else self.n * config.operand_bytes
+
     def reads(self) -> tuple[Access, ...]:
         return (
             Access(Memory.ACC, self.acc_row, self.acc_row + self.m - 1, False),
@@ -137,7 +164,7 @@ class Store(_RowWriter):
 
 
 @dataclasses.dataclass(frozen=True)
-class Pool(_RowWriter):
+class Pool(RowWriter):
     """POOL: max or average pooling of an h x w pixel tile in spad_in, oh x ow outputs."""
 
     OPCODE: ClassVar[int] = 0x06
@@ -159,11 +186,11 @@ class Pool(_RowWriter):
         spec("ow", U16, minimum=1),
         spec("in_row", U32),
         spec("multiplier", U32, signed=True),
-        spec("shift", 8, **_SHIFT),  # type: ignore[arg-type]
-        spec("zp_in", 8, **_INT8),  # type: ignore[arg-type]
-        spec("zp_out", 8, **_INT8),  # type: ignore[arg-type]
-        spec("lo", 8, **_INT8),  # type: ignore[arg-type]
-        spec("hi", 8, **_INT8),  # type: ignore[arg-type]
+        spec("shift", 8, **SHIFT_RANGE),  # type: ignore[arg-type]
+        spec("zp_in", 8, **INT8_RANGE),  # type: ignore[arg-type]
+        spec("zp_out", 8, **INT8_RANGE),  # type: ignore[arg-type]
+        spec("lo", 8, **INT8_RANGE),  # type: ignore[arg-type]
+        spec("hi", 8, **INT8_RANGE),  # type: ignore[arg-type]
         *ROW_PATTERN_SPECS,
     )
 
@@ -193,7 +220,7 @@ class Pool(_RowWriter):
     flip_sign: bool = False
 
     def _check_rules(self) -> None:
-        _check_clamp(self)
+        check_clamp(self)
         if self.mode is PoolMode.MAX:
             for name in ("multiplier", "shift", "zp_in", "zp_out"):
                 if getattr(self, name) != 0:
@@ -230,7 +257,7 @@ class Pool(_RowWriter):
 
 
 @dataclasses.dataclass(frozen=True)
-class Add(_RowWriter):
+class Add(RowWriter):
     """ADD: rescaled element-wise sum (product when `mul`) of spad_in rows a_row.. and
     b_row.. (the one row b_row when `b_broadcast`), written out."""
 
@@ -242,12 +269,12 @@ class Add(_RowWriter):
         spec("mul", 1, kind=bool),
         spec("b_broadcast", 1, kind=bool),
         spec("lanes", U16, minimum=1),
-        spec("shift", 8, **_SHIFT),  # type: ignore[arg-type]
-        spec("zp_a", 8, **_INT8),  # type: ignore[arg-type]
-        spec("zp_b", 8, **_INT8),  # type: ignore[arg-type]
-        spec("zp_out", 8, **_INT8),  # type: ignore[arg-type]
-        spec("lo", 8, **_INT8),  # type: ignore[arg-type]
-        spec("hi", 8, **_INT8),  # type: ignore[arg-type]
+        spec("shift", 8, **SHIFT_RANGE),  # type: ignore[arg-type]
+        spec("zp_a", 8, **INT8_RANGE),  # type: ignore[arg-type]
+        spec("zp_b", 8, **INT8_RANGE),  # type: ignore[arg-type]
+        spec("zp_out", 8, **INT8_RANGE),  # type: ignore[arg-type]
+        spec("lo", 8, **INT8_RANGE),  # type: ignore[arg-type]
+        spec("hi", 8, **INT8_RANGE),  # type: ignore[arg-type]
         spec("a_row", U32),
         spec("b_row", U32),
         spec("m", U32, minimum=1),
@@ -277,7 +304,7 @@ class Add(_RowWriter):
     b_broadcast: bool = False
 
     def _check_rules(self) -> None:
-        _check_clamp(self)
+        check_clamp(self)
         if self.mul and self.multiplier_b != 0:
             self._fail(f"multiplier_b must be 0 with mul, not {self.multiplier_b}")
 
@@ -311,7 +338,7 @@ class Add(_RowWriter):
 
 
 @dataclasses.dataclass(frozen=True)
-class Copy(_RowWriter):
+class Copy(RowWriter):
     """COPY: write lanes 0..lanes-1 of `spad_in[in_row, in_row+m)` to external memory
     (through the activation table when `lut`)."""
 

@@ -376,6 +376,8 @@ def random_instruction(cls: type[Instruction], rng: np.random.Generator) -> Inst
             values[pad] = int(rng.integers(low, high, endpoint=True))
     if cls is Add and values["mul"]:
         values["multiplier_b"] = 0
+    if cls is Store and values["raw"]:
+        values.update(zero_point=0, lo=0, hi=0, flip_sign=False, lut=False)
     instance = cls(**values)
     assert {f.name for f in dataclasses.fields(instance)} == set(values)
     return instance

@@ -24,8 +24,10 @@ def test_the_word_holds_the_opcode_and_row_at_bits_63_32() -> None:
 
 
 def test_text_round_trip() -> None:
-    assert format_instruction(Table(row=7)) == "TABLE row=7"
+    assert format_instruction(Table(row=7)) == "TABLE row=7 wide=0"
     assert parse_instruction("TABLE row=7") == Table(row=7)
+    assert format_instruction(Table(row=7, wide=True)) == "TABLE row=7 wide=1"
+    assert parse_instruction("TABLE row=7 wide=1") == Table(row=7, wide=True)
 
 
 @pytest.mark.parametrize(("rows", "cols", "expected"), [(8, 8, 32), (3, 5, 52), (16, 16, 16),
