@@ -218,7 +218,7 @@ def _fuse(ctx: FusionContext, q: Node, region: _Region, opsets: dict[str, int],
     src_type = ctx.dtype_of(region.source)
     assert src_type is not None
     table = table_of((*region.dequantize, *region.nodes, q), ctx.constants, region.source,
-                     src_type, q.outputs[0], opsets)
+                     src_type, q.outputs[0], opsets, real=q.inputs[0])
     anchor = region.nodes[0] if region.nodes else q
     name = anchor.name or anchor.label
     table_name = ctx.constant(f"{name}_table", table)

@@ -50,11 +50,15 @@ def table_of(
     dtype: DataType,
     result: str,
     opsets: Mapping[str, int],
+    *,
+    real: str = "",
 ) -> np.ndarray:
     """Return the int8 table of `result` as a function of the 8-bit value `source` (of
     `dtype`), computed by running `nodes` (in graph order; they read `source`, constants and
     each other's outputs) on the 256 input values as a 1-D tensor. A node the reference
-    cannot run on them raises NotFusable with the reference's message."""
+    cannot run on them raises NotFusable with the reference's message; so does a NaN in the
+    float value `real` (if named: the value a QuantizeLinear quantizes), which has no
+    defined quantization (infinities saturate)."""
     chosen = list(nodes)
     read = {name for node in chosen for name in node.inputs if name}
     initializers: list[Tensor] = [tensor(name, constants[name])
@@ -62,12 +66,20 @@ def table_of(
     graph = Graph(
         "table",
         (ValueInfo(source, TensorType(dtype, (TABLE_SIZE,))),),
-        (ValueInfo(result, TensorType(DataType.UNDEFINED, None)),),
+        tuple(ValueInfo(name, TensorType(DataType.UNDEFINED, None))
+              for name in (result, real) if name),
         tuple(chosen),
         tuple(initializers),
     )
     try:
-        values = run_graph(graph, {source: all_inputs(dtype)}, opsets=opsets)[result]
+        with np.errstate(all="ignore"):  # log(0), 1/0 ... are checked below, not warned
+            values = run_graph(graph, {source: all_inputs(dtype)}, opsets=opsets)
     except SystolicError as err:
         raise NotFusable(f"its table cannot be computed: {err}") from None
-    return to_table(np.asarray(values))
+    if real:
+        bad = np.flatnonzero(np.isnan(values[real].reshape(-1)))
+        if bad.size:
+            shown = ", ".join(str(int(v)) for v in all_inputs(dtype)[bad[:4]])
+            raise NotFusable(f"the function is NaN for {bad.size} input value(s) ({shown}"
+                             f"{' ...' if bad.size > 4 else ''}): no defined table")
+    return to_table(np.asarray(values[result]))

@@ -163,3 +163,20 @@ def test_function_whose_result_stays_float_says_so():
     assert report.fate("mish").reason == ("its result is not quantized (read by Flatten, not a "
                                           "QuantizeLinear): the model keeps it float, on the "
                                           "host")
+
+
+def test_a_function_that_is_nan_somewhere_has_no_table():
+    _, model = region_model([node("Sqrt", ["xd"], ["f"], name="sqrt")])
+    fused, report = run_passes(model)
+    assert "QTable" not in op_types(fused)
+    # q < 128 dequantizes below 0: 128 NaN inputs
+    assert report.fate("sqrt").reason == ("the function is NaN for 128 input value(s) (0, 1, "
+                                          "2, 3 ...): no defined table")
+
+
+def test_infinities_saturate():
+    _, model = region_model([node("Reciprocal", ["xd"], ["f"], name="rcp")])
+    fused, _ = run_passes(model)
+    assert op_types(fused) == ["QTable"]
+    table = fused.graph.initializer(fused.graph.nodes[0].inputs[1]).data
+    assert table[128] == 127  # 1 / 0 = +inf -> 255 (uint8) -> 127 in the int8 domain
