@@ -6,7 +6,8 @@ docs/isa.md ("Memories"): external memory (a uint8 array from address 0), `spad_
 `spad_wt` (one row of `dim` signed operands each), `acc` (`cols` accumulators per row, wrapped
 to `acc_width` bits), `params` (per-lane `bias`, `multiplier` and `shift`), the PE weights of
 a weight-stationary array (`weights` active, `shadow` preloaded) and the STORE unit's
-activation table (`table`, 256 int8 entries indexed by `y + 128`, zeros after reset). `execute` applies one
+tables: the activation table (`table`, 256 int8 entries indexed by `y + 128`) and the exp
+table (`exp_table`, 256 u16 entries for SOFTMAX), zeros after reset. `execute` applies one
 instruction bit-exactly as docs/isa.md and docs/numeric-contract.md say; `run` executes a
 program with `execute` in program order, which is the meaning the hardware's in-flight table
 preserves while it overlaps the units. External bytes are read and written by
@@ -37,6 +38,7 @@ from systolic.isa.instructions import (
     Pool,
     PoolMode,
     Preload,
+    Softmax,
     Store,
     Table,
 )
@@ -50,8 +52,11 @@ from systolic.isa.requant import (
     scaled_round_shift,
     sign_extend,
 )
-from systolic.isa.table import TABLE_ENTRIES, table_rows
+from systolic.isa.softmax import softmax_row_chunks
+from systolic.isa.store import RAW_BYTES
+from systolic.isa.table import TABLE_ENTRIES
 from systolic.sim.golden.external import check_external, gather_operands, read_rows, write_rows
+from systolic.sim.golden.softmax import exp_table_from_rows, softmax_rows
 
 __all__ = ["Machine", "run_program"]
 
@@ -91,11 +96,12 @@ class Machine:
         self.weights = np.zeros((config.rows, config.cols), dtype=np.int64)
         self.shadow: np.ndarray | None = None
         self.table = np.zeros(TABLE_ENTRIES, dtype=np.int64)
+        self.exp_table = np.zeros(TABLE_ENTRIES, dtype=np.int64)
         self.halted = False
         self._semantics: dict[type, Callable[[Any], None]] = {
             Load: self._load, Preload: self._preload, Compute: self._compute,
             ComputeOS: self._compute_os, Store: self._store, Pool: self._pool, Add: self._add,
-            Copy: self._copy, Halt: self._halt, Table: self._table}
+            Copy: self._copy, Halt: self._halt, Table: self._table, Softmax: self._softmax}
 
     @classmethod
     def for_program(cls, program: Program, memory_size: int | None = None) -> "Machine":
@@ -219,7 +225,8 @@ class Machine:
 
     # -- STORE unit ----------------------------------------------------------------------------
 
-    def _write_rows(self, instr: Store | Pool | Add | Copy, values: np.ndarray) -> None:
+    def _write_rows(self, instr: Store | Pool | Add | Copy | Softmax,
+                    values: np.ndarray) -> None:
         """Write row i of `values` at row i of the instruction's row pattern, in order."""
         write_rows(self.memory, instr.MNEMONIC, instr.row_pattern, values,
                    self.config.operand_bytes, instr.flip_sign)
@@ -230,14 +237,24 @@ class Machine:
         return looked_up
 
     def _table(self, instr: Table) -> None:
-        """Replace the activation table: entry e is `spad_in[row + e // dim][e % dim]`."""
-        rows = self.spad_in[instr.row : instr.row + table_rows(self.config)]
-        self.table = rows.reshape(-1)[:TABLE_ENTRIES].copy()
+        """Replace the activation table (entry e is `spad_in[row + e // dim][e % dim]`) or,
+        with `wide`, the exp table (entry e from the bytes 2e and 2e + 1 of the rows)."""
+        rows = self.spad_in[instr.row : instr.row + instr.rows(self.config)]
+        if instr.wide:
+            self.exp_table = exp_table_from_rows(rows)
+        else:
+            self.table = rows.reshape(-1)[:TABLE_ENTRIES].copy()
 
     def _store(self, instr: Store) -> None:
         """Requantize `m` acc rows (`n` lanes) with params row `param_row` and write them
-        (through the activation table when `lut`)."""
+        (through the activation table when `lut`); with `raw` write `wrap32(acc + bias)` as
+        4-byte elements instead."""
         p, n = instr.param_row, instr.n
+        acc = self.acc[instr.acc_row : instr.acc_row + instr.m, :n]
+        if instr.raw:
+            write_rows(self.memory, instr.MNEMONIC, instr.row_pattern,
+                       sign_extend(acc + self.bias[p, :n], 8 * RAW_BYTES), RAW_BYTES, False)
+            return
         shifts = self.shift[p, :n]
         bad = np.flatnonzero((shifts < -31) | (shifts > 31))
         if bad.size:
@@ -245,7 +262,6 @@ class Machine:
                 f"STORE uses params row {p} whose lane {int(bad[0])} has shift "
                 f"{int(shifts[bad[0]])}, outside -31..31; fix the params image"
             )
-        acc = self.acc[instr.acc_row : instr.acc_row + instr.m, :n]
         out = requantize(acc, self.bias[p, :n], self.multiplier[p, :n], shifts,
                          instr.zero_point, instr.lo, instr.hi).astype(np.int64)
         self._write_rows(instr, self._lookup(out) if instr.lut else out)
@@ -287,6 +303,15 @@ class Machine:
         activation table when `lut`."""
         rows = self.spad_in[instr.in_row : instr.in_row + instr.m, : instr.lanes]
         self._write_rows(instr, self._lookup(rows) if instr.lut else rows)
+
+    def _softmax(self, instr: Softmax) -> None:
+        """Softmax of `m` rows of `length` int8 values (`C = ceil(length / dim)` spad_in rows
+        each) through the exp table, requantized and written out."""
+        chunks = softmax_row_chunks(instr.length, self.config)
+        rows = self.spad_in[instr.in_row : instr.in_row + instr.m * chunks]
+        x = rows.reshape(instr.m, chunks * self.config.dim)[:, : instr.length]
+        self._write_rows(instr, softmax_rows(x, self.exp_table, instr.multiplier, instr.shift,
+                                             instr.zero_point, instr.lo, instr.hi))
 
 
 def run_program(
