@@ -29,6 +29,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from systolic.config import ArrayConfig
 from systolic.isa.instructions import Instruction
 from systolic.isa.memories import params_row_bytes
@@ -109,12 +111,12 @@ def _os_compute(instr: Any, config: ArrayConfig) -> dict[str, int]:
             "spad_wt_reads": k, "acc_writes": m, "acc_rmw": m if instr.accumulate else 0}
 
 
-def _load(instr: Any, config: ArrayConfig, beats: BeatCounter) -> dict[str, int]:
+def _load(instr: Any, config: ArrayConfig, beats: int) -> dict[str, int]:
     target = _LOAD_TARGET[int(instr.mem)]
     row_bytes = (params_row_bytes(config) if target == "params"
                  else instr.length * config.operand_bytes)  # fmt: skip
     return {f"{target}_writes": instr.count, "ext_read_bytes": instr.count * row_bytes,
-            "ext_read_beats": beats.beats(instr)}
+            "ext_read_beats": beats}
 
 
 def _writes(instr: Any, rows: int, width: int, config: ArrayConfig,
@@ -149,9 +151,11 @@ def instruction_events(
     config: ArrayConfig,
     weights: ActiveWeights = ActiveWeights(),
     beats: BeatCounter | None = None,
+    load_beats: int | None = None,
 ) -> dict[str, int]:
     """Return the event counts of `instr` on `config` (module docstring); `weights` matters
-    only to a weight-stationary COMPUTE, `beats` caches external beats (made when None)."""
+    only to a weight-stationary COMPUTE, `beats` caches external beats (made when None),
+    `load_beats` gives a LOAD's beats when they are known (`load_timing.load_beats`)."""
     name = instr.MNEMONIC
     if name == "COMPUTE":
         events = _ws_compute(instr, config, weights)
@@ -164,23 +168,29 @@ def instruction_events(
     elif name == "HALT":
         events = {}
     elif name == "LOAD":
-        events = _load(instr, config, beats or BeatCounter(config))
+        if load_beats is None:
+            load_beats = (beats or BeatCounter(config)).beats(instr)
+        events = _load(instr, config, load_beats)
     else:
         events = _store_unit(instr, config, beats or BeatCounter(config))
     return {key: value for key, value in events.items() if value}
 
 
 def program_events(
-    instructions: Sequence[Instruction], config: ArrayConfig
+    instructions: Sequence[Instruction],
+    config: ArrayConfig,
+    load_beats: "Sequence[int] | np.ndarray | None" = None,
 ) -> list[dict[str, int]]:
     """Return the event counts of every instruction, in program order: each weight-stationary
     COMPUTE with the weights of the latest PRELOAD since the latest HALT (a run starts from
-    reset, with zero weights)."""
+    reset, with zero weights). `load_beats[i]`, when given, is instruction i's beats if it is
+    a LOAD (as the native `external_facts` cost: any value elsewhere)."""
     beats = BeatCounter(config)
     weights = ActiveWeights()
     counts = []
-    for instr in instructions:
-        counts.append(instruction_events(instr, config, weights, beats))
+    for index, instr in enumerate(instructions):
+        known = int(load_beats[index]) if load_beats is not None else None
+        counts.append(instruction_events(instr, config, weights, beats, known))
         if instr.MNEMONIC == "PRELOAD":
             weights = ActiveWeights(instr.k, instr.n)  # type: ignore[attr-defined]
         elif instr.MNEMONIC == "HALT":

@@ -21,6 +21,7 @@ from systolic.mapper.lowering.compiled import AcceleratorStep, CompiledModel
 from systolic.sim.energy.energy import COMPONENTS, component_energy
 from systolic.sim.energy.events import program_events, sum_events
 from systolic.sim.energy.table import EnergyTable
+from systolic.sim.timing.native_facts import external_facts
 
 if TYPE_CHECKING:
     from systolic.simulation.report import SimulationReport
@@ -44,9 +45,12 @@ def layer_energies(compiled: CompiledModel, table: EnergyTable) -> list[LayerEne
     """Return every layer's events and energy (module docstring)."""
     config = compiled.config
     counts: list[Mapping[str, int]] = [{}] * len(compiled.program.instructions)
+    facts = external_facts(compiled.program.words, config)  # LOAD beats, natively (or None)
     for step in compiled.steps():
         if isinstance(step, AcceleratorStep):
-            found = program_events(step.program.instructions, config)
+            body = step.program.instructions[:-1]  # (its HALT stands for no instruction)
+            beats = None if facts is None else facts[0][step.first : step.first + len(body)]
+            found = program_events(body, config, beats)
             counts[step.first : step.first + len(found)] = found
     actions = table.actions(config)
     layers = []
@@ -120,7 +124,10 @@ class EnergySummary:
 
 
 def micro(picojoules: float) -> str:
-    """Return an energy in microjoules with four significant digits, "12.34 uJ"."""
+    """Return an energy with four significant digits in uJ, or in mJ from 1 mJ on
+    ("12.34 uJ", "18.83 mJ")."""
+    if picojoules >= 1e9:
+        return f"{picojoules * 1e-9:.4g} mJ"
     return f"{picojoules * 1e-6:.4g} uJ"
 
 

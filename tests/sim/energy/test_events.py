@@ -15,6 +15,8 @@ from systolic.sim.energy.events import (
     program_events,
     sum_events,
 )
+from systolic.sim.timing.load_timing import load_beats
+from systolic.sim.timing.native_facts import external_facts
 from systolic.sim.timing.store_timing import reader_cycles
 
 from ...support.random_programs import random_program
@@ -111,3 +113,16 @@ def test_sum_events_names_every_event() -> None:
     total = sum_events([{"macs": 2}, {"macs": 3, "acc_rmw": 1}, {}])
     assert list(total) == list(EVENTS)
     assert total["macs"] == 5 and total["acc_rmw"] == 1 and total["lut_writes"] == 0
+
+
+def test_known_load_beats_give_the_same_counts() -> None:
+    """The beats a caller passes (the Python `load_beats`, or the native `external_facts`
+    when the engine runs) give exactly the counts computed from the segments."""
+    for config, program in _programs(True):
+        expected = program_events(program.instructions, config)
+        python = [load_beats(i, config) if isinstance(i, Load) else -1
+                  for i in program.instructions]  # fmt: skip
+        assert program_events(program.instructions, config, python) == expected
+        facts = external_facts(program.words, config)
+        if facts is not None:
+            assert program_events(program.instructions, config, facts[0]) == expected
