@@ -27,8 +27,8 @@ from systolic.simulation.report import LayerResult
 
 __all__ = ["FORMAT", "ResultCache", "cache_root", "energy_key", "model_key", "passes_version"]
 
-FORMAT = "systolic.compare.cache/1"
-"""The entries' format; a change makes every older entry a miss."""
+FORMAT = "systolic.compare.cache/2"
+"""The entries' format; a change makes every older entry a miss (2: layers carry energies)."""
 
 _PACKAGES = ("mapper", "isa", "sim", "hdl", "reference", "simulation", "proto")
 _MODULES = ("config.py", "ir.py", "compare/point.py", "compare/layer_cycles.py",

@@ -13,7 +13,8 @@ The JSON is a stable interface (README, "simulate JSON"): keys are only ever add
   `active_cycles` (the cycles the layer's own unit worked on it, wherever they fell: EXECUTE
   for array layers; can exceed `cycles` when the layer overlapped the previous one),
   `utilization` (MACs / (max(cycles, active_cycles)·rows·cols) for array layers, at most 1;
-  else 0), `note`},
+  else 0), `note`, `energy_pj` (pJ of one inference; null without energies, 0 for host
+  layers) and `energy` (pJ per component, or null)},
 - `totals`: {`macs`, `cycles`, `array_cycles`, `ideal_cycles`, `utilization`} (cycles of the
   accelerator only: host layers cost none),
 - `coverage`: {`array_macs`, `host_macs`, `array_mac_fraction`, `vector_elements`,
@@ -34,7 +35,11 @@ The JSON is a stable interface (README, "simulate JSON"): keys are only ever add
   when the output is not a class vector)},
 - `runs`: the accelerator runs in order (host layers separate them), each
   {`first_instruction`, `instructions` (HALT included), `total_cycles`, `counters` (the
-  Accelerator's counters by name)}.
+  Accelerator's counters by name)},
+- `energy`: null, or the energy of one inference (`systolic.simulation.energy.EnergySummary`,
+  docs/energy.md): {`table`, `table_source`, `unit`, `total_pj`, `macs`, `pj_per_mac`,
+  `components`, `events`, `actions`, `clock_mhz`, and with a clock `latency_ms`,
+  `inferences_per_second`, `average_power_w`, `tops_per_watt`}.
 """
 
 import dataclasses
