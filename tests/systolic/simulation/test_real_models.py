@@ -14,14 +14,16 @@ and the issue's goal of at least 95% of those MACs on the array is checked per m
 
 What does not hold yet is marked `xfail(strict=True)` with the reason measured today, so the
 test fails (XPASS) as soon as support lands and the mark must go. The figures measured when
-the models were added are in tests/models/README.md. All 18 files simulate in about 15 s (one
-run per file, shared by the tests).
+the models were added are in tests/models/README.md. Each file is simulated once, the run
+shared by the tests.
 
 The run also compares the final outputs with onnxruntime (when installed): a quantized form
 must equal onnxruntime or differ only where `simulate` explains why (onnxruntime's int16
 saturation on CPUs without VNNI, its fused kernels' rounding); a float form, quantized by the
 tool, must keep cosine similarity >= 0.999 with the float model and, for the classifiers, the
-same top-1 class.
+same top-1 class. `systolic inspect` must list every node of every file (the refused one
+included) with its unit and reason, and count the same MACs (`--input-shape` fixes
+paddle_style's -1 dimensions). The 17 simulations and 34 inspections take 10 to 20 s.
 """
 
 import json
@@ -79,6 +81,16 @@ BELOW_GOAL = {
 }
 """Models below MIN_ARRAY_MAC_SHARE today, with the reason the run's notes give."""
 
+INSPECT_MACS_UNCOUNTED = {
+    ("lstm2", form): "inspect counts the LSTM layers' gate MACs as 0"
+    for form in ("float", "qdq", "qop")
+} | {
+    ("lstm2", "dynamic"):
+        "inspect counts 0 MACs: the DynamicQuantizeLSTM nodes are unsupported and the head's "
+        "MatMulInteger after them is not counted either",
+}
+"""Models whose `systolic inspect` total does not count all of their MACs today."""
+
 MIN_COSINE = 0.999
 """The least cosine similarity of a float model's quantized result with the float model."""
 
@@ -90,16 +102,18 @@ UNEXPLAINED_ONNXRUNTIME = {
 """Quantized models whose difference from onnxruntime `simulate` does not explain today."""
 
 
-def _param(network: str, form: str, xfail: dict[tuple[str, str], str]) -> Any:
-    marks = []
-    reason = REFUSED.get((network, form)) or xfail.get((network, form))
-    if reason is not None:
-        marks.append(pytest.mark.xfail(strict=True, reason=reason))
-    return pytest.param(network, form, marks=marks, id=f"{network}_{form}")
-
-
-def _cases(xfail: dict[tuple[str, str], str]) -> list[Any]:
-    return [_param(n, f, xfail) for n, forms in FORMS_OF.items() for f in forms]
+def _cases(xfail: dict[tuple[str, str], str], simulated: bool = True) -> list[Any]:
+    """Every (network, form), marked xfail(strict) with the reason in `xfail` or, for tests
+    that simulate (`simulated`), in REFUSED."""
+    cases = []
+    for network, forms in FORMS_OF.items():
+        for form in forms:
+            reason = xfail.get((network, form))
+            if simulated:
+                reason = REFUSED.get((network, form), reason)
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            cases.append(pytest.param(network, form, marks=marks, id=f"{network}_{form}"))
+    return cases
 
 
 Simulate = Callable[[str, str], dict[str, Any]]
@@ -151,6 +165,35 @@ def test_every_mac_is_counted(simulate: Simulate, network: str, form: str) -> No
     expected = model_macs(MODELS / f"{network}_{form}.onnx", first_input(network))
     coverage = simulate(network, form)["coverage"]
     assert coverage["array_macs"] + coverage["host_macs"] == expected
+
+
+def inspect(folder: Path, network: str, form: str) -> dict[str, Any]:
+    """Run `systolic inspect` on the file (with `--input-shape` for the dynamic input of
+    paddle_style) and return its JSON report; assert it exits 0."""
+    shapes = [f"{name}={'x'.join(map(str, value.shape))}"
+              for name, value in first_input(network).items()]
+    options = ["--input-shape", shapes[0]] if network == "paddle_style" else []
+    target = folder / "inspect.json"
+    assert main(["inspect", str(MODELS / f"{network}_{form}.onnx"), "--json", str(target),
+                 *options]) == 0
+    report: dict[str, Any] = json.loads(target.read_text())
+    return report
+
+
+@pytest.mark.parametrize(("network", "form"), _cases({}, simulated=False))
+def test_inspect_shows_every_node(tmp_path: Path, network: str, form: str) -> None:
+    """Even the file simulate refuses: its unsupported nodes are listed with the others."""
+    report = inspect(tmp_path, network, form)
+    nodes = onnx.load(MODELS / f"{network}_{form}.onnx").graph.node
+    assert [row["name"] for row in report["nodes"]] == [node.name for node in nodes]
+    assert all(row["unit"] and row["reason"] for row in report["nodes"])
+
+
+@pytest.mark.parametrize(("network", "form"), _cases(INSPECT_MACS_UNCOUNTED, simulated=False))
+def test_inspect_counts_every_mac(tmp_path: Path, network: str, form: str) -> None:
+    report = inspect(tmp_path, network, form)
+    expected = model_macs(MODELS / f"{network}_{form}.onnx", first_input(network))
+    assert report["totals"]["macs"] == expected
 
 
 @pytest.mark.parametrize(("network", "form"), _cases(BELOW_GOAL))
@@ -208,7 +251,9 @@ def node_macs(node: onnx.NodeProto, shapes: dict[str, tuple[int, ...]]) -> int:
         return int(np.prod(out)) * int(np.prod(weight[1:]))
     if node.op_type in RECURRENT_OPS:
         steps, batch = shapes[node.input[0]][:2]
-        directions, gates, inputs = shapes[node.input[1]]
+        directions, gates, inputs = shapes[node.input[1]]  # W: [D, 4H, I]
+        if node.op_type == "DynamicQuantizeLSTM":  # com.microsoft's W: [D, I, 4H]
+            directions, inputs, gates = shapes[node.input[1]]
         hidden = gates // 4
         return steps * batch * directions * gates * (inputs + hidden)
     a = shapes[node.input[0]]
