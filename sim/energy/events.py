@@ -20,7 +20,8 @@ Events (docs/energy.md, "Events", names each one's RTL signal):
 - `output_stage_lanes`: lanes the output stage requantizes (`cols` per STORE row);
   `vector_lanes`: lanes the vector unit takes (`dim` per spad_in element read of POOL/ADD);
   `vector_mul_lanes`: the element products of ADD with `mul` (`dim` per output row);
-  `lut_lookups`: elements mapped by the activation table (STORE/COPY with `lut`);
+  `lut_lookups`: lanes the activation table maps (`dim` per row of STORE/COPY with `lut`: the
+  table looks up every lane of the row, `hdl/activation_table.py`);
   `lut_writes`: table entries a TABLE writes (256).
 """
 
@@ -130,11 +131,11 @@ def _store_unit(instr: Any, config: ArrayConfig, beats: BeatCounter) -> dict[str
     if name == "STORE":
         events = {"acc_reads": instr.m, "params_reads": 1,
                   "output_stage_lanes": instr.m * config.cols,
-                  "lut_lookups": instr.m * instr.n if instr.lut else 0}
+                  "lut_lookups": instr.m * dim if instr.lut else 0}
         return events | _writes(instr, instr.m, instr.n, config, beats)
     if name == "COPY":
         events = {"spad_in_reads": instr.m,
-                  "lut_lookups": instr.m * instr.lanes if getattr(instr, "lut", False) else 0}
+                  "lut_lookups": instr.m * dim if getattr(instr, "lut", False) else 0}
         return events | _writes(instr, instr.m, instr.lanes, config, beats)
     if name == "POOL":
         reads = sum(reader_cycles(instr))

@@ -70,7 +70,9 @@ def test_on_chip_accesses_follow_the_fields(activation: bool) -> None:
             elif name == "STORE":
                 assert (events["acc_reads"], events["params_reads"]) == (instr.m, 1)
                 assert events["output_stage_lanes"] == instr.m * config.cols
-                assert events.get("lut_lookups", 0) == (instr.m * instr.n if instr.lut else 0)
+                assert events.get("lut_lookups", 0) == (instr.m * config.dim if instr.lut else 0)
+            if name == "COPY":
+                assert events.get("lut_lookups", 0) == (instr.m * config.dim if instr.lut else 0)
             elif name == "COMPUTE.OS":
                 chunks = -(-instr.k // config.dim)
                 assert events["mac_slots"] == config.pes * instr.k
