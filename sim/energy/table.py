@@ -152,7 +152,7 @@ def _derived(numbers: Mapping[str, Mapping[str, float]], config: ArrayConfig) ->
                               + 2 * add8 * 11 / 8),
         "vector.lane": add8 * (iw + 1) / 8 + mul32 * (iw + 1) * 32 / 1024
         + add32 * (iw + 65) / 32,
-        "vector.mul_lane": mul8 * (iw + 1) ** 2 / 64,
+        "vector.mul_lane": mul8 * (iw + 33) * (iw + 1) / 64,  # PRODUCT's 41 x 9 multiply
         "lut.lookup": sram_access_energy(sram, 8, LUT_ENTRIES),
         "lut.write": sram_access_energy(sram, 8, LUT_ENTRIES) * sram["write_factor"],
         "dram.read_bit": numbers["dram"]["read_bit"],
