@@ -16,6 +16,7 @@ they become integer ops after the fusions: activation regions (-> systolic.QTabl
 """
 
 import dataclasses
+import heapq
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -61,25 +62,41 @@ def _joins(node: Node, values: set[str], constants: Mapping[str, np.ndarray]) ->
 
 def elementwise_region(
     graph: Graph,
-    start: int,
     source: str,
     constants: Mapping[str, np.ndarray],
+    consumers: Mapping[str, list[Node]],
+    order: Mapping[int, int],
     taken: set[int],
 ) -> Region:
-    """Return the maximal element-wise region fed by `source` among the nodes from index
-    `start` on (skipping nodes in `taken`, by id), and its exits."""
+    """Return the maximal element-wise region fed by `source` (skipping nodes in `taken`, by
+    id), and its exits (`consumers`: the graph's readers of each value). Candidates are the
+    readers of the region's values, visited in graph order (a node's inputs are decided
+    before it), so the work is proportional to the region and its readers."""
     values = {source}
     nodes: list[Node] = []
-    for node in graph.nodes[start:]:
-        if id(node) in taken or not _joins(node, values, constants):
+    pending: list[tuple[int, Node]] = []
+    seen: set[int] = set()
+
+    def push_readers(name: str) -> None:
+        for reader in consumers.get(name, []):
+            if id(reader) not in seen and id(reader) not in taken:
+                seen.add(id(reader))
+                heapq.heappush(pending, (order[id(reader)], reader))
+
+    push_readers(source)
+    while pending:
+        _, node = heapq.heappop(pending)
+        if not _joins(node, values, constants):
             continue
         if not all(_float(graph, o) for o in node.outputs if o):
             continue
         nodes.append(node)
-        values.update(o for o in node.outputs if o)
+        for out in node.outputs:
+            if out:
+                values.add(out)
+                push_readers(out)
     inside = {id(node) for node in nodes}
     outputs = {info.name for info in graph.outputs}
-    consumers = graph.consumers()
     exits = []
     for node in nodes:
         out = node.outputs[0]

@@ -138,7 +138,8 @@ def _plan(graph: Graph, report: PassReport) -> _Plan:
             plan.values.append(name)
 
     taken: set[int] = set()  # nodes inside an element-wise region already planned
-    for index, node in enumerate(graph.nodes):
+    order = {id(node): index for index, node in enumerate(graph.nodes)}
+    for node in graph.nodes:
         if node.domain != "" or not node.inputs or not node.outputs or id(node) in taken:
             continue
         activations = (_activation_inputs(node, constants, graph)
@@ -180,19 +181,24 @@ def _plan(graph: Graph, report: PassReport) -> _Plan:
                 result = readers[0].outputs[0]
             add(result)
         elif node.op_type in ELEMENTWISE:
-            _plan_region(graph, index, node, constants, chosen, add, taken, report)
+            _plan_region(graph, node, (constants, consumers, order), chosen, add, taken,
+                         report)
     return plan
 
 
-def _plan_region(graph: Graph, index: int, node: Node, constants: Mapping[str, np.ndarray],
+def _plan_region(graph: Graph, node: Node,
+                 known: tuple[Mapping[str, np.ndarray], Mapping[str, list[Node]],
+                              Mapping[int, int]],
                  chosen: set[str], add: Callable[[str], None], taken: set[int],
                  report: PassReport) -> None:
     """Quantize the result of the element-wise region `node` starts, when it reads one
-    quantized value (and scalar constants) and has exactly one result read outside it."""
+    quantized value (and scalar constants) and has exactly one result read outside it.
+    `known`: the graph's constants, the readers of each value, each node's index by id."""
+    constants, consumers, order = known
     sources = {name for name in node.inputs if name and name not in constants}
     if len(sources) != 1 or not sources <= chosen:
         return
-    region = elementwise_region(graph, index, sources.pop(), constants, taken)
+    region = elementwise_region(graph, sources.pop(), constants, consumers, order, taken)
     if not region.nodes:
         return
     taken.update(id(n) for n in region.nodes)
