@@ -70,3 +70,18 @@ def test_the_summary_adds_the_layers_and_derives_the_clocked_figures() -> None:
     assert set(document["components"]) == {"pe_array", "spad_in", "spad_wt", "params",
                                            "accumulator", "output_vector", "external"}
     assert summarize(energies, table, table.actions(config), 20_000, macs).clocked() is None
+
+
+@pytest.mark.slow
+def test_light_resnet50_macs_are_the_mappers() -> None:
+    """The onnx wheel's light ResNet-50 at 16x16 (about a minute): every array layer's MACs."""
+    import onnx
+
+    model = Path(onnx.__file__).parent / "backend/test/data/light/light_resnet50.onnx"
+    config = ArrayConfig(rows=16, cols=16)
+    compiled = compile_model(prepare_model(model).integer, config)
+    energies = layer_energies(compiled, EnergyTable.default())
+    for layer, energy in zip(compiled.layers, energies, strict=True):
+        expected = layer.macs if layer.unit is LayerUnit.ARRAY else 0
+        assert energy.events["macs"] == expected, layer.name
+    assert sum(e.events["macs"] for e in energies) == 4_089_184_256
