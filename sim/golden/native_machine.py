@@ -11,14 +11,14 @@ The C engine checks each instruction before it changes any state and stops at th
 the Python machine would reject (an invalid field, an access beyond the memory, a params
 shift outside -31..31, an instruction after HALT, no HALT) or whose arithmetic it leaves to
 Python (state values beyond 16 bits, intermediates beyond 64 bits, table indexes or entries
-outside int8, which no LOAD makes). `run_native` then
+outside int8, which no LOAD makes, exp table entries outside 0..65535). `run_native` then
 continues in Python from that instruction on the state the C engine left, so it raises the
 Python machine's exact error (the earlier instructions have taken effect, as with
 `Machine.run`) or finishes the program; either way the caller need not run anything again.
 
 `state` (a `Machine` of the same configuration whose `memory` is `memory`) starts the run from
 that machine's state and leaves the final state in it: scratchpads, accumulators, params and
-the activation table updated in place, `weights`, `shadow` and `halted` replaced, as
+the activation and exp tables updated in place, `weights`, `shadow` and `halted` replaced, as
 `Machine.run` would leave them.
 """
 
@@ -83,6 +83,8 @@ class _State(ctypes.Structure):
         ("halted", ctypes.c_int64),
         ("table_size", ctypes.c_int64),
         ("table", ctypes.c_void_p),
+        ("exp_table_size", ctypes.c_int64),
+        ("exp_table", ctypes.c_void_p),
     ]
 
 
@@ -146,6 +148,7 @@ def native_execute(config: ArrayConfig, words: np.ndarray, memory: np.ndarray,
     if shadow.shape != tile:
         raise ValueError(f"Machine.shadow must have shape {tile}, not {shadow.shape}")
     table = _int64_array(machine, "table", (TABLE_ENTRIES,))
+    exp_table = _int64_array(machine, "exp_table", (TABLE_ENTRIES,))
     state = _State(
         config.rows, cols, config.input_width, config.weight_width, config.acc_width,
         int(config.dataflow is Dataflow.OS), spad_depth, config.acc_depth,
@@ -155,6 +158,7 @@ def native_execute(config: ArrayConfig, words: np.ndarray, memory: np.ndarray,
         params[0].size, params[0].ctypes.data, params[1].ctypes.data, params[2].ctypes.data,
         weights.size, weights.ctypes.data, shadow.ctypes.data,
         int(had_shadow), int(machine.halted), table.size, table.ctypes.data,
+        exp_table.size, exp_table.ctypes.data,
     )
     failed = ctypes.c_int64(0)
     status = int(_entry(library)(ctypes.byref(state), code.ctypes.data, code.shape[0],

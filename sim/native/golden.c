@@ -3,7 +3,7 @@
  * Exactly `systolic.sim.golden.machine.Machine.execute`, instruction by instruction, on the
  * state the Python wrapper (`systolic.sim.golden.native_machine`) passes in numpy arrays of the
  * Machine's shapes (int64 scratchpads, accumulators, params, PE weights and the STORE unit's
- * activation table; uint8 external memory). docs/isa.md and docs/numeric-contract.md are the specification.
+ * activation and exp tables; uint8 external memory). docs/isa.md and docs/numeric-contract.md are the specification.
  *
  * Entry point: `golden_run(state, words, count, failed)` executes instructions words[0..count)
  * (8 little-endian 64-bit words each, fields decoded with the generated isa.h) until
@@ -12,7 +12,7 @@
  * memory, a params shift outside -31..31, an instruction after HALT, a missing HALT), and on
  * the few values the C code does not handle exactly (state values beyond 16-bit operands,
  * intermediates beyond 64 bits that Python computes with its own integers, table indexes or
- * entries outside int8 that no LOAD makes), it stops with a
+ * entries outside int8 that no LOAD makes, exp table entries outside u16), it stops with a
  * nonzero code and `*failed` = the instruction's index; the state then holds the effect of
  * every earlier instruction, so the caller continues in Python from that instruction, which
  * raises the exact message (or finishes the program).
@@ -63,13 +63,17 @@ enum {
     GOLDEN_NO_HALT = 4,     /* the words ended without HALT (failed = count) */
     GOLDEN_AFTER_HALT = 5,  /* the state had halted before the first instruction */
     GOLDEN_STATE = 6,       /* a state value the C code does not represent: an operand beyond
-                               16 bits, a table entry beyond 8 (failed = 0) */
+                               16 bits, a table entry beyond 8, an exp table entry outside
+                               0..65535 (failed = 0) */
     GOLDEN_NO_MEMORY = 7,   /* malloc failed (failed = 0) */
     GOLDEN_BAD_ARGUMENT = 8 /* array sizes that do not match the configuration */
 };
 
 #define PARAMS_DEPTH 512
-#define TABLE_ENTRIES 256 /* the activation table's int8 entries, index y + 128 */
+#define TABLE_ENTRIES 256 /* the activation table's int8 entries, index y + 128; and the exp
+                            table's u16 entries, index a distance below a row's maximum */
+#define EXP_TABLE_BYTES (2 * TABLE_ENTRIES) /* the bytes a TABLE with `wide` reads */
+#define RAW_BYTES 4 /* the bytes of an element STORE writes with `raw` (int32) */
 #define ADDRESS_LIMIT ((int64_t)1 << 32)
 #define PAD 16 /* internal rows are padded to a multiple of this many elements */
 
@@ -90,6 +94,8 @@ typedef struct golden_state {
     int64_t has_shadow, halted;
     int64_t table_size; /* TABLE_ENTRIES, of table */
     int64_t *table;     /* the STORE unit's activation table (int8 values) */
+    int64_t exp_table_size; /* TABLE_ENTRIES, of exp_table */
+    int64_t *exp_table;     /* the STORE unit's exp table (u16 values) */
 } golden_state;
 
 /* A weight tile of the WS array: rows x wpad int32, and the extent of its nonzero weights. */
@@ -117,6 +123,7 @@ typedef struct {
     tile active, shadow;
     int has_shadow, halted;
     int16_t table[TABLE_ENTRIES];
+    uint16_t exp_table[TABLE_ENTRIES];
     pattern_cache pattern;
 } machine;
 
@@ -170,7 +177,8 @@ static void used_bits(uint64_t *mask, int op) {
         USE(mask, COMPUTE_OS_WT_ROW); USE(mask, COMPUTE_OS_ACC_ROW);
         break;
     case OP_STORE:
-        USE(mask, STORE_FLIP_SIGN); USE(mask, STORE_LUT); USE(mask, STORE_N); USE(mask, STORE_ZERO_POINT);
+        USE(mask, STORE_FLIP_SIGN); USE(mask, STORE_LUT); USE(mask, STORE_RAW); USE(mask, STORE_N);
+        USE(mask, STORE_ZERO_POINT);
         USE(mask, STORE_LO); USE(mask, STORE_HI); USE(mask, STORE_PARAM_ROW);
         USE(mask, STORE_ACC_ROW); USE(mask, STORE_M); USE(mask, STORE_EXT); USE(mask, STORE_N0);
         USE(mask, STORE_ROW_STRIDE0); USE(mask, STORE_ROW_STRIDE1);
@@ -198,7 +206,14 @@ static void used_bits(uint64_t *mask, int op) {
         USE(mask, COPY_ROW_STRIDE1);
         break;
     case OP_TABLE:
-        USE(mask, TABLE_ROW);
+        USE(mask, TABLE_WIDE); USE(mask, TABLE_ROW);
+        break;
+    case OP_SOFTMAX:
+        USE(mask, SOFTMAX_FLIP_SIGN); USE(mask, SOFTMAX_LENGTH); USE(mask, SOFTMAX_SHIFT);
+        USE(mask, SOFTMAX_ZERO_POINT); USE(mask, SOFTMAX_LO); USE(mask, SOFTMAX_HI);
+        USE(mask, SOFTMAX_IN_ROW); USE(mask, SOFTMAX_M); USE(mask, SOFTMAX_MULTIPLIER);
+        USE(mask, SOFTMAX_EXT); USE(mask, SOFTMAX_N0); USE(mask, SOFTMAX_ROW_STRIDE0);
+        USE(mask, SOFTMAX_ROW_STRIDE1);
         break;
     case OP_HALT:
         break;
@@ -664,8 +679,23 @@ static int64_t clamp(i128 value, int64_t lo, int64_t hi) {
 /* The activation table's entry for an int8 value y (-128..127). */
 static int64_t table_entry(const machine *mc, int64_t y) { return mc->table[y + 128]; }
 
+/* STORE with `raw`: wrap32(acc + bias[j]) of lanes j < n as 4 little-endian bytes each (exact
+ * mod 2^32 for any int64 state values; the params' multiplier and shift are not used). */
+static void store_raw(machine *mc, int64_t acc_row, int64_t m, int64_t n, const int64_t *bias,
+                      row_walk *walk) {
+    const int64_t *acc = mc->st->acc + acc_row * mc->cols;
+    for (int64_t i = 0; i < m; ++i, acc += mc->cols) {
+        uint8_t *out = mc->mem + row_walk_next(walk);
+        for (int64_t j = 0; j < n; ++j) {
+            uint32_t value = (uint32_t)((uint64_t)acc[j] + (uint64_t)bias[j]);
+            for (int b = 0; b < RAW_BYTES; ++b) out[RAW_BYTES * j + b] = (uint8_t)(value >> (8 * b));
+        }
+    }
+}
+
 static int exec_store(machine *mc, const uint64_t *w) {
     int64_t flip = FIELD(w, STORE_FLIP_SIGN), lut = FIELD(w, STORE_LUT), n = FIELD(w, STORE_N);
+    int64_t raw = FIELD(w, STORE_RAW);
     int64_t zp = FIELD(w, STORE_ZERO_POINT), lo = FIELD(w, STORE_LO), hi = FIELD(w, STORE_HI);
     int64_t param_row = FIELD(w, STORE_PARAM_ROW), acc_row = FIELD(w, STORE_ACC_ROW);
     int64_t m = FIELD(w, STORE_M), ext = FIELD(w, STORE_EXT), n0 = FIELD(w, STORE_N0);
@@ -673,12 +703,20 @@ static int exec_store(machine *mc, const uint64_t *w) {
     if (n < 1 || m < 1 || n0 < 1 || param_row >= PARAMS_DEPTH || lo > hi) return GOLDEN_INVALID;
     if (acc_row + m > mc->acc_depth || n > mc->cols) return GOLDEN_INVALID;
     if (flip && !flip_supported(mc, mc->in_w)) return GOLDEN_INVALID;
-    int status = check_write(mc, ext, n0, s0, s1, m, n * mc->ob);
+    if (raw && (zp || lo || hi || flip || lut)) return GOLDEN_INVALID;
+    int status = check_write(mc, ext, n0, s0, s1, m, n * (raw ? RAW_BYTES : mc->ob));
     if (status == GOLDEN_INVALID) return status;
     golden_state *st = mc->st;
     const int64_t *bias = st->bias + param_row * mc->cols;
     const int64_t *mult = st->multiplier + param_row * mc->cols;
     const int64_t *shift = st->shift + param_row * mc->cols;
+    row_walk walk;
+    row_walk_start(&walk, ext, n0, s0, s1);
+    if (raw) {
+        if (status) return status;
+        store_raw(mc, acc_row, m, n, bias, &walk);
+        return GOLDEN_OK;
+    }
     for (int64_t j = 0; j < n; ++j) {
         if (shift[j] < -31 || shift[j] > 31 || bias[j] < INT32_MIN || bias[j] > INT32_MAX
             || mult[j] < INT32_MIN || mult[j] > INT32_MAX)
@@ -686,8 +724,6 @@ static int exec_store(machine *mc, const uint64_t *w) {
     }
     if (status) return status;
     int64_t out[128];
-    row_walk walk;
-    row_walk_start(&walk, ext, n0, s0, s1);
     const int64_t *acc = st->acc + acc_row * mc->cols;
     for (int64_t i = 0; i < m; ++i, acc += mc->cols) {
         for (int64_t j = 0; j < n; ++j) {
@@ -835,18 +871,89 @@ static int exec_copy(machine *mc, const uint64_t *w) {
 }
 
 /* TABLE: T[e] = spad_in[row + e div dim][e mod dim] for e < 256 (input_width 8; an entry
- * outside -128..127, which no LOAD makes, is left to Python). */
+ * outside -128..127, which no LOAD makes, is left to Python); with `wide` the exp table
+ * E[e] = u8(s[2e]) + 256 u8(s[2e + 1]) of the bytes s[k] = spad_in[row + k div dim][k mod dim]
+ * (u8(v) = v mod 256). */
 static int exec_table(machine *mc, const uint64_t *w) {
-    int64_t row = FIELD(w, TABLE_ROW), dim = mc->dim;
-    int64_t rows = (TABLE_ENTRIES + dim - 1) / dim;
+    int64_t row = FIELD(w, TABLE_ROW), wide = FIELD(w, TABLE_WIDE), dim = mc->dim;
+    int64_t rows = ((wide ? EXP_TABLE_BYTES : TABLE_ENTRIES) + dim - 1) / dim;
     if (mc->in_w != 8 || row + rows > mc->spad_depth) return GOLDEN_INVALID;
     const int16_t *spad = mc->spad_in + row * mc->stride;
+    if (wide) {
+        for (int64_t e = 0; e < TABLE_ENTRIES; ++e) {
+            int64_t k = 2 * e;
+            uint8_t low = (uint8_t)spad[(k / dim) * mc->stride + k % dim];
+            uint8_t high = (uint8_t)spad[((k + 1) / dim) * mc->stride + (k + 1) % dim];
+            mc->exp_table[e] = (uint16_t)(low | high << 8);
+        }
+        return GOLDEN_OK;
+    }
     for (int64_t e = 0; e < TABLE_ENTRIES; ++e) {
         int16_t value = spad[(e / dim) * mc->stride + e % dim];
         if (value < INT8_MIN || value > INT8_MAX) return GOLDEN_ARITHMETIC;
     }
     for (int64_t e = 0; e < TABLE_ENTRIES; ++e)
         mc->table[e] = spad[(e / dim) * mc->stride + e % dim];
+    return GOLDEN_OK;
+}
+
+/* SOFTMAX, one tensor row of `length` int8 elements (held in `chunks` spad_in rows from
+ * `spad`) to `out`: the exp table's entries of the distances below the row's maximum, their sum
+ * S (< 2^32), the reciprocal r = min(floor(2^46 / S), 2^32 - 1), p = rhe(E r / 2^31) (< 2^49)
+ * and y = clamp(rhe(p multiplier / 2^(31 + shift)) + zero_point, lo, hi), each exact in 128
+ * bits (docs/isa.md, "SOFTMAX and the exp table"); y_e written at `address` as `write_row`
+ * writes lanes. */
+static void softmax_row(machine *mc, const int16_t *spad, int64_t length, int64_t mult,
+                        int64_t shift, int64_t zp, int64_t lo, int64_t hi, int64_t address,
+                        int flip) {
+    int64_t dim = mc->dim, most = INT64_MIN;
+    for (int64_t e = 0; e < length; ++e) {
+        int64_t x = spad[(e / dim) * mc->stride + e % dim];
+        if (x > most) most = x;
+    }
+    uint64_t sum = 0;
+    for (int64_t e = 0; e < length; ++e)
+        sum += mc->exp_table[most - spad[(e / dim) * mc->stride + e % dim]];
+    const uint64_t reciprocal_max = UINT32_MAX;
+    uint64_t r = sum ? ((UINT64_C(1) << 46) / sum) : reciprocal_max;
+    if (r > reciprocal_max) r = reciprocal_max;
+    for (int64_t e = 0; e < length; ++e) {
+        uint64_t entry = mc->exp_table[most - spad[(e / dim) * mc->stride + e % dim]];
+        i128 p = round_shift((i128)(entry * r), 31);
+        int64_t y = clamp(round_shift(p * mult, 31 + (int)shift) + zp, lo, hi);
+        write_row(mc, address + e * mc->ob, &y, 1, flip);
+    }
+}
+
+/* SOFTMAX: for each of m tensor rows i (spad_in rows in_row + i C .. + C - 1, C = ceil(length /
+ * dim)) write its softmax as `length` operands at the row pattern's base of row i (input_width
+ * 8; an element outside -128..127, which no LOAD makes, is left to Python). */
+static int exec_softmax(machine *mc, const uint64_t *w) {
+    int64_t flip = FIELD(w, SOFTMAX_FLIP_SIGN), length = FIELD(w, SOFTMAX_LENGTH);
+    int64_t shift = FIELD(w, SOFTMAX_SHIFT), zp = FIELD(w, SOFTMAX_ZERO_POINT);
+    int64_t lo = FIELD(w, SOFTMAX_LO), hi = FIELD(w, SOFTMAX_HI);
+    int64_t in_row = FIELD(w, SOFTMAX_IN_ROW), m = FIELD(w, SOFTMAX_M);
+    int64_t mult = FIELD(w, SOFTMAX_MULTIPLIER), ext = FIELD(w, SOFTMAX_EXT);
+    int64_t n0 = FIELD(w, SOFTMAX_N0), s0 = FIELD(w, SOFTMAX_ROW_STRIDE0);
+    int64_t s1 = FIELD(w, SOFTMAX_ROW_STRIDE1);
+    if (length < 1 || m < 1 || n0 < 1 || shift < -31 || shift > 31 || lo > hi)
+        return GOLDEN_INVALID;
+    int64_t chunks = (length + mc->dim - 1) / mc->dim;
+    if (mc->in_w != 8 || in_row + m * chunks > mc->spad_depth) return GOLDEN_INVALID;
+    if (flip && !flip_supported(mc, mc->in_w)) return GOLDEN_INVALID;
+    int status = check_write(mc, ext, n0, s0, s1, m, length * mc->ob);
+    if (status) return status;
+    for (int64_t i = 0; i < m * chunks; ++i) {
+        const int16_t *a = mc->spad_in + (in_row + i) * mc->stride;
+        int64_t lanes = (i + 1) % chunks ? mc->dim : length - (chunks - 1) * mc->dim;
+        for (int64_t j = 0; j < lanes; ++j)
+            if (a[j] < INT8_MIN || a[j] > INT8_MAX) return GOLDEN_ARITHMETIC;
+    }
+    row_walk walk;
+    row_walk_start(&walk, ext, n0, s0, s1);
+    for (int64_t i = 0; i < m; ++i)
+        softmax_row(mc, mc->spad_in + (in_row + i * chunks) * mc->stride, length, mult, shift,
+                    zp, lo, hi, row_walk_next(&walk), (int)flip);
     return GOLDEN_OK;
 }
 
@@ -882,9 +989,10 @@ static int import_state(machine *mc) {
         tile_extent(t, mc->rows, mc->cols, mc->wpad);
     }
     for (int e = 0; e < TABLE_ENTRIES; ++e) {
-        int64_t v = st->table[e];
-        if (v < INT8_MIN || v > INT8_MAX) return GOLDEN_STATE;
+        int64_t v = st->table[e], x = st->exp_table[e];
+        if (v < INT8_MIN || v > INT8_MAX || x < 0 || x > UINT16_MAX) return GOLDEN_STATE;
         mc->table[e] = (int16_t)v;
+        mc->exp_table[e] = (uint16_t)x;
     }
     mc->has_shadow = st->has_shadow != 0;
     mc->halted = st->halted != 0;
@@ -906,7 +1014,10 @@ static void export_state(machine *mc) {
             for (int j = 0; j < mc->cols; ++j)
                 dst[r * mc->cols + j] = s && !mc->has_shadow ? 0 : t->w[r * mc->wpad + j];
     }
-    for (int e = 0; e < TABLE_ENTRIES; ++e) st->table[e] = mc->table[e];
+    for (int e = 0; e < TABLE_ENTRIES; ++e) {
+        st->table[e] = mc->table[e];
+        st->exp_table[e] = mc->exp_table[e];
+    }
     st->has_shadow = mc->has_shadow;
     st->halted = mc->halted;
 }
@@ -920,10 +1031,11 @@ static int valid_arguments(const golden_state *st) {
     if (st->spad_depth < 0 || st->acc_depth < 0 || st->memory_size < 0) return 0;
     if (st->spad_size != st->spad_depth * dim || st->acc_size != st->acc_depth * st->cols
         || st->params_size != PARAMS_DEPTH * st->cols || st->weights_size != st->rows * st->cols
-        || st->table_size != TABLE_ENTRIES)
+        || st->table_size != TABLE_ENTRIES || st->exp_table_size != TABLE_ENTRIES)
         return 0;
     return st->spad_in && st->spad_wt && st->acc && st->bias && st->multiplier && st->shift
-           && st->weights && st->shadow && st->table && (st->memory || !st->memory_size);
+           && st->weights && st->shadow && st->table && st->exp_table
+           && (st->memory || !st->memory_size);
 }
 
 /* Execute words[0..count) until HALT; see the file comment. */
@@ -984,6 +1096,7 @@ int golden_run(golden_state *st, const uint64_t *words, int64_t count, int64_t *
         case OP_ADD: status = exec_add(&mc, w); break;
         case OP_COPY: status = exec_copy(&mc, w); break;
         case OP_TABLE: status = exec_table(&mc, w); break;
+        case OP_SOFTMAX: status = exec_softmax(&mc, w); break;
         case OP_HALT: mc.halted = 1; break;
         default: status = GOLDEN_INVALID; break;
         }

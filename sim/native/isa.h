@@ -102,6 +102,7 @@ static inline int row_extent(int64_t ext, int64_t n0, int64_t s0, int64_t s1, in
 #define OP_STORE 5
 #define STORE_FLIP_SIGN 8, 1, 0
 #define STORE_LUT 9, 1, 0
+#define STORE_RAW 10, 1, 0
 #define STORE_N 16, 16, 0
 #define STORE_ZERO_POINT 32, 8, 1
 #define STORE_LO 40, 8, 1
@@ -175,6 +176,22 @@ static inline int row_extent(int64_t ext, int64_t n0, int64_t s0, int64_t s1, in
 #define OP_HALT 9
 
 #define OP_TABLE 10
+#define TABLE_WIDE 8, 1, 0
 #define TABLE_ROW 32, 32, 0
+
+#define OP_SOFTMAX 11
+#define SOFTMAX_FLIP_SIGN 8, 1, 0
+#define SOFTMAX_LENGTH 16, 16, 0
+#define SOFTMAX_SHIFT 32, 8, 1
+#define SOFTMAX_ZERO_POINT 40, 8, 1
+#define SOFTMAX_LO 48, 8, 1
+#define SOFTMAX_HI 56, 8, 1
+#define SOFTMAX_IN_ROW 64, 32, 0
+#define SOFTMAX_M 96, 32, 0
+#define SOFTMAX_MULTIPLIER 128, 32, 1
+#define SOFTMAX_EXT 160, 32, 0
+#define SOFTMAX_N0 192, 32, 0
+#define SOFTMAX_ROW_STRIDE0 224, 32, 1
+#define SOFTMAX_ROW_STRIDE1 256, 32, 1
 
 #endif
