@@ -27,6 +27,7 @@ from systolic.isa.instructions import (
     LoadTarget,
     Pool,
     Preload,
+    Softmax,
     Store,
     Table,
     decode,
@@ -57,6 +58,7 @@ _POSITIONS: dict[type[Instruction], tuple[int, tuple[str, ...]]] = {
     Add: (ST, ("a_row", "b_row", "ext")),
     Copy: (ST, ("in_row", "ext")),
     Table: (ST, ("row",)),
+    Softmax: (ST, ("in_row", "ext")),
 }
 
 # Fields that change computed values but neither the footprint nor the timing.
@@ -198,7 +200,7 @@ class Describer:
 K_LD, K_ST, K_COMPUTE, K_PRELOAD, K_COMPUTE_OS = range(5)
 _UNIT_OF_KIND = (LD, ST, EX, EX, EX)
 _KIND_OF_TYPE: dict[type, int] = {
-    Load: K_LD, Store: K_ST, Pool: K_ST, Add: K_ST, Copy: K_ST, Table: K_ST,
+    Load: K_LD, Store: K_ST, Pool: K_ST, Add: K_ST, Copy: K_ST, Table: K_ST, Softmax: K_ST,
     Compute: K_COMPUTE, Preload: K_PRELOAD, ComputeOS: K_COMPUTE_OS,
 }
 MEMORIES = len(MEMORY_ID)
@@ -309,8 +311,8 @@ class ProgramFacts:
             return spec
         cost, ext_first, ext_last = (column[where] for column in self._external)
         self.arg_array[where] = cost
-        return _unit_ranges(cls, rows) + [(MEMORY_ID[Memory.EXTERNAL], ext_first, ext_last,
-                                           cls is not Load)]
+        external = (MEMORY_ID[Memory.EXTERNAL], ext_first, ext_last, cls is not Load)
+        return [*_unit_ranges(cls, rows, describer.config), external]
 
     @functools.cached_property
     def kinds(self) -> list[int]:
@@ -409,9 +411,11 @@ class ProgramFacts:
 _LOAD_MEMORY_ID = np.array([MEMORY_ID[target.memory] for target in LoadTarget], dtype=np.int64)
 
 
-def _unit_ranges(cls: type[Instruction], rows: np.ndarray) -> list[tuple[Any, Any, Any, Any]]:
+def _unit_ranges(cls: type[Instruction], rows: np.ndarray,
+                 config: ArrayConfig) -> list[tuple[Any, Any, Any, Any]]:
     """Return the on-chip footprint ranges (in `footprint` order, the external one left out)
-    of the LOAD or STORE-unit instructions encoded in `rows`, all of class `cls`."""
+    of the LOAD or STORE-unit instructions encoded in `rows`, all of class `cls`, on
+    `config`."""
     if cls is Load:
         mem, row, count = field_columns(rows, cls, ("mem", "row", "count"))
         return [(_LOAD_MEMORY_ID[mem], row, row + count - 1, True)]
@@ -432,6 +436,10 @@ def _unit_ranges(cls: type[Instruction], rows: np.ndarray) -> list[tuple[Any, An
     if cls is Copy:
         in_row, m = field_columns(rows, cls, ("in_row", "m"))
         return [(spad_in, in_row, in_row + m - 1, False)]
+    if cls is Softmax:
+        in_row, m, length = field_columns(rows, cls, ("in_row", "m", "length"))
+        chunks = -(-length // config.dim)
+        return [(spad_in, in_row, in_row + m * chunks - 1, False)]
     raise ValueError(f"{cls.__name__} is not a LOAD or STORE-unit instruction")
 
 

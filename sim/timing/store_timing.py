@@ -20,23 +20,32 @@ ADD 8 (VectorUnit); the activation table's lookup adds one stage (STORE with `lu
 `lut` 4) and ADD's multiply mode one more (ADD with `mul` 9). For STORE and COPY
 (c_i = 1 <= b_i) the maximum is at j = 0: 1 + sum(b) + K.
 
-TABLE reads its R = ceil(256 / dim) rows one per cycle from s + 1 and writes nothing: the last
-row's data enters the table in cycle s + R + 1 and it completes in s + R + 2, so its duration
-is R + 2.
+STORE with `raw` is a STORE whose rows are `4 * n` bytes (its b_i), with the same K = 7.
+
+TABLE reads its R = ceil(256 / dim) rows (ceil(512 / dim) with `wide`) one per cycle from
+s + 1 and writes nothing: the last row's data enters the table in cycle s + R + 1 and it
+completes in s + R + 2, so its duration is R + 2.
+
+SOFTMAX is not of the max-plus form: its rows go one after the other, each read three times
+(max, sum, outputs: 3 C cycles for its C = ceil(length / dim) spad_in rows), a fixed 40 cycles
+for the reciprocal and the pipeline, then its b_i write beats; 3 more cycles complete it:
+
+    duration = sum over i of (3 C + 40 + b_i) + 3
 """
 
 import functools
 from itertools import accumulate
 
 from systolic.config import ArrayConfig
-from systolic.isa.instructions import Add, Copy, Instruction, Pool, Store, Table
+from systolic.isa.instructions import Add, Copy, Instruction, Pool, Softmax, Store, Table
 from systolic.isa.patterns import beats
-from systolic.isa.table import table_rows
+from systolic.isa.softmax import softmax_row_chunks
 from systolic.sim.timing.dispatch_model import UnitTiming
 
 __all__ = [
-    "FIXED_CYCLES", "LUT_CYCLES", "MUL_CYCLES", "TABLE_CYCLES", "duration", "duration_timing",
-    "fixed_cycles", "reader_cycles", "row_beats", "unit_timing",
+    "FIXED_CYCLES", "LUT_CYCLES", "MUL_CYCLES", "SOFTMAX_DONE_CYCLES", "SOFTMAX_PASSES",
+    "SOFTMAX_ROW_CYCLES", "TABLE_CYCLES", "duration", "duration_timing", "fixed_cycles",
+    "reader_cycles", "row_beats", "unit_timing",
 ]
 
 FIXED_CYCLES: dict[type[Instruction], int] = {Copy: 3, Store: 7, Pool: 8, Add: 8}
@@ -47,10 +56,16 @@ MUL_CYCLES = 1
 """The multiplier's extra stage: added to K of an ADD with `mul`."""
 TABLE_CYCLES = 2
 """A TABLE's duration beyond its R row reads: R + 2."""
+SOFTMAX_PASSES = 3
+"""SOFTMAX reads each row's spad_in rows three times: the maximum, the sum, the outputs."""
+SOFTMAX_ROW_CYCLES = 40
+"""SOFTMAX's fixed cycles per row: the reciprocal and the pipeline."""
+SOFTMAX_DONE_CYCLES = 3
+"""SOFTMAX's cycles after its last row's last write beat."""
 
 
-def _check(instr: Instruction) -> None:
-    if type(instr) not in FIXED_CYCLES:
+def _check(instr: Instruction, *also: type[Instruction]) -> None:
+    if type(instr) not in FIXED_CYCLES and type(instr) not in also:
         raise TypeError(f"the STORE unit does not execute {instr.MNEMONIC}")
 
 
@@ -84,14 +99,17 @@ def reader_cycles(instr: Instruction) -> list[int]:
 
 def row_beats(instr: Instruction, config: ArrayConfig) -> list[int]:
     """Return, per output row, the aligned write beats it takes (b_i)."""
-    _check(instr)
+    _check(instr, Softmax)
     return [beats(segment, config.bus_bytes) for segment in instr.segments(config)]
 
 
 def duration(instr: Instruction, config: ArrayConfig) -> int:
     """Return the cycles from taking `instr` to its completion transfer (see the module doc)."""
     if isinstance(instr, Table):
-        return table_rows(config) + TABLE_CYCLES
+        return instr.rows(config) + TABLE_CYCLES
+    if isinstance(instr, Softmax):
+        row_cycles = SOFTMAX_PASSES * softmax_row_chunks(instr.length, config) + SOFTMAX_ROW_CYCLES
+        return sum(row_cycles + b for b in row_beats(instr, config)) + SOFTMAX_DONE_CYCLES
     reads = list(accumulate(reader_cycles(instr)))
     writes = row_beats(instr, config)
     remaining = list(accumulate(reversed(writes)))[::-1]  # b_j + ... + b_last

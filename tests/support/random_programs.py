@@ -7,10 +7,12 @@ accumulator tile, STOREs through params rows, max and average POOLs, residual AD
 with strided row patterns. With `activation=True` the programs also use the activation unit
 and ADD's modes (issue 13): TABLE loads of random tables, STOREs and COPYs with `lut`, ADDs
 with `mul` and `b_broadcast` (the 8-bit-only ones when input_width is 8); without it, a seed
-gives the same program as before these existed. `synthetic_program(config, instructions)`
-repeats such layers until the program holds about `instructions` instructions (for speed
-measurements). Buffers
-are placed at random byte offsets so that every bus alignment occurs; the returned memory
+gives the same program as before these existed. With `softmax=True` (issue 13, second step)
+they also hold SOFTMAX layers (a random exp table LOADed and made current by TABLE `wide`,
+rows of random length LOADed, SOFTMAX; input_width 8 only) and whole GEMMs written with STORE
+`raw`; without it, a seed gives the same program as before. `synthetic_program(config,
+instructions)` repeats such layers until the program holds about `instructions` instructions
+(for speed measurements). Buffers are placed at random byte offsets so that every bus alignment occurs; the returned memory
 image holds random activations, weights and valid params rows.
 
 `random_instruction(cls, rng)` returns one instruction of class `cls` whose fields span their
@@ -41,13 +43,16 @@ from systolic.isa.instructions import (
     Pool,
     PoolMode,
     Preload,
+    Softmax,
     Store,
     Table,
 )
 from systolic.isa.memories import Memory, depth
 from systolic.isa.params import pack_params
 from systolic.isa.program import Program
-from systolic.isa.table import table_rows
+from systolic.isa.softmax import softmax_row_chunks
+from systolic.isa.store import RAW_BYTES
+from systolic.isa.table import exp_table_rows, table_rows
 
 __all__ = ["SyntheticProgram", "random_instruction", "random_program", "synthetic_program"]
 
@@ -64,11 +69,12 @@ class _Builder:
     """Bump allocator over external memory plus the instruction list of one program."""
 
     def __init__(self, config: ArrayConfig, rng: np.random.Generator, *,
-                 scale: int = 1, activation: bool = False) -> None:
+                 scale: int = 1, activation: bool = False, softmax: bool = False) -> None:
         self.config = config
         self.scale = scale  # layer sizes grow with it (1: tiny layers for RTL simulation)
         self.activation = activation  # issue 13's instructions and flags (off: older programs)
         self.int8 = activation and config.input_width == 8  # (TABLE, COPY lut, ADD mul)
+        self.softmax = softmax  # SOFTMAX, TABLE wide and STORE raw (off: older programs)
         self.rng = rng
         self.ob = config.operand_bytes
         self.top = int(rng.integers(0, 64))
@@ -133,7 +139,9 @@ def _gemm(b: _Builder) -> None:
         a_ext = b.alloc(m_total * k_total * ob)
     n_total = b.randint(1, 2 * cols * b.scale)
     w_ext = b.alloc(k_total * n_total * ob)
-    y_ext = b.alloc(m_total * n_total * ob)
+    raw = b.flag(b.softmax)  # (int32 outputs: 4-byte elements)
+    out_bytes = RAW_BYTES if raw else ob
+    y_ext = b.alloc(m_total * n_total * out_bytes)
     param_row = b.params_row()
     acc_tile = min(b.acc // 2, rows if not ws else b.randint(1, (2 * rows + 1) * b.scale))
     if ws:
@@ -205,10 +213,11 @@ def _gemm(b: _Builder) -> None:
                                               acc_row=acc_row,
                                               a_stride=m if chunks > 1 else 0,
                                               accumulate=chunk > 0))
+            clamp = {"zero_point": 0, "lo": 0, "hi": 0} if raw else b.clamp()
             b.instrs.append(Store(acc_row=acc_row, m=m, n=n, param_row=param_row,
-                                  ext=y_ext + (m0 * n_total + n0) * ob, n0=1,
-                                  row_stride1=n_total * ob, flip_sign=False, **b.clamp(),
-                                  lut=b.flag(b.activation)))
+                                  ext=y_ext + (m0 * n_total + n0) * out_bytes, n0=1,
+                                  row_stride1=n_total * out_bytes, flip_sign=False, **clamp,
+                                  lut=not raw and b.flag(b.activation), raw=raw))
 
 
 def _vector_op(b: _Builder) -> None:
@@ -286,6 +295,32 @@ def _table(b: _Builder) -> None:
     b.instrs.append(Table(row=row))
 
 
+def _softmax(b: _Builder) -> None:
+    """A random exp table LOADed and made current by TABLE wide, then SOFTMAX over `m` rows
+    of random length LOADed as ceil(length / dim) spad_in rows each (8-bit activations only;
+    else nothing)."""
+    config, ob, dim = b.config, b.ob, b.config.dim
+    table = exp_table_rows(config)
+    if config.input_width != 8 or table > b.spad_in:
+        return
+    src = b.alloc(table * dim * ob)
+    row = b.randint(0, b.spad_in - table)
+    b.instrs.append(Load.dense(LoadTarget.SPAD_IN, row, table, src, dim * ob, dim))
+    b.instrs.append(Table(row=row, wide=True))
+    length = b.randint(1, 3 * dim)
+    chunks = softmax_row_chunks(length, config)
+    m = b.randint(1, min(4, b.spad_in // chunks))
+    x = b.alloc(m * chunks * dim * ob)
+    in_row = b.randint(0, b.spad_in - m * chunks)
+    b.instrs.append(Load.dense(LoadTarget.SPAD_IN, in_row, m * chunks, x, dim * ob, dim))
+    row_stride1 = (length + b.randint(0, 2)) * ob
+    dst = b.alloc(m * row_stride1 + length * ob)
+    b.instrs.append(Softmax(in_row=in_row, m=m, length=length,
+                            multiplier=int(b.rng.integers(2**29, 2**31)),
+                            shift=b.randint(3, 8), **b.clamp(), ext=dst,
+                            row_stride1=row_stride1, flip_sign=b.flag(ob == 1)))
+
+
 _LAYERS: tuple[Callable[[_Builder], None], ...] = (_gemm, _gemm, _vector_op)
 _ACTIVATION_LAYERS: tuple[Callable[[_Builder], None], ...] = (*_LAYERS, _table)
 
@@ -300,29 +335,37 @@ def _finish(b: _Builder) -> SyntheticProgram:
 
 
 def _add_layer(builder: _Builder) -> None:
-    """Append one random layer (a TABLE load too, with `activation`)."""
+    """Append one random layer (a TABLE load too, with `activation`; a SOFTMAX too, with
+    `softmax`)."""
     choices = _ACTIVATION_LAYERS if builder.activation else _LAYERS
+    if builder.softmax:
+        choices = (*choices, _softmax)
     choices[int(builder.rng.integers(len(choices)))](builder)
 
 
 def random_program(config: ArrayConfig, rng: np.random.Generator, *,
-                   layers: int = 2, activation: bool = False) -> SyntheticProgram:
+                   layers: int = 2, activation: bool = False,
+                   softmax: bool = False) -> SyntheticProgram:
     """Return a program of `layers` random layers (GEMM, convolution, POOL/ADD/COPY, and with
-    `activation` a TABLE load, plus the `lut`, `mul` and `b_broadcast` flags)."""
-    builder = _Builder(config, rng, activation=activation)
+    `activation` a TABLE load, plus the `lut`, `mul` and `b_broadcast` flags; with `softmax`
+    a SOFTMAX layer and STORE `raw`)."""
+    builder = _Builder(config, rng, activation=activation, softmax=softmax)
     for _ in range(layers):
         _add_layer(builder)
     return _finish(builder)
 
 
 def synthetic_program(config: ArrayConfig, instructions: int, *, seed: int = 0,
-                      scale: int = 4, activation: bool = False) -> Program:
+                      scale: int = 4, activation: bool = False,
+                      softmax: bool = False) -> Program:
     """Return a program of at least `instructions` instructions made of random layers.
 
     `scale` multiplies the layer sizes (channels, pixels, K and N): with the default the
-    layers repeat their tile shapes as a network's do. `activation` as for `random_program`.
+    layers repeat their tile shapes as a network's do. `activation` and `softmax` as for
+    `random_program`.
     """
-    builder = _Builder(config, np.random.default_rng(seed), scale=scale, activation=activation)
+    builder = _Builder(config, np.random.default_rng(seed), scale=scale, activation=activation,
+                       softmax=softmax)
     while len(builder.instrs) < instructions:
         _add_layer(builder)
     return _finish(builder).program

@@ -30,16 +30,18 @@ from ...support.random_programs import random_program, synthetic_program
 _KIND = {Load: K_LD, Compute: K_COMPUTE, Preload: K_PRELOAD, ComputeOS: K_COMPUTE_OS}
 
 
-def program_and_config(seed: int, activation: bool = False) -> tuple[ArrayConfig, list]:
+def program_and_config(seed: int, activation: bool = False,
+                       softmax: bool = False) -> tuple[ArrayConfig, list]:
     rng = np.random.default_rng(seed)
     config = ArrayConfig(
         rows=int(rng.integers(1, 9)), cols=int(rng.integers(1, 9)),
         dataflow=(Dataflow.WS, Dataflow.OS)[seed % 2], bus_bytes=int(2 ** rng.integers(0, 7)))
     if seed < 2:  # long programs with every instruction class
         return config, list(synthetic_program(config, 3000, seed=seed, scale=2,
-                                              activation=activation).instructions)
-    return config, list(random_program(config, rng, layers=3,
-                                       activation=activation).program.instructions)
+                                              activation=activation,
+                                              softmax=softmax).instructions)
+    return config, list(random_program(config, rng, layers=3, activation=activation,
+                                       softmax=softmax).program.instructions)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -54,6 +56,17 @@ def test_facts_of_activation_programs(seed: int, native: str, monkeypatch) -> No
     # b_broadcast (a one-row footprint)
     monkeypatch.setenv("SYSTOLIC_NATIVE", native)
     config, program = program_and_config(100 + seed, activation=True)
+    assert_facts_are_the_instructions(config, program)
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+@pytest.mark.parametrize("seed", range(6))
+def test_facts_of_softmax_programs(seed: int, native: str, monkeypatch) -> None:
+    # SOFTMAX (a spad_in range of m * ceil(length / dim) rows, a sum over rows), TABLE wide
+    # (ceil(512 / dim) rows), STORE raw (4 * n-byte rows)
+    monkeypatch.setenv("SYSTOLIC_NATIVE", native)
+    config, program = program_and_config(200 + seed, activation=True, softmax=True)
+    assert any(type(i).__name__ == "Softmax" or getattr(i, "raw", False) for i in program)
     assert_facts_are_the_instructions(config, program)
 
 

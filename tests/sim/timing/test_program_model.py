@@ -49,13 +49,15 @@ def random_config(rng: np.random.Generator, dataflow: Dataflow, *, largest: int 
 
 
 def small_case(seed: int, *, largest: int = 4, layers: int = 2,
-               limit: int = MAX_RTL_INSTRUCTIONS, activation: bool = False) -> SyntheticProgram:
-    """A random configuration and program of at most `limit` instructions (`activation`:
-    with issue 13's instructions and flags, `random_program`)."""
+               limit: int = MAX_RTL_INSTRUCTIONS, activation: bool = False,
+               softmax: bool = False) -> SyntheticProgram:
+    """A random configuration and program of at most `limit` instructions (`activation`,
+    `softmax`: with issue 13's instructions and flags, `random_program`)."""
     rng = np.random.default_rng(seed)
     config = random_config(rng, (Dataflow.WS, Dataflow.OS)[seed % 2], largest=largest)
     while True:
-        case = random_program(config, rng, layers=layers, activation=activation)
+        case = random_program(config, rng, layers=layers, activation=activation,
+                              softmax=softmax)
         if len(case.program.instructions) <= limit:
             return case
 
@@ -117,17 +119,21 @@ def test_bigger_random_programs_match_the_rtl(seed: int) -> None:
 # -- the composition against the unit-level models ------------------------------------------
 
 
+@pytest.mark.parametrize("softmax", [False, True])
 @pytest.mark.parametrize("activation", [False, True])
-def test_load_and_store_programs_equal_the_dispatch_model(activation: bool) -> None:
+def test_load_and_store_programs_equal_the_dispatch_model(activation: bool,
+                                                          softmax: bool) -> None:
     # Without EXECUTE the program model is the dispatcher model with the units' timings and
     # the host's arrival rule (the first command in cycle 1, each after the previous one).
-    # (With `activation`: TABLE, COPY lut, ADD mul and b_broadcast as well.)
+    # (With `activation`: TABLE, COPY lut, ADD mul and b_broadcast as well; with `softmax`
+    # SOFTMAX and TABLE wide.)
     for seed in range(40):
         rng = np.random.default_rng(seed)
         config = random_config(rng, Dataflow.WS)
-        program = random_program(config, rng, layers=3, activation=activation).program
+        program = random_program(config, rng, layers=3, activation=activation,
+                                 softmax=softmax).program
         instrs = [i for i in program.instructions
-                  if type(i).__name__ in ("Load", "Pool", "Add", "Copy", "Table")]
+                  if type(i).__name__ in ("Load", "Pool", "Add", "Copy", "Table", "Softmax")]
         jobs = []
         for instr in instrs:
             timing = (load_timing(instr, config, config.mem_latency) if isinstance(instr, Load)
@@ -204,12 +210,22 @@ def _uses_the_activation_unit(case: SyntheticProgram) -> bool:
     return "Table" in names and len(flags) >= 2
 
 
-@pytest.mark.parametrize("activation", [False, True])
-def test_model_backend_memory_is_the_golden_models(activation: bool) -> None:
+def _uses_softmax_and_raw(case: SyntheticProgram) -> bool:
+    instrs = case.program.instructions
+    return (any(type(i).__name__ == "Softmax" for i in instrs)
+            and any(getattr(i, "raw", False) for i in instrs))
+
+
+@pytest.mark.parametrize("activation", [False, True, "softmax"])
+def test_model_backend_memory_is_the_golden_models(activation: bool | str) -> None:
     case = small_case(7, layers=3, limit=400)
-    if activation:  # the first program with a TABLE and two of the new flags
+    if activation is True:  # the first program with a TABLE and two of the new flags
         case = next(c for c in (small_case(seed, layers=5, limit=400, activation=True)
                                 for seed in range(100)) if _uses_the_activation_unit(c))
+    elif activation:  # the first with a SOFTMAX and a STORE raw
+        case = next(c for c in (small_case(seed, layers=5, limit=400, activation=True,
+                                           softmax=True)
+                                for seed in range(100)) if _uses_softmax_and_raw(c))
     result = run_program(case.program, case.memory, backend="model")
     machine = Machine(case.program.config, len(case.memory))
     machine.memory[:] = np.frombuffer(bytes(case.memory), np.uint8)

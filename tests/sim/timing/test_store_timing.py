@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig
-from systolic.isa.instructions import Add, Compute, Copy, Pool, PoolMode, Store, Table
+from systolic.isa.instructions import Add, Compute, Copy, Pool, PoolMode, Softmax, Store, Table
 from systolic.sim.timing.dispatch_model import UnitTiming
 from systolic.sim.timing.store_timing import (
     duration,
@@ -132,6 +132,69 @@ def test_table_reads_its_rows_and_takes_two_more_cycles(rows: int, cols: int,
     assert duration(Table(row=3), config) == table_rows + 2
     assert unit_timing(Table(row=3), config) == UnitTiming(busy=table_rows + 3,
                                                            latency=table_rows + 2)
+
+
+@pytest.mark.parametrize(("rows", "cols", "wide_rows"),
+                         [(4, 4, 128), (8, 8, 64), (3, 5, 103), (16, 16, 32), (1, 1, 512)])
+def test_table_wide_reads_ceil_512_over_dim_rows(rows: int, cols: int, wide_rows: int) -> None:
+    config = ArrayConfig(rows=rows, cols=cols)
+    assert duration(Table(row=3, wide=True), config) == wide_rows + 2
+
+
+def test_store_raw_writes_rows_of_four_bytes_per_lane() -> None:
+    # rows of 12 bytes at 101, 118, 135 on a 4-byte bus: 101..112 is 4 beats, 118..129 4,
+    # 135..146 4; K stays 7
+    store = Store(acc_row=0, m=3, n=3, param_row=0, zero_point=0, lo=0, hi=0, ext=101,
+                  row_stride1=17, raw=True)
+    assert row_beats(store, CONFIG) == [4, 4, 4]
+    assert duration(store, CONFIG) == 1 + 12 + 7 == stepped(store, CONFIG)
+    wide = dataclasses.replace(CONFIG, input_width=16)  # (4-byte rows whatever operand_bytes)
+    assert row_beats(store, wide) == [4, 4, 4]
+    plain = dataclasses.replace(store, raw=False)
+    assert row_beats(plain, CONFIG) == [1, 2, 2]  # (3-byte rows: 118..120, 135..137 straddle)
+
+
+def softmax_stepped(instr: Softmax, config: ArrayConfig) -> int:
+    """SOFTMAX by rows: each row's three passes over its C spad rows, 40 cycles, then its
+    writes (whole beats of the bus it touches), one row after the other, 3 cycles to finish."""
+    chunks = -(-instr.length // config.dim)
+    cycle = 0
+    for i in range(instr.m):
+        base = instr.ext + i // instr.n0 * instr.row_stride1 + i % instr.n0 * instr.row_stride0
+        last = base + instr.length * config.operand_bytes - 1
+        cycle += 3 * chunks + 40 + (last // config.bus_bytes - base // config.bus_bytes + 1)
+    return cycle + 3
+
+
+def _softmax(**fields: object) -> Softmax:
+    values: dict[str, object] = {"in_row": 0, "m": 3, "length": 6, "multiplier": 1 << 30,
+                                 "shift": 6, "zero_point": -128, "lo": -128, "hi": 127,
+                                 "ext": 2, "row_stride1": 7}
+    values.update(fields)
+    return Softmax(**values)  # type: ignore[arg-type]
+
+
+def test_softmax_is_a_sum_over_rows() -> None:
+    # dim 4, C = 2; rows of 6 bytes at 2, 9, 16 on a 4-byte bus: 2 beats each
+    softmax = _softmax()
+    assert row_beats(softmax, CONFIG) == [2, 2, 2]
+    assert duration(softmax, CONFIG) == 3 * (3 * 2 + 40 + 2) + 3
+    assert unit_timing(softmax, CONFIG) == UnitTiming(busy=148, latency=147)
+    assert duration(dataclasses.replace(softmax, flip_sign=True, multiplier=-5, shift=-31,
+                                        zero_point=9, lo=0, hi=9), CONFIG) == 147
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_softmax_duration_equals_the_row_by_row_count(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    config = ArrayConfig(rows=int(rng.integers(1, 9)), cols=int(rng.integers(1, 9)),
+                         bus_bytes=int(2 ** rng.integers(0, 6)))
+    for _ in range(20):
+        softmax = _softmax(m=int(rng.integers(1, 6)), length=int(rng.integers(1, 40)),
+                           ext=int(rng.integers(0, 200)), n0=int(rng.integers(1, 3)),
+                           row_stride0=int(rng.integers(-50, 50)) + 100,
+                           row_stride1=int(rng.integers(0, 300)) + 300)
+        assert duration(softmax, config) == softmax_stepped(softmax, config)
 
 
 def test_other_units_are_rejected() -> None:
