@@ -66,8 +66,11 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("", "InstanceNormalization"): ((1, "input scale B", "output"),),
     ("", "IsNaN"): ((9, "X", "Y"),),
     ("", "LRN"): ((1, "X", "Y"),),
-    ("", "GRU"): ((7, "X W R B? sequence_lens? initial_h?", "Y? Y_h?"),),
-    ("", "LSTM"): ((7, "X W R B? sequence_lens? initial_h? initial_c? P?", "Y? Y_h? Y_c?"),),
+    ("", "GRU"): (
+        (1, "X W R B? sequence_lens? initial_h?", "Y? Y_h"),
+        (3, "X W R B? sequence_lens? initial_h?", "Y? Y_h?"),
+    ),
+    ("", "LSTM"): ((1, "X W R B? sequence_lens? initial_h? initial_c? P?", "Y? Y_h? Y_c?"),),
     ("", "LayerNormalization"): ((17, "X Scale B?", "Y Mean? InvStdDev?"),),
     ("", "LeakyRelu"): ((1, "X", "Y"),),
     ("", "Less"): ((1, "A B", "C"),),
@@ -98,7 +101,7 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
         (10, "a a_scale a_zero_point b b_scale b_zero_point y_scale y_zero_point", "y"),
     ),
     ("", "QuantizeLinear"): ((10, "x y_scale y_zero_point?", "y"),),
-    ("", "RNN"): ((7, "X W R B? sequence_lens? initial_h?", "Y? Y_h?"),),
+    ("", "RNN"): ((1, "X W R B? sequence_lens? initial_h?", "Y? Y_h?"),),
     ("", "Range"): ((11, "start limit delta", "output"),),
     ("", "Reciprocal"): ((1, "X", "Y"),),
     ("", "ReduceMax"): ((1, "data", "reduced"), (18, "data axes?", "reduced")),
@@ -165,8 +168,10 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("systolic", "QAveragePool"): ((1, "X", "Y"),),
     ("systolic", "QConv"): ((1, "X W B?", "Y"),),
     ("systolic", "QMatMul"): ((1, "A B bias?", "Y"),),
+    ("systolic", "QMatMulInt"): ((1, "A B Bias?", "Y"),),
     ("systolic", "QMaxPool"): ((1, "X", "Y"),),
     ("systolic", "QMul"): ((1, "A B", "C"),),
+    ("systolic", "QSoftmax"): ((1, "X ExpTable", "Y"),),
     ("systolic", "QTable"): ((1, "X Table", "Y"),),
 }
 

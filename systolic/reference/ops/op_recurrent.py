@@ -1,4 +1,7 @@
-"""RNN, GRU and LSTM (versions 7, 14 and 22): recurrent layers run over a sequence.
+"""RNN, GRU and LSTM (versions 1, 7, 14, 22; GRU also 3): recurrent layers over a sequence.
+
+Version 1's `output_sequence` only said whether Y may be omitted, and GRU-3 added
+`linear_before_reset` (default 0 before): one class serves every version.
 
 Common to the three (the ONNX operator documentation, "RNN", "GRU", "LSTM"):
 
@@ -74,7 +77,7 @@ class _Direction:
 class _Recurrent(Op):
     """What RNN, GRU and LSTM share: attributes, shapes and the loop over time."""
 
-    since_versions = (7, 14, 22)
+    since_versions = (1, 7, 14, 22)
     gates: int
     default_activations: tuple[str, ...]
 
@@ -270,6 +273,7 @@ class GRU(_Recurrent):
     H_t = (1 - z)·h + z·H_{t-1}."""
 
     op_type = "GRU"
+    since_versions = (1, 3, 7, 14, 22)
     gates = 3
     default_activations = ("Sigmoid", "Tanh")
 
