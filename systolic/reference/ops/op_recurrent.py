@@ -27,6 +27,7 @@ Computed in float64, each output rounded once to X's type.
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -77,7 +78,7 @@ class _Direction:
 class _Recurrent(Op):
     """What RNN, GRU and LSTM share: attributes, shapes and the loop over time."""
 
-    since_versions = (1, 7, 14, 22)
+    since_versions: ClassVar[tuple[int, ...]] = (1, 7, 14, 22)
     gates: int
     default_activations: tuple[str, ...]
 
