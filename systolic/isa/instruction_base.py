@@ -86,6 +86,8 @@ class Instruction:
     MNEMONIC: ClassVar[str]
     UNIT: ClassVar[Unit]
     FIELDS: ClassVar[tuple[Field, ...]]
+    _checked_for: ClassVar[ArrayConfig | None] = None
+    """The configuration object this instruction passed `check` for (set on the instance)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Give every instruction class its own generated construction check (`_post_init_of`)
@@ -121,7 +123,7 @@ class Instruction:
         """`check(config)`, skipped when this instruction object already passed it for this
         very `config` object (a program's instructions are checked when the Program is built;
         its segments, the golden machine and the timing model then need not check again)."""
-        if self.__dict__.get("_checked_for") is not config:
+        if self._checked_for is not config:
             self.check(config)
             object.__setattr__(self, "_checked_for", config)
 

@@ -17,6 +17,7 @@ import enum
 import functools
 import itertools
 import math
+import operator
 
 import numpy as np
 
@@ -262,14 +263,19 @@ class Program:
                 index, instr = next((i, instr) for i, instr in enumerate(instructions)
                                     if not isinstance(instr, Instruction))
                 raise ProgramError(f"instruction {index} is not an Instruction: {instr!r}")
-        pending = [index for index, instr in enumerate(instructions)
-                   if instr.__dict__.get("_checked_for") is not config]
+        marks = list(map(operator.attrgetter("_checked_for"), instructions))
+        if marks.count(None) == len(marks):  # (straight from the mapper: none checked yet)
+            pending = list(range(len(marks)))
+        else:
+            pending = [index for index, mark in enumerate(marks) if mark is not config]
         if len(pending) < _BATCH_FROM:
             for index in pending:
                 instructions[index].check_once(config)
-            return
-        check_instructions([instructions[index] for index in pending], config,
-                           self.words[pending])
+        elif len(pending) == len(instructions):
+            check_instructions(instructions, config, self.words)
+        else:
+            check_instructions([instructions[index] for index in pending], config,
+                               self.words[pending])
 
     def _check_layers(self) -> None:
         position = 0
