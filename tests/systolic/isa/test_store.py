@@ -89,3 +89,51 @@ def test_b_broadcast_reads_only_row_b_row() -> None:
     reads = _add(b_broadcast=True).footprint(WS)[:2]
     assert reads == (Access(Memory.SPAD_IN, 0, 3, False), Access(Memory.SPAD_IN, 20, 20, False))
     assert _add().footprint(WS)[1] == Access(Memory.SPAD_IN, 20, 23, False)
+
+
+def _raw(**changes: object) -> Store:
+    fields: dict[str, object] = {"acc_row": 2, "m": 3, "n": 5, "param_row": 1,
+                                 "zero_point": 0, "lo": 0, "hi": 0, "ext": 40,
+                                 "row_stride1": 24, "raw": True}
+    fields.update(changes)
+    return Store(**fields)  # type: ignore[arg-type]
+
+
+def test_raw_sits_at_bit_10_and_defaults_to_off() -> None:
+    store = Store(0, 1, 1, 0, 0, 0, 0, 0)
+    assert not store.raw
+    assert _bits(dataclasses.replace(store, raw=True)) ^ _bits(store) == 1 << 10
+    assert decode(_raw().encode()) == _raw()
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"zero_point": 3, "hi": 5}, "STORE zero_point must be 0 with raw, not 3"),
+        ({"lo": -1}, "STORE lo must be 0 with raw, not -1"),
+        ({"hi": 127}, "STORE hi must be 0 with raw, not 127"),
+        ({"flip_sign": True}, "STORE flip_sign must be 0 with raw, not 1"),
+        ({"lut": True}, "STORE lut must be 0 with raw, not 1"),
+    ],
+)
+def test_raw_rules(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(InstructionError, match=f"^{re.escape(message)}$"):
+        _raw(**changes)
+
+
+def test_raw_writes_rows_of_four_bytes_per_lane() -> None:
+    # rows at 40, 64, 88 of 4 * 5 = 20 bytes, whatever operand_bytes is
+    written = Access(Memory.EXTERNAL, 40, 107, True)
+    for config in (WS, WIDE):
+        assert _raw().footprint(config) == (Access(Memory.ACC, 2, 4, False),
+                                            Access(Memory.PARAMS, 1, 1, False), written)
+        assert [s.length for s in _raw().segments(config)] == [20, 20, 20]
+        _raw().check(config)
+    assert _raw(raw=False).footprint(WS)[2] == Access(Memory.EXTERNAL, 40, 92, True)
+
+
+def test_raw_rows_must_stay_in_the_address_space() -> None:
+    message = (f"STORE accesses external bytes {2**32 - 60}..{2**32 + 7}, outside "
+               f"0..{2**32 - 1}; check ext and the strides")
+    with pytest.raises(InstructionError, match=f"^{re.escape(message)}$"):
+        _raw(ext=2**32 - 60).check(WS)

@@ -11,7 +11,7 @@ from systolic.isa.disassembler import format_instruction
 from systolic.isa.fields import InstructionError
 from systolic.isa.instructions import Table, decode
 from systolic.isa.memories import Access, Memory, depth
-from systolic.isa.table import table_rows
+from systolic.isa.table import exp_table_rows, table_rows
 
 WS = ArrayConfig(rows=8, cols=8)
 
@@ -21,6 +21,12 @@ def test_the_word_holds_the_opcode_and_row_at_bits_63_32() -> None:
     value = int.from_bytes(word, "little")
     assert value == 0x0A | 0x12345678 << 32
     assert decode(word) == Table(row=0x12345678)
+
+
+def test_wide_sits_at_bit_8() -> None:
+    word = Table(row=0x12345678, wide=True).encode()
+    assert int.from_bytes(word, "little") == 0x0A | 1 << 8 | 0x12345678 << 32
+    assert decode(word) == Table(row=0x12345678, wide=True)
 
 
 def test_text_round_trip() -> None:
@@ -63,3 +69,22 @@ def test_the_last_rows_of_spad_in_are_accepted() -> None:
 def test_configuration_limits(instr: Table, config: ArrayConfig, message: str) -> None:
     with pytest.raises(InstructionError, match=f"^{re.escape(message)}$"):
         instr.check(config)
+
+
+@pytest.mark.parametrize(("rows", "cols", "expected"), [(8, 8, 64), (3, 5, 103), (16, 16, 32),
+                                                       (1, 128, 4), (4, 100, 6), (1, 1, 512)])
+def test_exp_table_rows_is_ceil_512_over_dim(rows: int, cols: int, expected: int) -> None:
+    config = ArrayConfig(rows=rows, cols=cols)
+    assert exp_table_rows(config) == Table(row=0, wide=True).rows(config) == expected
+
+
+def test_wide_footprint_and_limits() -> None:
+    assert Table(row=10, wide=True).footprint(WS) == (Access(Memory.SPAD_IN, 10, 73, False),)
+    spad = depth(WS, Memory.SPAD_IN)
+    Table(row=spad - 64, wide=True).check(WS)
+    message = (f"TABLE row + ceil(512 / dim) must not exceed {spad} (the spad_in depth of "
+               f"this 8x8 array), not {spad + 1}")
+    with pytest.raises(InstructionError, match=f"^{re.escape(message)}$"):
+        Table(row=spad - 63, wide=True).check(WS)
+    with pytest.raises(InstructionError, match=r"^TABLE needs 8-bit activations"):
+        Table(row=0, wide=True).check(dataclasses.replace(WS, input_width=16))
