@@ -188,12 +188,15 @@ def test_a_full_table_and_queue_stall_dispatch() -> None:
     assert small_table.accept[2] == small_table.complete[0] + 1
 
 
-def test_describer_cache_equals_the_instruction_model() -> None:
+@pytest.mark.parametrize("softmax", [False, True])
+def test_describer_cache_equals_the_instruction_model(softmax: bool) -> None:
+    # (with `softmax`: TABLE and TABLE wide, SOFTMAX and STORE raw among them)
     for dataflow in Dataflow:
         config = ArrayConfig(rows=4, cols=3, dataflow=dataflow, bus_bytes=8)
         describer = Describer(config)
-        for instr in synthetic_program(config, 3000, seed=dataflow is Dataflow.OS,
-                                       scale=2).instructions[:-1]:
+        for instr in synthetic_program(config, 3000, seed=dataflow is Dataflow.OS, scale=2,
+                                       activation=softmax,
+                                       softmax=softmax).instructions[:-1]:
             unit, ranges, cost = describer.describe(instr)
             assert ranges == tuple((MEMORY_ID[a.memory], a.first, a.last, a.write)
                                    for a in instr.footprint(config))
