@@ -17,7 +17,7 @@ from systolic.sim.rtl import pysim_driver
 from systolic.sim.rtl.external_memory import ExternalMemory
 from systolic.sim.run.backends import run_program
 
-from ...support.random_programs import random_program
+from ...support.random_programs import SyntheticProgram, random_program
 
 
 class CountingMemory(ExternalMemory):
@@ -71,31 +71,74 @@ def _recording(cls: type, name: str) -> type:
 
 
 ON_CHIP = ("spad_in_writes", "spad_wt_writes", "params_writes", "acc_reads", "acc_writes",
-           "acc_rmw", "st_spad_in_reads")  # fmt: skip
+           "acc_rmw", "st_spad_in_reads", "output_stage_lanes", "vector_lanes", "lut_lookups",
+           "lut_writes", "array_beats")  # fmt: skip
+RECORDED = (  # (name, module of the class the accelerator's elaboration uses, class)
+    ("load", "accelerator", "LoadUnit"), ("store", "accelerator", "StoreUnit"),
+    ("acc", "accelerator", "Accumulator"), ("stage", "store_unit", "OutputStage"),
+    ("vector", "store_unit", "VectorUnit"), ("table", "store_unit", "ActivationTable"),
+    ("array", "execute_unit", "SystolicArray"),
+)  # fmt: skip
 
 
-def _monitor(counts: dict[str, int]) -> type:
-    """Return a Simulator that also counts, every cycle, the unit port strobes of the on-chip
-    events (docs/energy.md, "RTL counters")."""
+def _case_with_every_unit(config: ArrayConfig, seed: int) -> SyntheticProgram:
+    """Return the first small random program (seeds from `seed`) that uses the output stage,
+    the vector unit, a TABLE and a `lut` lookup."""
+    for attempt in range(seed, seed + 300):
+        case = random_program(config, np.random.default_rng(attempt), layers=3, activation=True)
+        instrs = case.program.instructions
+        names = {i.MNEMONIC for i in instrs}
+        lut = any(getattr(i, "lut", False) for i in instrs)
+        if len(instrs) <= 80 and lut and {"STORE", "TABLE"} <= names and names & {"POOL", "ADD"}:
+            return case
+    raise AssertionError(f"no such program from seed {seed}")
+
+
+def _strobes(config: ArrayConfig) -> dict[str, tuple[Any, Any]]:
+    """Return, per counted event, (the signals sampled each cycle, the increment from their
+    values) at the recorded units' ports (docs/energy.md, "RTL counters")."""
+    units = _Units.made
+    ld, st, acc, array = units["load"], units["store"], units["acc"], units["array"]
+    stage, vector, table = units["stage"], units["vector"], units["table"]
+    dim = config.dim
+    def one(v: tuple[int, ...]) -> int:
+        return int(v[0])
+
+    def entries(v: tuple[int, ...]) -> int:
+        return min(dim, 256 - v[1] * dim) if v[0] else 0
+
+    return {
+        "spad_in_writes": ((ld.spad_in.en,), one), "spad_wt_writes": ((ld.spad_wt.en,), one),
+        "params_writes": ((ld.params.en,), one),
+        "acc_reads": ((st.acc_read.req.valid & st.acc_read.req.ready,), one),
+        "acc_writes": ((acc.i_write.valid,), one),
+        "acc_rmw": ((acc.i_write.valid & acc.i_write.payload.accumulate,), one),
+        "st_spad_in_reads": ((st.spad_read.en,), one),
+        "output_stage_lanes": ((stage.i_acc.valid & stage.i_acc.ready,),
+                               lambda v: v[0] * config.cols),
+        "vector_lanes": ((vector.i_elem.valid & vector.i_elem.ready,), lambda v: v[0] * dim),
+        "lut_lookups": ((table.i_row.valid,), lambda v: v[0] * dim),
+        "lut_writes": ((table.i_load.valid, table.i_load.payload.row), entries),
+        "array_beats": ((array.i_a.valid & array.i_a.ready,), one),
+    }  # fmt: skip
+
+
+def _monitor(config: ArrayConfig, counts: dict[str, int]) -> type:
+    """Return a Simulator that also counts, every cycle, the unit port strobes of `_strobes`."""
     from amaranth.sim import Simulator
 
     class Monitoring(Simulator):
         def __init__(self, dut: object) -> None:
             super().__init__(dut)
-            ld, st, acc = (_Units.made[n] for n in ("load", "store", "acc"))
-            strobes = {
-                "spad_in_writes": ld.spad_in.en, "spad_wt_writes": ld.spad_wt.en,
-                "params_writes": ld.params.en,
-                "acc_reads": st.acc_read.req.valid & st.acc_read.req.ready,
-                "acc_writes": acc.i_write.valid,
-                "acc_rmw": acc.i_write.valid & acc.i_write.payload.accumulate,
-                "st_spad_in_reads": st.spad_read.en,
-            }  # fmt: skip
+            strobes = _strobes(config)
+            signals = [signal for group, _ in strobes.values() for signal in group]
 
             async def monitor(ctx: Any) -> None:
-                async for _, _, *values in ctx.tick().sample(*strobes.values()):
-                    for name, value in zip(strobes, values, strict=True):
-                        counts[name] += int(value)
+                async for _, _, *values in ctx.tick().sample(*signals):
+                    at = 0
+                    for name, (group, increment) in strobes.items():
+                        counts[name] += increment(tuple(values[at : at + len(group)]))
+                        at += len(group)
 
             self.add_process(monitor)
 
@@ -110,23 +153,30 @@ def _monitor(counts: dict[str, int]) -> type:
 def test_on_chip_events_equal_the_unit_port_strobes(
     config: ArrayConfig, seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """LOAD's row writes, the STORE unit's accumulator and spad_in reads and the accumulator's
-    (accumulating) writes, counted at the units' ports in the RTL."""
-    from systolic.hdl import accelerator
+    """LOAD's row writes, the STORE unit's accumulator and spad_in reads, the accumulator's
+    (accumulating) writes, the output stage's, vector unit's and activation table's lanes,
+    and (output-stationary) the array's columns, counted at the units' ports in the RTL."""
+    import importlib
 
-    for name, attribute in (("load", "LoadUnit"), ("store", "StoreUnit"), ("acc", "Accumulator")):
-        monkeypatch.setattr(accelerator, attribute,
-                            _recording(getattr(accelerator, attribute), name))  # fmt: skip
+    for name, module, attribute in RECORDED:
+        where = importlib.import_module(f"systolic.hdl.{module}")
+        monkeypatch.setattr(where, attribute, _recording(getattr(where, attribute), name))
     counts = dict.fromkeys(ON_CHIP, 0)
-    monkeypatch.setattr(pysim_driver, "Simulator", _monitor(counts))
-    case = random_program(config, np.random.default_rng(seed), layers=2, activation=True)
+    monkeypatch.setattr(pysim_driver, "Simulator", _monitor(config, counts))
+    case = _case_with_every_unit(config, seed)
     run_program(case.program, case.memory, backend="rtl", watchdog=200_000)
-    counted = program_events(case.program.instructions, config)
+    instructions = case.program.instructions
+    counted = program_events(instructions, config)
     events = sum_events(counted)
-    store_unit = {"COPY", "POOL", "ADD", "TABLE"}
-    st_reads = sum(e.get("spad_in_reads", 0) for i, e in zip(case.program.instructions, counted,
-                                                            strict=True)
-                   if i.MNEMONIC in store_unit)  # fmt: skip
-    expected = {name: events[name] for name in ON_CHIP[:-1]} | {"st_spad_in_reads": st_reads}
+    st_reads = sum(e.get("spad_in_reads", 0) for i, e in zip(instructions, counted, strict=True)
+                   if i.MNEMONIC in ("COPY", "POOL", "ADD", "TABLE"))  # fmt: skip
+    expected = {name: events[name] for name in ON_CHIP if name in events}
+    expected["st_spad_in_reads"] = st_reads
+    if config.dataflow is Dataflow.OS:  # one array beat per column: rows x cols slots each
+        expected["array_beats"] = events["mac_slots"] // config.pes
+    else:  # WS beats also carry the dummy rows that close weight tiles: not an event
+        counts.pop("array_beats")
     assert counts == expected
-    assert all(counts[name] > 0 for name in ("spad_in_writes", "acc_writes", "acc_reads"))
+    used = ("spad_in_writes", "acc_writes", "acc_reads", "output_stage_lanes", "vector_lanes",
+            "lut_lookups", "lut_writes")  # fmt: skip
+    assert all(counts[name] > 0 for name in used), counts
