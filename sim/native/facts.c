@@ -1,7 +1,7 @@
 /* External facts of LOAD and STORE-unit instructions for the cycle model, from their words.
  *
  * `external_facts` fills, for every instruction of the program whose opcode is LOAD, STORE,
- * POOL, ADD or COPY, its cost (LOAD: the aligned bus beats of all its segments,
+ * POOL, ADD, COPY or SOFTMAX, its cost (LOAD: the aligned bus beats of all its segments,
  * `load_timing.load_beats`; STORE unit: `store_timing.duration`) and the first and last
  * external byte of its footprint (`Instruction.footprint`'s EXTERNAL range); for TABLE (STORE
  * unit, no external range) its cost only; other rows are left as they are. The Python functions named are the specification
@@ -13,6 +13,12 @@
 #include "isa.h"
 
 #define LOAD_TARGET_PARAMS 2
+#define RAW_BYTES 4          /* the bytes of an element STORE writes with `raw` (int32) */
+#define TABLE_ENTRIES 256    /* the entries of the activation table, one byte each */
+#define EXP_TABLE_BYTES 512  /* the exp table's 256 u16 entries */
+#define SOFTMAX_PASSES 3     /* SOFTMAX reads a row three times: maximum, sum, outputs */
+#define SOFTMAX_ROW_CYCLES 40 /* per row: the reciprocal and the pipeline */
+#define SOFTMAX_FIXED 3
 
 static int64_t floor_div(int64_t a, int64_t b) {
     int64_t q = a / b;
@@ -98,8 +104,10 @@ static int store_facts(const uint64_t *w, int opcode, int64_t operand_bytes, int
                        int64_t *cost, int64_t *first, int64_t *last) {
     int64_t rows, row_bytes, fixed, reader = 1, ext, n0, s0, s1;
     switch (opcode) {
-    case OP_STORE:
-        rows = FIELD(w, STORE_M), row_bytes = FIELD(w, STORE_N) * operand_bytes;
+    case OP_STORE: /* (raw: 4-byte elements, K 7) */
+        if (FIELD(w, STORE_RAW) && FIELD(w, STORE_LUT)) return 1;
+        rows = FIELD(w, STORE_M);
+        row_bytes = FIELD(w, STORE_N) * (FIELD(w, STORE_RAW) ? RAW_BYTES : operand_bytes);
         fixed = FIELD(w, STORE_LUT) ? 8 : 7;
         ext = FIELD(w, STORE_EXT), n0 = FIELD(w, STORE_N0);
         s0 = FIELD(w, STORE_ROW_STRIDE0), s1 = FIELD(w, STORE_ROW_STRIDE1);
@@ -162,8 +170,31 @@ static int store_facts(const uint64_t *w, int opcode, int64_t operand_bytes, int
     return 0;
 }
 
-/* TABLE: one spad_in row read per cycle, R = ceil(256 / dim) rows, then 2 cycles. */
-static int64_t table_cycles(int64_t dim) { return (256 + dim - 1) / dim + 2; }
+/* TABLE: one spad_in row read per cycle, R = ceil(256 / dim) rows (ceil(512 / dim) with
+ * `wide`), then 2 cycles. */
+static int64_t table_cycles(const uint64_t *w, int64_t dim) {
+    int64_t bytes = FIELD(w, TABLE_WIDE) ? EXP_TABLE_BYTES : TABLE_ENTRIES;
+    return (bytes + dim - 1) / dim + 2;
+}
+
+/* SOFTMAX: its rows one after the other, each C = ceil(length / dim) spad_in rows read three
+ * times, 40 cycles, then its b_i beats written: sum over rows of (3 C + 40 + b_i) + 3. */
+static int softmax_facts(const uint64_t *w, int64_t operand_bytes, int64_t bus, int64_t dim,
+                         int64_t *cost, int64_t *first, int64_t *last) {
+    int64_t rows = FIELD(w, SOFTMAX_M), length = FIELD(w, SOFTMAX_LENGTH);
+    int64_t ext = FIELD(w, SOFTMAX_EXT), n0 = FIELD(w, SOFTMAX_N0);
+    int64_t s0 = FIELD(w, SOFTMAX_ROW_STRIDE0), s1 = FIELD(w, SOFTMAX_ROW_STRIDE1);
+    if (rows < 1 || n0 < 1 || length < 1) return 1;
+    int64_t row_bytes = length * operand_bytes, base_low, base_high;
+    if (row_extent(ext, n0, s0, s1, rows, &base_low, &base_high)) return 1;
+    *first = base_low;
+    *last = base_high + row_bytes - 1;
+    int64_t per_row = SOFTMAX_PASSES * ((length + dim - 1) / dim) + SOFTMAX_ROW_CYCLES;
+    int64_t total = rows * per_row + SOFTMAX_FIXED;
+    for (int64_t i = 0; i < rows; i++) total += beats(row_base(ext, n0, s0, s1, i), row_bytes, bus);
+    *cost = total;
+    return 0;
+}
 
 /* config: operand_bytes, bus_bytes, params_row_bytes, dim. run_offsets, run_lengths: scratch of
  * MAX_RUNS entries each. Returns 0, or 1 with *failed = the index of an instruction whose
@@ -186,8 +217,10 @@ int external_facts(const uint64_t *words, int64_t count, const int64_t *config,
         } else if (opcode == OP_STORE || opcode == OP_POOL || opcode == OP_ADD ||
                    opcode == OP_COPY) {
             status = store_facts(w, opcode, operand_bytes, bus, cost + i, first + i, last + i);
+        } else if (opcode == OP_SOFTMAX) {
+            status = softmax_facts(w, operand_bytes, bus, dim, cost + i, first + i, last + i);
         } else if (opcode == OP_TABLE) {
-            cost[i] = table_cycles(dim);
+            cost[i] = table_cycles(w, dim);
         }
         if (status) {
             *failed = i;

@@ -1,7 +1,8 @@
 """The external facts of LOAD and STORE-unit instructions, computed by native code.
 
 `external_facts(words, config)` returns per instruction (int64 arrays) its cost (LOAD: bus
-beats, `load_timing.load_beats`; STORE, POOL, ADD, COPY, TABLE: `store_timing.duration`) and
+beats, `load_timing.load_beats`; STORE, POOL, ADD, COPY, SOFTMAX, TABLE:
+`store_timing.duration`) and
 the first and last external byte of its footprint, from the instruction words, with the C
 code of `systolic.sim.native` (facts.c); rows of other instructions are 0, and so are the
 external bytes of TABLE, which has no external range. Returns None when

@@ -35,6 +35,8 @@ from systolic.isa.table import exp_table_rows
 from systolic.sim.golden.machine import Machine
 from systolic.sim.golden.native_machine import NativeStatus, native_execute, run_native
 
+from ...support.random_programs import random_program
+from .test_native_machine import CONFIGS as ALL_CONFIGS
 from .test_native_machine import (
     WRITES_END,
     assert_same_state,
@@ -168,6 +170,29 @@ def test_random_programs_match_run(cfg: ArrayConfig) -> None:
         assert status == NativeStatus.OK  # (the C engine ran every instruction itself)
         assert_same_state(native, python)
         assert_same_tables(native, python)
+
+
+@requires_native
+@pytest.mark.parametrize("cfg", ALL_CONFIGS, ids=_id)
+def test_generated_programs_with_softmax_match_run(cfg: ArrayConfig) -> None:
+    """The mapper-like programs of `random_program(activation=True, softmax=True)` on every
+    configuration of test_native_machine (1x1 to 128x2, acc_width 10 to 64, 4- to 16-bit
+    operands): SOFTMAX layers where input_width is 8, raw GEMM outputs everywhere."""
+    rng = np.random.default_rng(90 + cfg.rows)
+    seen: set[str] = set()
+    for _ in range(4):
+        synthetic = random_program(cfg, rng, layers=5, activation=True, softmax=True)
+        seen |= kinds_of(list(synthetic.program.instructions))
+        image = np.frombuffer(bytes(synthetic.memory), np.uint8)
+        native, python = machines(cfg, image)
+        status, _ = native_execute(cfg, synthetic.program.words, native.memory, native)
+        assert status == NativeStatus.OK  # (the C engine ran every instruction itself)
+        python.run(synthetic.program.instructions)
+        assert_same_state(native, python)
+        assert_same_tables(native, python)
+    assert "Store raw" in seen
+    if cfg.input_width == 8 and exp_table_rows(cfg) <= depth(cfg, Memory.SPAD_IN):
+        assert {"Softmax", "Table wide"} <= seen
 
 
 # -- SOFTMAX's arithmetic at its edges ---------------------------------------------------------

@@ -1,6 +1,7 @@
 """The native external facts (costs and external ranges) against the Python functions, on
-random instructions of every LOAD and STORE-unit class, with and without the `lut` and `mul`
-flags, and TABLE (a cost, no external range)."""
+random instructions of every LOAD and STORE-unit class, with and without the `lut`, `mul` and
+`raw` flags, SOFTMAX (its own sum of row costs, not the max-plus form), and TABLE with and
+without `wide` (a cost, no external range)."""
 
 import dataclasses
 
@@ -10,7 +11,7 @@ import pytest
 from systolic.config import ArrayConfig
 from systolic.isa.encode_batch import encode_words
 from systolic.isa.fields import InstructionError
-from systolic.isa.instructions import Add, Copy, Load, Pool, Store, Table
+from systolic.isa.instructions import Add, Copy, Load, Pool, Softmax, Store, Table
 from systolic.isa.memories import Memory
 from systolic.sim.native.build import load_library, unavailable_reason
 from systolic.sim.timing.load_timing import load_beats
@@ -56,7 +57,7 @@ def test_costs_and_external_ranges_equal_the_python_ones(seed: int) -> None:
                          bus_bytes=int(2 ** rng.integers(0, 7)))
     instructions = []
     while len(instructions) < 300:
-        cls = (Load, Store, Pool, Add, Copy, Table)[int(rng.integers(6))]
+        cls = (Load, Store, Pool, Add, Copy, Table, Softmax, Store)[int(rng.integers(8))]
         instr = _small(random_instruction(cls, rng), rng)
         if instr is not None:
             instructions.append(instr)
@@ -68,6 +69,7 @@ def test_costs_and_external_ranges_equal_the_python_ones(seed: int) -> None:
                   if a.memory is Memory.EXTERNAL]
         (ext_first, ext_last), = ranges or [(0, 0)]  # (TABLE: none, and zeros)
         assert (cost[i], first[i], last[i]) == (expected, ext_first, ext_last), instr
-    flags = {(type(i).__name__, getattr(i, "lut", False) or getattr(i, "mul", False))
+    flags = {(type(i).__name__, *(f for f in ("lut", "mul", "raw", "wide") if getattr(i, f, False)))
              for i in instructions}
-    assert {("Store", True), ("Copy", True), ("Add", True), ("Table", False)} <= flags
+    assert {("Store", "lut"), ("Store", "raw"), ("Copy", "lut"), ("Add", "mul"), ("Table",),
+            ("Table", "wide"), ("Softmax",)} <= flags
