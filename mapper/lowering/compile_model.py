@@ -7,8 +7,9 @@ inputs, outputs, intermediate activations, constants) and turns each node into a
   (`systolic.mapper.lowering.conv` / `.matmul`) through a `LayerContext`;
 - **vector**: systolic.QMaxPool / QAveragePool (`lower_pool`), QAdd (`lower_add`), QMul
   (`lower_qmul`: ADD with `mul`) and QTable (`lower_qtable`: TABLE, then LOAD + COPY with
-  `lut`). A QTable whose input is made by a QConv / QMatMul for it alone (not a graph output)
-  is fused instead: that layer's STOREs go through the table and write the QTable's output
+  `lut`) and QSoftmax (`lower_qsoftmax`: TABLE wide with the exp table, then LOAD +
+  SOFTMAX per block of rows). A QTable whose input is made by a QConv / QMatMul for it
+  alone (not a graph output) is fused instead: that layer's STOREs go through the table and write the QTable's output
   (the QConv's own output is never placed), and the QTable's layer has no instructions;
 - **layout**: Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Identity, Concat
   (`decide_layout`: re-interpretation, permuted weights, a strided view read in place by
@@ -50,6 +51,7 @@ from systolic.mapper.lowering.memory_plan import EIGHT_BIT, MemoryPlan, element_
 from systolic.mapper.lowering.multiply import lower_qmul
 from systolic.mapper.lowering.node_attrs import int_attr, ints_attr
 from systolic.mapper.lowering.pool import lower_pool
+from systolic.mapper.lowering.softmax import lower_qsoftmax
 from systolic.mapper.lowering.table import Activation, activation_of, lower_qtable
 from systolic.mapper.macs import node_macs
 from systolic.mapper.shape_inference import infer_shapes
@@ -67,6 +69,7 @@ _VECTOR: dict[str, Callable[[Node, LayerContext], list[Instruction]]] = {
     "QAdd": lower_add,
     "QMul": lower_qmul,
     "QTable": lower_qtable,
+    "QSoftmax": lower_qsoftmax,
 }
 
 
@@ -150,13 +153,13 @@ def _spatial(graph: Graph) -> frozenset[str]:
 
 
 def _matrix(graph: Graph, spatial: frozenset[str]) -> frozenset[str]:
-    """Return the values a QMatMul reads or writes (A, a computed B, Y), and those layout ops
-    connect to them, that no spatial operator touches: of rank 4 they are stored row-major
-    (the product's rows contiguous), not channel-last."""
+    """Return the values a QMatMul reads or writes (A, a computed B, Y) or a QSoftmax (X, Y),
+    and those layout ops connect to them, that no spatial operator touches: of rank 4 they are
+    stored row-major (the product's and the softmax's rows contiguous), not channel-last."""
     names = {
         name
         for node in graph.nodes
-        if node.domain == SYSTOLIC_DOMAIN and node.op_type == "QMatMul"
+        if node.domain == SYSTOLIC_DOMAIN and node.op_type in _ROW_MAJOR_OPS
         for name in (node.inputs[0], node.inputs[1], node.outputs[0])
         if graph.initializer(name) is None
     }
@@ -175,6 +178,9 @@ def _matrix(graph: Graph, spatial: frozenset[str]) -> frozenset[str]:
                 changed = True
     return frozenset(names - spatial)
 
+
+_ROW_MAJOR_OPS = frozenset({"QMatMul", "QMatMulInt", "QSoftmax"})
+"""Systolic ops whose operands and results are matrices (rows contiguous, row-major)."""
 
 _PASS_LAYOUT = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity"})
 
@@ -374,7 +380,7 @@ class _Compiler:
             self.add_layer(node, unit, [], reason, macs)
             return
         data_inputs = [n for n in node.inputs if n]
-        if node.op_type == "QTable":  # the table is placed by the lowering, in whole rows
+        if node.op_type in ("QTable", "QSoftmax"):  # the table is placed by the lowering
             data_inputs = data_inputs[:1]
         if unit is LayerUnit.ARRAY:  # the activation input, and a QMatMul's computed B
             data_inputs = [n for i, n in enumerate(data_inputs)

@@ -15,11 +15,12 @@ Order (each pass one module):
  8. fuse_qdq            DQ -> op -> [Relu|Clip] -> Q -> systolic ops (QMul for the product
                         of two quantized tensors), integer layout ops
  9. fuse_activations    quantized-domain Relu/Clip after a systolic op -> its y_lo/y_hi
-10. fuse_tables         DQ -> element-wise float region -> Q -> QTable (activation tables)
-11. compose_tables      QTable of QTable, QMul/QAdd of functions of one tensor -> one QTable
+10. fuse_softmax        DQ -> Softmax -> Q and QLinearSoftmax -> QSoftmax (exp table)
+11. fuse_tables         DQ -> element-wise float region -> Q -> QTable (activation tables)
+12. compose_tables      QTable of QTable, QMul/QAdd of functions of one tensor -> one QTable
                         (after a first eliminate_dead: the fusions' unread DequantizeLinear
                         nodes would count as other readers of a table)
-12. eliminate_dead      unread nodes and constants
+13. eliminate_dead      unread nodes and constants
 Then the graph is rebound to operator versions and its shapes inferred again; the model
 imports the "systolic" domain (version 1) when it uses the fused ops. Every original node
 without a recorded outcome ends up "host" (with the reason a pattern gave, if any) or
@@ -40,6 +41,7 @@ from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.fold_constants import fold_constants
 from systolic.mapper.passes.fuse_activations import fuse_activations
 from systolic.mapper.passes.fuse_qdq import LAYOUT_OPS, fuse_qdq
+from systolic.mapper.passes.fuse_softmax import fuse_softmax
 from systolic.mapper.passes.fuse_tables import fuse_tables
 from systolic.mapper.passes.name_nodes import name_nodes
 from systolic.mapper.passes.normalize_qoperator import normalize_qoperator
@@ -78,6 +80,7 @@ def run_passes(
     model = normalize_qoperator(model, report)
     model = fuse_qdq(model, report)
     model = fuse_activations(model, report)
+    model = fuse_softmax(model, report)
     model = fuse_tables(model, report)
     model = compose_tables(eliminate_dead(model, report), report)
     model = eliminate_dead(model, report)
