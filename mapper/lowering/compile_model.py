@@ -3,8 +3,9 @@
 `compile_model(model, config)` places every value once in external memory (`MemoryPlan`:
 inputs, outputs, intermediate activations, constants) and turns each node into a layer:
 
-- **array**: systolic.QConv / systolic.QMatMul, lowered by `lower_qconv` / `lower_qmatmul`
-  (`systolic.mapper.lowering.conv` / `.matmul`) through a `LayerContext`;
+- **array**: systolic.QConv / systolic.QMatMul / systolic.QMatMulInt, lowered by
+  `lower_qconv` / `lower_qmatmul` / `lower_qmatmulint` (`systolic.mapper.lowering.conv` /
+  `.matmul` / `.integer_matmul`: int32 results by STORE.raw) through a `LayerContext`;
 - **vector**: systolic.QMaxPool / QAveragePool (`lower_pool`), QAdd (`lower_add`), QMul
   (`lower_qmul`: ADD with `mul`) and QTable (`lower_qtable`: TABLE, then LOAD + COPY with
   `lut`) and QSoftmax (`lower_qsoftmax`: TABLE wide with the exp table, then LOAD +
@@ -44,6 +45,7 @@ from systolic.mapper.lowering.add import lower_add
 from systolic.mapper.lowering.compiled import CompiledModel, MemoryView
 from systolic.mapper.lowering.context import LayerContext
 from systolic.mapper.lowering.conv import lower_qconv
+from systolic.mapper.lowering.integer_matmul import lower_qmatmulint
 from systolic.mapper.lowering.layer_code import LayerCode
 from systolic.mapper.lowering.layout import LAYOUT_OPS, decide_layout
 from systolic.mapper.lowering.matmul import lower_qmatmul
@@ -62,7 +64,11 @@ FUSED_TABLE = "fused into the STOREs of"
 """How the reason of a QTable layer fused into an array layer's STOREs begins."""
 
 
-_ARRAY: dict[str, Callable[..., LayerCode]] = {"QConv": lower_qconv, "QMatMul": lower_qmatmul}
+_ARRAY: dict[str, Callable[..., LayerCode]] = {
+    "QConv": lower_qconv,
+    "QMatMul": lower_qmatmul,
+    "QMatMulInt": lower_qmatmulint,
+}
 _VECTOR: dict[str, Callable[[Node, LayerContext], list[Instruction]]] = {
     "QMaxPool": lower_pool,
     "QAveragePool": lower_pool,

@@ -111,7 +111,9 @@ class GemmJob:
     already holds the folded activation zero point; `multiplier`/`shift` are per column.
     `zero_point`, `lo`, `hi` are the STORE's (int8 domain); `flip_in`/`flip_out` the LOAD's
     and STORE's `flip_sign`; `lut` sets the STOREs' flag of that name (the output goes through
-    the activation table a TABLE loaded first). `label` names the layer in messages.
+    the activation table a TABLE loaded first). With `raw` the STOREs write the int32
+    accumulators plus bias instead (STORE.raw: 4-byte elements, no output stage; Y's rows are
+    then int32). `label` names the layer in messages.
     """
 
     label: str
@@ -128,6 +130,7 @@ class GemmJob:
     flip_in: bool
     flip_out: bool
     lut: bool = False
+    raw: bool = False
 
     @property
     def k(self) -> int:

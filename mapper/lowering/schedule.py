@@ -38,6 +38,7 @@ from systolic.isa.instructions import (
     Unit,
 )
 from systolic.isa.memories import PARAMS_DEPTH, Memory, depth, params_row_bytes
+from systolic.isa.store import RAW_BYTES
 from systolic.isa.table import table_rows
 from systolic.mapper.lowering.gemm import ComputedWeights, GemmJob, RowPiece, split_rows
 from systolic.mapper.lowering.table import table_code
@@ -339,7 +340,8 @@ class Scheduler:
         self, job: GemmJob, start: int, stop: int, acc_row: int, t: int, param_row: int,
         out: list[Instruction],
     ) -> None:  # fmt: skip
-        cols, ob = self.config.cols, self.config.operand_bytes
+        cols = self.config.cols
+        ob = RAW_BYTES if job.raw else self.config.operand_bytes
         n = min(cols, job.n - t * cols)
         for piece in split_rows(job.y_rows, start, stop):
             out.append(
@@ -347,6 +349,7 @@ class Scheduler:
                     acc_row + piece.offset, piece.count, n, param_row, job.zero_point, job.lo,
                     job.hi, piece.ext + t * cols * ob, n0=piece.n0, row_stride0=piece.stride0,
                     row_stride1=piece.stride1, flip_sign=job.flip_out, lut=job.lut,
+                    raw=job.raw,
                 )
             )  # fmt: skip
 

@@ -44,7 +44,8 @@ __all__ = ["exp_table", "fuse_softmax"]
 def exp_table(x_scale: float) -> np.ndarray:
     """Return the uint16 exp table E[k] = rhe(2^15 exp(-x_scale k)), k = 0 .. 255 (float64)."""
     steps = np.arange(EXP_TABLE_SIZE, dtype=np.float64)
-    return np.rint(EXP_ONE * np.exp(-float(x_scale) * steps)).astype(np.uint16)
+    table: np.ndarray = np.rint(EXP_ONE * np.exp(-float(x_scale) * steps)).astype(np.uint16)
+    return table
 
 
 def fuse_softmax(model: Model, report: PassReport) -> Model:
@@ -98,7 +99,7 @@ def _replace(ctx: FusionContext, report: PassReport, x: str, xp: QuantParams, yp
     if ctx.dtype_of(last.outputs[0]) != yp.dtype:
         raise NotFusable("the softmax output's type is not its zero point's")
     name = anchor.name or anchor.label
-    table = ctx.constant(f"{name}_exp_table", exp_table(np.float32(xp.scale)))
+    table = ctx.constant(f"{name}_exp_table", exp_table(float(np.float32(xp.scale))))
     new = ctx.systolic_node("QSoftmax", [x, table], last.outputs[0], name, _attrs(xp, yp, axis))
     ctx.replace(chain, new, at=last)
     report.fused([n.label for n in chain], f"systolic.QSoftmax {new.name!r}")

@@ -12,15 +12,18 @@ Order (each pass one module):
                         quantization, expressed as QuantizeLinear/DequantizeLinear pairs
                         (types are inferred again afterwards)
  7. normalize_qoperator QLinearConv, QGemm, QLinearAdd ... -> systolic ops
- 8. fuse_qdq            DQ -> op -> [Relu|Clip] -> Q -> systolic ops (QMul for the product
+ 8. fuse_integer_matmul a MatMulInteger of a constant B left by normalize_qoperator
+                        (dynamic quantization) -> QMatMulInt, int32 out; a computed zero
+                        point's correction on the host (Cast, Mul, Add)
+ 9. fuse_qdq            DQ -> op -> [Relu|Clip] -> Q -> systolic ops (QMul for the product
                         of two quantized tensors), integer layout ops
- 9. fuse_activations    quantized-domain Relu/Clip after a systolic op -> its y_lo/y_hi
-10. fuse_softmax        DQ -> Softmax -> Q and QLinearSoftmax -> QSoftmax (exp table)
-11. fuse_tables         DQ -> element-wise float region -> Q -> QTable (activation tables)
-12. compose_tables      QTable of QTable, QMul/QAdd of functions of one tensor -> one QTable
+10. fuse_activations    quantized-domain Relu/Clip after a systolic op -> its y_lo/y_hi
+11. fuse_softmax        DQ -> Softmax -> Q and QLinearSoftmax -> QSoftmax (exp table)
+12. fuse_tables         DQ -> element-wise float region -> Q -> QTable (activation tables)
+13. compose_tables      QTable of QTable, QMul/QAdd of functions of one tensor -> one QTable
                         (after a first eliminate_dead: the fusions' unread DequantizeLinear
                         nodes would count as other readers of a table)
-13. eliminate_dead      unread nodes and constants
+14. eliminate_dead      unread nodes and constants
 Then the graph is rebound to operator versions and its shapes inferred again; the model
 imports the "systolic" domain (version 1) when it uses the fused ops. Every original node
 without a recorded outcome ends up "host" (with the reason a pattern gave, if any) or
@@ -40,6 +43,7 @@ from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.fold_constants import fold_constants
 from systolic.mapper.passes.fuse_activations import fuse_activations
+from systolic.mapper.passes.fuse_integer_matmul import fuse_integer_matmul
 from systolic.mapper.passes.fuse_qdq import LAYOUT_OPS, fuse_qdq
 from systolic.mapper.passes.fuse_softmax import fuse_softmax
 from systolic.mapper.passes.fuse_tables import fuse_tables
@@ -78,6 +82,7 @@ def run_passes(
     if not is_quantized(model):
         model = finalize(quantize_float(model, report, calibration=calibration, seed=seed))
     model = normalize_qoperator(model, report)
+    model = fuse_integer_matmul(model, report)
     model = fuse_qdq(model, report)
     model = fuse_activations(model, report)
     model = fuse_softmax(model, report)
