@@ -8,22 +8,24 @@ Order (each pass one module):
  3. fold_constants      nodes computable before running (shape chains, Constant ...)
  4. spatial_mean        ReduceMean over all spatial axes -> GlobalAveragePool (+ Reshape)
  5. fold_batchnorm      BatchNormalization into the preceding Conv/Gemm (float)
- 6. quantize_float      only for float models (no quantization in the graph): post-training
+ 6. unroll_recurrent    float models: RNN/GRU/LSTM with a static sequence -> per-step float
+                        MatMul/Add/Gather, gate functions, Mul, Concat (quantized below)
+ 7. quantize_float      only for float models (no quantization in the graph): post-training
                         quantization, expressed as QuantizeLinear/DequantizeLinear pairs
                         (types are inferred again afterwards)
- 7. normalize_qoperator QLinearConv, QGemm, QLinearAdd ... -> systolic ops
- 8. fuse_integer_matmul a MatMulInteger of a constant B left by normalize_qoperator
+ 8. normalize_qoperator QLinearConv, QGemm, QLinearAdd ... -> systolic ops
+ 9. fuse_integer_matmul a MatMulInteger of a constant B left by normalize_qoperator
                         (dynamic quantization) -> QMatMulInt, int32 out; a computed zero
                         point's correction on the host (Cast, Mul, Add)
- 9. fuse_qdq            DQ -> op -> [Relu|Clip] -> Q -> systolic ops (QMul for the product
+10. fuse_qdq            DQ -> op -> [Relu|Clip] -> Q -> systolic ops (QMul for the product
                         of two quantized tensors), integer layout ops
-10. fuse_activations    quantized-domain Relu/Clip after a systolic op -> its y_lo/y_hi
-11. fuse_softmax        DQ -> Softmax -> Q and QLinearSoftmax -> QSoftmax (exp table)
-12. fuse_tables         DQ -> element-wise float region -> Q -> QTable (activation tables)
-13. compose_tables      QTable of QTable, QMul/QAdd of functions of one tensor -> one QTable
+11. fuse_activations    quantized-domain Relu/Clip after a systolic op -> its y_lo/y_hi
+12. fuse_softmax        DQ -> Softmax -> Q and QLinearSoftmax -> QSoftmax (exp table)
+13. fuse_tables         DQ -> element-wise float region -> Q -> QTable (activation tables)
+14. compose_tables      QTable of QTable, QMul/QAdd of functions of one tensor -> one QTable
                         (after a first eliminate_dead: the fusions' unread DequantizeLinear
                         nodes would count as other readers of a table)
-14. eliminate_dead      unread nodes and constants
+15. eliminate_dead      unread nodes and constants
 Then the graph is rebound to operator versions and its shapes inferred again; the model
 imports the "systolic" domain (version 1) when it uses the fused ops. Every original node
 without a recorded outcome ends up "host" (with the reason a pattern gave, if any) or
@@ -53,6 +55,7 @@ from systolic.mapper.passes.quantize_float import is_quantized, quantize_float
 from systolic.mapper.passes.remove_identities import remove_identities
 from systolic.mapper.passes.report import HOST, LAYOUT, PassReport
 from systolic.mapper.passes.spatial_mean import spatial_mean_to_pool
+from systolic.mapper.passes.unroll_recurrent import unroll_recurrent
 from systolic.mapper.shape_inference import infer_shapes
 
 __all__ = ["finalize", "run_passes"]
@@ -79,6 +82,9 @@ def run_passes(
     if rewritten is not model:
         model = finalize(rewritten)
     model = fold_batchnorm(model, report)
+    unrolled = unroll_recurrent(model, report)
+    if unrolled is not model:
+        model = finalize(unrolled)
     if not is_quantized(model):
         model = finalize(quantize_float(model, report, calibration=calibration, seed=seed))
     model = normalize_qoperator(model, report)
