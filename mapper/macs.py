@@ -4,7 +4,10 @@ Convolutions: every output element takes (input channels / group) x kernel size 
 is the product of the weight's dimensions after the first. Transposed convolutions scatter
 every input element into (output channels / group) x kernel size outputs, again the product
 of the weight's dimensions after the first (its layout is C_in x C_out/group x kernel). Matrix products: every output
-element takes K MACs, K being the reduced dimension. Other operators count 0. A count needs
+element takes K MACs, K being the reduced dimension. Recurrent layers (RNN, GRU, LSTM,
+com.microsoft DynamicQuantizeLSTM): every time step of every batch entry multiplies X_t by W
+and H_{t-1} by R in each direction: seq x batch x (elements of W + elements of R), i.e.
+seq x batch x directions x gates·hidden x (input + hidden). Other operators count 0. A count needs
 static shapes; where they are unknown the count is 0.
 """
 
@@ -34,6 +37,10 @@ _MATMUL_A = {
     ("com.microsoft", "QGemm"): 0,
 }
 
+# (domain, op_type) of recurrent layers: inputs X, W, R (W and R hold every direction).
+_RECURRENT = frozenset({("", "RNN"), ("", "GRU"), ("", "LSTM"),
+                        ("com.microsoft", "DynamicQuantizeLSTM")})
+
 
 def node_macs(node: Node, type_of: Callable[[str], TensorType | None]) -> int:
     """Return the MACs one run of `node` performs (0 for other operators or unknown shapes)."""
@@ -59,7 +66,16 @@ def node_macs(node: Node, type_of: Callable[[str], TensorType | None]) -> int:
         transposed = bool(node.attrs.get("transA", 0)) and key != ("", "MatMul")
         reduced = a[0] if transposed and len(a) == 2 else a[-1]
         return math.prod(output) * reduced
+    if key in _RECURRENT:
+        return _recurrent_macs(node, type_of)
     return 0
+
+
+def _recurrent_macs(node: Node, type_of: Callable[[str], TensorType | None]) -> int:
+    x, w, r = (_static(_input_type(node, i, type_of)) for i in range(3))
+    if x is None or w is None or r is None or len(x) != 3:
+        return 0
+    return x[0] * x[1] * (math.prod(w) + math.prod(r))
 
 
 def _input_type(

@@ -46,3 +46,30 @@ def test_conv_transpose_counts_every_input_element_times_its_scatter() -> None:
     types = _types(x=(1, 4, 5, 5), w=(4, 3, 3, 3), y=(1, 6, 11, 11))
     node = Node("ConvTranspose", ("x", "w"), ("y",), attrs=Attrs({"group": 2, "strides": (2, 2)}))
     assert node_macs(node, types.get) == (1 * 4 * 5 * 5) * (3 * 3 * 3)
+
+
+def test_recurrent_layers_count_every_gate_of_every_step() -> None:
+    seq, batch, features, hidden = 7, 3, 10, 6
+    for op, gates in (("RNN", 1), ("GRU", 3), ("LSTM", 4)):
+        types = _types(x=(seq, batch, features), w=(2, gates * hidden, features),
+                       r=(2, gates * hidden, hidden), y=(seq, 2, batch, hidden))
+        node = Node(op, ("x", "w", "r"), ("y",), attrs=Attrs({"direction": "bidirectional"}))
+        assert node_macs(node, types.get) == seq * batch * 2 * gates * hidden * (features + hidden)
+    batch_first = _types(x=(batch, seq, features), w=(1, 4 * hidden, features),
+                         r=(1, 4 * hidden, hidden), y=(batch, seq, 1, hidden))
+    node = Node("LSTM", ("x", "w", "r"), ("y",), attrs=Attrs({"layout": 1}))
+    assert node_macs(node, batch_first.get) == seq * batch * 4 * hidden * (features + hidden)
+
+
+def test_dynamic_quantize_lstm_reads_its_transposed_weights() -> None:
+    seq, batch, features, hidden = 8, 1, 16, 32
+    types = _types(x=(seq, batch, features), w=(1, features, 4 * hidden),
+                   r=(1, hidden, 4 * hidden), y=(seq, 1, batch, hidden))
+    node = Node("DynamicQuantizeLSTM", ("x", "w", "r"), ("y",), domain="com.microsoft")
+    assert node_macs(node, types.get) == seq * batch * 4 * hidden * (features + hidden)
+
+
+def test_recurrent_layer_with_unknown_sequence_counts_zero() -> None:
+    types = {**_types(w=(1, 4, 3), r=(1, 4, 1), y=(1,)),
+             "x": TensorType(DataType.FLOAT, (None, 1, 3))}
+    assert node_macs(Node("LSTM", ("x", "w", "r"), ("y",)), types.get) == 0
