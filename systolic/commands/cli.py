@@ -19,6 +19,7 @@ from typing import NoReturn, TextIO
 
 from systolic import __version__
 from systolic.commands import COMMANDS
+from systolic.commands.model_loading import command_budget
 from systolic.errors import SystolicError
 from systolic.mapper.graph_checks import C90NameWarning
 from systolic.text import printable
@@ -106,7 +107,8 @@ def _error_line(kind: str, message: str) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        status: int = args.run(args)
+        with command_budget(args):  # (--max-memory, for the whole command)
+            status: int = args.run(args)
         return status
     except SystolicError as err:
         _error_line("error", str(err))

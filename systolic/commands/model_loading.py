@@ -4,6 +4,7 @@ that reads a model has, and one place that turns importer warnings into the comm
 one-line `systolic: warning: ...` messages."""
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -18,6 +19,7 @@ if TYPE_CHECKING:  # the importer (numpy, protobuf) loads only when a command re
 __all__ = [
     "add_max_memory_argument",
     "add_model_arguments",
+    "command_budget",
     "load_user_model",
     "parse_size",
     "seed_value",
@@ -84,13 +86,28 @@ def add_model_arguments(
 
 
 def add_max_memory_argument(parser: argparse.ArgumentParser) -> None:
-    """Add `--max-memory SIZE` (default 8GiB): the most any one tensor, and all the model's
-    constants together, may take."""
+    """Add `--max-memory SIZE` (default 8GiB): the most any one tensor, all the model's
+    constants together, and the tensors a reference run holds at once may take
+    (`command_budget`)."""
     parser.add_argument(
         "--max-memory", metavar="SIZE", default="8GiB",
-        help="the most any one tensor, and all the model's constants together, may take "
-             "(default 8GiB); larger models and --input arrays are refused",
+        help="the most any one tensor, all the model's constants together, and the tensors a "
+             "run of the model holds at once may take (default 8GiB); larger models and "
+             "--input arrays are refused",
     )  # fmt: skip
+
+
+def command_budget(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """Return the memory budget `--max-memory` sets for the whole command: every run of the
+    reference executor inside it (the passes' calibration, reference values) holds at most that
+    many bytes at once (`systolic.reference.executor.memory_budget`). A command without the
+    option keeps the executor's default."""
+    text = getattr(args, "max_memory", None)
+    if text is None:
+        return contextlib.nullcontext()
+    from systolic.reference.executor import memory_budget  # (numpy loads only when needed)
+
+    return memory_budget(parse_size(text))
 
 
 def load_user_model(

@@ -2,10 +2,16 @@
 
 Nodes run in graph order (the IR is topologically sorted). Each intermediate value is freed
 as soon as its last consumer has run, so large models do not hold every activation, and the
-bytes held at once are checked against a limit (`max_bytes`) after every node.
+bytes held at once are checked against a limit (`max_bytes`) after every node. By default
+that limit is the current *memory budget*: `DEFAULT_MAX_LIVE_BYTES`, or what `memory_budget`
+sets for the code it wraps (the command line sets the user's `--max-memory` for the whole
+command, so every reference run inside it, calibration included, follows it).
 """
 
-from collections.abc import Callable, Mapping
+import contextlib
+import contextvars
+import enum
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -15,9 +21,12 @@ from systolic.reference import registry
 from systolic.reference.ops.base import Op
 
 __all__ = [
+    "BUDGET",
     "DEFAULT_MAX_LIVE_BYTES",
     "NodeHook",
+    "current_budget",
     "make_op",
+    "memory_budget",
     "release_schedule",
     "run_graph",
     "run_model",
@@ -25,6 +34,33 @@ __all__ = [
 
 DEFAULT_MAX_LIVE_BYTES = 8 << 30
 """The default limit on the bytes a run holds at once (8 GiB, like `--max-memory`)."""
+
+
+class _Budget(enum.Enum):
+    BUDGET = "the current memory budget"
+
+
+BUDGET = _Budget.BUDGET
+"""`max_bytes` default of `run_graph` and `run_model`: the current memory budget."""
+
+_BUDGET: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "systolic_memory_budget", default=DEFAULT_MAX_LIVE_BYTES)
+
+
+@contextlib.contextmanager
+def memory_budget(limit: int | None) -> Iterator[None]:
+    """Make `limit` (bytes held at once; None: no limit) the budget of every reference run
+    inside the `with` block that does not pass its own `max_bytes`."""
+    token = _BUDGET.set(limit)
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def current_budget() -> int | None:
+    """Return the memory budget in force (`memory_budget`; default DEFAULT_MAX_LIVE_BYTES)."""
+    return _BUDGET.get()
 
 NodeHook = Callable[[Node, list[np.ndarray | None], list[np.ndarray]], None]
 """Called after each node runs with the node, its inputs and its outputs."""
@@ -110,7 +146,7 @@ def run_graph(
     *,
     opsets: Mapping[str, int],
     on_node: NodeHook | None = None,
-    max_bytes: int | None = DEFAULT_MAX_LIVE_BYTES,
+    max_bytes: int | None | _Budget = BUDGET,
 ) -> dict[str, np.ndarray]:
     """Run `graph` and return its outputs by name.
 
@@ -120,7 +156,8 @@ def run_graph(
     missing, unknown, mistyped or misshapen input and for a value read before it is made,
     UnsupportedError for an operator or output the reference does not implement, and
     ResourceError when the values held at once (constants, inputs and the live intermediate
-    values) exceed `max_bytes` (None: no limit).
+    values) exceed `max_bytes` (None: no limit; default: `current_budget()`), naming the
+    largest.
     """
     values: dict[str, np.ndarray] = {t.name: t.data for t in graph.initializers}
     declared = {info.name: info.type for info in graph.inputs}
@@ -136,7 +173,7 @@ def run_graph(
 
     ops = [make_op(node, opsets) for node in graph.nodes]
     releases = release_schedule(graph)
-    held = _Held(values, max_bytes)
+    held = _Held(values, current_budget() if max_bytes is BUDGET else max_bytes)
     held.check("before the first node")
 
     for index, (node, op) in enumerate(zip(graph.nodes, ops, strict=True)):
@@ -180,7 +217,7 @@ def run_model(
     inputs: Mapping[str, np.ndarray],
     *,
     on_node: NodeHook | None = None,
-    max_bytes: int | None = DEFAULT_MAX_LIVE_BYTES,
+    max_bytes: int | None | _Budget = BUDGET,
 ) -> dict[str, np.ndarray]:
     """Run `model`'s main graph; see `run_graph`."""
     opsets = dict(model.opsets)

@@ -5,7 +5,14 @@ from onnx.reference import ReferenceEvaluator
 
 from systolic.errors import ModelError, ResourceError, UnsupportedError
 from systolic.ir import Attrs, DataType, Graph, Model, Node, Tensor, TensorType, ValueInfo
-from systolic.reference.executor import release_schedule, run_graph, run_model
+from systolic.reference.executor import (
+    DEFAULT_MAX_LIVE_BYTES,
+    current_budget,
+    memory_budget,
+    release_schedule,
+    run_graph,
+    run_model,
+)
 
 R = np.random.default_rng(70)
 W = R.standard_normal((4, 3, 3, 3)).astype(np.float32)
@@ -135,3 +142,23 @@ def test_the_bytes_held_at_once_are_limited() -> None:
         run_model(model, {"x": X}, max_bytes=start - 1)
     expected = run_model(model, {"x": X}, max_bytes=None)["y"]
     np.testing.assert_array_equal(run_model(model, {"x": X}, max_bytes=2 * start)["y"], expected)
+
+
+def test_the_memory_budget_is_the_default_limit_of_every_run_inside_it() -> None:
+    """`memory_budget` sets the limit of runs that pass no `max_bytes`; an explicit
+    `max_bytes` still wins; leaving the block restores the previous budget."""
+    model = _ir_model()
+    start = W.nbytes + B.nbytes + FC.nbytes + X.nbytes
+    assert current_budget() == DEFAULT_MAX_LIVE_BYTES
+    with memory_budget(start + 1000):
+        assert current_budget() == start + 1000
+        with pytest.raises(ResourceError, match=rf"holds {start + 1024} bytes of tensors at "
+                           r"once after node 'n0', more than the limit of "
+                           rf"{start + 1000} \(--max-memory\); the largest: 'fc'"):
+            run_model(model, {"x": X})
+        run_model(model, {"x": X}, max_bytes=None)
+        with memory_budget(None):
+            run_model(model, {"x": X})
+        assert current_budget() == start + 1000
+    assert current_budget() == DEFAULT_MAX_LIVE_BYTES
+    run_model(model, {"x": X})
