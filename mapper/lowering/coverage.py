@@ -3,8 +3,9 @@
 `node_units(model, config)` runs the mapper passes and the model compiler for `config` and
 follows every original node to its outcome:
 
-- fused into a systolic op (QConv, QMatMul, QMaxPool, QAveragePool, QAdd, QMul, QTable): the
-  unit the compiled layer runs on, `array` or `vector` (or `host` when the lowering fell
+- fused into a systolic op (QConv, QMatMul, QMatMulInt, QMaxPool, QAveragePool, QAdd, QMul,
+  QTable, QSoftmax): the unit the compiled layer runs on, `array` (QMatMulInt: MatMulInteger
+  with int32 results) or `vector` (QSoftmax: SOFTMAX) (or `host` when the lowering fell
   back, with the lowering's reason); BatchNormalization folded into a Conv follows that Conv;
   an elementwise function made a QTable is `vector` also when the table is fused into the
   STOREs of the convolution or matrix product before it (no instructions of its own, the
@@ -39,9 +40,19 @@ NodeUnit = tuple[str, str]
 _HOST_WHY = {
     op: f"{op} needs exponentials or divisions in float, which no accelerator unit computes: "
     "runs on the host"
-    for op in ("Softmax", "LogSoftmax", "Div", "QLinearSoftmax", "LayerNormalization",
-               "InstanceNormalization")
+    for op in ("LogSoftmax", "Div", "LayerNormalization", "InstanceNormalization")
 }
+_HOST_WHY["DynamicQuantizeLinear"] = (
+    "DynamicQuantizeLinear computes the activation's scale and zero point from the tensor's "
+    "range at run time: runs on the host (the MatMulInteger it feeds runs on the array as "
+    "QMatMulInt, its zero point's part added on the host)"
+)
+_SOFTMAX_WHY = {
+    op: f"{op} in float runs on the host: between a DequantizeLinear and a QuantizeLinear "
+    "(over the last axis) it would become SOFTMAX on the vector unit"
+    for op in ("Softmax", "QLinearSoftmax")
+}
+"""Softmax: SOFTMAX when quantized; the passes' reason, when they give one, says why not."""
 _TABLE_WHY = {
     op: f"{op} in float runs on the host: between a DequantizeLinear and a QuantizeLinear "
     "it would become an activation table (TABLE) on the accelerator"
@@ -167,7 +178,8 @@ def node_units(model: Model, config: ArrayConfig) -> list[NodeUnit]:
         else:  # host
             found = layer_unit(name)
             op = fate.op_type.rsplit(".", 1)[-1].split(":")[0]
-            reason = _HOST_WHY.get(op, "") or fate.reason or _TABLE_WHY.get(op, "")
+            reason = (_HOST_WHY.get(op, "") or fate.reason or _TABLE_WHY.get(op, "")
+                      or _SOFTMAX_WHY.get(op, ""))
             reason = reason or (found[1] if found else "")
             result.append(("host", reason or "runs on the host"))
     return result

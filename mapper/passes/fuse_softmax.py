@@ -113,10 +113,14 @@ def _qdq_softmax(ctx: FusionContext, node: Node, report: PassReport) -> None:
     if dq.inputs[0] in ctx.constants:
         raise NotFusable("the softmax input is a constant")
     xp = per_tensor_params(ctx.constants, dq.inputs[1], _input(dq, 2) or None, "softmax input")
-    q = ctx.sole_reader(node.outputs[0])
+    try:
+        q = ctx.sole_reader(node.outputs[0])
+    except NotFusable as why:
+        raise NotFusable(f"the softmax result is not quantized by one QuantizeLinear ({why}): "
+                         "it runs in float on the host") from None
     if q.op_type != "QuantizeLinear" or q.domain != "":
-        raise NotFusable("the softmax result is not quantized by a QuantizeLinear: it runs in "
-                         "float on the host")
+        raise NotFusable(f"the softmax result is read by {q.op_type}, not quantized by a "
+                         "QuantizeLinear: it runs in float on the host")
     yp = per_tensor_params(ctx.constants, q.inputs[1], _input(q, 2) or None, "softmax output")
     version = node.version or 13
     coerced = version < 13

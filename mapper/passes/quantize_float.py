@@ -32,6 +32,10 @@ pairs that `fuse_qdq` then fuses (the same form onnxruntime's QDQ quantizer writ
   systolic.QTable; a Mul of two computed tensors (same shape, or one per channel of the
   other: squeeze-excitation) has its inputs and result quantized (-> systolic.QMul). A
   region with several results read outside it stays float; the report notes why.
+- Softmax (static shape, over contiguous rows: the last axis from opset 13, any axis before):
+  its input and output are quantized (calibrated like any activation), so that `fuse_softmax`
+  makes it one systolic.QSoftmax (SOFTMAX on the vector unit, within one step of the float
+  softmax of the quantized input).
 - Degenerate ranges: a scale below float32's smallest normal number (0, denormal) becomes 1
   with zero point 0 (onnxruntime's quantizer does the same).
 - Calibration: the caller's feeds, or `calibration.random_calibration(graph, seed)` (8 seeded
@@ -180,10 +184,31 @@ def _plan(graph: Graph, report: PassReport) -> _Plan:
                 taken.add(id(readers[0]))
                 result = readers[0].outputs[0]
             add(result)
+        elif node.op_type == "Softmax" and _softmax_on_rows(graph, node):
+            add(node.inputs[0])  # DQ -> Softmax -> Q: a QSoftmax (fuse_softmax)
+            add(node.outputs[0])
         elif node.op_type in ELEMENTWISE:
             _plan_region(graph, node, (constants, consumers, order), chosen, add, taken,
                          report)
     return plan
+
+
+def _softmax_on_rows(graph: Graph, node: Node) -> bool:
+    """True for a float Softmax that SOFTMAX can compute once quantized: static input shape,
+    normalised over contiguous rows (before opset 13 always: the 2-D coercion; from 13 the
+    axis must be the last of size above 1)."""
+    found = graph.type_of(node.inputs[0])
+    if not _float(graph, node.inputs[0]) or not _float(graph, node.outputs[0]):
+        return False
+    if found is None or found.shape is None or not found.is_static or not found.shape:
+        return False
+    shape = [int(d) for d in found.shape if isinstance(d, int)]
+    if not node.version or node.version < 13:
+        return True
+    axis = attr_int(node, "axis", -1)
+    if not -len(shape) <= axis < len(shape):
+        return False
+    return all(d == 1 for d in shape[axis % len(shape) + 1:])
 
 
 def _plan_region(graph: Graph, node: Node,

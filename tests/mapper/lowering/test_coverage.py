@@ -69,17 +69,20 @@ def test_unit_column(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize("form", ["float", "qdq"])
 def test_attention_products_go_to_the_array(form: str, capsys: pytest.CaptureFixture[str]) -> None:
     """attn: every MatMul (projections, Q·K^T and scores·V with both factors computed, the
-    batched constant-weight product) on the array; Softmax on the host."""
+    batched constant-weight product) on the array; Softmax (between DequantizeLinear and
+    QuantizeLinear) on the vector unit (SOFTMAX)."""
     rows = _inspect_rows(MODELS / f"attn_{form}.onnx", capsys, "--array", "4x4")
     units = {(r["name"], r["op"]): r["unit"] for r in rows}
     matmuls = [unit for (_, op), unit in units.items() if op == "ai.onnx.MatMul:13"]
     assert matmuls == ["array"] * 7
-    assert [unit for (_, op), unit in units.items() if op == "ai.onnx.Softmax:13"] == ["host"]
+    assert [unit for (_, op), unit in units.items() if op == "ai.onnx.Softmax:13"] == ["vector"]
 
 
 def test_softmax_goes_to_the_host_with_a_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A Softmax whose float result is the graph output (no QuantizeLinear) stays on the host,
+    and says so."""
     model = onnx.load(MODELS / "mlp_qdq.onnx")
     final = model.graph.output[0].name
     for node in model.graph.node:
@@ -91,8 +94,8 @@ def test_softmax_goes_to_the_host_with_a_reason(
     softmax = rows[-1]
     assert (softmax["name"], softmax["unit"]) == ("softmax", "host")
     assert softmax["reason"] == (
-        "Softmax needs exponentials or divisions in float, which no accelerator unit computes: "
-        "runs on the host"
+        f"the softmax result is not quantized by one QuantizeLinear ({final!r} is a graph "
+        "output): it runs in float on the host"
     )
     assert [r["unit"] for r in rows if r["op"] == "ai.onnx.Gemm:13"] == ["array"] * 3
 
