@@ -21,8 +21,13 @@ Events (docs/energy.md, "Events", names each one's RTL signal):
   `vector_lanes`: lanes the vector unit takes (`dim` per spad_in element read of POOL/ADD);
   `vector_mul_lanes`: the element products of ADD with `mul` (`dim` per output row);
   `lut_lookups`: lanes the activation table maps (`dim` per row of STORE/COPY with `lut`: the
-  table looks up every lane of the row, `hdl/activation_table.py`);
-  `lut_writes`: table entries a TABLE writes (256).
+  table looks up every lane of the row, `hdl/activation_table.py`), and SOFTMAX's exp table
+  lookups (`dim` per chunk read in its sum and output passes);
+  `lut_writes`: table bytes a TABLE writes (256; 512 for the exp table with `wide`).
+
+SOFTMAX reads each row's `ceil(length/dim)` chunks three times (max, sum, outputs) through
+the vector unit; STORE with `raw` bypasses the output stage (its bias add is not counted).
+External bytes of the STORE unit's writes are their segments' bytes.
 """
 
 import dataclasses
@@ -33,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from systolic.config import ArrayConfig
-from systolic.isa.instructions import Instruction
+from systolic.isa.instructions import Instruction, Unit
 from systolic.isa.memories import params_row_bytes
 from systolic.isa.patterns import total_beats
 from systolic.sim.timing.store_timing import reader_cycles
@@ -56,6 +61,11 @@ EVENTS = (
 )  # fmt: skip
 """Every event name, in report order."""
 
+KNOWN = ("LOAD", "PRELOAD", "COMPUTE", "COMPUTE.OS", "STORE", "COPY", "POOL", "ADD", "TABLE",
+         "SOFTMAX", "HALT")  # fmt: skip
+"""The instructions whose events this module defines (a STORE-unit instruction not listed
+counts only its external writes)."""
+
 TABLE_ENTRIES = 256
 """Entries of the activation table a TABLE writes (docs/isa.md, "Activation unit")."""
 
@@ -74,16 +84,21 @@ class ActiveWeights:
 
 
 class BeatCounter:
-    """Aligned bus beats of an instruction's external segments, cached by everything that
-    decides them (the class, the fields other than on-chip rows, and `ext mod bus_bytes`)."""
+    """Bytes and aligned bus beats of an instruction's external segments, cached by everything
+    that decides them (the class, the fields other than on-chip rows, and `ext mod
+    bus_bytes`)."""
 
     def __init__(self, config: ArrayConfig) -> None:
         self.config = config
-        self._cache: dict[tuple[Any, ...], int] = {}
+        self._cache: dict[tuple[Any, ...], tuple[int, int]] = {}
         self._names: dict[type, tuple[str, ...]] = {}
 
     def beats(self, instr: Instruction) -> int:
         """Return `total_beats(instr.segments(config), bus_bytes)`."""
+        return self.facts(instr)[1]
+
+    def facts(self, instr: Instruction) -> tuple[int, int]:
+        """Return (the segments' bytes, their aligned beats)."""
         cls = type(instr)
         names = self._names.get(cls)
         if names is None:
@@ -94,8 +109,9 @@ class BeatCounter:
                *(getattr(instr, name) for name in names))
         found = self._cache.get(key)
         if found is None:
-            found = self._cache[key] = total_beats(instr.segments(self.config),
-                                                   self.config.bus_bytes)
+            segments = instr.segments(self.config)
+            found = self._cache[key] = (sum(segment.length for segment in segments),
+                                        total_beats(segments, self.config.bus_bytes))
         return found
 
 
@@ -120,31 +136,32 @@ def _load(instr: Any, config: ArrayConfig, beats: int) -> dict[str, int]:
             "ext_read_beats": beats}
 
 
-def _writes(instr: Any, rows: int, width: int, config: ArrayConfig,
-            beats: BeatCounter) -> dict[str, int]:
-    return {"ext_write_bytes": rows * width * config.operand_bytes,
-            "ext_write_beats": beats.beats(instr)}
+def _reads(instr: Any, config: ArrayConfig) -> dict[str, int]:
+    """The on-chip reads and datapath work of a STORE-unit instruction (module docstring)."""
+    name, dim = instr.MNEMONIC, config.dim
+    if name == "STORE":
+        return {"acc_reads": instr.m, "params_reads": 1,
+                "output_stage_lanes": 0 if getattr(instr, "raw", False) else instr.m * config.cols,
+                "lut_lookups": instr.m * dim if instr.lut else 0}  # fmt: skip
+    if name == "COPY":
+        return {"spad_in_reads": instr.m,
+                "lut_lookups": instr.m * dim if getattr(instr, "lut", False) else 0}
+    if name == "POOL":
+        reads = sum(reader_cycles(instr))
+        return {"spad_in_reads": reads, "vector_lanes": reads * dim}
+    if name == "ADD":  # rows a and b of every output row (b again with b_broadcast)
+        return {"spad_in_reads": 2 * instr.m, "vector_lanes": 2 * instr.m * dim,
+                "vector_mul_lanes": instr.m * dim if getattr(instr, "mul", False) else 0}
+    if name == "SOFTMAX":  # every row's chunks read three times: max, sum, outputs
+        reads = 3 * instr.m * -(-instr.length // dim)
+        return {"spad_in_reads": reads, "vector_lanes": reads * dim,
+                "lut_lookups": 2 * reads // 3 * dim}  # (exp table: sum and outputs)
+    return {}
 
 
 def _store_unit(instr: Any, config: ArrayConfig, beats: BeatCounter) -> dict[str, int]:
-    name, dim = instr.MNEMONIC, config.dim
-    if name == "STORE":
-        events = {"acc_reads": instr.m, "params_reads": 1,
-                  "output_stage_lanes": instr.m * config.cols,
-                  "lut_lookups": instr.m * dim if instr.lut else 0}
-        return events | _writes(instr, instr.m, instr.n, config, beats)
-    if name == "COPY":
-        events = {"spad_in_reads": instr.m,
-                  "lut_lookups": instr.m * dim if getattr(instr, "lut", False) else 0}
-        return events | _writes(instr, instr.m, instr.lanes, config, beats)
-    if name == "POOL":
-        reads = sum(reader_cycles(instr))
-        events = {"spad_in_reads": reads, "vector_lanes": reads * dim}
-        return events | _writes(instr, instr.oh * instr.ow, instr.lanes, config, beats)
-    # ADD: rows a and b of every output row (b again for every row with b_broadcast)
-    events = {"spad_in_reads": 2 * instr.m, "vector_lanes": 2 * instr.m * dim,
-              "vector_mul_lanes": instr.m * dim if getattr(instr, "mul", False) else 0}
-    return events | _writes(instr, instr.m, instr.lanes, config, beats)
+    written, write_beats = beats.facts(instr)
+    return _reads(instr, config) | {"ext_write_bytes": written, "ext_write_beats": write_beats}
 
 
 def instruction_events(
@@ -164,16 +181,19 @@ def instruction_events(
         events = _os_compute(instr, config)
     elif name == "PRELOAD":
         events = {"spad_wt_reads": instr.k}  # type: ignore[attr-defined]
-    elif name == "TABLE":
-        events = {"spad_in_reads": -(-TABLE_ENTRIES // config.dim), "lut_writes": TABLE_ENTRIES}
+    elif name == "TABLE":  # (with `wide`, the exp table: 512 bytes)
+        size = 2 * TABLE_ENTRIES if getattr(instr, "wide", False) else TABLE_ENTRIES
+        events = {"spad_in_reads": -(-size // config.dim), "lut_writes": size}
     elif name == "HALT":
         events = {}
     elif name == "LOAD":
         if load_beats is None:
             load_beats = (beats or BeatCounter(config)).beats(instr)
         events = _load(instr, config, load_beats)
-    else:
+    elif instr.UNIT is Unit.ST:
         events = _store_unit(instr, config, beats or BeatCounter(config))
+    else:
+        raise ValueError(f"no energy events are defined for {name}")
     return {key: value for key, value in events.items() if value}
 
 
