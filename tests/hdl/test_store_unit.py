@@ -113,6 +113,16 @@ def test_table_then_lut_mul_and_broadcast(name: str) -> None:
     check(config, instructions, seed=EIGHT_BIT.index(name))
 
 
+@pytest.mark.parametrize("name", ["3x5-16bit-bus8", "4x2-acc20-bus2"])
+def test_wide_and_narrow_operands(name: str) -> None:
+    """Without 8-bit activations (no TABLE: the table stays 0) STORE lut still takes one more
+    cycle and writes 0 in `operand_bytes` bytes; b_broadcast works at any input width."""
+    config = CONFIGS[name]
+    rng = np.random.default_rng(17)
+    kinds = ["STORE.lut", "ADD.b_broadcast", "STORE", "ADD.b_broadcast", "STORE.lut"]
+    check(config, [random_instruction(k, config, rng, max_rows=5) for k in kinds], seed=6)
+
+
 def test_table_reset_is_zero_and_lut_stalls_stay_exact() -> None:
     """Before any TABLE every entry is 0; gaps and a write channel ready half the time
     change no byte of lut, mul or b_broadcast results."""
