@@ -1,0 +1,88 @@
+"""fuse_integer_matmul: onnxruntime's quantize_dynamic MLP (DynamicQuantizeLinear ->
+MatMulInteger -> Cast -> Mul) runs its products on the array as systolic.QMatMulInt (int32
+results, the run-time zero point's part added on the host), bit-exact with the reference on
+the original model on `simulate --backend model`, every MAC on the array; a constant zero
+point folds into the bias (no host nodes)."""
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.mapper.importer import load_model
+from systolic.mapper.passes.pipeline import run_passes
+from systolic.reference.executor import run_model
+from systolic.simulation.run import simulate_model
+
+from .table_models import make, node, op_types
+
+
+def _float_mlp(path: Path) -> None:
+    rng = np.random.default_rng(0)
+    weights = {"w1": rng.normal(0, 0.3, (32, 48)), "b1": rng.normal(0, 0.1, 48),
+               "w2": rng.normal(0, 0.3, (48, 10)), "b2": rng.normal(0, 0.1, 10)}
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]),
+             helper.make_node("Add", ["h", "b1"], ["hb"]), helper.make_node("Relu", ["hb"], ["r"]),
+             helper.make_node("MatMul", ["r", "w2"], ["o"]),
+             helper.make_node("Add", ["o", "b2"], ["y"])]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4, 32])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [4, 10])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                ir_version=8), path)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def dynamic_mlp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    folder = tmp_path_factory.mktemp("dynamic")
+    _float_mlp(folder / "float.onnx")
+    quantization.quantize_dynamic(folder / "float.onnx", folder / "dynamic.onnx",
+                                  weight_type=quantization.QuantType.QInt8)  # fmt: skip
+    return folder / "dynamic.onnx"
+
+
+def test_matmul_integer_becomes_qmatmulint(dynamic_mlp: Path) -> None:
+    model = load_model(dynamic_mlp)
+    fused, report = run_passes(model)
+    types = op_types(fused)
+    assert types.count("QMatMulInt") == 2 and "MatMulInteger" not in types
+    assert types.count("DynamicQuantizeLinear") == 2  # the scale and zero point: host
+    fates = [f for f in report.fates if "MatMulInteger" in f.op_type]
+    assert len(fates) == 2 and all("QMatMulInt" in f.into for f in fates)
+    feed = {"x": np.random.default_rng(3).normal(0, 1, (4, 32)).astype(np.float32)}
+    np.testing.assert_array_equal(run_model(fused, feed)["y"], run_model(model, feed)["y"])
+
+
+@pytest.mark.parametrize("config", [ArrayConfig(rows=8, cols=8),
+                                    ArrayConfig(rows=4, cols=4, dataflow=Dataflow.OS),
+                                    ArrayConfig(rows=16, cols=16)], ids=["8x8", "4x4-os", "16x16"])
+def test_dynamic_mlp_runs_bit_exact_on_the_array(dynamic_mlp: Path, config: ArrayConfig,
+                                                 tmp_path: Path) -> None:  # fmt: skip
+    x = np.random.default_rng(5).normal(0, 1, (4, 32)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    outcome = simulate_model(dynamic_mlp, config, backend="model", input_path=tmp_path / "x.npy",
+                             compare_onnxruntime=False)  # fmt: skip
+    report = outcome.report.to_json()
+    assert report["checks"]["reference_bit_exact"], report["checks"]["mismatch"]
+    assert report["coverage"]["array_mac_fraction"] >= 0.95
+    products = [layer for layer in report["layers"] if layer["op"] == "QMatMulInt"]
+    assert len(products) == 2 and {layer["unit"] for layer in products} == {"array"}
+    want = run_model(load_model(dynamic_mlp), {"x": x})["y"]
+    np.testing.assert_array_equal(outcome.outputs["y"], want)
+
+
+def test_a_constant_zero_point_folds_into_the_bias() -> None:
+    rng = np.random.default_rng(2)
+    nodes = [node("MatMulInteger", ["a", "b", "za", "zb"], ["y"])]
+    constants = {"b": rng.integers(0, 248, (9, 5)).astype(np.uint8),  # b - 120 fits int8
+                 "za": np.array(37, np.uint8), "zb": np.array(120, np.uint8)}
+    _, model = make(nodes, [("a", np.uint8, (3, 9))], [("y", np.int32, (3, 5))], constants)
+    fused, _ = run_passes(model)
+    assert op_types(fused) == ["QMatMulInt"]
+    feed = {"a": rng.integers(0, 256, (3, 9)).astype(np.uint8)}
+    np.testing.assert_array_equal(run_model(fused, feed)["y"], run_model(model, feed)["y"])
