@@ -1,8 +1,9 @@
 """Energy per layer and per inference of a compiled model (docs/energy.md).
 
-`layer_energies(compiled, table)` counts the events of every accelerator run's instructions
-(`systolic.sim.energy.events.program_events`, one run at a time: each starts from reset) and
-returns per layer of `compiled.layers` its event counts and its picojoules per component
+`layer_energies(compiled, table)` counts the events of every layer's instructions
+(`systolic.sim.energy.event_sums.group_event_sums`, the sums of `events.program_events`;
+each accelerator run starts from reset) and returns per layer of `compiled.layers` its event
+counts and its picojoules per component
 (`systolic.sim.energy.energy.COMPONENTS`); host layers cost nothing here.
 
 `EnergySummary` is what `simulate` reports: the table, the per-action energies, the summed
@@ -17,10 +18,14 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from systolic.mapper.lowering.compiled import AcceleratorStep, CompiledModel
 from systolic.sim.energy.energy import COMPONENTS, component_energy
-from systolic.sim.energy.events import program_events, sum_events
+from systolic.sim.energy.event_sums import group_event_sums
+from systolic.sim.energy.events import sum_events
 from systolic.sim.energy.table import EnergyTable
+from systolic.sim.native.build import native_status
 from systolic.sim.timing.native_facts import external_facts
 
 if TYPE_CHECKING:
@@ -44,18 +49,19 @@ class LayerEnergy:
 def layer_energies(compiled: CompiledModel, table: EnergyTable) -> list[LayerEnergy]:
     """Return every layer's events and energy (module docstring)."""
     config = compiled.config
-    counts: list[Mapping[str, int]] = [{}] * len(compiled.program.instructions)
-    facts = external_facts(compiled.program.words, config)  # LOAD beats, natively (or None)
-    for step in compiled.steps():
-        if isinstance(step, AcceleratorStep):
-            body = step.program.instructions[:-1]  # (its HALT stands for no instruction)
-            beats = None if facts is None else facts[0][step.first : step.first + len(body)]
-            found = program_events(body, config, beats)
-            counts[step.first : step.first + len(found)] = found
+    instructions = compiled.program.instructions
+    groups = np.full(len(instructions), -1, dtype=np.int64)
+    for index, layer in enumerate(compiled.layers):
+        groups[layer.first : layer.end] = index
+    starts = [step.first for step in compiled.steps() if isinstance(step, AcceleratorStep)]
+    facts = None  # LOAD beats, natively when the engine runs (the words are made only then)
+    if native_status()[0]:
+        facts = external_facts(compiled.program.words, config)
+    sums = group_event_sums(instructions, config, groups, len(compiled.layers), starts,
+                            None if facts is None else facts[0])  # fmt: skip
     actions = table.actions(config)
     layers = []
-    for layer in compiled.layers:
-        events = sum_events(counts[layer.first : layer.end])
+    for events in sums:
         parts = component_energy(events, actions, config)
         layers.append(LayerEnergy(events, tuple(parts[name] for name in COMPONENTS)))
     return layers
