@@ -65,9 +65,10 @@ def load_model(
     max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES,
     weightless: bool = False,
     mark_unsupported: bool = False,
+    lazy_constants: bool = False,
 ) -> Model:
     """Read the ONNX model at `path`; external data is read relative to its folder.
-    `weightless`, `mark_unsupported`: see `load_model_bytes`."""
+    `weightless`, `mark_unsupported`, `lazy_constants`: see `load_model_bytes`."""
     model_path = Path(path)
     try:
         data = model_path.read_bytes()
@@ -81,7 +82,8 @@ def load_model(
         raise ModelError(f"model file {str(model_path)!r} is empty: it holds no ONNX model")
     return load_model_bytes(data, base_dir=model_path.parent.absolute(),
                             max_tensor_bytes=max_tensor_bytes, weightless=weightless,
-                            mark_unsupported=mark_unsupported)  # fmt: skip
+                            mark_unsupported=mark_unsupported,
+                            lazy_constants=lazy_constants)  # fmt: skip
 
 
 def load_model_bytes(
@@ -91,6 +93,7 @@ def load_model_bytes(
     max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES,
     weightless: bool = False,
     mark_unsupported: bool = False,
+    lazy_constants: bool = False,
 ) -> Model:
     """Read a serialized ONNX model. `base_dir` is the folder external data is relative to;
     without it a model that uses external data is refused. A float constant declared without
@@ -98,11 +101,15 @@ def load_model_bytes(
     (flows that only count cycles, which do not depend on values): then it holds placeholder
     values (`systolic.proto.onnx_tensors.placeholder_values`). Nodes of unsupported operators
     are refused together (one error naming them all), unless `mark_unsupported` (`inspect`):
-    then they stay unbound (version 0) and their outputs keep their declared types."""
+    then they stay unbound (version 0) and their outputs keep their declared types.
+    `lazy_constants` (`inspect`, which describes constants without reading them): large
+    initializers are `LazyTensor`s, decoded on first use and not counted against the limit on
+    all constants together until a run holds them (`ReadContext.lazy`)."""
     proto = _parse(data)
     _check_ir_version(proto)
     ctx = ReadContext(base_dir=None if base_dir is None else Path(base_dir),
-                      max_tensor_bytes=max_tensor_bytes, weightless=weightless)  # fmt: skip
+                      max_tensor_bytes=max_tensor_bytes, weightless=weightless,
+                      lazy=lazy_constants)  # fmt: skip
     local_domains = sorted({"" if f.domain == "ai.onnx" else f.domain for f in proto.functions})
     raw_opsets = [(o.domain, int(o.version)) for o in proto.opset_import]
     if not raw_opsets:

@@ -44,7 +44,7 @@ def model_report(model: Model, units: Sequence[tuple[str, str]] | None = None) -
         "totals": {
             "nodes": len(nodes),
             "macs": sum(row["macs"] for row in nodes),
-            "parameters": sum(int(t.data.size) for t in graph.initializers)
+            "parameters": sum(t.size for t in graph.initializers)
             + sum(_constant_size(node) for node in graph.nodes),
         },
     }

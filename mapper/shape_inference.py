@@ -70,7 +70,7 @@ def infer_shapes(
         if info.type.is_static:
             known[info.name] = TensorInfo(info.type.dtype, _static(info.type))
     for tensor in graph.initializers:
-        value = tensor.data if tensor.data.size <= FOLD_LIMIT else None
+        value = tensor.data if tensor.size <= FOLD_LIMIT else None
         known[tensor.name] = TensorInfo(tensor.dtype, tensor.shape, value)
     for node, op in zip(graph.nodes, ops, strict=True):
         if op is not None:

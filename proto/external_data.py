@@ -12,7 +12,9 @@ from pathlib import Path
 from systolic.errors import ModelError
 from systolic.proto import TensorProto
 
-__all__ = ["external_entries", "read_external_data", "resolve_location"]
+__all__ = [
+    "external_entries", "locate_external_data", "read_external_data", "resolve_location",
+]
 
 
 def external_entries(proto: TensorProto, where: str) -> dict[str, str]:
@@ -54,10 +56,11 @@ def resolve_location(location: str, base_dir: Path, where: str) -> Path:
     return target
 
 
-def read_external_data(
+def locate_external_data(
     proto: TensorProto, where: str, *, base_dir: Path | None, expected: int
-) -> bytes:
-    """Return the `expected` bytes of an externally stored tensor.
+) -> tuple[Path, int]:
+    """Return the file and offset of an externally stored tensor's `expected` bytes, after
+    checking everything but the bytes themselves.
 
     Raises ModelError when there is no folder to resolve against (a model loaded from bytes
     without `base_dir`), the location is unsafe, the file is missing, or it is too short.
@@ -89,10 +92,20 @@ def read_external_data(
             f"{where}: external data file {location!r} is too short: needs {expected} bytes "
             f"at offset {start}, found {available}"
         )
+    return path, start
+
+
+def read_external_data(
+    proto: TensorProto, where: str, *, base_dir: Path | None, expected: int
+) -> bytes:
+    """Return the `expected` bytes of an externally stored tensor (checked as
+    `locate_external_data` says; also a file that shrinks while it is read is a ModelError)."""
+    path, start = locate_external_data(proto, where, base_dir=base_dir, expected=expected)
     with open(path, "rb") as handle:
         handle.seek(start)
         data = handle.read(expected)
     if len(data) != expected:
+        location = external_entries(proto, where).get("location", "")
         raise ModelError(
             f"{where}: external data file {location!r} changed while it was read: needs "
             f"{expected} bytes at offset {start}, read {len(data)}"

@@ -16,6 +16,7 @@ from systolic.ir import (
     DataType,
     Dim,
     Graph,
+    LazyTensor,
     Node,
     Tensor,
     TensorType,
@@ -33,8 +34,11 @@ from systolic.proto import (
 )
 from systolic.proto.onnx_sparse import densify
 from systolic.proto.onnx_tensors import (
+    LAZY_FROM,
     declared_bytes,
     declared_element_bytes,
+    declared_shape,
+    lazy_loader,
     tensor_to_numpy,
 )
 
@@ -53,12 +57,16 @@ class ReadContext:
     """What converting needs besides the messages: where external data lives, and the memory
     limit, which holds for each tensor and for all decoded constants together (`held`: bytes
     by tensor, checked by `hold` before anything is decoded). `weightless`: float constants
-    declared without data hold placeholder values (`tensor_to_numpy`) instead of being refused."""
+    declared without data hold placeholder values (`tensor_to_numpy`) instead of being refused.
+    `lazy` (`systolic inspect`): large initializers stored as raw or external data become
+    `LazyTensor`s, checked now and decoded on first use; they are not held (nothing holds
+    them until a run does, which counts them: `systolic.reference.executor`)."""
 
     base_dir: Path | None
     max_tensor_bytes: int
     held: dict[str, int] = dataclasses.field(default_factory=dict)
     weightless: bool = False
+    lazy: bool = False
 
     def hold(self, where: str, size: int) -> None:
         """Count `size` bytes for `where` (once: holding the same tensor again changes
@@ -282,13 +290,15 @@ def convert_node(proto: NodeProto, index: int, ctx: ReadContext) -> tuple[Node, 
 def _initializers(proto: GraphProto, ctx: ReadContext) -> list[Tensor]:
     """Decode the graph's initializers, dense and sparse, after holding all of their
     declared sizes: constants that together exceed the limit are refused before any is
-    decoded."""
+    decoded (with `ctx.lazy`, large ones are left to decode on first use and not held)."""
     dense = []
     for index, tensor in enumerate(proto.initializer):
         if not tensor.name:
             raise ModelError(f"initializer #{index} has no name: give every initializer a name")
         where = f"initializer {tensor.name!r}"
-        ctx.hold(where, declared_bytes(tensor, where))
+        size = declared_bytes(tensor, where)
+        if not (ctx.lazy and size >= LAZY_FROM):
+            ctx.hold(where, size)
         dense.append((tensor, where))
     sparse = []
     for sparse_tensor in proto.sparse_initializer:
@@ -297,9 +307,20 @@ def _initializers(proto: GraphProto, ctx: ReadContext) -> list[Tensor]:
         where = f"sparse initializer {sparse_tensor.values.name!r}"
         _hold_sparse(sparse_tensor, where, ctx)
         sparse.append((sparse_tensor, where))
-    return [convert_tensor(tensor, where, ctx) for tensor, where in dense] + [
+    return [_initializer(tensor, where, ctx) for tensor, where in dense] + [
         _densify(sparse_tensor, where, ctx) for sparse_tensor, where in sparse
     ]
+
+
+def _initializer(proto: TensorProto, where: str, ctx: ReadContext) -> Tensor:
+    """`convert_tensor`, or with `ctx.lazy` a `LazyTensor` when `lazy_loader` allows one."""
+    load = lazy_loader(proto, where, base_dir=ctx.base_dir, max_bytes=ctx.max_tensor_bytes) if (
+        ctx.lazy) else None
+    if load is None:
+        return convert_tensor(proto, where, ctx)
+    ctx.held[where] = 0  # (not decoded: held by no one yet)
+    return LazyTensor(proto.name, DataType(proto.data_type),
+                      shape=declared_shape(proto, where), load=load)
 
 
 def convert_graph(proto: GraphProto, ctx: ReadContext) -> tuple[Graph, tuple[str, ...]]:

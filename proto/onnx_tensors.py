@@ -8,6 +8,7 @@ limit from the declared dims *before* any element is decoded.
 """
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,15 +16,17 @@ import numpy as np
 from systolic.errors import ModelError, ResourceError, UnsupportedError
 from systolic.ir import DataType
 from systolic.proto import DataLocation, TensorProto
-from systolic.proto.external_data import read_external_data
+from systolic.proto.external_data import locate_external_data, read_external_data
 
 __all__ = [
+    "LAZY_FROM",
     "declared_bytes",
     "declared_element_bytes",
     "declared_shape",
     "decode_bfloat16",
     "decode_packed_4bit",
     "element_bytes",
+    "lazy_loader",
     "placeholder_values",
     "tensor_to_numpy",
 ]
@@ -150,6 +153,36 @@ def tensor_to_numpy(
             raise ModelError(f"{where}: string tensors cannot use raw_data; use string_data")
         return dtype, _from_raw(proto.raw_data, dtype, shape, where)
     return dtype, _from_fields(proto, dtype, shape, where)
+
+
+LAZY_FROM = 1 << 20
+"""Tensors of at least this many bytes may be decoded lazily (`lazy_loader`)."""
+
+
+def lazy_loader(
+    proto: TensorProto, where: str, *, base_dir: Path | None, max_bytes: int
+) -> Callable[[], np.ndarray] | None:
+    """Return a function that decodes `proto`'s values later (`tensor_to_numpy`'s values),
+    after checking now what the header and the stored data's size tell, so that a bad file is
+    refused when it is read, as before; or None when the tensor should be decoded now: smaller
+    than LAZY_FROM, kept in typed fields or without data, or refused by `tensor_to_numpy`."""
+    dtype = _data_type(proto, where)
+    shape = declared_shape(proto, where)
+    count = math.prod(shape)
+    size = count * element_bytes(dtype)
+    if (size < LAZY_FROM or size > max_bytes or not dtype.has_numpy
+            or dtype not in _RAW_DTYPES or proto.HasField("segment")):
+        return None
+    if proto.data_location == DataLocation.EXTERNAL:
+        locate_external_data(proto, where, base_dir=base_dir, expected=size)
+    elif not proto.HasField("raw_data") or (
+            len(proto.raw_data) != count * np.dtype(_RAW_DTYPES[dtype]).itemsize):
+        return None
+
+    def load() -> np.ndarray:
+        return tensor_to_numpy(proto, where, base_dir=base_dir, max_bytes=max_bytes)[1]
+
+    return load
 
 
 WEIGHTLESS_TYPES = (DataType.FLOAT, DataType.FLOAT16, DataType.DOUBLE)

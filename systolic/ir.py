@@ -8,8 +8,9 @@ array. `Graph.text()` gives a stable text form for tests and `systolic inspect`.
 import dataclasses
 import enum
 import functools
-from collections.abc import Iterator, Mapping
-from typing import Union
+import math
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Union
 
 import numpy as np
 
@@ -19,6 +20,7 @@ __all__ = [
     "Attrs",
     "DataType",
     "Graph",
+    "LazyTensor",
     "Model",
     "Node",
     "Tensor",
@@ -178,6 +180,17 @@ class Tensor:
         return tuple(int(d) for d in self.data.shape)
 
     @property
+    def size(self) -> int:
+        """The number of elements (known without the values, also for a `LazyTensor`)."""
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the values take (known without the values, also for a `LazyTensor`)."""
+        return self.size * self.dtype.numpy.itemsize if self.dtype.has_numpy else int(
+            self.data.nbytes)
+
+    @property
     def type(self) -> TensorType:
         return TensorType(self.dtype, self.shape)
 
@@ -197,10 +210,71 @@ class Tensor:
     def text(self) -> str:
         """Return "f32[3]{1, 2, 3}" for tensors of up to 8 elements, else just the type."""
         head = self.type.text()
-        if self.data.size <= 8 and self.dtype != DataType.STRING:
+        if self.size <= 8 and self.dtype != DataType.STRING:
             values = ", ".join(_scalar_text(v) for v in self.data.reshape(-1).tolist())
             return f"{head}{{{values}}}"
         return head
+
+
+class LazyTensor(Tensor):
+    """A constant whose values are decoded only when first read (`data`): its name, type,
+    shape, size and byte size are known from the file's header. `load()` returns the values
+    (a numpy array of `dtype.numpy` and `shape`; it may raise the importer's one-line errors)
+    and is dropped once it has run. Equality, pickling and copies read the values; a pickled
+    LazyTensor is a plain `Tensor`."""
+
+    _shape: tuple[int, ...]
+    _load: Callable[[], np.ndarray] | None
+
+    def __init__(self, name: str, dtype: DataType, data: np.ndarray | None = None, *,
+                 shape: tuple[int, ...] = (), load: Callable[[], np.ndarray] | None = None
+                 ) -> None:  # (name, dtype, data: the signature dataclasses.replace calls)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "dtype", dtype)
+        if data is not None:
+            object.__setattr__(self, "_shape", tuple(int(d) for d in data.shape))
+            object.__setattr__(self, "_load", None)
+            self.__dict__["data"] = _frozen(data)
+        else:
+            if load is None:
+                raise ValueError("a LazyTensor needs its data or a load function")
+            object.__setattr__(self, "_shape", tuple(shape))
+            object.__setattr__(self, "_load", load)
+
+    @functools.cached_property
+    def data(self) -> np.ndarray:
+        """The values, decoded on first use (read-only)."""
+        load = self._load
+        if load is None:
+            raise ValueError(f"tensor {self.name!r} has no values and no way to load them")
+        values = _frozen(load())
+        if tuple(values.shape) != self._shape:
+            raise ValueError(f"tensor {self.name!r} decoded to shape {values.shape}, "
+                             f"not its declared {self._shape}")
+        self.__dict__["_load"] = None  # (frees what the loader holds: the tensor's message)
+        return values
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the values have been decoded."""
+        return "data" in self.__dict__
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.dtype, self.shape))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Tensor, (self.name, self.dtype, self.data)
+
+
+def _frozen(values: np.ndarray) -> np.ndarray:
+    if values.flags.writeable:
+        values = values.copy()
+        values.flags.writeable = False
+    return values
 
 
 AttrValue = Union[

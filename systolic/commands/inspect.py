@@ -20,6 +20,7 @@ from systolic.commands.compile import parse_input_shapes
 from systolic.commands.config_args import add_config_arguments, config_from_args
 from systolic.commands.model_loading import add_max_memory_argument, parse_size, report_warnings
 from systolic.commands.output_paths import check_output_file
+from systolic.config import ArrayConfig
 from systolic.errors import ConfigError
 from systolic.fileio import write_atomically
 from systolic.text import printable
@@ -60,7 +61,6 @@ def run(args: argparse.Namespace) -> int:
     from systolic.examples import example_path
     from systolic.mapper.graph_checks import NameWarning
     from systolic.mapper.importer import load_model
-    from systolic.mapper.lowering.coverage import node_units
     from systolic.mapper.report import model_report
 
     limit = parse_size(args.max_memory)
@@ -72,9 +72,9 @@ def run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NameWarning)
         model = load_model(args.model or example_path(), max_tensor_bytes=limit,
-                           mark_unsupported=True)  # fmt: skip
+                           mark_unsupported=True, lazy_constants=True)  # fmt: skip
     model = _bind(model, parse_input_shapes(args.input_shape), limit)
-    report = model_report(model, node_units(model, config))
+    report = model_report(model, _units(model, config, limit))
     report_warnings(caught)
     if args.json:
         text = json.dumps(report, indent=2) + "\n"
@@ -84,6 +84,24 @@ def run(args: argparse.Namespace) -> int:
         write_atomically(args.json, text)
     sys.stdout.write(render_text(report))
     return 0
+
+
+def _units(model: "Model", config: ArrayConfig, limit: int) -> list[tuple[str, str]]:
+    """Return each node's (unit, reason) from the mapper (`node_units`), unless the model's
+    constants together exceed `limit`: the mapper would decode them all, so every node is
+    then reported on the host with that reason, and no constant is decoded (the importer
+    left the large ones undecoded: `lazy_constants`)."""
+    from systolic.mapper.lowering.coverage import node_units
+
+    sizes = {tensor.name: tensor.nbytes for tensor in model.graph.initializers}
+    total = sum(sizes.values())
+    if total <= limit:
+        return node_units(model, config)
+    largest = sorted(sizes.items(), key=lambda item: -item[1])[:3]
+    named = ", ".join(f"{name!r} ({size} bytes)" for name, size in largest)
+    reason = (f"not mapped: the constants need {total} bytes together, more than --max-memory "
+              f"({limit}); the largest: {named}")  # fmt: skip
+    return [("host", reason)] * len(model.graph.nodes)
 
 
 def _bind(model: "Model", shapes: dict[str, tuple[int, ...]], limit: int) -> "Model":

@@ -140,6 +140,24 @@ class _Held:
         )
 
 
+def _check_constants(graph: Graph, inputs: Mapping[str, np.ndarray], limit: int | None) -> None:
+    """Refuse a run whose constants and inputs alone exceed `limit`, from their sizes, before
+    any constant is decoded (a `LazyTensor` is decoded only when a run reads it)."""
+    if limit is None:
+        return
+    sizes = {t.name: t.nbytes for t in graph.initializers}
+    sizes.update((name, int(getattr(value, "nbytes", 0))) for name, value in inputs.items())
+    total = sum(sizes.values())
+    if total > limit:
+        largest = sorted(sizes.items(), key=lambda item: -item[1])[:3]
+        named = ", ".join(f"{name!r} ({size} bytes)" for name, size in largest)
+        raise ResourceError(
+            f"running the graph holds {total} bytes of tensors at once before the first node, "
+            f"more than the limit of {limit} (--max-memory); the largest: {named}: raise the "
+            "limit or use smaller inputs"
+        )
+
+
 def run_graph(
     graph: Graph,
     inputs: Mapping[str, np.ndarray],
@@ -159,6 +177,8 @@ def run_graph(
     values) exceed `max_bytes` (None: no limit; default: `current_budget()`), naming the
     largest.
     """
+    limit = current_budget() if max_bytes is BUDGET else max_bytes
+    _check_constants(graph, inputs, limit)
     values: dict[str, np.ndarray] = {t.name: t.data for t in graph.initializers}
     declared = {info.name: info.type for info in graph.inputs}
     for name, value in inputs.items():
@@ -173,7 +193,7 @@ def run_graph(
 
     ops = [make_op(node, opsets) for node in graph.nodes]
     releases = release_schedule(graph)
-    held = _Held(values, current_budget() if max_bytes is BUDGET else max_bytes)
+    held = _Held(values, limit)
     held.check("before the first node")
 
     for index, (node, op) in enumerate(zip(graph.nodes, ops, strict=True)):

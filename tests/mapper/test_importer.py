@@ -439,3 +439,27 @@ def test_constants_over_the_limit_together_are_refused_before_any_is_decoded() -
         _load(model, max_tensor_bytes=500)
     with pytest.raises(ModelError, match=r"initializer 'a' .* the model is corrupt"):
         _load(model, max_tensor_bytes=800)
+
+
+def test_lazy_constants_are_decoded_on_first_use_and_not_held() -> None:
+    """With `lazy_constants`, a large initializer is a LazyTensor that the limit on all
+    constants together does not count; small ones are decoded as always."""
+    from systolic.ir import LazyTensor
+    from systolic.proto.onnx_tensors import LAZY_FROM
+
+    big = np.arange(LAZY_FROM // 4, dtype=np.float32).reshape(1, -1)
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "big"], ["y"], name="add")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(big.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(big.shape))],
+        initializer=[numpy_helper.from_array(big, "big"),
+                     numpy_helper.from_array(np.ones(2, np.float32), "small")])
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]
+                             ).SerializeToString()
+    with pytest.raises(ResourceError, match="constants need"):
+        load_model_bytes(data, max_tensor_bytes=big.nbytes + 4)
+    model = load_model_bytes(data, max_tensor_bytes=big.nbytes + 4, lazy_constants=True)
+    lazy, small = model.graph.initializers
+    assert isinstance(lazy, LazyTensor) and not lazy.loaded and lazy.shape == big.shape
+    assert not isinstance(small, LazyTensor)
+    np.testing.assert_array_equal(lazy.data, big)

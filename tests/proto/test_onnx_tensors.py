@@ -1,5 +1,7 @@
 """TensorProto decoding against onnx.numpy_helper as the oracle, for every field layout."""
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -7,6 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from systolic.errors import ModelError, ResourceError, UnsupportedError
 from systolic.ir import DataType
+from systolic.proto import DataLocation
 from systolic.proto import TensorProto as OurTensorProto
 from systolic.proto.onnx_tensors import decode_bfloat16, decode_packed_4bit, tensor_to_numpy
 
@@ -118,3 +121,47 @@ def test_packed_4bit_matches_onnx_packing() -> None:
     np.testing.assert_array_equal(
         decode_packed_4bit(packed.raw_data or bytes(packed.int32_data), 3, signed=False), unsigned
     )
+
+
+# -- lazy_loader ---------------------------------------------------------------------------
+
+
+def test_lazy_loader_decodes_large_raw_tensors_later_to_the_same_values() -> None:
+    from systolic.proto.onnx_tensors import LAZY_FROM, lazy_loader
+
+    values = np.arange(LAZY_FROM // 4, dtype=np.float32).reshape(4, -1)
+    proto = _ours(numpy_helper.from_array(values, "t"))
+    load = lazy_loader(proto, "tensor 't'", base_dir=None, max_bytes=1 << 30)
+    assert load is not None
+    np.testing.assert_array_equal(load(), values)
+
+
+def test_lazy_loader_leaves_small_corrupt_and_refused_tensors_to_decode_now() -> None:
+    from systolic.proto.onnx_tensors import LAZY_FROM, lazy_loader
+
+    small = _ours(numpy_helper.from_array(np.zeros(4, np.float32), "t"))
+    assert lazy_loader(small, "t", base_dir=None, max_bytes=1 << 30) is None
+    large = numpy_helper.from_array(np.zeros(LAZY_FROM // 4, np.float32), "t")
+    assert lazy_loader(_ours(large), "t", base_dir=None, max_bytes=LAZY_FROM - 1) is None
+    large.raw_data = large.raw_data[:-4]  # corrupt: tensor_to_numpy refuses it at once
+    assert lazy_loader(_ours(large), "t", base_dir=None, max_bytes=1 << 30) is None
+
+
+def test_lazy_loader_checks_external_data_before_it_is_read(tmp_path: Path) -> None:
+    from systolic.proto.onnx_tensors import LAZY_FROM, lazy_loader
+
+    proto = OurTensorProto()
+    proto.name, proto.data_type = "t", int(DataType.FLOAT)
+    proto.dims.append(LAZY_FROM // 4)
+    proto.data_location = DataLocation.EXTERNAL
+    entry = proto.external_data.add()
+    entry.key, entry.value = "location", "t.bin"
+    with pytest.raises(ModelError, match=r"external data file 't.bin' is missing"):
+        lazy_loader(proto, "tensor 't'", base_dir=tmp_path, max_bytes=1 << 30)
+    (tmp_path / "t.bin").write_bytes(b"\0" * 8)
+    with pytest.raises(ModelError, match=r"is too short: needs 1048576 bytes at offset 0"):
+        lazy_loader(proto, "tensor 't'", base_dir=tmp_path, max_bytes=1 << 30)
+    (tmp_path / "t.bin").write_bytes(np.ones(LAZY_FROM // 4, np.float32).tobytes())
+    load = lazy_loader(proto, "tensor 't'", base_dir=tmp_path, max_bytes=1 << 30)
+    assert load is not None
+    np.testing.assert_array_equal(load(), np.ones(LAZY_FROM // 4, np.float32))

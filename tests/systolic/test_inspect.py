@@ -135,3 +135,48 @@ def test_bad_model_in_a_subprocess(case: str, tmp_path: Path) -> None:
     assert len(lines) == 1 and "Traceback" not in result.stderr
     assert re.search(MANIFEST["cases"][case]["match"], lines[0])
     assert not target.exists()
+
+
+def _huge_constants_model(folder: Path, count: int = 3, gib: int = 6) -> Path:
+    """A model of a few hundred bytes whose `count` float constants of `gib` GiB each are
+    external data in sparse files (no disk space, no memory until read)."""
+    size = gib << 30
+    initializers = []
+    for index in range(count):
+        tensor = TensorProto(name=f"c{index}", data_type=TensorProto.FLOAT, dims=[size // 4],
+                             data_location=TensorProto.EXTERNAL)
+        entry = tensor.external_data.add()
+        entry.key, entry.value = "location", f"c{index}.bin"
+        with open(folder / f"c{index}.bin", "wb") as handle:
+            handle.truncate(size)
+        initializers.append(tensor)
+    names = ["x", *(f"v{index}" for index in range(count - 1)), "y"]
+    nodes = [helper.make_node("Add", [names[i], f"c{i}"], [names[i + 1]], name=f"add{i}")
+             for i in range(count)]
+    value = [size // 4]
+    graph = helper.make_graph(nodes, "huge", [helper.make_tensor_value_info("x", 1, value)],
+                              [helper.make_tensor_value_info("y", 1, value)], initializers)
+    path = folder / "huge.onnx"
+    path.write_bytes(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    return path
+
+
+def test_constants_are_described_without_being_decoded(tmp_path: Path) -> None:
+    """Three 6 GiB constants (18 GiB, each under the 8 GiB default): `inspect` describes
+    the model in seconds under a 2 GiB address-space limit; the mapper is not run, and each
+    node says why (issue 11, point 3)."""
+    path = _huge_constants_model(tmp_path)
+    limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)); "
+    result = subprocess.run(
+        [sys.executable, "-c", limit + "from systolic.commands.cli import main; "
+         "raise SystemExit(main())", "inspect", str(path), "--json", "-"],
+        check=False, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["totals"]["parameters"] == 3 * (6 << 30) // 4
+    expected = (f"not mapped: the constants need {18 << 30} bytes together, more than "
+                f"--max-memory ({8 << 30}); the largest: 'c0' ({6 << 30} bytes), 'c1' "
+                f"({6 << 30} bytes), 'c2' ({6 << 30} bytes)")  # fmt: skip
+    assert {node["reason"] for node in report["nodes"]} == {expected}
