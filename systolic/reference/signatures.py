@@ -139,6 +139,10 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("", "Upsample"): ((1, "X", "Y"), (9, "X scales", "Y")),
     ("", "Where"): ((9, "condition X Y", "output"),),
     ("", "Xor"): ((1, "A B", "C"),),
+    ("com.microsoft", "DynamicQuantizeLSTM"): (
+        (1, ("X W R B? sequence_lens? initial_h? initial_c? P? W_scale W_zero_point R_scale "
+            "R_zero_point"), "Y? Y_h? Y_c?"),
+    ),
     ("com.microsoft", "QGemm"): (
         (1, "A a_scale a_zero_point? B b_scale b_zero_point? C? y_scale? y_zero_point?", "Y"),
     ),
