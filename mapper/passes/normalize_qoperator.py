@@ -12,8 +12,8 @@
   QLinearSigmoid/QLinearLeakyRelu); QLinearMul -> QMul (same shapes, or one operand per
   channel [N|1, C, 1, ...] of the other); a QLinearAdd or QLinearMul with one constant
   one-value operand (x + c, x * c: GELU's + 1 and * 0.5) is a function of x alone and becomes a
-  QTable like the lookups; QLinearSoftmax stays on the host (a sum along an
-  axis, not an element-wise function).
+  QTable like the lookups. (QLinearSoftmax is fuse_softmax's: QSoftmax; a MatMulInteger
+  no pattern here takes is fuse_integer_matmul's: QMatMulInt.)
 
 Requantization multipliers are computed in float32 in onnxruntime's order (so that the
 fixed-point (M, s), exact for a float32 multiplier, rounds the same products onnxruntime
@@ -408,11 +408,6 @@ def _qlinear_mul(ctx: FusionContext, node: Node, report: PassReport) -> None:
     _finish(ctx, report, "QMul", [a, b], [node], attrs)
 
 
-def _qlinear_softmax(_ctx: FusionContext, _node: Node, _report: PassReport) -> None:
-    raise NotFusable("a softmax sums along an axis (not an element-wise function): it runs "
-                     "on the host")
-
-
 Handler = Callable[[FusionContext, Node, PassReport], None]
 _HANDLERS: dict[tuple[str, str], Handler] = {
     ("", "QLinearConv"): _qlinear_conv,
@@ -427,5 +422,4 @@ _HANDLERS: dict[tuple[str, str], Handler] = {
     ("com.microsoft", "QLinearSigmoid"): _qlinear_lookup,
     ("com.microsoft", "QLinearLeakyRelu"): _qlinear_lookup,
     ("com.microsoft", "QLinearMul"): _qlinear_mul,
-    ("com.microsoft", "QLinearSoftmax"): _qlinear_softmax,
 }

@@ -57,14 +57,15 @@ def test_matmul_integer_with_float_requantization():
     compare(model, fused, (4, 8), r, 0.1)
 
 
-def test_matmul_integer_without_requantization_stays_on_the_host():
+def test_matmul_integer_without_requantization_runs_raw_on_the_array():
+    """No requantization after it: fuse_integer_matmul makes it a QMatMulInt (int32 out)."""
     constants = {"b": np.ones((8, 5), np.int8)}
     nodes = [node("MatMulInteger", ["x", "b"], ["y"], name="mmi")]
     model = build(nodes, [("x", np.uint8, [4, 8])], [("y", np.int32, [4, 5])], constants)
     fused, report = run_passes(model)
-    assert [n.op_type for n in fused.graph.nodes] == ["MatMulInteger"]
-    assert report.fate("mmi").action == "host"
-    assert "graph output" in report.fate("mmi").reason
+    assert [n.op_type for n in fused.graph.nodes] == ["QMatMulInt"]
+    assert report.fate("mmi").action == "fused"
+    assert "QMatMulInt" in report.fate("mmi").into
 
 
 def test_qlinear_average_pool_and_integer_max_pool():
