@@ -46,15 +46,16 @@ def _column(instructions: Sequence[Any], where: np.ndarray, field: str) -> np.nd
 
 def _active_weights(where: np.ndarray, preloads: np.ndarray, sizes: np.ndarray,
                     resets: np.ndarray) -> np.ndarray:
-    """Return k*n of the weights each COMPUTE at `where` multiplies with (0 when no PRELOAD
-    came after the latest reset)."""
+    """Return k*n of the weights each COMPUTE at `where` multiplies with: the latest PRELOAD's
+    at or after the first instruction of its run (`resets`: the first instruction of every
+    run, sorted), else 0."""
     if len(preloads) == 0:
         return np.zeros(len(where), dtype=np.int64)
     last = np.searchsorted(preloads, where) - 1
     found = np.where(last >= 0, preloads[np.maximum(last, 0)], -1)
-    reset = np.searchsorted(resets, where) - 1
-    since = np.where(reset >= 0, resets[np.maximum(reset, 0)], -1)
-    return np.where((last >= 0) & (found > since), sizes[np.maximum(last, 0)], 0)
+    reset = np.searchsorted(resets, where, side="right") - 1
+    since = np.where(reset >= 0, resets[np.maximum(reset, 0)], 0)
+    return np.where((last >= 0) & (found >= since), sizes[np.maximum(last, 0)], 0)
 
 
 def group_event_sums(
@@ -75,7 +76,7 @@ def group_event_sums(
     preloads = at.get("PRELOAD", empty)
     k, n = (_column(instructions, preloads, f) for f in ("k", "n"))
     totals.add("spad_wt_reads", preloads, k)
-    resets = np.union1d(at.get("HALT", empty), np.asarray(starts, dtype=np.int64))
+    resets = np.union1d(at.get("HALT", empty) + 1, np.asarray(starts, dtype=np.int64))
     _ws_computes(instructions, config, at.get("COMPUTE", empty), (preloads, k * n, resets),
                  totals)  # fmt: skip
     _os_computes(instructions, config, at.get("COMPUTE.OS", empty), totals)
