@@ -36,6 +36,7 @@ CONFIGS = [
     ArrayConfig(rows=16, cols=16, dataflow=WS, bus_bytes=64, mem_latency=20),
     ArrayConfig(rows=5, cols=5, dataflow=WS, bus_bytes=4, mem_latency=5),  # (512 % dim != 0)
     ArrayConfig(rows=3, cols=5, dataflow=OS, bus_bytes=1, mem_latency=0),
+    ArrayConfig(rows=6, cols=2, dataflow=OS, weight_width=16, bus_bytes=8),  # (2-byte outputs)
     ArrayConfig(rows=4, cols=4, dataflow=WS, input_width=16, weight_width=16, bus_bytes=4),
 ]
 
@@ -105,7 +106,7 @@ def softmax_cycles(instr: Softmax, config: ArrayConfig) -> int:
     return total
 
 
-@pytest.mark.parametrize("config", CONFIGS[:5], ids=_id)
+@pytest.mark.parametrize("config", CONFIGS[:6], ids=_id)
 def test_a_lone_softmax_takes_its_sum_over_rows(config: ArrayConfig,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     dim = config.dim
@@ -117,7 +118,7 @@ def test_a_lone_softmax_takes_its_sum_over_rows(config: ArrayConfig,
         assert_same(timing, python_timing(config, [softmax, Halt()], monkeypatch))
 
 
-@pytest.mark.parametrize("config", CONFIGS[:5], ids=_id)
+@pytest.mark.parametrize("config", CONFIGS[:6], ids=_id)
 def test_a_wide_table_and_a_raw_store_take_their_cycles(
         config: ArrayConfig, monkeypatch: pytest.MonkeyPatch) -> None:
     """TABLE wide: ceil(512 / dim) + 2 from its issue; STORE raw: the STORE of the same rows
