@@ -9,7 +9,9 @@ Order (each pass one module):
  4. spatial_mean        ReduceMean over all spatial axes -> GlobalAveragePool (+ Reshape)
  5. fold_batchnorm      BatchNormalization into the preceding Conv/Gemm (float)
  6. unroll_recurrent    float models: RNN/GRU/LSTM with a static sequence -> per-step float
-                        MatMul/Add/Gather, gate functions, Mul, Concat (quantized below)
+                        MatMul/Add/Gather, gate functions, Mul, Concat (quantized below);
+                        com.microsoft DynamicQuantizeLSTM -> DynamicQuantizeLinear +
+                        MatMulInteger per gate (any model)
  7. quantize_float      only for float models (no quantization in the graph): post-training
                         quantization, expressed as QuantizeLinear/DequantizeLinear pairs
                         (types are inferred again afterwards)

@@ -10,7 +10,8 @@ from systolic.mapper.passes.graph_tools import attr_str
 
 __all__ = ["activation_specs"]
 
-DEFAULTS = {"RNN": ("Tanh",), "GRU": ("Sigmoid", "Tanh"), "LSTM": ("Sigmoid", "Tanh", "Tanh")}
+DEFAULTS = {"RNN": ("Tanh",), "GRU": ("Sigmoid", "Tanh"), "LSTM": ("Sigmoid", "Tanh", "Tanh"),
+            "DynamicQuantizeLSTM": ("Sigmoid", "Tanh", "Tanh")}
 DEFAULT_ALPHA = {"LeakyRelu": 0.01, "ThresholdedRelu": 1.0, "HardSigmoid": 0.2, "Elu": 1.0,
                  "ScaledTanh": 1.0, "Affine": 1.0}
 DEFAULT_BETA = {"HardSigmoid": 0.5, "ScaledTanh": 1.0, "Affine": 0.0}

@@ -1,0 +1,68 @@
+"""Unroll com.microsoft DynamicQuantizeLSTM: the LSTM of recurrent_unroller.py with its two
+products as onnxruntime computes them (systolic/reference/ops/op_dynamic_quantize_lstm.py):
+
+- X·W_k: DynamicQuantizeLinear of X (once, every step: uint8, scale, zero point),
+  MatMulInteger(X_q, W[d][:, k-th hidden columns], x_zp, w_zp), Cast to float32, Mul by
+  x_scale·w_scale (a float32 Mul of the scalar and the gate's scales);
+- H·R_k: the same with DynamicQuantizeLinear of H_{t-1} (once per step, shared by the gates);
+  a zero state has no product (onnxruntime's adds exactly 0).
+
+W is [directions, input, 4·hidden] and R [directions, hidden, 4·hidden] (8-bit); scales and
+zero points per direction or per column. The float additions group as (X·W_k + B_k) + H·R_k
+where onnxruntime adds (X·W_k + H·R_k) + B_k: float32 rounding apart.
+"""
+
+import numpy as np
+
+from systolic.mapper.passes.graph_tools import make_node
+from systolic.mapper.passes.recurrent_unroller import State, Unroller
+
+__all__ = ["DynamicUnroller"]
+
+
+class DynamicUnroller(Unroller):
+    """Writes one DynamicQuantizeLSTM's unrolled nodes (integer products, float gates)."""
+
+    def _load_weights(self, constants: dict[str, np.ndarray]) -> tuple[int, int]:
+        inputs = self.node.inputs
+        self.w_q, self.r_q = constants[inputs[1]], constants[inputs[2]]
+        self.w_scale, self.w_zp = constants[inputs[8]], constants[inputs[9]]
+        self.r_scale, self.r_zp = constants[inputs[10]], constants[inputs[11]]
+        self.x_quantized: tuple[str, str, str] | None = None
+        self.h_quantized: dict[str, tuple[str, str, str]] = {}
+        return self.w_q.shape[0], self.r_q.shape[1]
+
+    def _input_product(self, d: int, rows: slice) -> str:
+        if self.x_quantized is None:
+            self.x_quantized = self._quantize(self.node.inputs[0])
+        return self._product(self.x_quantized, self.w_q, self.w_scale, self.w_zp, d, rows)
+
+    def _recurrent_product(self, d: int, rows: slice, h: State) -> State:
+        if h is None:
+            return None
+        name = self.b.value(h)
+        if name not in self.h_quantized:
+            self.h_quantized[name] = self._quantize(name)
+        return self._product(self.h_quantized[name], self.r_q, self.r_scale, self.r_zp, d, rows)
+
+    def _quantize(self, value: str) -> tuple[str, str, str]:
+        """DynamicQuantizeLinear of `value`: (quantized, scale, zero point)."""
+        outputs = [self.b.namer(f"{self.b.base}_{part}") for part in ("q", "scale", "zp")]
+        self.b.nodes.append(make_node("DynamicQuantizeLinear", [value], outputs,
+                                      name=self.b.namer(outputs[0])))
+        return outputs[0], outputs[1], outputs[2]
+
+    def _product(self, a: tuple[str, str, str], weights: np.ndarray, scales: np.ndarray,
+                 zero_points: np.ndarray, d: int, rows: slice) -> str:
+        a_q, a_scale, a_zp = a
+        columns = weights.shape[2]
+        zp = np.broadcast_to(zero_points[d], (columns,))[rows]
+        zp_value = zp[:1].reshape(()) if np.all(zp == zp[0]) else zp
+        scale = np.broadcast_to(scales[d], (columns,))[rows].astype(np.float32)
+        scale_value = scale[:1].reshape(()) if np.all(scale == scale[0]) else scale
+        b = self.b
+        product = b.op("MatMulInteger", [a_q, b.const(weights[d][:, rows], weights.dtype), a_zp,
+                                         b.const(zp_value, weights.dtype)])
+        as_float = b.op("Cast", [product], to=1)
+        multiplier = b.op("Mul", [a_scale, b.const(scale_value, np.dtype(np.float32))])
+        return b.op("Mul", [as_float, multiplier])
