@@ -32,10 +32,14 @@ pairs that `fuse_qdq` then fuses (the same form onnxruntime's QDQ quantizer writ
   systolic.QTable; a Mul of two computed tensors (same shape, or one per channel of the
   other: squeeze-excitation) has its inputs and result quantized (-> systolic.QMul). A
   region with several results read outside it stays float; the report notes why.
-- Softmax (static shape, over contiguous rows: the last axis from opset 13, any axis before):
-  its input and output are quantized (calibrated like any activation), so that `fuse_softmax`
-  makes it one systolic.QSoftmax (SOFTMAX on the vector unit, within one step of the float
-  softmax of the quantized input).
+- Softmax (static shape, over contiguous rows: the last axis from opset 13, any axis before)
+  of a quantized value (a product's scores, say): its output is quantized too (the input's
+  low end no lower than where the exp table underflows for every calibration row,
+  `softmax_ranges`: a mask's -10000 added by a quantized Add does not set the scale), so
+  that `fuse_softmax` makes it one systolic.QSoftmax (SOFTMAX on the vector unit, within
+  one step of the float softmax of the quantized input). A Softmax of a float value (a
+  host Add of a broadcast mask) stays float: its input's range would come from the
+  calibration set's masks alone (zeros for integer inputs by default).
 - Degenerate ranges: a scale below float32's smallest normal number (0, denormal) becomes 1
   with zero point 0 (onnxruntime's quantizer does the same).
 - Calibration: the caller's feeds, or `calibration.random_calibration(graph, seed)` (8 seeded
@@ -55,6 +59,7 @@ from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of, ma
 from systolic.mapper.passes.ptq_regions import elementwise_region, is_product_of_computed
 from systolic.mapper.passes.quant_params import is_activation, weight_scale_floor
 from systolic.mapper.passes.report import PassReport
+from systolic.mapper.passes.softmax_ranges import softmax_row_floors
 
 __all__ = ["QUANTIZED_OP_TYPES", "is_quantized", "quantize_float"]
 
@@ -93,6 +98,7 @@ class _Plan:
     weights: dict[str, int]  # node name -> channel axis of its weight (input 1)
     symmetric: set[str] = dataclasses.field(default_factory=set)  # sources quantized symmetric
     results: dict[str, str] = dataclasses.field(default_factory=dict)  # node -> quantized output
+    softmax_inputs: list[Node] = dataclasses.field(default_factory=list)  # their only reader
 
 
 def quantize_float(
@@ -111,6 +117,9 @@ def quantize_float(
     feeds = list(calibration) if calibration is not None else random_calibration(graph, seed)
     own = [v for v in plan.values if v not in plan.shared]
     ranges = calibrate(model, feeds, own)
+    for name, floor in softmax_row_floors(model, feeds, plan.softmax_inputs).items():
+        if name in ranges and name not in plan.shared:  # the mask's values cut (softmax_ranges)
+            ranges[name] = (max(ranges[name][0], floor), ranges[name][1])
     params: dict[str, tuple[np.float32, np.uint8]] = {}
     for value in plan.values:
         source = value
@@ -184,9 +193,11 @@ def _plan(graph: Graph, report: PassReport) -> _Plan:
                 taken.add(id(readers[0]))
                 result = readers[0].outputs[0]
             add(result)
-        elif node.op_type == "Softmax" and _softmax_on_rows(graph, node):
-            add(node.inputs[0])  # DQ -> Softmax -> Q: a QSoftmax (fuse_softmax)
-            add(node.outputs[0])
+        elif (node.op_type == "Softmax" and node.inputs[0] in chosen
+              and _softmax_on_rows(graph, node)):
+            add(node.outputs[0])  # DQ -> Softmax -> Q: a QSoftmax (fuse_softmax)
+            if len(consumers.get(node.inputs[0], [])) == 1 and node.inputs[0] not in outputs:
+                plan.softmax_inputs.append(node)
         elif node.op_type in ELEMENTWISE:
             _plan_region(graph, node, (constants, consumers, order), chosen, add, taken,
                          report)

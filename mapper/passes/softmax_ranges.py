@@ -1,0 +1,59 @@
+"""The calibration range of a Softmax input, cut where SOFTMAX's exp table underflows.
+
+An attention mask adds a large negative number (-10000, or float32's lowest) to the scores
+of masked positions, so the input's plain (min, max) is dominated by the mask and its 8-bit
+scale drowns the scores. SOFTMAX only sees distances below a row's maximum, and the exp table
+E[d] = rhe(2^15 exp(-s d)) is 0 once exp(-distance) < 2^-16, a real distance beyond
+`EXP_CUTOFF` = 16 ln 2: every value farther than that below its row's maximum contributes
+exactly 0. So the low end of the range may rise to (the smallest row maximum seen) -
+EXP_CUTOFF without changing what any calibration row computes: a value cut off saturates to
+the lowest code, still at least EXP_CUTOFF below its row's maximum.
+"""
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from systolic.ir import Model, Node
+from systolic.mapper.passes.graph_tools import attr_int
+from systolic.reference.executor import run_model
+from systolic.reference.kernels.blas_threads import single_threaded_blas
+
+__all__ = ["EXP_CUTOFF", "softmax_row_floors"]
+
+EXP_CUTOFF = 16 * math.log(2)
+"""The real distance below a row's maximum beyond which the exp table holds 0."""
+
+
+def _rows(node: Node, value: np.ndarray) -> np.ndarray:
+    """Return `value` as the rows the Softmax normalises (2-D coercion before opset 13)."""
+    rank = max(value.ndim, 1)
+    if not node.version or node.version < 13:
+        axis = attr_int(node, "axis", 1) % rank
+        return value.reshape(int(np.prod(value.shape[:axis], dtype=np.int64)), -1)
+    axis = attr_int(node, "axis", -1) % rank
+    return np.moveaxis(value, axis, -1).reshape(-1, value.shape[axis])
+
+
+def softmax_row_floors(model: Model, feeds: Sequence[Mapping[str, np.ndarray]],
+                       softmaxes: Sequence[Node]) -> dict[str, float]:  # fmt: skip
+    """Return, per input of `softmaxes` (by value name), the smallest row maximum over all
+    `feeds` minus EXP_CUTOFF: the lowest value its quantization range needs."""
+    wanted = {node.outputs: node for node in softmaxes}  # outputs name a node uniquely
+    floors: dict[str, float] = {}
+
+    def on_node(node: Node, inputs: list[np.ndarray | None], _outputs: list[np.ndarray]) -> None:
+        softmax = wanted.get(node.outputs)
+        value = inputs[0] if inputs else None
+        if softmax is None or value is None or value.size == 0:
+            return
+        lowest = float(np.min(_rows(softmax, np.asarray(value, np.float64)).max(axis=1)))
+        name = node.inputs[0]
+        floors[name] = min(floors.get(name, math.inf), lowest - EXP_CUTOFF)
+
+    if wanted:
+        with single_threaded_blas():
+            for feed in feeds:
+                run_model(model, feed, on_node=on_node)
+    return floors

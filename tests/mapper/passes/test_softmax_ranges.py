@@ -1,0 +1,47 @@
+"""softmax_ranges: a Softmax input's calibration range starts no lower than the smallest row
+maximum minus EXP_CUTOFF, so a mask's -10000 does not set its 8-bit scale; the rows are the
+Softmax's (last axis from opset 13, the 2-D coercion before)."""
+
+import numpy as np
+
+from systolic.mapper.passes.pipeline import run_passes
+from systolic.mapper.passes.softmax_ranges import EXP_CUTOFF, softmax_row_floors
+
+from .table_models import make, node
+
+
+def _masked_model():  # type: ignore[no-untyped-def]
+    nodes = [node("Add", ["scores", "mask"], ["s"]), node("Softmax", ["s"], ["p"]),
+             node("MatMul", ["p", "w"], ["y"])]  # fmt: skip
+    w = np.random.default_rng(0).normal(0, 0.5, (6, 3)).astype(np.float32)
+    return make(nodes, [("scores", np.float32, (2, 6)), ("mask", np.float32, (2, 6))],
+                [("y", np.float32, (2, 3))], {"w": w})  # fmt: skip
+
+
+def _feeds():  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(1)
+    feeds = []
+    for _ in range(4):
+        mask = np.zeros((2, 6), np.float32)
+        mask[:, 4:] = -10000.0
+        feeds.append({"scores": rng.normal(0, 2, (2, 6)).astype(np.float32), "mask": mask})
+    return feeds
+
+
+def test_the_floor_is_the_smallest_row_maximum_less_the_cutoff():  # type: ignore[no-untyped-def]
+    _, model = _masked_model()
+    feeds = _feeds()
+    softmax = next(n for n in model.graph.nodes if n.op_type == "Softmax")
+    floors = softmax_row_floors(model, feeds, [softmax])
+    lowest = min(float((f["scores"] + f["mask"]).max(axis=1).min()) for f in feeds)
+    assert floors == {"s": lowest - EXP_CUTOFF}
+
+
+def test_a_masked_softmax_input_keeps_a_fine_scale():  # type: ignore[no-untyped-def]
+    _, model = _masked_model()
+    fused, _ = run_passes(model, calibration=_feeds())
+    assert "QSoftmax" in [n.op_type for n in fused.graph.nodes]
+    qsoftmax = next(n for n in fused.graph.nodes if n.op_type == "QSoftmax")
+    table = next(t for t in fused.graph.initializers if t.name == qsoftmax.inputs[1]).data
+    # E[1] = 2^15 exp(-s_x): a scale near 0.1 (the scores' span), not ~40 (the mask's)
+    assert 0.01 < -np.log(table[1] / 2**15) < 0.2
