@@ -218,7 +218,8 @@ class StoreUnit(wiring.Component):
 
         # -- datapath ----------------------------------------------------------------------------
         read_valid = Signal()
-        read_flags = Signal(data.StructLayout({"sel": 1, "first": 1, "last": 1, "row": 32}))
+        read_flags = Signal(data.StructLayout({  # row: TABLE's row number (for the table)
+            "sel": 1, "first": 1, "last": 1, "row": range(table_rows(dim))}))
         m.d.sync += [
             read_valid.eq(issue & ~is_store),
             read_flags.sel.eq(is_add & phase),
