@@ -38,8 +38,10 @@ from systolic.sim.golden.native_machine import NativeStatus, native_execute, run
 from ...support.random_programs import random_program
 from .test_native_machine import CONFIGS as ALL_CONFIGS
 from .test_native_machine import (
+    MODELS,
     WRITES_END,
     assert_same_state,
+    compiled_or_skip,
     config,
     machines,
     requires_native,
@@ -430,3 +432,30 @@ def test_a_raw_store_after_a_gemm_matches() -> None:
     native = compare_run(cfg, program, image)
     written = native.memory[256:512].view("<i4").reshape(8, 8)
     assert np.any(written != 0)
+
+
+# -- a compiled transformer ---------------------------------------------------------------------
+
+
+@requires_native
+@pytest.mark.parametrize("cfg", [config(4, 4, spad_kib=32, acc_kib=8),
+                                 config(8, 8, OS, spad_kib=32, acc_kib=8),
+                                 config(16, 16, spad_kib=64, acc_kib=16)], ids=_id)
+def test_a_compiled_transformer_with_softmax_runs_natively(cfg: ArrayConfig) -> None:
+    """bert_tiny (tests/models/realistic) compiled: its attention's SOFTMAXes and their exp
+    tables run in the C engine (no instruction handed to Python), state equal to Python's."""
+    compiled = compiled_or_skip(MODELS / "realistic" / "bert_tiny_qdq.onnx", cfg)
+    program = compiled.program
+    assert {"Softmax", "Table wide"} <= kinds_of(list(program.instructions))
+    python = Machine.for_program(program)
+    rng = np.random.default_rng(cfg.rows)
+    for placement in compiled.inputs:
+        python.memory[placement.address : placement.end] = rng.integers(
+            0, 256, placement.end - placement.address, dtype=np.uint8)
+    native = Machine(cfg, python.memory.size)
+    native.memory[:] = python.memory
+    python.run(program.instructions)
+    status, _ = native_execute(cfg, program.words, native.memory, native)
+    assert status == NativeStatus.OK
+    assert_same_state(native, python)
+    assert_same_tables(native, python)

@@ -13,19 +13,22 @@ instructions; a lone one is checked against that formula.
 import numpy as np
 import pytest
 
+from systolic.commands.compile import integer_model
+from systolic.commands.model_loading import load_user_model
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import SystolicError
 from systolic.isa.instructions import Halt, Instruction, Load, LoadTarget, Softmax, Store, Table
 from systolic.isa.program import Program
 from systolic.isa.softmax import softmax_row_chunks
 from systolic.isa.table import exp_table_rows
+from systolic.mapper.lowering import compile_model
 from systolic.sim.native.build import unavailable_reason
 from systolic.sim.timing import program_model
 from systolic.sim.timing.native_facts import external_facts
 from systolic.sim.timing.native_pass import timing_library
 
 from ...support.random_programs import random_program, synthetic_program
-from .test_native_pass import assert_same
+from .test_native_pass import MODELS, assert_same
 from .test_native_timing_activation import native_timing, python_timing
 
 WS, OS = Dataflow.WS, Dataflow.OS
@@ -164,3 +167,19 @@ def test_16_bit_activations_refuse_softmax_and_the_wide_table(instr: Instruction
     with pytest.raises(SystolicError, match=rf"^{what} needs 8-bit activations \(input_width "
                                             r"8\), not 16$"):
         Program(CONFIGS[-1], (instr, Halt()))
+
+
+@pytest.mark.parametrize("config", CONFIGS[:3], ids=_id)
+def test_a_compiled_transformer_with_softmax_times_the_same(
+        config: ArrayConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bert_tiny (tests/models/realistic) compiled, its SOFTMAXes and exp tables included."""
+    path = MODELS / "realistic" / "bert_tiny_qdq.onnx"
+    try:
+        program = compile_model(integer_model(load_user_model(path)), config).program
+    except SystolicError as error:
+        pytest.skip(f"{path.name} does not compile: {error}")
+    instructions = list(program.instructions)
+    assert {"SOFTMAX", "TABLE wide"} <= kinds(instructions)
+    assert external_facts(program.words, config) is not None
+    assert_same(native_timing(config, instructions, monkeypatch),
+                python_timing(config, instructions, monkeypatch))
