@@ -20,11 +20,14 @@ occupies max(sum over dim-wide chunks of max(m, chunk), rows) cycles):
   n_under  k·(m/rows)·(1 - n/cols);
   k_ragged sum over chunks of max(m, chunk) - k: a last K chunk narrower than m;
   short    max(rows - chunks' cycles, 0): K < rows, the tile cannot leave the array sooner.
-Both: stall = the layer's stall cycles (`systolic compare`: its window minus the time the
-array had work in flight: waiting for LOADs, the previous layer's STOREs, hazards), and
-edges = the remainder (pipeline fill and drain at the layer's ends, dispatch gaps between
-tiles; negative when the layer's work started in the previous layer's window). The causes
-add up to cycles - ideal exactly.
+Both, for the rest (cycles - the array's occupancy from the above): load = the LOAD unit's
+occupancy on the layer's LOADs (max(beats, 2) each, from the cycle model's times) beyond the
+array's occupancy (the array waited for operands: im2col gathers, A reloaded per column
+group); wait = the layer's stall cycles (`systolic compare`: the array had nothing in
+flight) beyond `load` (the previous layer's STOREs, hazards); edges = the remainder
+(pipeline fill and drain at the layer's ends, dispatch gaps between tiles; negative when
+the layer's work started in the previous layer's window). The causes add up to
+cycles - ideal exactly.
 
 With `--scalesim PYTHON` (a Python with `scalesim==3.0.0`, e.g. /work/scalesim-env/bin/python)
 it also runs SCALE-Sim 3.0 on the same layers (`systolic compare --scalesim-topology`'s rows)
@@ -48,6 +51,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 from systolic.compare.grid import parse_list
@@ -58,13 +62,16 @@ from systolic.compare.topology import TopologyLayer, format_topology
 from systolic.config import ArrayConfig, Dataflow
 from systolic.isa.execute import Compute, ComputeOS, Preload
 from systolic.isa.instruction_base import Instruction
+from systolic.isa.load import Load
 from systolic.mapper.lowering import compile_model
+from systolic.sim.result import times_columns
 from systolic.simulation.layer_rows import layer_rows
+from systolic.simulation.layer_timing import RunTimes
 from systolic.simulation.report import LayerResult
 
 MODEL = Path(onnx.__file__).parent / "backend/test/data/light/light_resnet50.onnx"
-WS_CAUSES = ("k_under", "n_under", "short", "stall", "edges")
-OS_CAUSES = ("m_under", "n_under", "k_ragged", "short", "stall", "edges")
+WS_CAUSES = ("k_under", "n_under", "short", "load", "wait", "edges")
+OS_CAUSES = ("m_under", "n_under", "k_ragged", "short", "load", "wait", "edges")
 
 
 @dataclasses.dataclass
@@ -130,8 +137,13 @@ def os_structure(instructions: Sequence[Instruction], config: ArrayConfig) -> di
 
 
 def layer_loss(result: LayerResult, shape: TopologyLayer, instructions: Sequence[Instruction],
-               config: ArrayConfig) -> LayerLoss:  # fmt: skip
-    """Return the layer's losses by cause; they add up to cycles - MACs / PEs."""
+               load_cycles: int, config: ArrayConfig) -> LayerLoss:  # fmt: skip
+    """Return the layer's losses by cause; they add up to cycles - MACs / PEs.
+
+    After the structural causes, the rest (cycles - the array's own occupancy) is split into
+    `load` (the LOAD unit's occupancy on the layer's LOADs beyond the array's occupancy: the
+    array waited for operands), `wait` (the layer's measured stall cycles beyond `load`:
+    the array idle for the previous layer's results, hazards) and `edges` (what remains)."""
     structure = (ws_structure if config.dataflow is Dataflow.WS else os_structure)(
         instructions, config
     )
@@ -139,10 +151,27 @@ def layer_loss(result: LayerResult, shape: TopologyLayer, instructions: Sequence
     if macs != result.macs:
         raise AssertionError(f"{result.name}: tiles cover {macs:,.0f} MACs of {result.macs:,}")
     ideal = result.macs / config.pes
-    causes = dict(structure, stall=float(result.stall_cycles))
-    causes["edges"] = result.cycles - ideal - sum(causes.values())
+    occupancy = ideal + sum(structure.values())
+    rest = result.cycles - occupancy
+    load = min(max(load_cycles - occupancy, 0.0), max(rest, 0.0))
+    wait = min(max(result.stall_cycles - load, 0.0), max(rest - load, 0.0))
+    causes = dict(structure, load=load, wait=wait, edges=rest - load - wait)
     m, n, k = shape.gemm_shape
     return LayerLoss(result.name, m, k, n, result.cycles, ideal, causes)
+
+
+def load_occupancy(runs: Sequence[RunTimes], instructions: Sequence[Instruction],
+                   config: ArrayConfig) -> np.ndarray:  # fmt: skip
+    """Return, per instruction of the program, the cycles it held the LOAD unit (max(beats,
+    2) for a LOAD, from complete = issue + beats + mem_latency + 2; 0 for the others)."""
+    held = np.zeros(len(instructions), dtype=np.int64)
+    for run in runs:
+        _, issue, complete = times_columns(run.times)
+        for i in range(len(run.times) - 1):
+            if isinstance(instructions[run.first + i], Load):
+                beats = int(complete[i] - issue[i]) - config.mem_latency - 2
+                held[run.first + i] = max(beats, 2)
+    return held
 
 
 def memories(rows: int, cols: int, args: argparse.Namespace) -> tuple[int, int]:
@@ -162,12 +191,14 @@ def run_size(integer: object, config: ArrayConfig,
     runs = accelerator_runs(compiled, "model", {})
     results = layer_rows(compiled, runs)
     instructions = compiled.program.instructions
+    held = load_occupancy(runs, instructions, config)
     losses = []
     for layer, result in zip(compiled.layers, results, strict=True):
         if result.unit != "array":
             continue
         losses.append(layer_loss(result, shapes[layer.name],
-                                 instructions[layer.first : layer.end], config))  # fmt: skip
+                                 instructions[layer.first : layer.end],
+                                 int(held[layer.first : layer.end].sum()), config))  # fmt: skip
     return losses, sum(run.total_cycles for run in runs)
 
 
