@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.ir import DataType, Graph, Tensor
 from systolic.isa.encode_batch import encode_words
 from systolic.isa.instructions import (
     Compute,
@@ -32,9 +33,11 @@ from systolic.isa.instructions import (
 from systolic.isa.memories import Memory, depth
 from systolic.isa.softmax import softmax_row_chunks
 from systolic.isa.table import exp_table_rows
+from systolic.mapper.lowering import compile_model
 from systolic.sim.golden.machine import Machine
 from systolic.sim.golden.native_machine import NativeStatus, native_execute, run_native
 
+from ...mapper.lowering.graphs import graph, node
 from ...support.random_programs import random_program
 from .test_native_machine import CONFIGS as ALL_CONFIGS
 from .test_native_machine import (
@@ -459,3 +462,34 @@ def test_a_compiled_transformer_with_softmax_runs_natively(cfg: ArrayConfig) -> 
     assert status == NativeStatus.OK
     assert_same_state(native, python)
     assert_same_tables(native, python)
+
+
+def integer_matmul_graph() -> Graph:
+    """y = wrap32(a B + bias): the QMatMulInt of dynamic quantization, lowered with STORE raw
+    (a uint8 a of 19 x 37, B 37 x 20, a bias that wraps)."""
+    rng = np.random.default_rng(6)
+    bias = rng.integers(-(2**31), 2**31, 20).astype(np.int32)
+    bias[0] = 2**31 - 1
+    constants = [Tensor("B", DataType.INT8, rng.integers(-128, 128, (37, 20)).astype(np.int8)),
+                 Tensor("bias", DataType.INT32, bias)]
+    return graph({"a": (DataType.UINT8, (19, 37))}, {"y": DataType.INT32},
+                 [node("QMatMulInt", ["a", "B", "bias"], "y")], constants)
+
+
+@requires_native
+@pytest.mark.parametrize("cfg", [config(4, 4), config(8, 8, OS), config(16, 16)], ids=_id)
+def test_a_compiled_integer_matmul_with_raw_stores_runs_natively(cfg: ArrayConfig) -> None:
+    compiled = compile_model(integer_matmul_graph(), cfg)
+    program = compiled.program
+    assert "Store raw" in kinds_of(list(program.instructions))
+    python = Machine.for_program(program)
+    rng = np.random.default_rng(cfg.rows)
+    for placement in compiled.inputs:
+        python.memory[placement.address : placement.end] = rng.integers(
+            0, 256, placement.end - placement.address, dtype=np.uint8)
+    native = Machine(cfg, python.memory.size)
+    native.memory[:] = python.memory
+    python.run(program.instructions)
+    status, _ = native_execute(cfg, program.words, native.memory, native)
+    assert status == NativeStatus.OK
+    assert_same_state(native, python)

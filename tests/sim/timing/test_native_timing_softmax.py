@@ -28,6 +28,7 @@ from systolic.sim.timing.native_facts import external_facts
 from systolic.sim.timing.native_pass import timing_library
 
 from ...support.random_programs import random_program, synthetic_program
+from ..golden.test_native_machine_softmax import integer_matmul_graph
 from .test_native_pass import MODELS, assert_same
 from .test_native_timing_activation import native_timing, python_timing
 
@@ -181,5 +182,15 @@ def test_a_compiled_transformer_with_softmax_times_the_same(
     instructions = list(program.instructions)
     assert {"SOFTMAX", "TABLE wide"} <= kinds(instructions)
     assert external_facts(program.words, config) is not None
+    assert_same(native_timing(config, instructions, monkeypatch),
+                python_timing(config, instructions, monkeypatch))
+
+
+@pytest.mark.parametrize("config", CONFIGS[:3], ids=_id)
+def test_a_compiled_integer_matmul_with_raw_stores_times_the_same(
+        config: ArrayConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    program = compile_model(integer_matmul_graph(), config).program
+    instructions = list(program.instructions)
+    assert "STORE raw" in kinds(instructions)
     assert_same(native_timing(config, instructions, monkeypatch),
                 python_timing(config, instructions, monkeypatch))
