@@ -7,7 +7,7 @@ it multiplies with (the last PRELOAD's: `ActiveWeights`). `program_events(instru
 config)` folds a program in order (HALT resets the weights, as a new run starts from reset)
 and returns one count dict per instruction; `sum_events` adds dicts.
 
-Events (docs/energy.md, "Events", names each one's RTL signal):
+Events (docs/energy.md: "Events" defines them, "RTL counters" names each one's RTL signal):
 
 - `mac_slots`: PE-cycles of the array working on a COMPUTE (`rows*cols` per activation row
   of a WS COMPUTE, per column of a COMPUTE.OS); `macs`: the products among them with an
@@ -45,6 +45,7 @@ from systolic.sim.timing.store_timing import reader_cycles
 
 __all__ = [
     "EVENTS",
+    "KNOWN",
     "ActiveWeights",
     "BeatCounter",
     "instruction_events",
