@@ -7,14 +7,15 @@ import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import UnsupportedError
 from systolic.ir import DataType, Tensor
 from systolic.isa.instructions import Load, Softmax, Table
 from systolic.isa.memories import Memory
-from systolic.isa.program import LayerUnit
+from systolic.isa.program import LayerUnit, TensorPlacement, TensorRole
 from systolic.isa.table import exp_table_rows
 from systolic.mapper.lowering import compile_model
 from systolic.mapper.lowering.compiled import CompiledModel
-from systolic.mapper.lowering.softmax import exp_table_image
+from systolic.mapper.lowering.softmax import exp_table_image, tensor_rows
 from systolic.mapper.passes.fuse_softmax import exp_table
 from systolic.reference.executor import run_graph
 from systolic.simulation.layer_check import check_layers
@@ -117,3 +118,28 @@ def test_a_computed_table_sends_the_softmax_to_the_host():  # type: ignore[no-un
     compiled = compile_model(g, CONFIGS["4x4"])
     (layer,) = compiled.layers
     assert layer.unit is LayerUnit.HOST and "exp table is computed" in layer.reason
+
+
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS.keys())
+def test_no_load_reads_past_the_tensor(config):  # type: ignore[no-untyped-def]
+    """Ragged rows read `dim` wide into the next row, but never beyond X's last byte."""
+    table = Tensor("E", DataType.UINT16, exp_table(0.04))
+    shape = (5, 21)
+    g = graph({"x": (U8, shape)}, {"y": U8}, [_qsoftmax("x", "y", U8)], [table])
+    compiled = compile_model(g, config)
+    x = next(t for t in compiled.program.tensors if t.name == "x")
+    loads = [i for i in compiled.program.instructions
+             if isinstance(i, Load) and x.address <= i.ext < x.address + 5 * 21]
+    assert loads
+    for load in loads:
+        external = [a for a in load.footprint(config) if a.memory is Memory.EXTERNAL]
+        assert all(a.last < x.address + 5 * 21 for a in external)
+
+
+def test_rows_that_are_not_contiguous_are_refused():  # type: ignore[no-untyped-def]
+    place = TensorPlacement("x", TensorRole.ACTIVATION, 0, (1, 4, 3, 5), U8, (60, 1, 20, 4))
+    with pytest.raises(UnsupportedError, match="not contiguous"):
+        tensor_rows(place, 3, "softmax")
+    row_major = TensorPlacement("x", TensorRole.ACTIVATION, 0, (2, 3, 5), U8, (15, 5, 1))
+    assert tensor_rows(row_major, 2, "softmax") == (6, 5, 5)
+    assert tensor_rows(row_major, 1, "softmax") == (2, 15, 15)
