@@ -72,7 +72,12 @@ class ReadContext:
         """Count `size` bytes for `where` (once: holding the same tensor again changes
         nothing); raise ResourceError naming the largest constants when the total would
         exceed the limit."""
-        self.held[where] = size
+        self.hold_all({where: size})
+
+    def hold_all(self, sizes: dict[str, int]) -> None:
+        """`hold` every (where, size) of `sizes`, then check the total once (the message
+        gives the whole total, not the part counted when the limit was passed)."""
+        self.held.update(sizes)
         total = sum(self.held.values())
         # One tensor over the limit alone is refused by its own check, naming its shape.
         if total > self.max_tensor_bytes and max(self.held.values()) <= self.max_tensor_bytes:
@@ -291,15 +296,16 @@ def _initializers(proto: GraphProto, ctx: ReadContext) -> list[Tensor]:
     """Decode the graph's initializers, dense and sparse, after holding all of their
     declared sizes: constants that together exceed the limit are refused before any is
     decoded (with `ctx.lazy`, large ones are left to decode on first use and not held)."""
-    dense = []
+    dense, sizes = [], {}
     for index, tensor in enumerate(proto.initializer):
         if not tensor.name:
             raise ModelError(f"initializer #{index} has no name: give every initializer a name")
         where = f"initializer {tensor.name!r}"
         size = declared_bytes(tensor, where)
         if not (ctx.lazy and size >= LAZY_FROM):
-            ctx.hold(where, size)
+            sizes[where] = size
         dense.append((tensor, where))
+    ctx.hold_all(sizes)
     sparse = []
     for sparse_tensor in proto.sparse_initializer:
         if not sparse_tensor.values.name:
