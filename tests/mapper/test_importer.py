@@ -463,3 +463,16 @@ def test_lazy_constants_are_decoded_on_first_use_and_not_held() -> None:
     assert isinstance(lazy, LazyTensor) and not lazy.loaded and lazy.shape == big.shape
     assert not isinstance(small, LazyTensor)
     np.testing.assert_array_equal(lazy.data, big)
+
+
+def test_the_constants_message_gives_the_whole_total() -> None:
+    """Three 400-byte initializers against a 500-byte limit: the message says 1200, not the
+    800 counted when the limit was first passed."""
+    inits = [numpy_helper.from_array(np.zeros(100, np.float32), name) for name in "abc"]
+    graph = helper.make_graph(
+        [helper.make_node("Sum", ["a", "b", "c"], ["y"])], "g", [],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [100])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ResourceError, match=r"constants need 1200 bytes together, more than "
+                       r"the limit of 500 "):
+        _load(model, max_tensor_bytes=500)
