@@ -338,18 +338,35 @@ def print_summary(label: str, losses: list[LayerLoss], causes: Sequence[str], wh
 def print_scalesim(losses: list[LayerLoss], theirs: dict[str, int], label: str) -> None:
     """Print our cycles and SCALE-Sim's compute cycles per layer, and the totals."""
     print(f"{label}: ours / SCALE-Sim 3.0 compute cycles (CALC bandwidth: no DRAM stalls)")
-    print(f"{'layer':<6}{'ideal':>9}{'ours':>9}{'SCALE-Sim':>11}{'ours/ideal':>11}"
+    print(f"{'layer':<6}{'ideal':>10}{'ours':>11}{'SCALE-Sim':>11}{'ours/ideal':>11}"
           f"{'SS/ideal':>10}")  # fmt: skip
     for loss in losses:
         if loss.name in theirs:
             s = theirs[loss.name]
-            print(f"{loss.name:<6}{loss.ideal:>9,.0f}{loss.cycles:>9,}{s:>11,}"
+            print(f"{loss.name:<6}{loss.ideal:>10,.0f}{loss.cycles:>11,}{s:>11,}"
                   f"{loss.ratio:>11.2f}{s / loss.ideal:>10.2f}")  # fmt: skip
     shared = [loss for loss in losses if loss.name in theirs]
     ideal = sum(loss.ideal for loss in shared)
     ours = sum(loss.cycles for loss in shared)
     s = sum(theirs[loss.name] for loss in shared)
-    print(f"{'total':<6}{ideal:>9,.0f}{ours:>9,}{s:>11,}{ours / ideal:>11.3f}{s / ideal:>10.3f}")
+    print(f"{'total':<6}{ideal:>10,.0f}{ours:>11,}{s:>11,}{ours / ideal:>11.3f}{s / ideal:>10.3f}")
+
+
+def print_by_size(losses: list[LayerLoss], causes: Sequence[str], theirs: dict[str, int]) -> None:
+    """Print the layers grouped by M (the stem, each stage's feature map, the FC): cycles,
+    ideal, ratio, the causes and SCALE-Sim's cycles when given."""
+    print(f"{'M':>6}{'layers':>7}{'cycles':>10}{'ideal':>10}{'ratio':>7}"
+          + "".join(f"{c:>9}" for c in causes) + ("  SCALE-Sim" if theirs else ""))  # fmt: skip
+    for m in sorted({loss.m for loss in losses}, reverse=True):
+        group = [loss for loss in losses if loss.m == m]
+        cycles = sum(x.cycles for x in group)
+        ideal = sum(x.ideal for x in group)
+        row = f"{m:>6}{len(group):>7}{cycles:>10,}{ideal:>10,.0f}{cycles / ideal:>7.2f}"
+        row += "".join(f"{sum(x.causes[c] for x in group):>9,.0f}" for c in causes)
+        if theirs:
+            ss = sum(theirs[x.name] for x in group)
+            row += f"{ss:>11,} ({ss / ideal:.2f}x)"
+        print(row)
 
 
 def both_estimate(results: dict[tuple[str, str], list[LayerLoss]], array: str) -> None:
@@ -424,6 +441,7 @@ def main() -> None:
             if args.scalesim and array in parse_list("--scalesim-arrays", args.scalesim_arrays):
                 theirs = run_scalesim(args, topology, config)
                 print_scalesim(losses, theirs, label)
+            print_by_size(losses, causes_of(config), theirs)
             dump.append({"array": array, "dataflow": dataflow, "spad_kib": spad,
                          "acc_kib": acc, "bus_bytes": args.bus_bytes, "whole_cycles": whole,
                          "summary": summary(losses, causes_of(config)),
