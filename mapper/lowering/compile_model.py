@@ -66,6 +66,7 @@ FUSED_TABLE = "fused into the STOREs of"
 
 _ARRAY: dict[str, Callable[..., LayerCode]] = {
     "QConv": lower_qconv,
+    "QConvInt": lower_qconv,
     "QMatMul": lower_qmatmul,
     "QMatMulInt": lower_qmatmulint,
 }
@@ -113,7 +114,7 @@ def _halos(graph: Graph) -> dict[str, tuple[int, int]]:
     """Map each value a padded QConv reads to (halo width, fill value)."""
     halos: dict[str, tuple[int, int]] = {}
     for node in graph.nodes:
-        if node.domain != SYSTOLIC_DOMAIN or node.op_type != "QConv":
+        if node.domain != SYSTOLIC_DOMAIN or node.op_type not in _CONV_OPS:
             continue
         pad = max(ints_attr(node, "pads", (0,)))
         if pad == 0:
@@ -130,7 +131,8 @@ def _halos(graph: Graph) -> dict[str, tuple[int, int]]:
     return halos
 
 
-_SPATIAL_OPS = frozenset({"QConv", "QMaxPool", "QAveragePool"})
+_CONV_OPS = frozenset({"QConv", "QConvInt"})
+_SPATIAL_OPS = frozenset({"QConv", "QConvInt", "QMaxPool", "QAveragePool"})
 _ELEMENTWISE = frozenset({"QAdd", "QMul", "QTable"})
 """The elementwise systolic ops: their operands and result share one layout."""
 
@@ -195,7 +197,7 @@ def _macs(node: Node, ctx: LayerContext) -> int:
     if node.domain != SYSTOLIC_DOMAIN or node.op_type not in _ARRAY:
         return node_macs(node, ctx.graph.type_of)
     out = math.prod(ctx.shape(node.outputs[0]))
-    if node.op_type == "QConv":
+    if node.op_type in _CONV_OPS:
         return out * math.prod(ctx.shape(node.inputs[1])[1:])
     return out * ctx.shape(node.inputs[0])[-1]
 
@@ -206,7 +208,10 @@ class _Compiler:
         self.config = config
         self.opsets = dict(opsets)
         spatial = _spatial(graph)
-        self.plan = MemoryPlan(config, spatial=spatial, matrix=_matrix(graph, spatial))
+        wide = frozenset(node.outputs[0] for node in graph.nodes
+                         if node.domain == SYSTOLIC_DOMAIN and node.op_type == "QConvInt")
+        self.plan = MemoryPlan(config, spatial=spatial, matrix=_matrix(graph, spatial),
+                               wide=wide)  # fmt: skip
         self.halos = _halos(graph)
         self.consumers = graph.consumers()
         self.outputs = {info.name for info in graph.outputs}
@@ -457,7 +462,7 @@ class _Compiler:
             y = dataclasses.replace(ctx.placement(table.outputs[0]), name=node.outputs[0],
                                     dtype=ctx.dtype(node.outputs[0]))  # fmt: skip
         alloc = _PlanAllocator(self.plan)
-        if node.op_type == "QConv":
+        if node.op_type in _CONV_OPS:
             halo = self.halos.get(node.inputs[0], (0, 0))[0]
             x_halo = (halo,) * (2 * (len(x.shape) - 2)) if halo else ()
             code = lowering(node, x, y, x_halo, self.config, alloc, constants=constants,

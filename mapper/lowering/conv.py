@@ -1,4 +1,6 @@
-"""Lower `systolic.QConv` (1-D and 2-D, any stride, padding, dilation and group count).
+"""Lower `systolic.QConv` (1-D and 2-D, any stride, padding, dilation and group count), and
+`systolic.QConvInt` the same way with STORE.raw (int32 pixels of channels, channel-last; no
+zero point folded: the array computes Σ (Xpad − z0)·W itself, z0 = 128 for uint8 X).
 
 im2col is address generation: row p of A is output pixel p, gathered by one LOAD row pattern
 (n0 = output width, row_stride0 = stride_w · x_stride_w, row_stride1 = stride_h · x_stride_h)
@@ -21,10 +23,12 @@ from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import ModelError, UnsupportedError
 from systolic.ir import Node
 from systolic.isa.program import TensorPlacement
+from systolic.isa.store import RAW_BYTES
 from systolic.mapper.lowering.gemm import ElementWalk, GemmJob, RowBlock
 from systolic.mapper.lowering.jobs import lower_jobs
 from systolic.mapper.lowering.layer_code import ConstantAllocator, LayerCode
 from systolic.mapper.lowering.node_attrs import (
+    OutputSide,
     constant_input,
     input_side,
     int_attr,
@@ -123,11 +127,13 @@ def lower_qconv(
         raise ModelError(f"node {label!r}: Y is placed as {list(y.shape)}, the convolution "
                          f"gives {[batch, out_channels, out_h, out_w]}")  # fmt: skip
     ob = config.operand_bytes
-    for name, placement, stride in (("X", x, x_strides[1]), ("Y", y, y_strides[1])):
-        if stride != ob and placement.shape[1] > 1:
+    raw = node.op_type == "QConvInt"  # int32 results, STORE.raw (integer_conv_side)
+    y_ob = RAW_BYTES if raw else ob
+    for name, placement, stride, size in (("X", x, x_strides[1], ob), ("Y", y, y_strides[1], y_ob)):
+        if stride != size and placement.shape[1] > 1:
             raise UnsupportedError(
                 f"layer {label!r}: {name} ({placement.name!r}) must be channel-contiguous "
-                f"(channel stride {ob} bytes), not {stride}"
+                f"(channel stride {size} bytes), not {stride}"
             )
     reach = ((out_h - 1) * sh + (kh - 1) * dh - pads[0] - (height - 1),
              (out_w - 1) * sw + (kw - 1) * dw - pads[1] - (width - 1))  # fmt: skip
@@ -139,9 +145,13 @@ def lower_qconv(
         )
 
     x_zp, flip_in = input_side(x, int_attr(node, "x_zero_point", 0), node, config)
-    out = output_side(node, y, config)
-    multiplier = per_channel(node, "multiplier", out_channels)
-    shift = per_channel(node, "shift", out_channels)
+    if raw:  # Σ (Xpad − z0)·W as the array computes it: nothing to fold, no output stage
+        x_zp, out = 0, OutputSide(0, 0, 0, False)
+        multiplier = shift = np.zeros(out_channels, np.int64)
+    else:
+        out = output_side(node, y, config)
+        multiplier = per_channel(node, "multiplier", out_channels)
+        shift = per_channel(node, "shift", out_channels)
     if has_bias:
         bias = constant_input(constants, node.inputs[2], node).astype(np.int64).reshape(-1)
     else:
@@ -170,7 +180,7 @@ def lower_qconv(
             for n in range(batch)
         )  # fmt: skip
         y_rows = tuple(
-            RowBlock(y.address + n * y_strides[0] + g0 * m_group * ob, out_h * out_w, out_w,
+            RowBlock(y.address + n * y_strides[0] + g0 * m_group * y_ob, out_h * out_w, out_w,
                      y_strides[3], y_strides[2])
             for n in range(batch)
         )  # fmt: skip
@@ -189,6 +199,7 @@ def lower_qconv(
                 hi=out.hi,
                 flip_in=flip_in,
                 flip_out=out.flip,
+                raw=raw,
             )
         )
     macs = pixels * out_channels * c_group * kh * kw

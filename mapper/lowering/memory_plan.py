@@ -44,11 +44,15 @@ def element_type(dtype: DataType) -> DataType | None:
 
 
 def is_channel_last(
-    dtype: DataType, shape: tuple[int, ...], spatial: bool = True, matrix: bool = False
-) -> bool:
+    dtype: DataType, shape: tuple[int, ...], spatial: bool = True, matrix: bool = False,
+    wide: bool = False,
+) -> bool:  # fmt: skip
     """True for the tensors stored channel-last: 8-bit activations of rank 4 (unless `matrix`:
     a matrix product's operand no spatial operator touches), and of rank 3 when `spatial` (a
-    1-D convolution or pooling touches them)."""
+    1-D convolution or pooling touches them); and the int32 results of integer convolutions
+    (`wide`: QConvInt's STORE.raw writes pixels of channels)."""
+    if wide and len(shape) in (3, 4):
+        return True
     return dtype in EIGHT_BIT and (
         (len(shape) == 4 and not matrix) or (len(shape) == 3 and spatial)
     )
@@ -56,7 +60,7 @@ def is_channel_last(
 
 def canonical_strides(
     dtype: DataType, shape: tuple[int, ...], halo: int = 0, *, spatial: bool = True,
-    matrix: bool = False,
+    matrix: bool = False, wide: bool = False,
 ) -> tuple[tuple[int, ...], int, int]:
     """Return (strides, bytes of the buffer, offset of element 0 in the buffer) of a tensor
     stored by the layout rules, inside a halo of `halo` elements on each spatial side."""
@@ -64,7 +68,7 @@ def canonical_strides(
     if kind is None:
         raise UnsupportedError(f"tensors of type {dtype.name} cannot be placed in memory")
     size = kind.numpy.itemsize
-    if not is_channel_last(dtype, shape, spatial, matrix):
+    if not is_channel_last(dtype, shape, spatial, matrix, wide):
         if halo:
             raise UnsupportedError("only channel-last activations can have a halo")
         row_major: list[int] = []
@@ -96,6 +100,7 @@ class MemoryPlan:
     config: ArrayConfig
     spatial: frozenset[str] = frozenset()
     matrix: frozenset[str] = frozenset()
+    wide: frozenset[str] = frozenset()
     next_free: int = 0
     placements: dict[str, TensorPlacement] = dataclasses.field(default_factory=dict)
     segments: list[MemorySegment] = dataclasses.field(default_factory=list)
@@ -126,12 +131,13 @@ class MemoryPlan:
 
     def channel_last(self, name: str, dtype: DataType, shape: tuple[int, ...]) -> bool:
         """True when value `name` is stored channel-last."""
-        return is_channel_last(dtype, shape, name in self.spatial, name in self.matrix)
+        return is_channel_last(dtype, shape, name in self.spatial, name in self.matrix,
+                               name in self.wide)
 
     def canonical(self, name: str, dtype: DataType, shape: tuple[int, ...]) -> tuple[int, ...]:
         """Return the strides the layout rules give value `name` (without a halo)."""
         return canonical_strides(dtype, shape, spatial=name in self.spatial,
-                                 matrix=name in self.matrix)[0]
+                                 matrix=name in self.matrix, wide=name in self.wide)[0]
 
     def place(
         self,
@@ -148,7 +154,7 @@ class MemoryPlan:
         if kind is None:
             raise UnsupportedError(f"value {name!r} of type {dtype.name} cannot be placed")
         strides, size, offset = canonical_strides(dtype, shape, halo, spatial=name in self.spatial,
-                                                  matrix=name in self.matrix)
+                                                  matrix=name in self.matrix, wide=name in self.wide)
         if halo:
             byte = int(np.array(fill).astype(dtype.numpy).view(np.uint8))
             address = self.add_segment(bytes([byte]) * size)
@@ -162,7 +168,7 @@ class MemoryPlan:
         """Place a constant by the layout rules with its values in the memory image."""
         shape = tuple(int(d) for d in data.shape)
         strides, size, _ = canonical_strides(dtype, shape, spatial=name in self.spatial,
-                                             matrix=name in self.matrix)
+                                             matrix=name in self.matrix, wide=name in self.wide)
         kind = element_type(dtype)
         assert kind is not None
         buffer = np.zeros(max(size, 1), dtype=np.uint8)

@@ -2,7 +2,7 @@
 MatMulInteger -> Cast -> Mul) runs its products on the array as systolic.QMatMulInt (int32
 results, the run-time zero point's part added on the host), bit-exact with the reference on
 the original model on `simulate --backend model`, every MAC on the array; a constant zero
-point folds into the bias (no host nodes)."""
+point folds into the bias (no host nodes). ConvInteger likewise becomes QConvInt."""
 
 from pathlib import Path
 
@@ -85,4 +85,56 @@ def test_a_constant_zero_point_folds_into_the_bias() -> None:
     fused, _ = run_passes(model)
     assert op_types(fused) == ["QMatMulInt"]
     feed = {"a": rng.integers(0, 256, (3, 9)).astype(np.uint8)}
+    np.testing.assert_array_equal(run_model(fused, feed)["y"], run_model(model, feed)["y"])
+
+
+def _float_cnn(path: Path) -> None:
+    rng = np.random.default_rng(0)
+    weights = {"w1": rng.normal(0, 0.3, (8, 3, 3, 3)), "b1": rng.normal(0, 0.1, 8),
+               "w2": rng.normal(0, 0.3, (6, 8, 1, 1))}
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r"]), helper.make_node("Conv", ["r", "w2"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "cnn", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 9, 9])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 6, 9, 9])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                ir_version=8), path)  # fmt: skip
+
+
+@pytest.mark.parametrize("config", [ArrayConfig(rows=8, cols=8),
+                                    ArrayConfig(rows=4, cols=4, dataflow=Dataflow.OS)],
+                         ids=["8x8", "4x4-os"])  # fmt: skip
+def test_dynamic_convolutions_run_bit_exact_on_the_array(config: ArrayConfig,
+                                                         tmp_path: Path) -> None:  # fmt: skip
+    """ConvInteger -> QConvInt: a padded 3x3 (the run-time zero point's part per output
+    position, from the taps inside the image) and an unpadded 1x1 (per channel)."""
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    _float_cnn(tmp_path / "float.onnx")
+    quantization.quantize_dynamic(tmp_path / "float.onnx", tmp_path / "dynamic.onnx",
+                                  weight_type=quantization.QuantType.QInt8,
+                                  op_types_to_quantize=["Conv"])  # fmt: skip
+    fused, _ = run_passes(load_model(tmp_path / "dynamic.onnx"))
+    assert op_types(fused).count("QConvInt") == 2 and "ConvInteger" not in op_types(fused)
+    x = np.random.default_rng(6).normal(0, 1, (1, 3, 9, 9)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    outcome = simulate_model(tmp_path / "dynamic.onnx", config, backend="model",
+                             input_path=tmp_path / "x.npy", compare_onnxruntime=False)  # fmt: skip
+    report = outcome.report.to_json()
+    assert report["checks"]["reference_bit_exact"], report["checks"]["mismatch"]
+    assert report["coverage"]["array_mac_fraction"] == 1.0
+    want = run_model(load_model(tmp_path / "dynamic.onnx"), {"x": x})["y"]
+    np.testing.assert_array_equal(outcome.outputs["y"], want)
+
+
+def test_a_constant_zero_point_conv_pads_with_it() -> None:
+    rng = np.random.default_rng(8)
+    nodes = [node("ConvInteger", ["x", "w", "zx"], ["y"], pads=[1, 0, 1, 0], strides=[1, 2])]
+    constants = {"w": rng.integers(-128, 128, (4, 2, 3, 3)).astype(np.int8),
+                 "zx": np.array(201, np.uint8)}
+    _, model = make(nodes, [("x", np.uint8, (1, 2, 5, 7))], [("y", np.int32, (1, 4, 5, 3))],
+                    constants)  # fmt: skip
+    fused, _ = run_passes(model)
+    assert op_types(fused) == ["QConvInt"]
+    feed = {"x": rng.integers(0, 256, (1, 2, 5, 7)).astype(np.uint8)}
     np.testing.assert_array_equal(run_model(fused, feed)["y"], run_model(model, feed)["y"])
