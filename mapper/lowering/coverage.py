@@ -3,9 +3,10 @@
 `node_units(model, config)` runs the mapper passes and the model compiler for `config` and
 follows every original node to its outcome:
 
-- fused into a systolic op (QConv, QMatMul, QMatMulInt, QMaxPool, QAveragePool, QAdd, QMul,
-  QTable, QSoftmax): the unit the compiled layer runs on, `array` (QMatMulInt: MatMulInteger
-  with int32 results) or `vector` (QSoftmax: SOFTMAX) (or `host` when the lowering fell
+- fused into a systolic op (QConv, QConvInt, QMatMul, QMatMulInt, QMaxPool, QAveragePool,
+  QAdd, QMul, QTable, QSoftmax): the unit the compiled layer runs on, `array` (QMatMulInt,
+  QConvInt: MatMulInteger, ConvInteger with int32 results) or `vector` (QSoftmax: SOFTMAX)
+  (or `host` when the lowering fell
   back, with the lowering's reason); BatchNormalization folded into a Conv follows that Conv;
   an elementwise function made a QTable is `vector` also when the table is fused into the
   STOREs of the convolution or matrix product before it (no instructions of its own, the
@@ -44,8 +45,8 @@ _HOST_WHY = {
 }
 _HOST_WHY["DynamicQuantizeLinear"] = (
     "DynamicQuantizeLinear computes the activation's scale and zero point from the tensor's "
-    "range at run time: runs on the host (the MatMulInteger it feeds runs on the array as "
-    "QMatMulInt, its zero point's part added on the host)"
+    "range at run time: runs on the host (the MatMulInteger or ConvInteger it feeds runs on "
+    "the array as QMatMulInt or QConvInt, its zero point's part added on the host)"
 )
 _SOFTMAX_WHY = {
     op: f"{op} in float runs on the host: between a DequantizeLinear and a QuantizeLinear "
