@@ -12,6 +12,13 @@ from systolic.hdl.accumulator import Accumulator
 from systolic.hdl.completion_merge import CompletionMerge
 from systolic.hdl.dispatcher import Dispatcher
 from systolic.hdl.entry_tracker import EntryTracker
+from systolic.hdl.event_counters import (
+    EVENT_WIDTH,
+    RTL_EVENTS,
+    EventCounters,
+    event_increments,
+    events_signature,
+)
 from systolic.hdl.execute_ports import done_layout
 from systolic.hdl.execute_unit import ExecuteUnit
 from systolic.hdl.instruction_fields import TAG_WIDTH
@@ -21,6 +28,7 @@ from systolic.hdl.range_overlap import footprint_layout
 from systolic.hdl.run_counters import RunCounters
 from systolic.hdl.store_unit import StoreUnit
 from systolic.isa.fields import INSTRUCTION_BITS
+from systolic.isa.instructions import Store
 from systolic.isa.memories import PARAMS_DEPTH, Memory, depth
 
 __all__ = [
@@ -95,6 +103,10 @@ class Accelerator(wiring.Component):
     cycles, instructions, dispatch_stall : ``Out(64)``
     unit_busy, hazard_stall : ``Out(64).array(3)``
         Counters (docs/hardware.md, "Accelerator"), cleared by `start`, counting while `busy`.
+    events : ``Out(events_signature(RTL_EVENTS, 48))``
+        Energy event counters (docs/energy.md, "RTL counters"; `systolic.hdl.event_counters`),
+        one per name of `RTL_EVENTS` (`events__macs`, ...), cleared by `start`, counting while
+        `busy`; equal to `systolic.sim.energy.events.program_events` summed.
     trace : ``Out(trace_signature())``
         Strobes {valid, tag}: `accept` (a command is accepted; tag = its table entry, 0 for
         HALT), `issue[u]` and `complete[u]` (unit u starts / finishes the instruction `tag`).
@@ -130,6 +142,7 @@ class Accelerator(wiring.Component):
             "unit_busy": Out(COUNTER_WIDTH).array(UNITS),
             "hazard_stall": Out(COUNTER_WIDTH).array(UNITS),
             "trace": Out(trace_signature()),
+            "events": Out(events_signature(RTL_EVENTS, EVENT_WIDTH)),
         })
 
     def _memories(self, m: Module, ld: LoadUnit, ex: ExecuteUnit, st: StoreUnit) -> None:
@@ -279,4 +292,38 @@ class Accelerator(wiring.Component):
                 self.unit_busy[u].eq(counters.unit_busy[u]),
                 self.hazard_stall[u].eq(counters.hazard_stall[u]),
             ]
+        self._event_counters(m, start, busy, ld, ex, st)
         return m
+
+    def _event_counters(self, m: Module, start: Signal, busy: Signal, ld: LoadUnit,
+                        ex: ExecuteUnit, st: StoreUnit) -> None:
+        """Count the energy events of docs/energy.md ("RTL counters") from the units' strobes."""
+        cfg = self.config
+        m.submodules.events = bank = EventCounters(event_increments(cfg), width=EVENT_WIDTH)
+        inc = bank.i_inc
+        write = self.o_mem_write
+        acc_write = ex.o_acc
+        st_accept = st.i_instr.valid & st.i_instr.ready
+        taken = write.valid & write.ready
+        m.d.comb += [
+            bank.i_clear.eq(start),
+            bank.i_enable.eq(busy),
+            inc.mac_slots.eq(Mux(ex.o_events.beat, cfg.pes, 0)),
+            inc.macs.eq(ex.o_events.macs),
+            inc.spad_in_reads.eq(ex.o_events.spad_in_read + st.spad_read.en),
+            inc.spad_wt_reads.eq(ex.o_events.spad_wt_read),
+            inc.spad_in_writes.eq(ld.spad_in.en),
+            inc.spad_wt_writes.eq(ld.spad_wt.en),
+            inc.params_writes.eq(ld.params.en),
+            # the STORE unit reads a params row for every instruction it takes: only a STORE's
+            inc.params_reads.eq(st_accept & (st.i_instr.payload.payload[:8] == Store.OPCODE)),
+            inc.acc_reads.eq(st.acc_read.req.valid & st.acc_read.req.ready),
+            inc.acc_writes.eq(acc_write.valid & acc_write.ready),
+            inc.acc_rmw.eq(acc_write.valid & acc_write.ready & acc_write.payload.accumulate),
+            inc.ext_read_beats.eq(self.o_mem_req.valid & self.o_mem_req.ready),
+            inc.ext_read_bytes.eq(ld.o_read_bytes),
+            inc.ext_write_beats.eq(taken),
+            inc.ext_write_bytes.eq(Mux(taken, sum(write.payload.strobe), 0)),
+        ]
+        for name in RTL_EVENTS:
+            m.d.comb += getattr(self.events, name).eq(getattr(bank.counts, name))

@@ -104,6 +104,7 @@ def elaborate_os(m: Module, unit, array) -> None:
     as_tile = Signal(tile)
     as_n = Signal(16)
     as_m = Signal(16)
+    as_macs = Signal(range(cfg.pes + 1))
     as_column = Signal(data.ArrayLayout(signed(cfg.input_width), rows))
     column = Signal.like(as_column)
     m.d.comb += [
@@ -121,7 +122,8 @@ def elaborate_os(m: Module, unit, array) -> None:
     m.d.comb += s_release.eq(s_issue & last_col)
     with m.If(s_issue):
         m.d.sync += [as_column.eq(column), as_last.eq(last_col & cur.final),
-                     as_tile.eq(cur.tile), as_n.eq(cur.n), as_m.eq(cur.tile.m)]
+                     as_tile.eq(cur.tile), as_n.eq(cur.n), as_m.eq(cur.tile.m),
+                     as_macs.eq(cur.tile.m[:rows.bit_length()] * cur.n[:cfg.cols.bit_length()])]
         with m.If(last_col):
             m.d.sync += [s_col.eq(0), s_bank.eq(~s_bank)]
             for b in range(2):
@@ -157,4 +159,11 @@ def elaborate_os(m: Module, unit, array) -> None:
         unit.o_compute_done.valid.eq(out.valid & out.ready & out.payload.last),
         unit.o_compute_done.tag.eq(entry.tag),
         unit.o_preload_done.valid.eq(0),
+    ]
+    beat = array.i_a.valid & array.i_a.ready  # energy events (docs/energy.md, "RTL counters")
+    m.d.comb += [
+        unit.o_events.beat.eq(beat),
+        unit.o_events.macs.eq(Mux(beat, as_macs, 0)),
+        unit.o_events.spad_in_read.eq(l_issue),
+        unit.o_events.spad_wt_read.eq(s_issue),
     ]

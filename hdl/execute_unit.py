@@ -18,7 +18,15 @@ from systolic.hdl.systolic_array import SystolicArray
 from systolic.isa.instructions import Compute, Preload
 from systolic.isa.memories import Memory, depth
 
-__all__ = ["ExecuteUnit"]
+__all__ = ["ExecuteUnit", "execute_events_layout"]
+
+
+def execute_events_layout(config: ArrayConfig) -> data.StructLayout:
+    """Return the layout of the EXECUTE unit's event strobes (docs/energy.md, "RTL counters"):
+    {beat: an array beat that counts (`rows·cols` slots), macs: its products with an active
+    weight and operand, spad_in_read, spad_wt_read: a row read the instruction uses}."""
+    return data.StructLayout({"beat": 1, "macs": range(config.pes + 1), "spad_in_read": 1,
+                              "spad_wt_read": 1})
 
 
 class ExecuteUnit(wiring.Component):
@@ -52,6 +60,12 @@ class ExecuteUnit(wiring.Component):
         Read ports (1-cycle synchronous) of the scratchpads; rows of `dim` signed operands.
     o_acc: Out(stream.Signature(write_payload_layout(acc_depth, cols, acc_width)))
         Accumulator writes {row, data, accumulate}; the unit holds while `ready` is low.
+    o_events: Out(execute_events_layout(config))
+        Energy event strobes of this cycle (observation only): WS `beat` is an array beat of a
+        COMPUTE row (not a dummy row), `macs` its `k·n` products with the weights of the last
+        PRELOAD taken before that COMPUTE (0 after reset); OS `beat` is every array beat and
+        `macs` `m·n`; `spad_in_read`/`spad_wt_read` are the row reads an instruction uses (not
+        the idle enables, docs/energy.md).
 
     Latency, throughput, backpressure: `systolic.sim.timing.execute_timing` gives the exact
     cycles (with an always-ready accumulator): one array row per cycle, PRELOAD overlapping the
@@ -77,6 +91,7 @@ class ExecuteUnit(wiring.Component):
                 depth(config, Memory.SPAD_WT), spad_row_layout(config.weight_width, config.dim))),
             "o_acc": Out(stream.Signature(
                 write_payload_layout(config.acc_depth, config.cols, config.acc_width))),
+            "o_events": Out(execute_events_layout(config)),
         })
 
     def elaborate(self, platform: object) -> Module:
@@ -115,7 +130,7 @@ class ExecuteUnit(wiring.Component):
         # then issue from `act`, one row read per cycle.
         item = data.StructLayout({
             "addr": len(self.spad_in.addr), "count": 32, "dummy": 1, "close": 1, "acc_row": 32,
-            "accumulate": 1, "tag": self.tag_width})
+            "accumulate": 1, "tag": self.tag_width, "macs": range(cfg.pes + 1)})
         act = Signal(item, init={"count": 1, "dummy": 1})  # activates the zero tile after reset
         a_busy = Signal(init=1)
         nxt = Signal(item)
@@ -128,6 +143,7 @@ class ExecuteUnit(wiring.Component):
         as_last = Signal()
         as_dummy = Signal()
         as_meta = Signal(meta)
+        as_macs = Signal(range(cfg.pes + 1))
 
         # Engines take new work in the cycle they issue their current item's last read.
         w_advance, a_advance, w_free, a_free, n_free = (Signal(name=name) for name in (
@@ -201,7 +217,7 @@ class ExecuteUnit(wiring.Component):
                     as_last.eq((act.count == 1) & close_now), as_dummy.eq(act.dummy),
                     as_meta.acc_row.eq(act.acc_row), as_meta.accumulate.eq(act.accumulate),
                     as_meta.write.eq(~act.dummy), as_meta.final.eq((act.count == 1) & ~act.dummy),
-                    as_meta.tag.eq(act.tag),
+                    as_meta.tag.eq(act.tag), as_macs.eq(act.macs),
                     act.addr.eq(act.addr + 1), act.count.eq(act.count - 1),
                     act.acc_row.eq(act.acc_row + 1),
                 ]
@@ -225,7 +241,15 @@ class ExecuteUnit(wiring.Component):
                 nxt.acc_row.eq(compute.acc_row),
                 nxt.accumulate.eq(compute.accumulate),
                 nxt.tag.eq(tag),
+                nxt.macs.eq(w_k[:cfg.rows.bit_length()] * w_n[:cfg.cols.bit_length()]),
             ]
+        beat = array.i_a.valid & array.i_a.ready & ~as_dummy
+        m.d.comb += [
+            self.o_events.beat.eq(beat),
+            self.o_events.macs.eq(Mux(beat, as_macs, 0)),
+            self.o_events.spad_in_read.eq(a_advance & a_busy & ~act.dummy),
+            self.o_events.spad_wt_read.eq(w_advance & w_busy & (w_beat < w_k)),
+        ]
 
         # -- results: one metadata entry per activation beat, in order
         m.submodules.meta_fifo = meta_fifo = fifo.SyncFIFO(

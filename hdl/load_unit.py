@@ -60,6 +60,9 @@ class LoadUnit(wiring.Component):
         Read data, exactly `mem_latency` cycles after each request was taken, in order.
     spad_in, spad_wt, params : Out(memory_write_signature(...))
         Write ports: `en` for one cycle per row written, `addr` and `data` valid with it.
+    o_read_bytes : Out(range(bus_bytes + 1))
+        The bytes of its segment that the read request taken in this cycle carries (those its
+        placement enables; 0 without a request): the energy event `ext_read_bytes`.
 
     Latency and throughput: see the module docstring (duration `beats + mem_latency + 2`).
     Buffering: the delay line holds the placements of the `mem_latency` requests in flight and
@@ -80,6 +83,7 @@ class LoadUnit(wiring.Component):
             "i_instr": In(instruction_signature()),
             "o_done": Out(completion_signature()),
             "o_req": Out(stream.Signature(data.StructLayout({"addr": 32}))),
+            "o_read_bytes": Out(range(config.bus_bytes + 1)),
             "i_resp": In(stream.Signature(data.StructLayout({"data": 8 * config.bus_bytes}),
                                           always_ready=True)),
             "spad_in": Out(memory_write_signature(
@@ -168,6 +172,15 @@ class LoadUnit(wiring.Component):
             self.params.data.eq(raw[:params_bits]),
         ]
 
+    def _read_bytes(self, m: Module, valid: Signal, place: data.View) -> None:
+        """Drive `o_read_bytes`: the row bytes `lo <= p < hi` the beat covers (its bytes land
+        on `row_bytes - sel <= p < row_bytes - sel + bus_bytes`; compared with `sel` added)."""
+        top, bus = self.row_bytes, self.config.bus_bytes
+        seg_lo, seg_hi = place.lo + place.sel, place.hi + place.sel
+        lo = Mux(seg_lo > top, seg_lo, top)
+        hi = Mux(seg_hi < top + bus, seg_hi, top + bus)
+        m.d.comb += self.o_read_bytes.eq(Mux(valid & (hi > lo), hi - lo, 0))
+
     def elaborate(self, platform: object) -> Module:
         """Build decode registers, walker, in-flight delay line, gatherer and write ports."""
         m = Module()
@@ -192,6 +205,7 @@ class LoadUnit(wiring.Component):
         m.d.comb += [walker.i_job.valid.eq(job_valid), walker.i_job.payload.eq(job)]
 
         wiring.connect(m, wiring.flipped(self.o_req), walker.o_req)
+        self._read_bytes(m, walker.o_beat.valid, walker.o_beat.payload.place)
 
         valid, beat = self._delay(m, walker.o_beat.valid, walker.o_beat.payload.as_value())
         beat_view = data.View(walker.o_beat.payload.shape(), beat)

@@ -106,3 +106,6 @@ class RunResult:
     """One per instruction of the program, HALT included (a tuple, or a `TimesTable`)."""
     counters: Mapping[str, int]
     """The Accelerator's counters by name (`COUNTER_NAMES`)."""
+    events: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """The energy event counts of the run by name (`systolic.hdl.event_counters.RTL_EVENTS`
+    from the RTL's counters; empty when the backend does not count them)."""

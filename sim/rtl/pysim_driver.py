@@ -18,6 +18,7 @@ from amaranth.sim import Simulator
 
 from systolic.errors import SimulationError
 from systolic.hdl.accelerator import HALT_UNIT, UNITS, Accelerator
+from systolic.hdl.event_counters import RTL_EVENTS
 from systolic.isa.disassembler import format_instruction
 from systolic.isa.program import Program
 from systolic.sim.progress import report_cycle
@@ -124,6 +125,7 @@ def run_pysim(program: Program, memory: bytes | bytearray, *, watchdog: int | No
     external = ExternalMemory(bytearray(memory), bus_bytes=config.bus_bytes,
                               latency=config.mem_latency)
     counters: dict[str, int] = {}
+    event_counts: dict[str, int] = {}
     latency = config.mem_latency
 
     trace = Cat(dut.trace.accept.as_value(),
@@ -192,6 +194,8 @@ def run_pysim(program: Program, memory: bytes | bytearray, *, watchdog: int | No
         for u, name in enumerate(UNIT_NAMES):
             counters[f"unit_busy_{name}"] = ctx.get(dut.unit_busy[u])
             counters[f"hazard_stall_{name}"] = ctx.get(dut.hazard_stall[u])
+        for name in RTL_EVENTS:
+            event_counts[name] = ctx.get(getattr(dut.events, name))
 
     sim = Simulator(dut)
     sim.add_clock(1e-6)
@@ -203,4 +207,4 @@ def run_pysim(program: Program, memory: bytes | bytearray, *, watchdog: int | No
             sim.run()
     times = recorder.times()
     return RunResult(memory=external.image, total_cycles=counters["cycles"], times=times,
-                     counters=counters)
+                     counters=counters, events=event_counts)
