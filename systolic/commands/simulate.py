@@ -249,12 +249,21 @@ def _explanation_line(explanation: OnnxruntimeExplanation, checks: dict[str, Any
     layers = ", ".join(explanation.layers[:_NAMED_LAYERS])
     if len(explanation.layers) > _NAMED_LAYERS:
         layers += f" and {len(explanation.layers) - _NAMED_LAYERS} more"
+    saturation = (f"this CPU's onnxruntime saturates uint8 x int8 int16 pair sums (no VNNI) "
+                  f"in layers {layers}")  # fmt: skip
+    rounding = ("its float ops round differently in the last bits and a dynamic quantization "
+                "downstream turns that into other steps (replayed with its float values: equal "
+                "to float rounding)")  # fmt: skip
     if explanation.kind == "saturation":
-        why = (f"explained: this CPU's onnxruntime saturates uint8 x int8 int16 pair sums (no "
-               f"VNNI) in layers {layers} (equal once they cannot saturate)")  # fmt: skip
+        why = f"explained: {saturation} (equal once they cannot saturate)"
     elif explanation.kind == "fused_rounding":
         why = ("explained: its fused quantized kernels round differently (equal with its graph "
                "optimizations off)")  # fmt: skip
+    elif explanation.kind == "float_rounding":
+        why = f"explained: {rounding}"
+    elif explanation.kind == "saturation+float_rounding":
+        why = f"explained: {saturation}, and {rounding}"
     else:
-        why = "not explained by int16 saturation or by its fused kernels' rounding"
+        why = ("not explained by int16 saturation, by its fused kernels' rounding or by float "
+               "rounding before a dynamic quantization")  # fmt: skip
     return f"onnxruntime: differs by {size}; {why}"

@@ -30,7 +30,7 @@ The JSON is a stable interface (README, "simulate JSON"): keys are only ever add
   `onnxruntime_unoptimized_equal_fraction`, `onnxruntime_unoptimized_max_diff_steps`): node by
   node, as the ONNX operators define it, without its fused quantized kernels); for quantized
   models `onnxruntime_explanation` (`OnnxruntimeExplanation.kind`: none, saturation,
-  fused_rounding or unexplained)};
+  fused_rounding, float_rounding, saturation+float_rounding or unexplained)};
   float models add `quantization` {max_abs_error, cosine_similarity, top1_agreement (null
   when the output is not a class vector)},
 - `runs`: the accelerator runs in order (host layers separate them), each
@@ -139,8 +139,11 @@ class OnnxruntimeExplanation:
     """Why a quantized model's outputs differ from onnxruntime's default session (see
     `systolic.simulation.onnxruntime_explain`): `kind` is "none" (they do not differ),
     "saturation" (this CPU's onnxruntime saturates uint8 x int8 int16 pair sums; equal once
-    they cannot saturate), "fused_rounding" (equal with its graph optimizations off) or
-    "unexplained". `layers`: the layers whose pair sums leave int16 on this CPU."""
+    they cannot saturate), "fused_rounding" (equal with its graph optimizations off),
+    "float_rounding" (its float ops round differently in the last bits and a dynamic
+    quantization downstream turns that into other steps; proven by replaying our reference
+    with its float values), "saturation+float_rounding" (both) or "unexplained".
+    `layers`: the layers whose pair sums leave int16 on this CPU."""
 
     kind: str
     layers: tuple[str, ...] = ()

@@ -3,7 +3,8 @@ those products made exact.
 
 A layer is a node onnxruntime computes with its saturating uint8 x int8 kernels: QLinearConv,
 QLinearMatMul, MatMulInteger and com.microsoft QGemm with a uint8 activation and int8 weights
-(not ConvInteger: onnxruntime 1.32's ConvInteger sums exactly, tested); with `fused`
+(not ConvInteger: onnxruntime 1.32's ConvInteger sums exactly, tested), and com.microsoft
+DynamicQuantizeLSTM with int8 weights (`saturating_lstm`: W and R); with `fused`
 (onnxruntime's default graph optimizations) also a Conv, Gemm or MatMul whose two operands
 are DequantizeLinear outputs of a uint8 activation and of int8 weights, a QDQ group its
 optimizer fuses into those kernels. `saturating_layers` takes their
@@ -12,7 +13,8 @@ outside int16 (`onnxruntime_saturation`).
 
 `desaturated_model` rewrites such layers' weights as uint8, w + 128 with zero point + 128:
 every product (w - zero point) is the same, and onnxruntime then computes them with its exact
-uint8 x uint8 kernels. Whatever still differs from our outputs is not saturation.
+uint8 x uint8 kernels (a DynamicQuantizeLSTM gets both W and R rewritten: they share one
+type). Whatever still differs from our outputs is not saturation.
 """
 
 import dataclasses
@@ -26,6 +28,7 @@ from systolic.proto import DataType, ModelProto, TensorProto
 from systolic.reference.executor import run_model
 from systolic.reference.kernels.conv import resolve_auto_pad
 from systolic.simulation.onnxruntime_saturation import conv_overflows, pair_sums_overflow
+from systolic.simulation.saturating_lstm import LSTM_WEIGHTS, lstm_overflows
 
 __all__ = ["SaturatingLayer", "desaturated_model", "node_overflows", "saturating_layers"]
 
@@ -151,9 +154,14 @@ class _Finder:
             if fused and node.domain == "" and node.op_type in _FUSED for name in node.inputs[:2]
         }  # fmt: skip
 
-    def __call__(self, node: Node, args: list[np.ndarray | None], _: list[np.ndarray]) -> None:
+    def __call__(
+        self, node: Node, args: list[np.ndarray | None], results: list[np.ndarray]
+    ) -> None:
         if node.domain == "" and node.op_type == "DequantizeLinear":
             self._remember(node, args)
+        if (node.domain, node.op_type) == ("com.microsoft", "DynamicQuantizeLSTM"):
+            self._lstm(node, args, results)
+            return
         product = _explicit(node, args) or self._fused(node)
         if product is None or not _saturates(node, product):
             return
@@ -162,6 +170,18 @@ class _Finder:
             (product.weight.astype(np.int16) + 128).astype(np.uint8),
             (product.weight_zero_point.astype(np.int16) + 128).astype(np.uint8),
         ))  # fmt: skip
+
+    def _lstm(self, node: Node, args: list[np.ndarray | None], results: list[np.ndarray]) -> None:
+        if not lstm_overflows(args, results, str(node.attrs.get("direction", "forward"))):
+            return
+        for weight, zero_point in LSTM_WEIGHTS:
+            w, w_zp = _optional(args, weight), _optional(args, zero_point)
+            assert w is not None and w_zp is not None  # lstm_overflows checked W and R
+            self.layers.append(SaturatingLayer(
+                node.label, node.outputs[0], weight, zero_point,
+                (w.astype(np.int16) + 128).astype(np.uint8),
+                (w_zp.astype(np.int16) + 128).astype(np.uint8),
+            ))  # fmt: skip
 
     def _remember(self, node: Node, args: list[np.ndarray | None]) -> None:
         x, scale = args[0], args[1]
