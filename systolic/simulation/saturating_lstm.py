@@ -18,7 +18,7 @@ from systolic.ir import Attrs
 from systolic.reference.ops.op_dynamic_quantize_linear import DynamicQuantizeLinear
 from systolic.simulation.onnxruntime_saturation import pair_sums_overflow
 
-__all__ = ["LSTM_WEIGHTS", "lstm_overflows"]
+__all__ = ["LSTM_WEIGHTS", "lstm_overflows", "previous_states"]
 
 LSTM_WEIGHTS = ((1, 9), (2, 11))
 """DynamicQuantizeLSTM's (weight, weight zero point) input positions: W, then R."""
@@ -41,7 +41,7 @@ def lstm_overflows(
     for d in range(w.shape[0]):
         if pair_sums_overflow(projection, w[d]):
             return True
-        for h in _previous_states(args, y, d, direction):
+        for h in previous_states(args, y, d, direction):
             if pair_sums_overflow(_quantized(h), r[d]):
                 return True
     return False
@@ -51,7 +51,7 @@ def _quantized(values: np.ndarray) -> np.ndarray:
     return _QUANTIZE.run([values.astype(np.float32)])[0]
 
 
-def _previous_states(
+def previous_states(
     args: Sequence[np.ndarray | None], y: np.ndarray, d: int, direction: str
 ) -> Iterator[np.ndarray]:
     """Yield H_{t-1} [batch, hidden] of direction `d`, step by step in execution order."""

@@ -37,7 +37,6 @@ import pytest
 from onnx import helper
 
 from systolic.commands.cli import main
-from systolic.simulation.onnxruntime_saturation import onnxruntime_saturates
 
 MODELS = Path(__file__).resolve().parents[2] / "models" / "realistic"
 FORMS_OF = {
@@ -81,15 +80,8 @@ INSPECT_MACS_UNCOUNTED: dict[tuple[str, str], str] = {}
 MIN_COSINE = 0.999
 """The least cosine similarity of a float model's quantized result with the float model."""
 
-UNEXPLAINED_ONNXRUNTIME = {
-    ("bert_tiny", "dynamic"):
-        "onnxruntime's MatMulInteger saturates uint8 x int8 pair sums on this CPU (no VNNI), "
-        "and simulate's explanation does not look at MatMulInteger: 'unexplained'",
-    ("lstm2", "dynamic"):
-        "onnxruntime's DynamicQuantizeLSTM saturates its uint8 x int8 pair sums on this CPU (no "
-        "VNNI; the first layer's input projection overflows int16), and simulate's "
-        "explanation does not look at DynamicQuantizeLSTM: 'unexplained'",
-} if onnxruntime_saturates() else {}
+UNEXPLAINED_ONNXRUNTIME: dict[tuple[str, str], str] = {}
+# bert_tiny_dynamic and lstm2_dynamic: 'saturation+float_rounding' on CPUs without VNNI
 """Quantized models whose difference from onnxruntime `simulate` does not explain today."""
 
 
