@@ -75,6 +75,7 @@ class EventCounters(wiring.Component):
 
     def __init__(self, increments: Mapping[str, int], *, width: int = EVENT_WIDTH) -> None:
         if not increments or min(increments.values()) < 1:
+            self._MustUse__silence = True  # rejected, not unused
             raise ValueError(f"increments must name events with positive maxima, not "
                              f"{dict(increments)!r}")
         self.names = tuple(increments)
