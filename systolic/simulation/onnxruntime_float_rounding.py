@@ -64,10 +64,12 @@ def float_rounding_explains(
                                  base_dir=base_dir)  # fmt: skip
     except SimulationError:
         return False
-    replay = _Replay({name: theirs[name] for name in names if name in theirs})
+    constants = [np.asarray(tensor.data) for tensor in model.graph.initializers]
+    replay = _Replay({name: theirs[name] for name in names if name in theirs}, constants)
     if len(replay.theirs) < len(names):
         return False
-    replayed = run_model(model, inputs, on_node=replay)
+    copies = {name: np.array(value, copy=True) for name, value in inputs.items()}
+    replayed = run_model(model, copies, on_node=replay)
     if not replay.close or set(replay.ours) != set(names):
         return False
     return all(name in theirs and _outputs_match(value, theirs[name])
@@ -76,10 +78,12 @@ def float_rounding_explains(
 
 class _Replay:
     """Reference hook: put onnxruntime's values in place of ours where it gave them, keeping
-    ours; `close` turns False when one is more than float rounding away or cannot be put."""
+    ours; `close` turns False when one is more than float rounding away or cannot be put (a
+    view of an initializer: not proven rather than changing it)."""
 
-    def __init__(self, theirs: Mapping[str, np.ndarray]) -> None:
+    def __init__(self, theirs: Mapping[str, np.ndarray], constants: list[np.ndarray]) -> None:
         self.theirs = dict(theirs)
+        self.constants = constants
         self.ours: dict[str, np.ndarray] = {}
         self.close = True
 
@@ -90,10 +94,16 @@ class _Replay:
                 continue
             other = np.asarray(other)
             self.ours[name] = value.copy()
-            if other.shape != value.shape or not value.flags.writeable or not _within(value, other):
+            if other.shape != value.shape or not self._writable(value) or not _within(value, other):
                 self.close = False
                 continue
             np.copyto(value, other.astype(value.dtype))
+
+    def _writable(self, value: np.ndarray) -> bool:
+        """True when `value` can be overwritten without changing an initializer (the inputs
+        are copies)."""
+        return value.flags.writeable and not any(
+            np.may_share_memory(value, constant) for constant in self.constants)  # fmt: skip
 
 
 def _within(ours: np.ndarray, theirs: np.ndarray) -> bool:
