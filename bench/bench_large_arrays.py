@@ -363,9 +363,11 @@ def print_by_size(losses: list[LayerLoss], causes: Sequence[str], theirs: dict[s
         ideal = sum(x.ideal for x in group)
         row = f"{m:>6}{len(group):>7}{cycles:>10,}{ideal:>10,.0f}{cycles / ideal:>7.2f}"
         row += "".join(f"{sum(x.causes[c] for x in group):>9,.0f}" for c in causes)
-        if theirs:
+        if theirs and all(x.name in theirs for x in group):
             ss = sum(theirs[x.name] for x in group)
             row += f"{ss:>11,} ({ss / ideal:.2f}x)"
+        elif theirs:
+            row += f"{'-':>11}"
         print(row)
 
 
