@@ -67,3 +67,31 @@ def test_a_real_difference_is_unexplained(name: str):
     wrong = {key: value + np.float32(0.5) for key, value in ours.items()}
     explanation = explain_difference(path, model, inputs, wrong, plain_equal=False)
     assert explanation.kind == "unexplained"
+
+
+REALISTIC = MODELS / "realistic"
+
+
+@pytest.mark.parametrize(("name", "feeds"), [
+    ("bert_tiny_dynamic", {"input_ids": "input_ids_0", "attention_mask": "attention_mask_0"}),
+    ("lstm2_dynamic", {"input": "input_0"}),
+])  # fmt: skip
+def test_dynamic_quantization_models_on_this_cpu(name: str, feeds: dict[str, str]):
+    # onnxruntime's quantize_dynamic models: float rounding before DynamicQuantizeLinear (and
+    # inside DynamicQuantizeLSTM) takes whole steps; without VNNI its kernels saturate too
+    path = REALISTIC / f"{name}.onnx"
+    model = load_model(path)
+    stored = np.load(REALISTIC / f"{name.rsplit('_', 1)[0]}_inputs.npz")
+    inputs = {key: stored[value] for key, value in feeds.items()}
+    integer, _ = run_passes(model)
+    ours = run_model(integer, inputs)  # what a bit-exact simulation gives
+    theirs = run_onnxruntime(path, inputs)
+    figures, explanation = onnxruntime_checks(path, model, integer, inputs, ours, theirs,
+                                              quantized=True)  # fmt: skip
+    assert explanation is not None and figures["equal_fraction"] < 1.0
+    if onnxruntime_saturates():
+        assert explanation.kind == "saturation+float_rounding"
+        assert explanation.layers == tuple(dict.fromkeys(
+            layer.name for layer in saturating_layers(model, inputs)))  # fmt: skip
+    else:
+        assert explanation.kind == "float_rounding"
