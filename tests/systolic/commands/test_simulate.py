@@ -115,6 +115,29 @@ def test_onnxruntime_saturation_is_named(tmp_path: Path, capsys: pytest.CaptureF
         r"fc1_Gemm_quant \(equal once they cannot saturate\)", line)
 
 
+def test_float_rounding_before_dynamic_quantization_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    # lstm2_dynamic: onnxruntime's LSTM gates round differently, the head's
+    # DynamicQuantizeLinear takes other steps; its DynamicQuantizeLSTM saturates without VNNI
+    model = MODELS / "realistic" / "lstm2_dynamic.onnx"
+    np.save(tmp_path / "x.npy", np.load(MODELS / "realistic" / "lstm2_inputs.npz")["input_0"])
+    assert main(["simulate", str(model), "--backend", "model", "--input",
+                 str(tmp_path / "x.npy")]) == 0  # fmt: skip
+    (line,) = [line for line in capsys.readouterr().out.splitlines()
+               if line.startswith("onnxruntime: differs by ")]  # fmt: skip
+    rounding = (r"its float ops round differently in the last bits and a dynamic quantization "
+                r"downstream turns that into other steps \(replayed with its float values: "
+                r"equal to float rounding\)")  # fmt: skip
+    if _saturates_here(model, input_path=tmp_path / "x.npy"):
+        expected = (r"onnxruntime: differs by [0-9.e-]+; explained: this CPU's onnxruntime "
+                    r"saturates uint8 x int8 int16 pair sums \(no VNNI\) in layers "
+                    r"lstm_LSTM_quant, lstm_LSTM_1_quant, head_MatMul_quant, and " + rounding)
+    else:
+        expected = r"onnxruntime: differs by [0-9.e-]+; explained: " + rounding
+    assert re.fullmatch(expected, line), line
+
+
 def test_float_model_reports_quantization_accuracy(tmp_path: Path) -> None:
     status, report = _simulate(tmp_path, str(example_path("lenet_float")), "--backend", "model")
     assert status == 0
