@@ -235,7 +235,7 @@ class Program:
         object.__setattr__(self, "host_steps", tuple(self.host_steps))
         instructions = self.instructions
         if not instructions or not isinstance(instructions[-1], Halt) or any(
-                isinstance(instr, Halt) for instr in instructions[:-1]):
+                issubclass(cls, Halt) for cls in set(map(type, instructions[:-1]))):
             halts = [i for i, instr in enumerate(instructions) if isinstance(instr, Halt)]
             raise ProgramError(
                 "a program must end with HALT and have no other HALT "

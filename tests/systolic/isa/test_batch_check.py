@@ -153,3 +153,12 @@ def test_a_non_instruction_is_refused_before_any_check() -> None:
     body[5] = "LOAD"
     with pytest.raises(ProgramError, match="instruction 5 is not an Instruction"):
         Program(config, (*body, Halt()))  # type: ignore[arg-type]
+
+
+def test_a_program_needs_exactly_one_halt_at_its_end() -> None:
+    config = CONFIGS[0]
+    body = _program_body(config, 300)
+    with pytest.raises(ProgramError, match=r"must end with HALT .*\(HALT at \[5, 301\] of 302"):
+        Program(config, (*body[:5], Halt(), *body[5:], Halt()))
+    with pytest.raises(ProgramError, match=r"\(HALT at no index of 300 instructions\)"):
+        Program(config, body)
