@@ -37,6 +37,10 @@ class RowWriter(wiring.Component):
         Pulse before an instruction's first row: the next row is row 0 of the pattern.
     ext, n0, stride0, stride1, row_bytes, flip : ``In(...)``
         The pattern and row size (1 .. elements * element_bytes); held while rows are written.
+    direct, direct_addr, direct_bytes : ``In(...)``
+        Read with the row taken on `i_row`: when `direct` is 1 the row goes to `direct_addr`
+        as `direct_bytes` bytes (1 .. elements * element_bytes) instead, and the pattern does
+        not advance (SOFTMAX's chunks of a long row).
     row_done : ``Out(1)``
         The last beat of a row transfers on `o_write` in this cycle.
 
@@ -67,6 +71,9 @@ class RowWriter(wiring.Component):
             "stride1": In(signed(32)),
             "row_bytes": In(range(row_bytes + 1)),
             "flip": In(1),
+            "direct": In(1),
+            "direct_addr": In(unsigned(32)),
+            "direct_bytes": In(range(row_bytes + 1)),
             "row_done": Out(1),
         })
 
@@ -106,22 +113,26 @@ class RowWriter(wiring.Component):
             self.o_write.payload.strobe.eq(mask.word_select(beat, bus)),
         ]
 
-        offset = addr[:log_bus] if log_bus else Const(0, 1)
+        target = Signal(32, name="target")
+        size = Signal(range(row_bytes + 1), name="size")
+        m.d.comb += [target.eq(Mux(self.direct, self.direct_addr, addr)),
+                     size.eq(Mux(self.direct, self.direct_bytes, self.row_bytes))]
+        offset = target[:log_bus] if log_bus else Const(0, 1)
         flip_bits = Cat(Const(0x80, 8) for _ in range(row_bytes))
         raw = self.i_row.payload.as_value() ^ Mux(self.flip, flip_bits, 0)
-        thermometer = Cat(Const(j, 16) < self.row_bytes for j in range(row_bytes))
+        thermometer = Cat(Const(j, 16) < size for j in range(row_bytes))
         with m.If(take):
             m.d.sync += [
                 wide.eq(raw << (offset * 8)),
                 mask.eq(thermometer << offset),
-                beat_base.eq(addr - offset),
-                last_beat.eq((offset + self.row_bytes - 1) >> log_bus),
+                beat_base.eq(target - offset),
+                last_beat.eq((offset + size - 1) >> log_bus),
                 beat.eq(0),
                 valid.eq(1),
             ]
-            with m.If(r0 + 1 < self.n0):
+            with m.If(~self.direct & (r0 + 1 < self.n0)):
                 m.d.sync += [r0.eq(r0 + 1), addr.eq(addr + self.stride0)]
-            with m.Else():
+            with m.Elif(~self.direct):
                 m.d.sync += [r0.eq(0), base1.eq(base1 + self.stride1),
                              addr.eq(base1 + self.stride1)]
         with m.Elif(finishing):

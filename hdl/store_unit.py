@@ -1,6 +1,6 @@
 """`StoreUnit`: executes STORE, COPY, POOL, ADD and TABLE, writing rows to external memory."""
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -8,19 +8,22 @@ from amaranth.lib.wiring import In, Out
 from systolic.config import ArrayConfig
 from systolic.hdl.accumulator import read_signature
 from systolic.hdl.activation_table import ActivationTable, table_rows
+from systolic.hdl.exp_table import exp_table_rows
 from systolic.hdl.instruction_fields import (
     TAG_WIDTH,
     completion_signature,
     instruction_layout,
     instruction_signature,
 )
+from systolic.hdl.output_stage import LATENCY as OUTPUT_LATENCY
 from systolic.hdl.output_stage import OutputStage
 from systolic.hdl.pool_window import emit_window_walk
 from systolic.hdl.ports import memory_read_signature, params_row_layout, write_beat_layout
 from systolic.hdl.row_writer import RowWriter
+from systolic.hdl.softmax_unit import SoftmaxUnit
 from systolic.hdl.vector_unit import PRODUCT, SCALED_SUM, VectorUnit
 from systolic.isa.fields import INSTRUCTION_BITS
-from systolic.isa.instructions import Add, Copy, Pool, Store, Table
+from systolic.isa.instructions import Add, Copy, Pool, Softmax, Store, Table
 from systolic.isa.memories import PARAMS_DEPTH, Memory, depth
 
 __all__ = ["StoreUnit"]
@@ -123,23 +126,27 @@ class StoreUnit(wiring.Component):
         dim, cols, ob = cfg.dim, cfg.cols, cfg.operand_bytes
         element = signed(8 * ob)
         row_layout = data.ArrayLayout(element, dim)
+        width = max(dim * ob, 4 * cols)  # bytes of the widest row: STORE raw's int32 lanes
+        entry_layout = data.StructLayout({  # one FIFO entry; direct: a SOFTMAX chunk
+            "data": 8 * width, "direct": 1, "addr": 32, "bytes": range(dim + 1)})
 
         m.submodules.stage = stage = OutputStage(cols=cols, acc_width=cfg.acc_width)
         m.submodules.vector = vector = VectorUnit(lanes=dim, input_width=cfg.input_width)
-        m.submodules.writer = writer = RowWriter(elements=dim, element_bytes=ob,
+        m.submodules.writer = writer = RowWriter(elements=width, element_bytes=1,
                                                  bus_bytes=cfg.bus_bytes)
-        m.submodules.fifo = fifo = SyncFIFO(width=row_layout.size, depth=self._fifo_depth)
+        m.submodules.fifo = fifo = SyncFIFO(width=entry_layout.size, depth=self._fifo_depth)
         m.submodules.table = table = ActivationTable(lanes=dim)
+        m.submodules.softmax = softmax = SoftmaxUnit(lanes=dim, bus_bytes=cfg.bus_bytes)
 
         word = Signal(INSTRUCTION_BITS)
         tag = Signal(TAG_WIDTH)
         opcode = word[:8]
         kind = {cls: Signal(name=f"is_{cls.MNEMONIC.lower()}")
-                for cls in (Store, Copy, Pool, Add, Table)}
+                for cls in (Store, Copy, Pool, Add, Table, Softmax)}
         m.d.comb += [flag.eq(opcode == cls.OPCODE) for cls, flag in kind.items()]
-        is_store, is_copy, is_pool, is_add, is_table = (
-            kind[c] for c in (Store, Copy, Pool, Add, Table))
-        classes = (Store, Copy, Pool, Add)
+        is_store, is_copy, is_pool, is_add, is_table, is_softmax = (
+            kind[c] for c in (Store, Copy, Pool, Add, Table, Softmax))
+        classes = (Store, Copy, Pool, Add, Softmax)
 
         def common(name, among=classes):
             """Return field `name` of whichever of the classes `among` the instruction is."""
@@ -177,7 +184,9 @@ class StoreUnit(wiring.Component):
         # -- issue: one element read per cycle -------------------------------------------------
         pool = {name: field(word, Pool, name) for name in (
             "h", "w", "kh", "kw", "sh", "sw", "pad_left", "oh", "ow", "in_row")}
-        total = _pick([(is_pool, pool["oh"] * pool["ow"]), (is_table, table_rows(dim))],
+        wide = field(word, Table, "wide")
+        total = _pick([(is_pool, pool["oh"] * pool["ow"]),
+                       (is_table, Mux(wide, exp_table_rows(dim), table_rows(dim)))],
                       common("m", (Store, Copy, Add)))
         row_index = Signal(32)
         issued_all = Signal()
@@ -189,7 +198,7 @@ class StoreUnit(wiring.Component):
                                 field(incoming, Pool, "pad_left"), issue & is_pool)
         issue_last = Signal()
         m.d.comb += [
-            issue.eq(running & ~issued_all & (pending < self._fifo_depth)),
+            issue.eq(running & ~is_softmax & ~issued_all & (pending < self._fifo_depth)),
             issue_last.eq(_pick([(is_add, phase), (is_pool, walk.last)], 1)),
         ]
         broadcast = field(word, Add, "b_broadcast")
@@ -203,8 +212,8 @@ class StoreUnit(wiring.Component):
             self.acc_read.req.valid.eq(issue & is_store),
             self.acc_read.req.payload.row.eq(field(word, Store, "acc_row") + row_index),
             self.acc_read.resp.ready.eq(1),
-            self.spad_read.en.eq(issue & ~is_store),
-            self.spad_read.addr.eq(spad_addr),
+            self.spad_read.en.eq((issue & ~is_store) | softmax.spad_en),
+            self.spad_read.addr.eq(Mux(is_softmax, softmax.spad_addr, spad_addr)),
         ]
 
         with m.If(accept):
@@ -219,7 +228,7 @@ class StoreUnit(wiring.Component):
         # -- datapath ----------------------------------------------------------------------------
         read_valid = Signal()
         read_flags = Signal(data.StructLayout({  # row: TABLE's row number (for the table)
-            "sel": 1, "first": 1, "last": 1, "row": range(table_rows(dim))}))
+            "sel": 1, "first": 1, "last": 1, "row": range(exp_table_rows(dim))}))
         m.d.sync += [
             read_valid.eq(issue & ~is_store),
             read_flags.sel.eq(is_add & phase),
@@ -273,24 +282,51 @@ class StoreUnit(wiring.Component):
         m.d.comb += [
             lut.eq((is_store | is_copy) & common("lut", (Store, Copy))),
             table.i_row.valid.eq(row_valid & lut),
-            table.i_load.valid.eq(read_valid & is_table),
+            table.i_load.valid.eq(read_valid & is_table & ~wide),
+            softmax.i_load.valid.eq(read_valid & is_table & wide),
+            softmax.i_load.payload.row.eq(read_flags.row),
             table.i_load.payload.row.eq(read_flags.row),
         ]
         for i in range(dim):
             m.d.comb += [
                 table.i_row.payload[i].eq(row[i]),
                 table.i_load.payload.data[i].eq(self.spad_read.data[i]),
+                softmax.i_load.payload.data[i].eq(self.spad_read.data[i]),
+                softmax.spad_data[i].eq(self.spad_read.data[i]),
                 mapped[i].eq(table.o_row.payload[i]),
             ]
+        raw = field(word, Store, "raw")
+        raw_row = _raw_row(m, self.acc_read.resp, params.bias, cols)
+        chunk = softmax.o_chunk.payload
+        entry_in = Signal(entry_layout)
+        entry_out = Signal(entry_layout)
         m.d.comb += [
-            fifo.w_en.eq(Mux(lut, table.o_row.valid, row_valid)),
-            fifo.w_data.eq(Mux(lut, mapped, row)),
+            entry_in.data.eq(_pick([(is_store & raw, raw_row),
+                                    (is_softmax, chunk.data.as_value()),
+                                    (lut, mapped.as_value())], row.as_value())),
+            entry_in.direct.eq(is_softmax),
+            entry_in.addr.eq(chunk.addr),
+            entry_in.bytes.eq(chunk.bytes),
+            fifo.w_en.eq(_pick([(is_softmax, softmax.o_chunk.valid), (lut, table.o_row.valid)],
+                               row_valid)),
+            fifo.w_data.eq(entry_in),
+            entry_out.eq(fifo.r_data),
             writer.i_row.valid.eq(fifo.r_rdy),
-            writer.i_row.payload.eq(fifo.r_data),
+            writer.i_row.payload.eq(entry_out.data),
+            writer.direct.eq(entry_out.direct),
+            writer.direct_addr.eq(entry_out.addr),
+            writer.direct_bytes.eq(entry_out.bytes * ob),
             fifo.r_en.eq(writer.i_row.ready),
         ]
         pop = fifo.r_rdy & fifo.r_en
-        m.d.sync += pending.eq(pending + (issue & issue_last & ~is_table) - pop)
+        m.d.sync += pending.eq(pending + ((issue & issue_last & ~is_table) | softmax.reserve)
+                               - pop)
+        m.d.comb += [
+            softmax.instr.eq(word),
+            softmax.start.eq(first_cycle & is_softmax),
+            softmax.space.eq(pending < self._fifo_depth),
+            softmax.written.eq(writer.row_done & is_softmax),
+        ]
 
         # -- writer ------------------------------------------------------------------------------
         m.d.comb += [
@@ -299,18 +335,30 @@ class StoreUnit(wiring.Component):
             writer.n0.eq(common("n0")),
             writer.stride0.eq(common("row_stride0")),
             writer.stride1.eq(common("row_stride1")),
-            writer.row_bytes.eq(Mux(is_store, field(word, Store, "n"),
-                                     common("lanes", (Copy, Pool, Add))) * ob),
+            writer.row_bytes.eq(_pick([
+                (is_store & raw, field(word, Store, "n") * 4),
+                (is_store, field(word, Store, "n") * ob)],
+                common("lanes", (Copy, Pool, Add)) * ob)),
             writer.flip.eq(common("flip_sign")),
         ]
         wiring.connect(m, wiring.flipped(self.o_write), writer.o_write)
         written = Signal(32)
         with m.If(accept):
             m.d.sync += written.eq(0)
-        with m.Elif(writer.row_done):
+        with m.Elif(writer.row_done & ~is_softmax):
             m.d.sync += written.eq(written + 1)
             with m.If(written + 1 == total):
                 m.d.sync += [running.eq(0), done.eq(1)]
-        with m.If(table.i_load.valid & (read_flags.row + 1 == total)):
+        with m.If((read_valid & is_table & (read_flags.row + 1 == total)) | softmax.done):
             m.d.sync += [running.eq(0), done.eq(1)]
         return m
+
+
+def _raw_row(m, response, bias, cols):
+    """Return STORE raw's row: `wrap32(acc + bias)` per lane, as 4 little-endian bytes each,
+    registered OUTPUT_LATENCY times so that it leaves with the output stage's row."""
+    stages = [Signal(32 * cols, name=f"raw{k}") for k in range(OUTPUT_LATENCY)]
+    m.d.sync += stages[0].eq(Cat((response.payload.data[i] + bias[i])[:32]
+                                 for i in range(cols)))
+    m.d.sync += [stages[k].eq(stages[k - 1]) for k in range(1, OUTPUT_LATENCY)]
+    return stages[-1]

@@ -1,7 +1,8 @@
-"""Random valid STORE-unit instructions (STORE, COPY, POOL, ADD, TABLE) for a configuration.
+"""Random valid STORE-unit instructions (STORE, COPY, POOL, ADD, TABLE, SOFTMAX) for a
+configuration.
 
-A kind is a mnemonic, optionally with flags after dots: "STORE.lut", "COPY.lut", "ADD.mul",
-"ADD.b_broadcast", "ADD.mul.b_broadcast".
+A kind is a mnemonic, optionally with flags after dots: "STORE.lut", "STORE.raw", "COPY.lut",
+"ADD.mul", "ADD.b_broadcast", "ADD.mul.b_broadcast", "TABLE.wide".
 """
 
 import dataclasses
@@ -9,9 +10,19 @@ import dataclasses
 import numpy as np
 
 from systolic.config import ArrayConfig
-from systolic.isa.instructions import Add, Copy, Instruction, Pool, PoolMode, Store, Table
+from systolic.isa.instructions import (
+    Add,
+    Copy,
+    Instruction,
+    Pool,
+    PoolMode,
+    Softmax,
+    Store,
+    Table,
+)
 from systolic.isa.memories import Memory, depth
-from systolic.isa.table import table_rows
+from systolic.isa.softmax import softmax_row_chunks
+from systolic.isa.table import exp_table_rows, table_rows
 
 from .store_harness import MEMORY_BYTES
 
@@ -46,6 +57,8 @@ def _candidate(kind: str, config: ArrayConfig, rng: np.random.Generator,
         return Store(acc_row=int(rng.integers(0, config.acc_depth - m + 1)), m=m, n=n,
                      param_row=int(rng.integers(0, 512)), zero_point=int(rng.integers(-128, 128)),
                      lo=lo, hi=hi, flip_sign=flip, **_pattern(rng, m, n * ob))
+    if kind == "SOFTMAX":
+        return _softmax(config, rng, max_rows, flip, lo, hi)
     lanes = int(rng.integers(1, config.dim + 1))
     if kind == "COPY":
         m = int(rng.integers(1, max_rows + 1))
@@ -81,8 +94,24 @@ def _candidate(kind: str, config: ArrayConfig, rng: np.random.Generator,
                 lo=lo, hi=hi, flip_sign=flip, **scaled, **_pattern(rng, oh * ow, lanes * ob))
 
 
+def _softmax(config: ArrayConfig, rng: np.random.Generator, max_rows: int, flip: bool,
+             lo: int, hi: int) -> Softmax:
+    length = int(rng.integers(1, 3 * config.dim + 2))
+    m = int(rng.integers(1, min(max_rows, 4) + 1))
+    rows = m * softmax_row_chunks(length, config)
+    spad = depth(config, Memory.SPAD_IN)
+    return Softmax(in_row=int(rng.integers(0, max(1, spad - rows + 1))), m=m, length=length,
+                   multiplier=int(rng.integers(2**30, 2**31)) * int(rng.choice([1, 1, 1, -1])),
+                   shift=int(rng.integers(0, 11)) if rng.random() < 0.9 else
+                   int(rng.integers(-31, 32)),
+                   zero_point=int(rng.integers(-128, 128)), lo=lo, hi=hi, flip_sign=flip,
+                   **_pattern(rng, m, length))
+
+
 def _with_flags(instr: Instruction, flags: list[str], rng: np.random.Generator) -> Instruction:
     changes: dict[str, object] = dict.fromkeys(flags, True)
+    if "raw" in flags:  # the output stage's parameters must be 0
+        changes.update(zero_point=0, lo=0, hi=0, flip_sign=False)
     if "mul" in flags:  # products are ~2**16 times larger than sums: shift them further
         changes.update(multiplier_b=0, shift=int(rng.integers(0, 17)))
     return dataclasses.replace(instr, **changes)  # type: ignore[type-var]
@@ -93,8 +122,10 @@ def random_instruction(kind: str, config: ArrayConfig, rng: np.random.Generator,
     """Return a random valid `kind` instruction whose writes lie inside the test memory."""
     mnemonic, *flags = kind.split(".")
     if mnemonic == "TABLE":
-        rows = depth(config, Memory.SPAD_IN) - table_rows(config) + 1
-        return Table(row=int(rng.integers(0, rows)))
+        wide = "wide" in flags
+        used = exp_table_rows(config) if wide else table_rows(config)
+        return Table(row=int(rng.integers(0, depth(config, Memory.SPAD_IN) - used + 1)),
+                     wide=wide)
     for _ in range(1000):
         try:
             instr = _with_flags(_candidate(mnemonic, config, rng, max_rows), flags, rng)
