@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from systolic.errors import ModelError, UnsupportedError
-from systolic.ir import Graph, Node
+from systolic.ir import Attrs, AttrValue, Graph, Node
 from systolic.reference import registry
 from systolic.reference.ops.base import Op
 from systolic.reference.signatures import check_arity
@@ -111,7 +111,7 @@ def bind_version(node: Node, opsets: Mapping[str, int]) -> tuple[Node, type[Op]]
             f"supported: {detail}"
         )
     since, cls = found
-    check_arity(domain, node.op_type, since, node.inputs, node.outputs, node.label)
+    check_arity(domain, node.op_type, since, node.own_inputs, node.outputs, node.label)
     return dataclasses.replace(node, domain=domain, version=since), cls
 
 
@@ -134,6 +134,7 @@ def bind_graph_marking(
     ops: list[Op | None] = []
     missing: list[tuple[Node, UnsupportedError]] = []
     for node in graph.nodes:
+        node = _bind_subgraphs(node, opsets, missing)
         try:
             bound, cls = bind_version(node, opsets)
             op = cls(bound.attrs, bound.version, bound.label)
@@ -146,6 +147,22 @@ def bind_graph_marking(
         ops.append(op)
         nodes.append(bound)
     return dataclasses.replace(graph, nodes=tuple(nodes)), ops, missing
+
+
+def _bind_subgraphs(
+    node: Node, opsets: Mapping[str, int], missing: list[tuple[Node, UnsupportedError]]
+) -> Node:
+    """Return `node` with the nodes of its subgraphs (If's branches) bound at the model's
+    opsets; their unsupported nodes join `missing`."""
+    if not node.subgraphs:
+        return node
+    attrs: dict[str, AttrValue] = {}
+    for name, value in node.attrs.items():
+        if isinstance(value, Graph):
+            value, _, inner = bind_graph_marking(value, opsets)
+            missing.extend(inner)
+        attrs[name] = value
+    return dataclasses.replace(node, attrs=Attrs(attrs))
 
 
 def unsupported_error(missing: Sequence[tuple[Node, UnsupportedError]]) -> UnsupportedError:

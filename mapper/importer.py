@@ -7,8 +7,9 @@ The pipeline, in order:
 3. convert model-local functions, then the main graph (tensors decoded, external data read
    from the model's folder, sparse initializers densified);
 4. inline calls to local functions;
-5. check the graph's structure (single assignment, definitions, order, names);
-6. bind every node to an operator version of the reference registry;
+5. check the graph's structure (single assignment, definitions, order, names), and that of
+   If's branches (no node output shadowing an outer name);
+6. bind every node (branches' nodes too) to an operator version of the reference registry;
 7. infer shapes, checking every tensor against the memory limit.
 Training information is ignored: the tool does inference only.
 
@@ -38,6 +39,7 @@ from systolic.mapper.inline_functions import (
     inline_calls,
 )
 from systolic.mapper.shape_inference import infer_shapes
+from systolic.mapper.subgraph_checks import check_subgraphs
 from systolic.proto import IR_VERSION, FunctionProto, GraphProto, ModelProto
 from systolic.proto.onnx_graph import ReadContext, convert_graph
 from systolic.proto.onnx_text import check_text
@@ -128,7 +130,7 @@ def load_model_bytes(
     for node in graph.nodes:
         taken.update((node.name, *node.inputs, *node.outputs))
     graph = dataclasses.replace(graph, nodes=inline_calls(graph.nodes, overloads, functions, taken))
-    graph = check_graph(graph)
+    graph = check_subgraphs(check_graph(graph))
     graph, ops, missing = bind_graph_marking(graph, opsets)
     if missing and not mark_unsupported:
         raise unsupported_error(missing)

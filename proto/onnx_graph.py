@@ -47,6 +47,7 @@ __all__ = [
     "convert_attribute",
     "convert_graph",
     "convert_node",
+    "convert_subgraph",
     "convert_tensor",
     "convert_type",
 ]
@@ -199,9 +200,20 @@ def _attribute_kind(proto: AttributeProto, where: str) -> int:
     raise ModelError(f"{where} has no type and no value: fix the model")
 
 
-def convert_attribute(proto: AttributeProto, where: str, ctx: ReadContext) -> AttrValue:
-    """Return an attribute's value. Graph and type attributes are unsupported."""
+SUBGRAPH_OPS = frozenset({("", "If")})
+"""(domain, op_type) of the operators whose graph attributes are read: If's then_branch and
+else_branch. Loop, Scan and other graph attributes are refused."""
+
+
+def convert_attribute(
+    proto: AttributeProto, where: str, ctx: ReadContext, op: tuple[str, str] = ("", "")
+) -> AttrValue:
+    """Return an attribute's value. Graph attributes are read only for the operators of
+    `SUBGRAPH_OPS` (`op`: the node's canonical domain and op_type); type attributes are
+    unsupported."""
     kind = _attribute_kind(proto, where)
+    if kind == AttributeType.GRAPH and op in SUBGRAPH_OPS:
+        return convert_subgraph(proto.g, where, ctx)
     if kind == AttributeType.FLOAT:
         return float(proto.f)
     if kind == AttributeType.INT:
@@ -229,8 +241,8 @@ def convert_attribute(proto: AttributeProto, where: str, ctx: ReadContext) -> At
         )
     if kind in (AttributeType.GRAPH, AttributeType.GRAPHS):
         raise UnsupportedError(
-            f"{where} is a subgraph (control flow such as If or Loop), which this tool does not "
-            "support: fold or unroll it before importing"
+            f"{where} is a subgraph of a {op[1] or 'node'} node (control flow), which this tool "
+            "supports only as the branches of If: fold or unroll it before importing"
         )
     if kind in (AttributeType.TYPE_PROTO, AttributeType.TYPE_PROTOS):
         raise UnsupportedError(f"{where} is a type attribute, which this tool does not support")
@@ -279,10 +291,11 @@ def convert_node(proto: NodeProto, index: int, ctx: ReadContext) -> tuple[Node, 
         if attribute.ref_attr_name:
             refs[attribute.name] = attribute.ref_attr_name
             continue
-        attrs[attribute.name] = convert_attribute(attribute, where, ctx)
+        op = ("" if proto.domain == "ai.onnx" else proto.domain, proto.op_type)
+        attrs[attribute.name] = convert_attribute(attribute, where, ctx, op)
     node = Node(
         op_type=proto.op_type,
-        inputs=tuple(proto.input),
+        inputs=_with_captures(proto, label, attrs),
         outputs=tuple(proto.output),
         domain="" if proto.domain == "ai.onnx" else proto.domain,
         name=proto.name,
@@ -290,6 +303,38 @@ def convert_node(proto: NodeProto, index: int, ctx: ReadContext) -> tuple[Node, 
         doc=proto.doc_string,
     )
     return node, refs
+
+
+def _with_captures(proto: NodeProto, label: str, attrs: dict[str, AttrValue]) -> tuple[str, ...]:
+    """Return the node's inputs followed by the outer names its subgraphs read (`Node.captures`:
+    the IR lists them so graph tools see the dependency). A node written back with them
+    (a host step of a program file) already lists them."""
+    inputs = tuple(proto.input)
+    captures = Node(proto.op_type, inputs, (), attrs=Attrs(attrs)).captures
+    if not captures and not any(isinstance(v, Graph) for v in attrs.values()):
+        return inputs
+    if len(inputs) == 1:
+        return inputs + captures
+    if inputs[1:] and len(inputs) == 1 + len(captures):
+        return inputs
+    raise ModelError(
+        f"node {label!r} ({proto.op_type}) names {len(inputs)} inputs but the operator takes "
+        "one (cond): fix the model"
+    )
+
+
+def convert_subgraph(proto: GraphProto, where: str, ctx: ReadContext) -> Graph:
+    """Return a graph attribute (If's branch): its signature, constants and nodes, unchecked.
+    Branch outputs need a type but not a shape; a subgraph of If takes no inputs."""
+    if len(proto.input):
+        raise ModelError(
+            f"{where} declares {len(proto.input)} input(s); an If branch takes none (it reads "
+            "outer values by name): fix the model"
+        )
+    graph, overloads = convert_graph(proto, ctx, require_rank=False)
+    if any(overloads):
+        raise UnsupportedError(f"{where} calls a model-local function, which subgraphs cannot")
+    return graph
 
 
 def _initializers(proto: GraphProto, ctx: ReadContext) -> list[Tensor]:
@@ -329,11 +374,18 @@ def _initializer(proto: TensorProto, where: str, ctx: ReadContext) -> Tensor:
                       shape=declared_shape(proto, where), load=load)
 
 
-def convert_graph(proto: GraphProto, ctx: ReadContext) -> tuple[Graph, tuple[str, ...]]:
-    """Return the main graph, unchecked and unbound (signature, constants, nodes as stored),
-    and the `overload` each node calls (for model-local functions; usually "")."""
-    inputs = tuple(convert_value_info(v, "input", require_rank=True) for v in proto.input)
-    outputs = tuple(convert_value_info(v, "output", require_rank=True) for v in proto.output)
+def convert_graph(
+    proto: GraphProto, ctx: ReadContext, *, require_rank: bool = True
+) -> tuple[Graph, tuple[str, ...]]:
+    """Return the main graph (or, without `require_rank`, a subgraph), unchecked and unbound
+    (signature, constants, nodes as stored), and the `overload` each node calls (for
+    model-local functions; usually "")."""
+    inputs = tuple(
+        convert_value_info(v, "input", require_rank=require_rank) for v in proto.input
+    )
+    outputs = tuple(
+        convert_value_info(v, "output", require_rank=require_rank) for v in proto.output
+    )
     value_info = tuple(
         convert_value_info(v, "value_info", require_rank=False) for v in proto.value_info
     )

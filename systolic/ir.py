@@ -26,6 +26,7 @@ __all__ = [
     "Tensor",
     "TensorType",
     "ValueInfo",
+    "outer_names",
 ]
 
 
@@ -359,6 +360,35 @@ class Node:
         """The node's name, or its first output when it has no name, for messages."""
         return self.name or (self.outputs[0] if self.outputs else self.op_type)
 
+    @property
+    def subgraphs(self) -> tuple[tuple[str, "Graph"], ...]:
+        """The node's graph-valued attributes (If's branches) as (attribute name, graph)."""
+        found: list[tuple[str, Graph]] = []
+        for name, value in self.attrs.items():
+            if isinstance(value, Graph):
+                found.append((name, value))
+            elif isinstance(value, tuple):
+                found += [(name, item) for item in value if isinstance(item, Graph)]
+        return tuple(found)
+
+    @property
+    def captures(self) -> tuple[str, ...]:
+        """The outer-scope names the node's subgraphs read (`outer_names` of each, in
+        attribute order, first use first). A node with subgraphs lists the values standing
+        for them after its own inputs, in this order, so every graph tool sees the
+        dependency: its operator's own inputs are `inputs[:len(inputs) - len(captures)]`,
+        and the value of capture i is `inputs[len(inputs) - len(captures) + i]` (passes may
+        rename those node inputs; the subgraphs keep their own names)."""
+        names: dict[str, None] = {}
+        for _, graph in self.subgraphs:
+            names.update(dict.fromkeys(outer_names(graph)))
+        return tuple(names)
+
+    @property
+    def own_inputs(self) -> tuple[str, ...]:
+        """The operator's own inputs: `inputs` without the trailing captures."""
+        return self.inputs[: len(self.inputs) - len(self.captures)]
+
     def text(self) -> str:
         outs = ", ".join(f"%{o}" if o else "_" for o in self.outputs)
         ins = ", ".join(f"%{i}" if i else "_" for i in self.inputs)
@@ -474,6 +504,19 @@ class Model:
     def text(self) -> str:
         opsets = ", ".join(f"{d or 'ai.onnx'}:{v}" for d, v in self.opsets)
         return f"model ir_version={self.ir_version} opsets=[{opsets}]\n{self.graph.text()}"
+
+
+def outer_names(graph: Graph) -> tuple[str, ...]:
+    """Return the names `graph` reads without defining them (values of the outer scopes it
+    is nested in), in order of first use: node inputs, then graph outputs. A nested node's
+    captures are among its inputs, so names read deeper down count too."""
+    defined = {info.name for info in graph.inputs} | {t.name for t in graph.initializers}
+    defined.update(name for node in graph.nodes for name in node.outputs if name)
+    found: dict[str, None] = {}
+    for node in graph.nodes:
+        found.update(dict.fromkeys(n for n in node.inputs if n and n not in defined))
+    found.update(dict.fromkeys(i.name for i in graph.outputs if i.name not in defined))
+    return tuple(found)
 
 
 def _scalar_text(value: object) -> str:

@@ -165,8 +165,12 @@ def run_graph(
     opsets: Mapping[str, int],
     on_node: NodeHook | None = None,
     max_bytes: int | None | _Budget = BUDGET,
+    outer: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Run `graph` and return its outputs by name.
+
+    `outer` (a subgraph: If's branch) holds the values of the enclosing graphs the graph reads
+    by name; they are read, never freed, and count against the enclosing run's budget only.
 
     `inputs` supplies every graph input that has no initializer (an initializer listed among
     the inputs is a default the caller may override). `opsets` maps domains ("" for ONNX) to
@@ -195,6 +199,7 @@ def run_graph(
     releases = release_schedule(graph)
     held = _Held(values, limit)
     held.check("before the first node")
+    scope = dict(outer or {})
 
     for index, (node, op) in enumerate(zip(graph.nodes, ops, strict=True)):
         args: list[np.ndarray | None] = []
@@ -203,6 +208,8 @@ def run_graph(
                 args.append(None)
             elif name in values:
                 args.append(values[name])
+            elif name in scope:
+                args.append(scope[name])
             else:
                 raise ModelError(f"node {node.label!r} reads {name!r}, which no graph input, "
                                  "initializer or earlier node provides")
@@ -226,6 +233,7 @@ def run_graph(
             if name in values:
                 held.total -= int(values.pop(name).nbytes)
 
+    values = {**scope, **values}
     missing = [info.name for info in graph.outputs if info.name not in values]
     if missing:
         raise ModelError(f"graph outputs {missing} are produced by no node or input")

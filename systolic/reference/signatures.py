@@ -63,6 +63,7 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("", "HardSigmoid"): ((1, "X", "Y"),),
     ("", "HardSwish"): ((14, "X", "Y"),),
     ("", "Identity"): ((1, "input", "output"),),
+    ("", "If"): ((1, "cond", "outputs+"),),
     ("", "InstanceNormalization"): ((1, "input scale B", "output"),),
     ("", "IsNaN"): ((9, "X", "Y"),),
     ("", "LRN"): ((1, "X", "Y"),),

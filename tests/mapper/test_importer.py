@@ -199,21 +199,25 @@ def test_sequence_input_is_unsupported() -> None:
         _load(proto)
 
 
-def test_subgraph_attribute_is_unsupported() -> None:
-    branch = helper.make_graph(
-        [], "b", [], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])]
-    )
+def test_loop_subgraph_is_unsupported() -> None:
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c_in", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, [])],
+    )  # fmt: skip
     graph = helper.make_graph(
-        [helper.make_node("If", ["c"], ["y"], name="if", then_branch=branch, else_branch=branch)],
+        [helper.make_node("Loop", ["m", "c"], ["done"], name="loop", body=body)],
         "g",
         [
+            helper.make_tensor_value_info("m", TensorProto.INT64, []),
             helper.make_tensor_value_info("c", TensorProto.BOOL, []),
-            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
         ],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("done", TensorProto.BOOL, [])],
     )
     with pytest.raises(
-        UnsupportedError, match=r"attribute '(else|then)_branch' of node 'if' \(If\) is a subgraph"
+        UnsupportedError, match=r"^attribute 'body' of node 'loop' \(Loop\) is a subgraph of a "
+        r"Loop node \(control flow\), which this tool supports only as the branches of If"
     ):
         _load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]))
 

@@ -1,0 +1,109 @@
+"""If: run one of two subgraphs, chosen by a boolean scalar.
+
+The node's inputs are `cond` followed by its captures (`Node.captures`: the outer values the
+branches read by name, listed by the importer so graph tools see them); capture i's value is
+input 1 + i, bound to the branches' own name for it. `then_branch` runs when cond is true,
+`else_branch` otherwise; both take no inputs and have as many outputs as the node.
+
+Inference: with cond's value known, the chosen branch's output types; unknown, the types both
+branches agree on (element type and shape; a ModelError when they differ, since shapes here
+are static). Running executes the chosen branch with the reference executor, on the host.
+"""
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from systolic.ir import Attrs, DataType, Graph, Node
+from systolic.reference.ops.base import Op, TensorInfo
+
+__all__ = ["OPS", "If", "infer_graph"]
+
+
+def infer_graph(graph: Graph, scope: dict[str, TensorInfo]) -> list[TensorInfo] | None:
+    """Infer `graph`'s output types from the outer values `scope` (its nodes bound); None
+    when some output depends on a value of unknown shape."""
+    from systolic.reference.executor import make_op  # (the executor imports the registry)
+
+    known = dict(scope)
+    for tensor in graph.initializers:
+        known[tensor.name] = TensorInfo(tensor.dtype, tensor.shape, tensor.data)
+    for node in graph.nodes:
+        if any(name and name not in known for name in node.inputs):
+            continue  # an input of unknown shape: so are the outputs
+        args = [known[name] if name else None for name in node.inputs]
+        for name, info in zip(node.outputs, make_op(node, {}).infer(args), strict=False):
+            if name:
+                known[name] = info
+    if any(info.name not in known for info in graph.outputs):
+        return None
+    return [known[info.name] for info in graph.outputs]
+
+
+class If(Op):
+    """If-1, -11, -13, -16, -19, -21, -23 (later versions widen the types of the outputs,
+    which the reference holds as tensors only)."""
+
+    op_type = "If"
+    since_versions = (1, 11, 13, 16, 19, 21, 23)
+
+    def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
+        super().__init__(attrs, version, node_label)
+        self.branches: dict[bool, Graph] = {}
+        for flag, name in ((True, "then_branch"), (False, "else_branch")):
+            branch = self.required_attr(name)
+            if not isinstance(branch, Graph):
+                raise self.error(f"attribute {name!r} must be a graph")
+            self.branches[flag] = branch
+        then, other = self.branches[True], self.branches[False]
+        if len(then.outputs) != len(other.outputs):
+            raise self.error(f"then_branch has {len(then.outputs)} outputs but else_branch "
+                             f"{len(other.outputs)}: both must give the node's outputs")
+        self.captures = Node(self.op_type, (), (), attrs=attrs).captures
+
+    def _scope(self, values: Sequence[object]) -> dict[str, object]:
+        """Bind each capture's branch name to the node input standing for it."""
+        if len(values) != 1 + len(self.captures):
+            raise self.error(f"has {len(values)} inputs; expected cond and "
+                             f"{len(self.captures)} outer values the branches read")
+        return dict(zip(self.captures, values[1:], strict=True))
+
+    def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
+        cond = inputs[0]
+        assert cond is not None
+        if cond.size != 1 or cond.dtype != DataType.BOOL:
+            raise self.error(f"cond must be one bool, got {cond.dtype.short}{list(cond.shape)}")
+        scope = {name: info for name, info in self._scope(inputs).items()
+                 if isinstance(info, TensorInfo)}  # fmt: skip
+        if cond.value is not None:
+            chosen = bool(cond.value.reshape(-1)[0])
+            results = infer_graph(self.branches[chosen], scope)
+            if results is None:
+                raise self.error(f"the {'then' if chosen else 'else'}_branch's output types "
+                                 "cannot be inferred")
+            return results
+        then = infer_graph(self.branches[True], scope)
+        other = infer_graph(self.branches[False], scope)
+        if then is None or other is None:
+            raise self.error("a branch's output types cannot be inferred")
+        for index, (a, b) in enumerate(zip(then, other, strict=True)):
+            if a.dtype != b.dtype or a.shape != b.shape:
+                raise self.error(
+                    f"output {index} is {a.dtype.short}{list(a.shape)} in then_branch but "
+                    f"{b.dtype.short}{list(b.shape)} in else_branch, and cond is known only "
+                    "when running: the branches must agree on type and shape"
+                )
+        return [TensorInfo(a.dtype, a.shape) for a in then]
+
+    def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+        from systolic.reference.executor import run_graph
+
+        cond = inputs[0]
+        assert cond is not None
+        branch = self.branches[bool(np.asarray(cond).reshape(-1)[0])]
+        scope = {k: v for k, v in self._scope(inputs).items() if isinstance(v, np.ndarray)}
+        results = run_graph(branch, {}, opsets={}, outer=scope)
+        return [results[info.name] for info in branch.outputs]
+
+
+OPS = (If,)
