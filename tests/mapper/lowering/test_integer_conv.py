@@ -26,11 +26,13 @@ CONFIGS = {
 }
 
 CASES = {
-    "3x3-pad": dict(x=(1, 5, 7, 6), w=(6, 5, 3, 3), pads=[1, 1, 1, 1], strides=[1, 1], group=1),
-    "stride2-group": dict(x=(2, 6, 9, 8), w=(9, 2, 3, 3), pads=[0, 1, 1, 0], strides=[2, 2],
-                          group=3),
-    "1x1": dict(x=(1, 20, 4, 5), w=(7, 20, 1, 1), pads=[0, 0, 0, 0], strides=[1, 1], group=1),
-    "1d": dict(x=(1, 4, 11), w=(5, 4, 3), pads=[1, 1], strides=[1], group=1),
+    "3x3-pad": {"x": (1, 5, 7, 6), "w": (6, 5, 3, 3), "pads": [1, 1, 1, 1], "strides": [1, 1],
+                "group": 1},
+    "stride2-group": {"x": (2, 6, 9, 8), "w": (9, 2, 3, 3), "pads": [0, 1, 1, 0],
+                      "strides": [2, 2], "group": 3},
+    "1x1": {"x": (1, 20, 4, 5), "w": (7, 20, 1, 1), "pads": [0, 0, 0, 0], "strides": [1, 1],
+            "group": 1},
+    "1d": {"x": (1, 4, 11), "w": (5, 4, 3), "pads": [1, 1], "strides": [1], "group": 1},
 }
 
 
