@@ -6,6 +6,8 @@ Order (each pass one module):
  1. name_nodes          every node gets a unique name (the report follows names)
  2. remove_identities   Identity, inference-mode Dropout
  3. fold_constants      nodes computable before running (shape chains, Constant ...)
+ 3b. fold_if            If of constant cond -> the chosen branch's nodes (then 2 and 3
+                        again, until no If of constant cond is left)
  4. spatial_mean        ReduceMean over all spatial axes -> GlobalAveragePool (+ Reshape)
  5. fold_batchnorm      BatchNormalization into the preceding Conv/Gemm (float)
  6. unroll_recurrent    float models: RNN/GRU/LSTM with a static sequence -> per-step float
@@ -46,6 +48,7 @@ from systolic.mapper.passes.compose_tables import compose_tables
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.fold_constants import fold_constants
+from systolic.mapper.passes.fold_if import fold_if
 from systolic.mapper.passes.fuse_activations import fuse_activations
 from systolic.mapper.passes.fuse_integer_matmul import fuse_integer_matmul
 from systolic.mapper.passes.fuse_qdq import LAYOUT_OPS, fuse_qdq
@@ -80,6 +83,8 @@ def run_passes(
     report = PassReport((node.name, node.op_id) for node in model.graph.nodes)
     model = remove_identities(model, report)
     model = fold_constants(model, report)
+    while (inlined := fold_if(model, report)) is not model:
+        model = fold_constants(remove_identities(finalize(inlined), report), report)
     rewritten = spatial_mean_to_pool(model, report)
     if rewritten is not model:
         model = finalize(rewritten)
