@@ -12,6 +12,21 @@ Q(Reshape(v)) = Reshape(Q(v)) exactly) and the Reshape works on the integers: th
 DQ -> GlobalAveragePool -> Q pattern is left for `fuse_qdq`, and the integer Reshape is a
 layout op. Axes given as an input (opset 18) must be a constant; anything else (other axes,
 an unknown rank, integer data) stays a ReduceMean (on the host).
+
+A normalization statistic is not a pool. For rank 3 the reduced axis 2 is also the last one,
+and [B, S, H] sequence tensors (transformers) put their hidden size there: a decomposed
+LayerNorm's `mean(x, -1)` and `mean((x - mu)^2, -1)` are ReduceMeans over axis 2 of a rank-3
+tensor, and rewriting them as pools would make the memory plan store the residual stream
+channel-last (pool operands are [N, C, L] values) so the matmuls that write it leave the array.
+The rule that tells them apart: a rank-3 mean stays a ReduceMean when it is a statistic that is
+broadcast back over the axis it reduced, that is when its result reaches, through elementwise
+ops only (Add, Sub, Mul, Div, Pow, Sqrt, Reciprocal, Cast, Identity, Q/DQ), a binary
+elementwise op whose other operand has rank >= 3 and the reduced axis' length (> 1) as its
+last dimension (`x - mean(x)`, `xc / sqrt(var + eps)`). That is what normalizations (LayerNorm,
+an instance norm over L) do with their means, and no pooling head does: a Conv1d net's mean
+over L feeds a Flatten/Gemm/Conv (a squeeze-excitation's broadcast Mul is reached only through
+a Conv, which ends the walk), so it is still converted. Keeping a mean does not change a
+value, only where it runs; ranks >= 4 are [N, C, *spatial] by convention and are not checked.
 """
 
 import dataclasses
@@ -33,6 +48,9 @@ from systolic.mapper.passes.report import PassReport
 __all__ = ["spatial_mean_to_pool"]
 
 _FLOAT_TYPES = frozenset({DataType.FLOAT, DataType.FLOAT16, DataType.DOUBLE})
+_ELEMENTWISE = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Cast",
+                          "Identity", "QuantizeLinear", "DequantizeLinear"})
+_BINARY = frozenset({"Add", "Sub", "Mul", "Div"})
 
 
 def _spatial_rank(graph: Graph, node: Node, constants: dict[str, np.ndarray]) -> int | None:
@@ -74,6 +92,10 @@ def spatial_mean_to_pool(model: Model, report: PassReport) -> Model:
             nodes.append(moved_quantize[node.label])
             continue
         rank = _spatial_rank(graph, node, constants)
+        if rank == 3 and _is_broadcast_back(graph, readers, node):
+            report.note(node.label, "a ReduceMean over the last axis of a rank-3 tensor that is "
+                                    "broadcast back over that axis: a normalization, not a pool")
+            rank = None
         if rank is None:
             nodes.append(node)
             continue
@@ -113,3 +135,35 @@ def _sole_quantize_reader(readers: list[Node], value: str, outputs: set[str]) ->
     if reader.op_type != "QuantizeLinear" or reader.domain != "" or reader.inputs[0] != value:
         return None
     return reader
+
+
+def _is_broadcast_back(graph: Graph, readers: dict[str, list[Node]], mean: Node) -> bool:
+    """Return True when `mean`'s result meets a full-length operand as the docstring says."""
+    info = graph.type_of(mean.inputs[0])
+    assert info is not None and info.shape is not None  # checked by _spatial_rank
+    length = info.shape[-1]
+    if not isinstance(length, int) or length <= 1:
+        return False
+    seen: set[str] = set()
+    frontier = [mean.outputs[0]]
+    while frontier:
+        value = frontier.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        for reader in readers.get(value, []):
+            if reader.domain != "" or reader.op_type not in _ELEMENTWISE:
+                continue
+            if reader.op_type in _BINARY and any(
+                    _full_length(graph, other, length) for other in reader.inputs[:2]
+                    if other != value):
+                return True
+            frontier.extend(reader.outputs)
+    return False
+
+
+def _full_length(graph: Graph, value: str, length: int) -> bool:
+    """Return True when `value` has rank >= 3 and `length` as its last dimension."""
+    info = graph.type_of(value)
+    return (info is not None and info.shape is not None and len(info.shape) >= 3
+            and info.shape[-1] == length)

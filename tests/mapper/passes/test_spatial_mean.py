@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from onnx import NodeProto
 
 from systolic.mapper.passes.pipeline import finalize, run_passes
 from systolic.mapper.passes.report import PassReport
@@ -82,3 +83,54 @@ def test_a_float_model_mean_is_quantized_onto_the_vector_unit():
     assert ("systolic", "QAveragePool") in ops and ("", "ReduceMean") not in ops
     fate = report.fate("mean")
     assert fate is not None and fate.action != "host"
+
+
+SEQ = RNG.standard_normal((1, 6, 8)).astype(np.float32)  # [B, S, H]
+
+
+def _layer_norm_nodes(x: str) -> list[NodeProto]:
+    """The decomposed LayerNorm PyTorch exports, normalizing `x` over its last axis."""
+    return [node("ReduceMean", [x], ["mu"], name="mean", axes=[-1], keepdims=1),
+            node("Sub", [x, "mu"], ["xc"], name="sub"),
+            node("Pow", ["xc", "two"], ["sq"], name="pow"),
+            node("ReduceMean", ["sq"], ["var"], name="var", axes=[-1], keepdims=1),
+            node("Add", ["var", "eps"], ["ve"], name="add_eps"),
+            node("Sqrt", ["ve"], ["sd"], name="sqrt"),
+            node("Div", ["xc", "sd"], ["y"], name="div")]
+
+
+def test_a_layer_norm_over_the_last_axis_of_a_sequence_keeps_its_means():
+    model = build(_layer_norm_nodes("x"), [("x", np.float32, [1, 6, 8])],
+                  [("y", np.float32, [1, 6, 8])],
+                  {"two": np.float32(2.0), "eps": np.float32(1e-5)})  # fmt: skip
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    assert spatial_mean_to_pool(model, report) is model
+    integer, _ = run_passes(model)
+    ops = [n.op_type for n in integer.graph.nodes]
+    assert ops.count("ReduceMean") == 2 and "QAveragePool" not in ops
+
+
+def test_a_conv1d_mean_over_the_length_is_still_a_pool():
+    w = RNG.standard_normal((4, 6, 3)).astype(np.float32)
+    nodes = [node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1]),
+             node("ReduceMean", ["c"], ["m"], name="mean", axes=[2], keepdims=1),
+             node("Flatten", ["m"], ["y"], name="flat")]
+    model = build(nodes, [("x", np.float32, [1, 6, 8])], [("y", np.float32, [1, 4])],
+                  {"w": w})  # fmt: skip
+    rewritten = _rewrite(model)
+    assert [n.op_type for n in rewritten.graph.nodes] == ["Conv", "GlobalAveragePool", "Flatten"]
+    np.testing.assert_allclose(run_model(rewritten, {"x": SEQ})["y"],
+                               run_model(model, {"x": SEQ})["y"], rtol=1e-6, atol=1e-6)  # fmt: skip
+
+
+def test_a_conv1d_squeeze_excitation_mean_is_still_a_pool():
+    """The SE scale is broadcast back over L too, but only through a Conv: not a statistic."""
+    w = RNG.standard_normal((6, 6, 1)).astype(np.float32)
+    nodes = [node("ReduceMean", ["x"], ["m"], name="mean", axes=[2], keepdims=1),
+             node("Conv", ["m", "w"], ["c"], name="conv"),
+             node("Sigmoid", ["c"], ["s"], name="gate"),
+             node("Mul", ["x", "s"], ["y"], name="scale")]
+    model = build(nodes, [("x", np.float32, [1, 6, 8])], [("y", np.float32, [1, 6, 8])],
+                  {"w": w})  # fmt: skip
+    rewritten = _rewrite(model)
+    assert [n.op_type for n in rewritten.graph.nodes] == ["GlobalAveragePool", "Conv", "Sigmoid", "Mul"]
