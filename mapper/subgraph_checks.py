@@ -1,7 +1,8 @@
 """Structural checks of subgraphs (If's branches), as the IR specification scopes names.
 
 A subgraph may read any name of the graphs it is nested in (the IR lists those reads as the
-node's captures, `Node.captures`, so the outer graph's own checks see them defined). Inside,
+node's captures, `Node.captures`, so the outer graph's own checks see them defined, bound to
+the branch's names by position). Inside,
 the subgraph follows the rules of a graph (`mapper.graph_checks.check_graph`: single
 assignment, definition before use, acyclicity), and, as IR.md says for nested subgraphs, "a
 node output name MUST be distinct from the names from the outer scopes that are visible in the
@@ -11,7 +12,16 @@ nested subgraph": no node output may shadow an outer name.
 import dataclasses
 
 from systolic.errors import ModelError
-from systolic.ir import Attrs, AttrValue, DataType, Graph, Node, TensorType, ValueInfo
+from systolic.ir import (
+    Attrs,
+    AttrValue,
+    DataType,
+    Graph,
+    Node,
+    TensorType,
+    ValueInfo,
+    outer_names,
+)
 from systolic.mapper.graph_checks import check_graph
 
 __all__ = ["check_subgraphs", "defined_names"]
@@ -60,16 +70,9 @@ def _check_one(subgraph: Graph, where: str, visible: frozenset[str]) -> Graph:
                     "of an outer graph; a subgraph's node outputs must not shadow outer names "
                     "(ONNX IR, nested subgraphs): rename it"
                 )
-    local = defined_names(subgraph)
-    reads = [n for node in subgraph.nodes for n in node.inputs if n and n not in local]
-    reads += [i.name for i in subgraph.outputs if i.name not in local]
-    unknown = [name for name in reads if name not in visible]
-    if unknown:
-        raise ModelError(
-            f"{where} reads {unknown[0]!r}, which is defined neither in it nor in an outer "
-            "graph: fix the model"
-        )
-    placeholders = tuple(ValueInfo(name, _ANY) for name in dict.fromkeys(reads))
+    # The outer names it reads are the node's captures, which the outer graph's own check
+    # finds defined (under their names there: inlining a function renames them).
+    placeholders = tuple(ValueInfo(name, _ANY) for name in outer_names(subgraph))
     checked = check_graph(dataclasses.replace(subgraph, inputs=subgraph.inputs + placeholders))
     checked = dataclasses.replace(checked, inputs=subgraph.inputs)
     return check_subgraphs(checked, visible)

@@ -1,6 +1,7 @@
 """If's branches through the importer: read into the IR with their outer reads as the node's
 captures, checked as the IR spec scopes names (no shadowing), and bound."""
 
+import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
@@ -8,6 +9,7 @@ from onnx import TensorProto, helper
 from systolic.errors import ModelError
 from systolic.ir import Graph
 from systolic.mapper.importer import load_model_bytes
+from systolic.reference.executor import run_model
 
 from ..support.if_models import branch, checked, if_of_shape, nested_if
 
@@ -99,3 +101,27 @@ def test_branches_disagreeing_when_cond_is_unknown_are_refused() -> None:
     with pytest.raises(ModelError, match=r"output 0 is f32\[2\] in then_branch but f32\[4\] in "
                        "else_branch, and cond is known only when running"):
         _load(model)
+
+
+def test_an_if_in_a_local_function_reads_the_callers_values() -> None:
+    then = branch("then", [helper.make_node("Relu", ["a"], ["t"])], "t")
+    other = branch("else", [helper.make_node("Neg", ["a"], ["e"])], "e")
+    function = helper.make_function(
+        "local", "Pick", ["a", "c"], ["o"],
+        [helper.make_node("If", ["c"], ["o"], then_branch=then, else_branch=other)],
+        [helper.make_opsetid("", 17)])  # fmt: skip
+    graph = helper.make_graph(
+        [helper.make_node("Pick", ["x", "c"], ["y"], domain="local")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+    )  # fmt: skip
+    proto = helper.make_model(graph, functions=[function], opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("local", 1)])
+    onnx.checker.check_model(proto, full_check=True)
+    model = _load(proto)
+    assert model.graph.nodes[0].inputs == ("c", "x")  # the branches' 'a' is the caller's x
+    x = np.array([-1.0, 2.0, -3.0], np.float32)
+    for cond, expected in ((True, np.maximum(x, 0)), (False, -x)):
+        result = run_model(model, {"x": x, "c": np.array(cond)})["y"]
+        np.testing.assert_array_equal(result, expected)
