@@ -10,6 +10,10 @@ from systolic.isa.disassembler import disassemble
 from systolic.isa.host_nodes import host_step_from_proto, host_step_to_proto
 from systolic.isa.instructions import Halt, Load, LoadTarget
 from systolic.isa.program import HostStep, LayerUnit, Program, ProgramError, ProgramLayer
+from systolic.mapper.importer import load_model_bytes
+from systolic.reference.executor import make_op
+
+from ...support.if_models import nested_if
 
 CONFIG = ArrayConfig(rows=4, cols=4, mem_latency=17)
 LOAD = Load.dense(LoadTarget.SPAD_IN, row=0, count=2, ext=0, row_stride=4, length=4)
@@ -62,3 +66,16 @@ def test_a_program_with_layers_and_host_steps_round_trips():
 def test_inconsistent_layer_tables_are_refused(layers, steps, message):  # type: ignore[no-untyped-def]
     with pytest.raises(ProgramError, match=message):
         Program(CONFIG, (LOAD, Halt()), layers=layers, host_steps=steps)
+
+
+def test_an_if_host_step_round_trips_with_its_branches_bound() -> None:
+    node = load_model_bytes(nested_if().SerializeToString()).graph.nodes[0]
+    step = HostStep(3, node)
+    back = host_step_from_proto(host_step_to_proto(step))
+    assert back == step
+    inner = back.node.attrs["then_branch"].nodes[1]  # type: ignore[union-attr]
+    assert inner.op_type == "If" and inner.version == 16
+    assert all(n.version > 0 for n in inner.attrs["else_branch"].nodes)  # type: ignore[union-attr]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    args = [np.array(True), x, np.array(False), x]  # a, x, b, K
+    np.testing.assert_array_equal(make_op(back.node, {}).run(args)[0], x * 2)
