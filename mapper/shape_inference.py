@@ -16,6 +16,7 @@ from systolic.errors import ModelError, ResourceError
 from systolic.ir import Dim, Graph, Node, TensorType, ValueInfo
 from systolic.proto.onnx_tensors import element_bytes
 from systolic.reference.ops.base import Op, TensorInfo
+from systolic.reference.ops.op_if import ShapeKnownWhenRunning
 
 __all__ = ["FOLD_LIMIT", "check_size", "infer_shapes", "substitute"]
 
@@ -100,7 +101,10 @@ def _infer_node(node: Node, op: Op, known: dict[str, TensorInfo], max_bytes: int
             args.append(known[name])
         else:
             return  # an input of unknown shape: leave the outputs to their declared types
-    results = op.infer(args)
+    try:
+        results = op.infer(args)
+    except ShapeKnownWhenRunning:
+        return  # (an If whose branches differ in sizes): the declared types stand
     named = [(index, name) for index, name in enumerate(node.outputs) if name]
     if named and named[-1][0] >= len(results):
         raise ModelError(

@@ -88,19 +88,33 @@ def test_a_branch_with_inputs_is_refused() -> None:
         _load(model)
 
 
-def test_branches_disagreeing_when_cond_is_unknown_are_refused() -> None:
+def _disagreeing(other_node: onnx.NodeProto) -> onnx.ModelProto:
     then = branch("then", [helper.make_node("Relu", ["x"], ["t"])], "t")
-    other = branch("else", [helper.make_node("Concat", ["x", "x"], ["e"], axis=0)], "e")
+    other = branch("else", [other_node], "e")
     graph = helper.make_graph(
         [helper.make_node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=other)],
         "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
               helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])],
     )  # fmt: skip
-    model = checked(graph)
-    with pytest.raises(ModelError, match=r"output 0 is f32\[2\] in then_branch but f32\[4\] in "
-                       "else_branch, and cond is known only when running"):
+    return checked(graph)
+
+
+def test_branches_of_other_ranks_when_cond_is_unknown_are_refused() -> None:
+    model = _disagreeing(helper.make_node("Flatten", ["x"], ["e"], axis=1))
+    with pytest.raises(ModelError, match=r"output 0 is f32\[2\] in then_branch but f32\[2, 1\] "
+                       "in else_branch, and cond is known only when running: the branches must "
+                       "agree on type and rank"):
         _load(model)
+
+
+def test_branches_of_other_sizes_keep_the_declared_type() -> None:
+    model = _load(_disagreeing(helper.make_node("Concat", ["x", "x"], ["e"], axis=0)))
+    assert model.graph.type_of("y").text() == "f32[?]"  # type: ignore[union-attr]
+    x = np.array([-1.0, 2.0], np.float32)
+    for cond, expected in ((True, [0.0, 2.0]), (False, [-1.0, 2.0, -1.0, 2.0])):
+        result = run_model(model, {"x": x, "c": np.array(cond)})["y"]
+        np.testing.assert_array_equal(result, np.array(expected, np.float32))
 
 
 def test_an_if_in_a_local_function_reads_the_callers_values() -> None:

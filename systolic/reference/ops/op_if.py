@@ -6,18 +6,26 @@ input 1 + i, bound to the branches' own name for it. `then_branch` runs when con
 `else_branch` otherwise; both take no inputs and have as many outputs as the node.
 
 Inference: with cond's value known, the chosen branch's output types; unknown, the types both
-branches agree on (element type and shape; a ModelError when they differ, since shapes here
-are static). Running executes the chosen branch with the reference executor, on the host.
+branches agree on: a ModelError when their element types or ranks differ, and
+`ShapeKnownWhenRunning` when only sizes do (shapes here are static: the output keeps its
+declared type). Running executes the chosen branch with the reference executor, on the host.
 """
 
 from collections.abc import Sequence
 
 import numpy as np
 
+from systolic.errors import ModelError
 from systolic.ir import Attrs, DataType, Graph, Node
 from systolic.reference.ops.base import Op, TensorInfo
 
-__all__ = ["OPS", "If", "infer_graph"]
+__all__ = ["OPS", "If", "ShapeKnownWhenRunning", "infer_graph"]
+
+
+class ShapeKnownWhenRunning(ModelError):
+    """The branches agree on an output's element type and rank but not its sizes, and cond is
+    known only when running: the output's shape is too (shape inference leaves it, and what
+    follows, to the declared types)."""
 
 
 def infer_graph(graph: Graph, scope: dict[str, TensorInfo]) -> list[TensorInfo] | None:
@@ -32,7 +40,11 @@ def infer_graph(graph: Graph, scope: dict[str, TensorInfo]) -> list[TensorInfo] 
         if any(name and name not in known for name in node.inputs):
             continue  # an input of unknown shape: so are the outputs
         args = [known[name] if name else None for name in node.inputs]
-        for name, info in zip(node.outputs, make_op(node, {}).infer(args), strict=False):
+        try:
+            results = make_op(node, {}).infer(args)
+        except ShapeKnownWhenRunning:
+            continue
+        for name, info in zip(node.outputs, results, strict=False):
             if name:
                 known[name] = info
     if any(info.name not in known for info in graph.outputs):
@@ -87,12 +99,14 @@ class If(Op):
         if then is None or other is None:
             raise self.error("a branch's output types cannot be inferred")
         for index, (a, b) in enumerate(zip(then, other, strict=True)):
-            if a.dtype != b.dtype or a.shape != b.shape:
-                raise self.error(
-                    f"output {index} is {a.dtype.short}{list(a.shape)} in then_branch but "
-                    f"{b.dtype.short}{list(b.shape)} in else_branch, and cond is known only "
-                    "when running: the branches must agree on type and shape"
-                )
+            if a.dtype == b.dtype and a.shape == b.shape:
+                continue
+            message = (f"output {index} is {a.dtype.short}{list(a.shape)} in then_branch but "
+                       f"{b.dtype.short}{list(b.shape)} in else_branch, and cond is known only "
+                       "when running")
+            if a.dtype == b.dtype and len(a.shape) == len(b.shape):
+                raise ShapeKnownWhenRunning(self.error(message).args[0])
+            raise self.error(f"{message}: the branches must agree on type and rank")
         return [TensorInfo(a.dtype, a.shape) for a in then]
 
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
