@@ -161,4 +161,4 @@ def test_a_program_needs_exactly_one_halt_at_its_end() -> None:
     with pytest.raises(ProgramError, match=r"must end with HALT .*\(HALT at \[5, 301\] of 302"):
         Program(config, (*body[:5], Halt(), *body[5:], Halt()))
     with pytest.raises(ProgramError, match=r"\(HALT at no index of 300 instructions\)"):
-        Program(config, body)
+        Program(config, tuple(body))
