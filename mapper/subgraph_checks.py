@@ -6,7 +6,9 @@ the branch's names by position). Inside,
 the subgraph follows the rules of a graph (`mapper.graph_checks.check_graph`: single
 assignment, definition before use, acyclicity), and, as IR.md says for nested subgraphs, "a
 node output name MUST be distinct from the names from the outer scopes that are visible in the
-nested subgraph": no node output may shadow an outer name.
+nested subgraph": no node output may shadow an outer name. (The spec says this of node
+outputs only: a branch initializer named like an outer value is the branch's own, and the
+branch reads it, not the outer one.)
 """
 
 import dataclasses
