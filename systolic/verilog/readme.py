@@ -19,6 +19,7 @@ from systolic.isa.memories import PARAMS_DEPTH, Memory, depth
 
 __all__ = [
     "CLOCK_PORTS",
+    "EVENT_MEANINGS",
     "FIELD_MEANINGS",
     "PORT_MEANINGS",
     "UNDESCRIBED",
@@ -72,6 +73,28 @@ PORT_MEANINGS: dict[str, str] = {
     "trace.complete.*": "strobe {{valid, tag}}: unit {unit} finished the instruction in entry "
                         "`tag`",
 }
+EVENT_MEANINGS: dict[str, str] = {
+    "mac_slots": "PE-cycles of the array on COMPUTE rows (WS) or columns (OS): rows·cols per beat",
+    "macs": "products with an active weight and operand (WS: the last PRELOAD's k·n per "
+            "COMPUTE row; OS: m·n per column)",
+    "spad_in_reads": "spad_in rows read and used (EXECUTE and STORE unit; idle enables not "
+                     "counted)",
+    "spad_in_writes": "spad_in rows written by LOAD",
+    "spad_wt_reads": "spad_wt rows read and used (PRELOAD's k rows; COMPUTE.OS's k rows)",
+    "spad_wt_writes": "spad_wt rows written by LOAD",
+    "params_reads": "params rows read by STOREs",
+    "params_writes": "params rows written by LOAD",
+    "acc_reads": "accumulator rows read by the STORE unit",
+    "acc_writes": "accumulator rows written by EXECUTE",
+    "acc_rmw": "accumulating accumulator writes (old row read and added)",
+    "ext_read_beats": "external read requests taken",
+    "ext_read_bytes": "bytes of the LOAD segments the taken read requests carry",
+    "ext_write_beats": "external write beats taken",
+    "ext_write_bytes": "strobed bytes of the taken write beats",
+}
+"""Meaning of each energy event counter (`events.<name>`, docs/energy.md "RTL counters")."""
+PORT_MEANINGS.update({f"events.{name}": f"energy event counter (48 bits, cleared by `start`, "
+                      f"counting while `busy`): {text}" for name, text in EVENT_MEANINGS.items()})
 """Meaning of each accelerator port, by member path (`.`-joined, array indices as `*`)."""
 
 FIELD_MEANINGS: dict[str, str] = {
