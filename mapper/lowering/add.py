@@ -1,9 +1,11 @@
 """Lower QAdd (residual connections) to LOAD A, LOAD B, ADD.
 
-A, B and Y have one shape; each is seen as images of pixels (`feature_map`), possibly with
+A, B and Y have one shape (or B is along A's last axis, below); each is seen as images of pixels (`feature_map`), possibly with
 different strides (halos). Per image and chunk of `dim` channels, blocks of whole image rows
 are loaded, A and B into two of four spad_in quarters (double-buffered), and added with one ADD
-that writes the block of Y.
+that writes the block of Y. A B along A's last axis (A [..., H] row-major, B [H], [1, H] ...:
+LayerNorm's beta) is loaded as one row per chunk of `dim` lanes and read for every row of the
+block (`b_broadcast`).
 """
 
 import numpy as np
@@ -14,6 +16,11 @@ from systolic.isa.instructions import Add, Instruction
 from systolic.isa.memories import Memory, depth
 from systolic.mapper.lowering.context import LayerContext
 from systolic.mapper.lowering.feature_map import feature_map, load_pixels
+from systolic.mapper.lowering.multiply import (
+    broadcast_form,
+    broadcast_row,
+    check_lanes_are_last_axis,
+)
 from systolic.mapper.lowering.node_attrs import int_attr
 from systolic.mapper.lowering.vector_tiles import vector_tiles
 
@@ -29,11 +36,15 @@ def lower_add(node: Node, ctx: LayerContext) -> list[Instruction]:
     shape = ctx.shape(y_name)
     types = [ctx.dtype(n) for n in (a_name, b_name, y_name)]
     flips = [_FLIP if t == DataType.UINT8 else 0 for t in types]
-    maps = [
-        feature_map(ctx.placement(n), ctx.plan.channel_last(n, t, shape))
+    form = broadcast_form(ctx.shape(a_name), ctx.shape(b_name), "QAdd", per_channel=False)
+    if form is not None:
+        check_lanes_are_last_axis(node, ctx, (a_name, y_name))
+    a_map, b_map, y_map = (
+        None if form is not None and n == b_name
+        else feature_map(ctx.placement(n), ctx.plan.channel_last(n, t, shape))
         for n, t in zip((a_name, b_name, y_name), types, strict=True)
-    ]
-    a_map, b_map, y_map = maps
+    )
+    assert a_map is not None and y_map is not None
     info = np.iinfo(types[2].numpy)
     quarter = depth(ctx.config, Memory.SPAD_IN) // 4
     block = min(y_map.height, quarter // y_map.width)
@@ -50,8 +61,12 @@ def lower_add(node: Node, ctx: LayerContext) -> list[Instruction]:
         b_row = a_row + quarter
         code.append(load_pixels(a_map, t.image, t.y0, t.rows, t.c0, t.lanes, a_row,
                                 flip_sign=bool(flips[0])))  # fmt: skip
-        code.append(load_pixels(b_map, t.image, t.y0, t.rows, t.c0, t.lanes, b_row,
-                                flip_sign=bool(flips[1])))  # fmt: skip
+        if b_map is None:
+            code.append(broadcast_row(ctx.placement(b_name), "last", 0, t.c0, t.lanes, b_row,
+                                      bool(flips[1])))  # fmt: skip
+        else:
+            code.append(load_pixels(b_map, t.image, t.y0, t.rows, t.c0, t.lanes, b_row,
+                                    flip_sign=bool(flips[1])))  # fmt: skip
         code.append(
             Add(
                 a_row=a_row,
@@ -71,6 +86,7 @@ def lower_add(node: Node, ctx: LayerContext) -> list[Instruction]:
                 row_stride0=y_map.pixel_stride if y_map.width > 1 else 0,
                 row_stride1=y_map.row_stride if t.rows > 1 else 0,
                 flip_sign=bool(flips[2]),
+                b_broadcast=b_map is None,
             )
         )
     return code

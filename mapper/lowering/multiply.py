@@ -5,7 +5,9 @@ B are loaded into two of four spad_in quarters (double-buffered) and one ADD wit
 (multiplier_a = the QMul multiplier, multiplier_b = 0) writes the block of Y. When B is a
 per-channel vector (A [N, C, *spatial], B [N or 1, C, 1, ...]) it is loaded as one row per
 channel chunk and the ADD reads it for every pixel (`b_broadcast`); A's channels must then be
-its scratchpad lanes (a channel-last map, or a matrix [N, C]).
+its scratchpad lanes (a channel-last map, or a matrix [N, C]). When B is a vector along A's last
+axis (A [..., H] row-major, B [H], [1, H], [1, 1, H] ...: LayerNorm's gamma) it is loaded as one
+row per chunk of `dim` lanes of H and broadcast over A's rows the same way.
 """
 
 import numpy as np
@@ -19,28 +21,43 @@ from systolic.mapper.lowering.context import LayerContext
 from systolic.mapper.lowering.feature_map import FeatureMap, feature_map, load_pixels
 from systolic.mapper.lowering.node_attrs import int_attr
 from systolic.mapper.lowering.vector_tiles import VectorTile, vector_tiles
+from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast, per_channel_broadcast
 
-__all__ = ["broadcast_form", "lower_qmul"]
+__all__ = ["broadcast_form", "broadcast_row", "check_lanes_are_last_axis", "lower_qmul"]
 
 _FLIP = 128
 
 
-def broadcast_form(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> bool:
-    """True when B is a per-channel vector of A (B [N or 1, C, 1, ...] for A [N, C, ...]
-    with more than one element per channel), False when B has A's shape; ModelError else."""
+def broadcast_form(a_shape: tuple[int, ...], b_shape: tuple[int, ...], what: str = "QMul",
+                   *, per_channel: bool = True) -> str | None:
+    """Return None when B has A's shape, "channel" when B is a per-channel vector of A (B [N or
+    1, C, 1, ...] for A [N, C, ...]; only when `per_channel`), "last" when B is a vector along
+    A's last axis (B [H], [1, H], [1, 1, H] ... for A [..., H]); ModelError else."""
     if a_shape == b_shape:
-        return False
-    per_channel = (
-        len(a_shape) >= 2
-        and len(b_shape) == len(a_shape)
-        and b_shape[0] in (1, a_shape[0])
-        and b_shape[1] == a_shape[1]
-        and all(d == 1 for d in b_shape[2:])
-    )
-    if not per_channel:
-        raise ModelError(f"QMul B {list(b_shape)} must have A's shape {list(a_shape)} or be "
-                         f"per channel ([N or 1, C, 1, ...])")  # fmt: skip
-    return True
+        return None
+    if per_channel and per_channel_broadcast(a_shape, b_shape):
+        return "channel"
+    if last_axis_broadcast(a_shape, b_shape):
+        return "last"
+    raise ModelError(f"{what} B {list(b_shape)} must have A's shape {list(a_shape)}, be per "
+                     f"channel ([N or 1, C, 1, ...]) or along the last axis ([1, ..., H])")
+
+
+def broadcast_row(b: TensorPlacement, form: str, image: int, c0: int, lanes: int, row: int,
+                  flip: bool) -> Load:  # fmt: skip
+    """LOAD the `lanes` elements of a broadcast B that lane c0 .. c0+lanes-1 of image `image`
+    reads (channels of a per-channel B, last-axis elements of a last-axis B) as one spad_in
+    row."""
+    if form == "channel":
+        return _channel_row(b, image, c0, lanes, row, flip)
+    element = b.dtype.numpy.itemsize
+    stride = b.strides[-1] if b.strides else element
+    contiguous = stride == element or lanes == 1
+    return Load(
+        LoadTarget.SPAD_IN, row, 1, b.address + c0 * stride,
+        length=lanes, run=lanes if contiguous else 1, n_mid=1 if contiguous else lanes,
+        stride_mid=0 if contiguous else stride, flip_sign=flip,
+    )  # fmt: skip
 
 
 def _channel_row(b: TensorPlacement, image: int, c0: int, lanes: int, row: int,
@@ -54,6 +71,15 @@ def _channel_row(b: TensorPlacement, image: int, c0: int, lanes: int, row: int,
         length=lanes, run=lanes if contiguous else 1, n_mid=1 if contiguous else lanes,
         stride_mid=0 if contiguous else stride, flip_sign=flip,
     )  # fmt: skip
+
+
+def check_lanes_are_last_axis(node: Node, ctx: LayerContext, names: tuple[str, ...]) -> None:
+    """UnsupportedError unless every value of `names` is stored row-major (its last axis the
+    scratchpad lanes), as a last-axis broadcast needs."""
+    shape = ctx.shape(node.outputs[0])
+    if any(ctx.plan.channel_last(n, ctx.dtype(n), shape) for n in names):
+        raise UnsupportedError(f"{node.op_type} {node.label!r}: a B along the last axis needs A "
+                               "and Y stored row-major (last axis contiguous)")
 
 
 def _add(node: Node, ctx: LayerContext, t: VectorTile, y_map: FeatureMap, rows: tuple[int, int],
@@ -87,19 +113,21 @@ def lower_qmul(node: Node, ctx: LayerContext) -> list[Instruction]:
     a_name, b_name, y_name = node.inputs[0], node.inputs[1], node.outputs[0]
     shape = ctx.shape(y_name)
     b_shape = ctx.shape(b_name)
-    broadcast = broadcast_form(ctx.shape(a_name), b_shape)
+    form = broadcast_form(ctx.shape(a_name), b_shape)
     types = [ctx.dtype(n) for n in (a_name, b_name, y_name)]
     flips = [_FLIP if t == DataType.UINT8 else 0 for t in types]
     a_map, y_map = (feature_map(ctx.placement(n), ctx.plan.channel_last(n, t, shape))
                     for n, t in ((a_name, types[0]), (y_name, types[2])))  # fmt: skip
     b_map = None
-    if broadcast:
+    if form == "channel":
         lanes_are_channels = len(shape) == 2 or all(
             ctx.plan.channel_last(n, t, shape) for n, t in ((a_name, types[0]), (y_name, types[2]))
         )
         if not lanes_are_channels:
             raise UnsupportedError(f"QMul {node.label!r}: a per-channel B needs A and Y stored "
                                    "with their channels contiguous (channel-last)")  # fmt: skip
+    elif form == "last":
+        check_lanes_are_last_axis(node, ctx, (a_name, y_name))
     else:
         b_map = feature_map(ctx.placement(b_name), ctx.plan.channel_last(b_name, types[1], shape))
     quarter = depth(ctx.config, Memory.SPAD_IN) // 4
@@ -118,10 +146,12 @@ def lower_qmul(node: Node, ctx: LayerContext) -> list[Instruction]:
         code.append(load_pixels(a_map, t.image, t.y0, t.rows, t.c0, t.lanes, a_row,
                                 flip_sign=bool(flips[0])))  # fmt: skip
         if b_map is None:
-            b_image = t.image if b_shape[0] > 1 else 0  # B [N, C, 1, ...] or [1, C, 1, ...]
-            code.append(_channel_row(b_place, b_image, t.c0, t.lanes, b_row, bool(flips[1])))
+            assert form is not None
+            b_image = t.image if form == "channel" and b_shape[0] > 1 else 0  # B [N, C, 1, ..]
+            code.append(broadcast_row(b_place, form, b_image, t.c0, t.lanes, b_row,
+                                      bool(flips[1])))  # fmt: skip
         else:
             code.append(load_pixels(b_map, t.image, t.y0, t.rows, t.c0, t.lanes, b_row,
                                     flip_sign=bool(flips[1])))  # fmt: skip
-        code.append(_add(node, ctx, t, y_map, (a_row, b_row), flips, broadcast))
+        code.append(_add(node, ctx, t, y_map, (a_row, b_row), flips, form is not None))
     return code

@@ -8,11 +8,14 @@ the systolic integer ops (section C of the shared contracts).
   then both inputs must be symmetric, int8 with zero point 0 or uint8 with zero point 128,
   because the input zero point's correction Σ_k B[k, n]·zp cannot be folded into a constant
   bias when B is computed)
-- DQ(a), DQ(b) -> Add (or a two-input Sum) -> [Relu|Clip] -> Q  becomes  QAdd
-- DQ(a), DQ(b) -> Mul -> [Relu|Clip] -> Q  becomes  QMul: a and b computed (not constants),
-  of the same shape or one per channel [N|1, C, 1, ...] of the other [N, C, *spatial]
-  (squeeze-excitation scaling); multiplier and shift of s_a * s_b / s_y (float64) as the
-  output stage's
+- DQ(a), DQ(b) -> Add (or a two-input Sum) -> [Relu|Clip] -> Q  becomes  QAdd: a and b
+  computed, of the same shape, or b an 8-bit constant vector along a's last axis ([H], [1, H],
+  [1, 1, H] ... of more than one element: LayerNorm's beta; the constant goes to memory)
+- DQ(a), DQ(b) -> Mul -> [Relu|Clip] -> Q  becomes  QMul: a and b computed, of the same
+  shape, one per channel [N|1, C, 1, ...] of the other [N, C, *spatial] (squeeze-excitation
+  scaling) or one along the other's last axis [1, ..., H]; or b an 8-bit constant vector
+  along a's last axis (LayerNorm's gamma); multiplier and shift of s_a * s_b / s_y (float64)
+  as the output stage's. A scalar constant is refused (it goes into a table)
 - DQ(x) -> MaxPool -> [Relu|Clip] -> Q (same scale and zero point)  becomes  QMaxPool
 - DQ(x) -> AveragePool / GlobalAveragePool -> Q  becomes  QAveragePool
 - DQ(x) -> Flatten/Reshape/Transpose/Squeeze/Unsqueeze/Concat -> Q (same parameters)
@@ -26,6 +29,7 @@ noted in the report. DequantizeLinear nodes left without readers are removed lat
 """
 
 import dataclasses
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -49,7 +53,7 @@ from systolic.mapper.passes.quant_params import (
 from systolic.mapper.passes.report import PassReport
 from systolic.reference.kernels import quant
 from systolic.reference.kernels.conv import resolve_auto_pad
-from systolic.reference.ops.op_systolic_qmul import per_channel_broadcast
+from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast, per_channel_broadcast
 
 __all__ = ["LAYOUT_OPS", "fuse_qdq"]
 
@@ -322,16 +326,46 @@ def _output_chain_with_bias(ctx: FusionContext, node: Node) -> tuple[Node | None
     return _output_chain(ctx, add if add is not None else node)
 
 
+def _constant_vector(ctx: FusionContext, a: tuple[str, str], b: tuple[str, str],
+                     op: str) -> bool:
+    """Order check for an element-wise op's operands (quantized source, float input): True
+    when b is a constant along a's last axis (more than one element: LayerNorm's gamma or
+    beta), False when neither is a constant; NotFusable for any other constant."""
+    constants = [q in ctx.constants for q, _ in (a, b)]
+    if not any(constants):
+        return False
+    shape_a, shape_b = ctx.shape_of(a[1]), ctx.shape_of(b[1])
+    if (constants[0] or shape_a is None or shape_b is None or shape_a == shape_b
+            or math.prod(shape_b) <= 1 or not last_axis_broadcast(shape_a, shape_b)
+            or ctx.constants[b[0]].dtype not in (np.int8, np.uint8)):
+        raise NotFusable(f"a{'n' if op == 'Add' else ''} {op} of a constant is fused only "
+                         "with a vector along the other input's last axis (a scalar "
+                         "constant goes into a table)")
+    return True
+
+
+def _ordered(ctx: FusionContext, node: Node) -> list[tuple[str, QuantParams, str]]:
+    """Return (quantized source, parameters, float input) of a binary op's two inputs, a
+    constant vector second."""
+    operands = [(*_dq_activation(ctx, name, what), name)
+                for name, what in zip(node.inputs, ("first input", "second input"), strict=True)]
+    if operands[0][0] in ctx.constants and operands[1][0] not in ctx.constants:
+        operands.reverse()
+    return operands
+
+
 def _add(ctx: FusionContext, node: Node, report: PassReport) -> None:
     if len(node.inputs) != 2:
         raise NotFusable("only a sum of two inputs is fused")
-    a_q, ap = _dq_activation(ctx, node.inputs[0], "first input")
-    b_q, bp = _dq_activation(ctx, node.inputs[1], "second input")
-    shape_a, shape_b = ctx.shape_of(node.inputs[0]), ctx.shape_of(node.inputs[1])
-    if shape_a is None or shape_a != shape_b:
-        raise NotFusable("the Add's inputs do not have the same static shape")
-    if a_q in ctx.constants or b_q in ctx.constants:
-        raise NotFusable("an Add of a constant is not a residual connection")
+    (a_q, ap, a_in), (b_q, bp, b_in) = _ordered(ctx, node)
+    shape_a, shape_b = ctx.shape_of(a_in), ctx.shape_of(b_in)
+    if not _constant_vector(ctx, (a_q, a_in), (b_q, b_in), "Add") and shape_a != shape_b:
+        if shape_a is not None and shape_b is not None and last_axis_broadcast(shape_b,
+                                                                               shape_a):
+            (a_q, ap), (b_q, bp) = (b_q, bp), (a_q, ap)
+        elif shape_a is None or shape_b is None or not last_axis_broadcast(shape_a, shape_b):
+            raise NotFusable("the Add's inputs have neither the same static shape nor one "
+                             "along the other's last axis [1, ..., H]")
     act, q, yp = _output_chain(ctx, node)
     ma, mb, shift = add_multipliers(np.float64(ap.scale) / np.float64(yp.scale),
                                     np.float64(bp.scale) / np.float64(yp.scale))
@@ -342,19 +376,19 @@ def _add(ctx: FusionContext, node: Node, report: PassReport) -> None:
 
 
 def _mul(ctx: FusionContext, node: Node, report: PassReport) -> None:
-    a_q, ap = _dq_activation(ctx, node.inputs[0], "first input")
-    b_q, bp = _dq_activation(ctx, node.inputs[1], "second input")
-    if a_q in ctx.constants or b_q in ctx.constants:
-        raise NotFusable("a Mul by a constant is not a product of two computed tensors (a "
-                         "scalar constant goes into a table)")
-    shape_a, shape_b = ctx.shape_of(node.inputs[0]), ctx.shape_of(node.inputs[1])
+    (a_q, ap, a_in), (b_q, bp, b_in) = _ordered(ctx, node)
+    shape_a, shape_b = ctx.shape_of(a_in), ctx.shape_of(b_in)
     if shape_a is None or shape_b is None:
         raise NotFusable("the Mul's inputs do not have static shapes")
-    if shape_a != shape_b and per_channel_broadcast(shape_b, shape_a):
-        (a_q, ap, shape_a), (b_q, bp, shape_b) = (b_q, bp, shape_b), (a_q, ap, shape_a)
-    if shape_a != shape_b and not per_channel_broadcast(shape_a, shape_b):
-        raise NotFusable(f"the Mul's inputs {list(shape_a)} and {list(shape_b)} are neither "
-                         "the same shape nor one per channel [N|1, C, 1, ...] of the other")
+    if not _constant_vector(ctx, (a_q, a_in), (b_q, b_in), "Mul"):
+        if shape_a != shape_b and (per_channel_broadcast(shape_b, shape_a)
+                                   or last_axis_broadcast(shape_b, shape_a)):
+            (a_q, ap, shape_a), (b_q, bp, shape_b) = (b_q, bp, shape_b), (a_q, ap, shape_a)
+        if (shape_a != shape_b and not per_channel_broadcast(shape_a, shape_b)
+                and not last_axis_broadcast(shape_a, shape_b)):
+            raise NotFusable(f"the Mul's inputs {list(shape_a)} and {list(shape_b)} are "
+                             "neither the same shape nor one per channel [N|1, C, 1, ...] or "
+                             "along the last axis [1, ..., H] of the other")
     act, q, yp = _output_chain(ctx, node)
     (mult,), (shift,) = output_multipliers(
         [float(np.float64(ap.scale) * np.float64(bp.scale) / np.float64(yp.scale))])

@@ -15,12 +15,14 @@ from systolic.reference.ops._systolic import (
     type_range,
 )
 from systolic.reference.ops.base import Op, TensorInfo
+from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
 class QAdd(Op):
-    """systolic.QAdd-1: Y = QAdd(A, B), A and B uint8/int8 of the same shape.
+    """systolic.QAdd-1: Y = QAdd(A, B), A and B uint8/int8 of the same shape, or B broadcast
+    along A's last axis (A [..., H], B [H], [1, H], [1, 1, H] ...: LayerNorm's beta).
 
     Attributes: a_zero_point, b_zero_point (in A's and B's types), multiplier_a,
     multiplier_b (signed int32), shift (-31..31), y_zero_point, y_type, y_lo, y_hi.
@@ -52,13 +54,17 @@ class QAdd(Op):
         self.required_attr(name)
         return int_attr(self, name, 0)
 
+    def _check_shapes(self, a: Sequence[int], b: Sequence[int]) -> None:
+        if tuple(a) != tuple(b) and not last_axis_broadcast(a, b):
+            raise self.error(f"A {list(a)} and B {list(b)} must have the same shape, or B be "
+                             "along A's last axis [1, ..., H]")
+
     def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
         a, b = inputs
         assert a is not None and b is not None
         check_eight_bit(self, a, "A")
         check_eight_bit(self, b, "B")
-        if a.shape != b.shape:
-            raise self.error(f"A {list(a.shape)} and B {list(b.shape)} must have the same shape")
+        self._check_shapes(a.shape, b.shape)
         for zp, info, name in ((self.a_zero_point, a, "a_zero_point"),
                                (self.b_zero_point, b, "b_zero_point")):
             lo, hi = type_range(info.dtype)
@@ -69,8 +75,7 @@ class QAdd(Op):
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
         a, b = inputs
         assert a is not None and b is not None
-        if a.shape != b.shape:
-            raise self.error(f"A {list(a.shape)} and B {list(b.shape)} must have the same shape")
+        self._check_shapes(a.shape, b.shape)
         # |A - zp| < 2**9 and |M| <= 2**31: each product below 2**40, the sum fits int64.
         total = ((a.astype(np.int64) - self.a_zero_point) * self.multiplier_a
                  + (b.astype(np.int64) - self.b_zero_point) * self.multiplier_b)

@@ -16,7 +16,7 @@ from systolic.reference.ops._systolic import (
 )
 from systolic.reference.ops.base import Op, TensorInfo
 
-__all__ = ["QMul", "per_channel_broadcast"]
+__all__ = ["QMul", "last_axis_broadcast", "per_channel_broadcast"]
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -27,9 +27,16 @@ def per_channel_broadcast(a: Sequence[int], b: Sequence[int]) -> bool:
             and all(d == 1 for d in b[2:]))
 
 
+def last_axis_broadcast(a: Sequence[int], b: Sequence[int]) -> bool:
+    """True when B [H], [1, H], [1, 1, H] ... (rank at most A's, every axis but the last 1)
+    broadcasts along the last axis of A [..., H] (LayerNorm's gamma and beta)."""
+    return (1 <= len(b) <= len(a) and b[-1] == a[-1] and all(d == 1 for d in b[:-1]))
+
+
 class QMul(Op):
     """systolic.QMul-1: Y = QMul(A, B), A and B uint8/int8; B has A's shape or is broadcast
-    per channel (A [N, C, *spatial], B [N|1, C, 1, ...]).
+    per channel (A [N, C, *spatial], B [N|1, C, 1, ...]) or along A's last axis (A [..., H],
+    B [H], [1, H], [1, 1, H] ...).
 
     Attributes: a_zero_point, b_zero_point (in A's and B's types), multiplier (signed
     int32), shift (-31..31), y_zero_point, y_type, y_lo, y_hi.
@@ -58,9 +65,10 @@ class QMul(Op):
         self.stage = OutputStage(self)
 
     def _check_shapes(self, a: Sequence[int], b: Sequence[int]) -> None:
-        if tuple(a) != tuple(b) and not per_channel_broadcast(a, b):
-            raise self.error(f"B {list(b)} must have A's shape {list(a)} or be per channel "
-                             "[N or 1, C, 1, ...]")
+        if (tuple(a) != tuple(b) and not per_channel_broadcast(a, b)
+                and not last_axis_broadcast(a, b)):
+            raise self.error(f"B {list(b)} must have A's shape {list(a)}, be per channel "
+                             "[N or 1, C, 1, ...] or along the last axis [1, ..., H]")
 
     def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
         a, b = inputs

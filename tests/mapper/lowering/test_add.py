@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig, Dataflow
-from systolic.ir import DataType
+from systolic.ir import DataType, Tensor
 from systolic.isa.instructions import Add
 from systolic.isa.program import LayerUnit
 from systolic.mapper.lowering import compile_model
@@ -77,3 +77,33 @@ def test_rows_are_tiled_to_fit_the_scratchpad():
     assert all(a.m <= 128 // 4 for a in adds)  # a quarter of spad_in each
     inputs = {"a": random_input(I8, shape, 5), "b": random_input(I8, shape, 6)}
     assert check_layers(compiled, inputs) is None
+
+
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS.keys())
+@pytest.mark.parametrize("shapes", [((2, 5, 21), (21,)), ((7, 13), (1, 13)),
+                                    ((2, 3, 20), (1, 1, 20))],
+                         ids=["rank3", "matrix", "rank3-b3"])  # fmt: skip
+def test_add_of_a_vector_along_the_last_axis(config, shapes):  # type: ignore[no-untyped-def]
+    """LayerNorm's beta: B along A's last axis, loaded once per lane chunk (b_broadcast)."""
+    a_shape, b_shape = shapes
+    g = graph({"a": (U8, a_shape), "b": (I8, b_shape)}, {"y": U8}, [_add(U8, I8, U8, shift=-1)])
+    compiled = compile_model(g, config)
+    assert [layer.unit for layer in compiled.layers] == [LayerUnit.VECTOR]
+    adds = [i for i in compiled.program.instructions if isinstance(i, Add)]
+    assert adds and all(i.b_broadcast and not i.mul for i in adds)
+    inputs = {"a": random_input(U8, a_shape, 7), "b": random_input(I8, b_shape, 8)}
+    assert check_layers(compiled, inputs) is None
+    expected = run_graph(compiled.graph, inputs, opsets=OPSETS)["y"]
+    np.testing.assert_array_equal(simulate(compiled, inputs)["y"], expected)
+
+
+def test_add_of_a_constant_beta():
+    """B an int8 constant [H] (a QDQ LayerNorm's beta) is placed in memory like a computed B."""
+    beta = Tensor("b", DataType.INT8, np.arange(-9, 9, dtype=np.int8))
+    g = graph({"a": (U8, (3, 4, 18))}, {"y": U8}, [_add(U8, I8, U8)], [beta])
+    compiled = compile_model(g, ArrayConfig(rows=4, cols=4))
+    assert [layer.unit for layer in compiled.layers] == [LayerUnit.VECTOR]
+    inputs = {"a": random_input(U8, (3, 4, 18), 9)}
+    assert check_layers(compiled, inputs) is None
+    expected = run_graph(compiled.graph, inputs, opsets=OPSETS)["y"]
+    np.testing.assert_array_equal(simulate(compiled, inputs)["y"], expected)

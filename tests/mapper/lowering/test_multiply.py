@@ -58,8 +58,11 @@ def _run(g, config, inputs):  # type: ignore[no-untyped-def]
         ((2, 19, 3, 4), (2, 19, 1, 1)),  # squeeze-excitation scaling
         ((2, 6, 5, 3), (1, 6, 1, 1)),
         ((4, 21), (1, 21)),
+        ((2, 5, 21), (21,)),  # LayerNorm's gamma over the last axis
+        ((2, 3, 20), (1, 1, 20)),
     ],
-    ids=["map", "batch", "matrix", "vector", "per-channel", "per-channel-n1", "matrix-n1"],
+    ids=["map", "batch", "matrix", "vector", "per-channel", "per-channel-n1", "matrix-n1",
+         "last-axis", "last-axis-rank3"],
 )
 @pytest.mark.parametrize("types", [(U8, U8, U8), (I8, I8, I8), (U8, I8, U8)],
                          ids=["u8", "i8", "mixed"])  # fmt: skip
@@ -97,8 +100,12 @@ def test_per_channel_mul_of_a_row_major_tensor_runs_on_the_host():
 
 
 def test_broadcast_form():
-    assert broadcast_form((2, 3, 4, 5), (2, 3, 1, 1))
-    assert broadcast_form((2, 3, 4, 5), (1, 3, 1, 1))
-    assert not broadcast_form((2, 3, 4, 5), (2, 3, 4, 5))
+    assert broadcast_form((2, 3, 4, 5), (2, 3, 1, 1)) == "channel"
+    assert broadcast_form((2, 3, 4, 5), (1, 3, 1, 1)) == "channel"
+    assert broadcast_form((2, 3, 4, 5), (2, 3, 4, 5)) is None
+    assert broadcast_form((2, 3, 4, 5), (5,)) == "last"
+    assert broadcast_form((2, 3, 4, 5), (1, 1, 1, 5)) == "last"
     with pytest.raises(ModelError, match="per channel"):
         broadcast_form((2, 3, 4, 5), (1, 1, 4, 5))
+    with pytest.raises(ModelError, match="last axis"):
+        broadcast_form((2, 3, 4, 5), (1, 3, 1, 1), per_channel=False)

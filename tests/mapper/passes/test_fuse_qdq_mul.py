@@ -75,7 +75,7 @@ def test_other_broadcasts_stay_on_the_host_with_the_reason():
     assert "QMul" not in op_types(fused)
     assert report.fate("mul").reason == (
         "the Mul's inputs [1, 4, 5, 5] and [1, 1, 5, 5] are neither the same shape nor one "
-        "per channel [N|1, C, 1, ...] of the other")
+        "per channel [N|1, C, 1, ...] or along the last axis [1, ..., H] of the other")
 
 
 def test_mul_by_a_per_channel_constant_stays_on_the_host():

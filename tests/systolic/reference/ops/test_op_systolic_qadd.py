@@ -43,7 +43,16 @@ def test_hand_computed_sum():
 def test_rejects_different_shapes():
     attrs = {"multiplier_a": 1, "multiplier_b": 1, "shift": 0, "y_type": 3}
     with pytest.raises(ModelError, match=r"must have the same shape"):
-        run("QAdd", attrs, np.zeros((2, 3), np.int8), np.zeros((3,), np.int8))
+        run("QAdd", attrs, np.zeros((2, 3), np.int8), np.zeros((2,), np.int8))
+
+
+def test_b_along_the_last_axis_is_broadcast():
+    attrs = {"multiplier_a": 2**30, "multiplier_b": 2**30, "shift": 0, "y_type": 3}
+    a = np.arange(-12, 12, dtype=np.int8).reshape(2, 3, 4)
+    b = np.array([[[4, -8, 12, 100]]], np.int8)
+    y = run("QAdd", attrs, a, b)
+    expected = np.round((a.astype(np.int64) + b) / 2)  # round half to even, like rhe
+    np.testing.assert_array_equal(y, expected.astype(np.int8))
 
 
 def test_rejects_missing_shift():

@@ -41,7 +41,8 @@ def random_attrs(r, a_type, b_type, y_type, shift, negative):
     (np.uint8, np.uint8, np.uint8), (np.int8, np.int8, np.int8), (np.uint8, np.int8, np.int8)])
 @pytest.mark.parametrize("shift", [-3, 0, 6, 14])
 @pytest.mark.parametrize("negative", [False, True])
-@pytest.mark.parametrize("b_shape", [(2, 3, 4, 5), (2, 3, 1, 1), (1, 3, 1, 1)])
+@pytest.mark.parametrize("b_shape", [(2, 3, 4, 5), (2, 3, 1, 1), (1, 3, 1, 1), (5,),
+                                     (1, 1, 1, 5)])
 def test_matches_the_exact_product_rounded_once(a_type, b_type, y_type, shift, negative,
                                                 b_shape):
     r = np.random.default_rng(11)
