@@ -6,9 +6,10 @@ the branch's names by position). Inside,
 the subgraph follows the rules of a graph (`mapper.graph_checks.check_graph`: single
 assignment, definition before use, acyclicity), and, as IR.md says for nested subgraphs, "a
 node output name MUST be distinct from the names from the outer scopes that are visible in the
-nested subgraph": no node output may shadow an outer name. (The spec says this of node
-outputs only: a branch initializer named like an outer value is the branch's own, and the
-branch reads it, not the outer one.)
+nested subgraph": no node output may shadow an outer name. The spec says this of node
+outputs only; a branch initializer named like an outer value is refused too, since runtimes
+disagree on which one the branch reads (onnx's ReferenceEvaluator and onnxruntime read the
+outer value when the outer graph uses it, onnxruntime the branch's own otherwise).
 """
 
 import dataclasses
@@ -64,6 +65,12 @@ def _check_node(node: Node, visible: frozenset[str]) -> Node:
 
 
 def _check_one(subgraph: Graph, where: str, visible: frozenset[str]) -> Graph:
+    for tensor in subgraph.initializers:
+        if tensor.name in visible:
+            raise ModelError(
+                f"initializer {tensor.name!r} of {where} has the name of an outer value, and "
+                "runtimes disagree on which one the branch reads: rename it"
+            )
     for node in subgraph.nodes:
         for name in node.outputs:
             if name in visible:

@@ -4,7 +4,7 @@ captures, checked as the IR spec scopes names (no shadowing), and bound."""
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from systolic.errors import ModelError
 from systolic.ir import Graph
@@ -139,3 +139,22 @@ def test_an_if_in_a_local_function_reads_the_callers_values() -> None:
     for cond, expected in ((True, np.maximum(x, 0)), (False, -x)):
         result = run_model(model, {"x": x, "c": np.array(cond)})["y"]
         np.testing.assert_array_equal(result, expected)
+
+
+def test_a_branch_initializer_named_like_an_outer_value_is_refused() -> None:
+    """(onnxruntime and onnx's ReferenceEvaluator read the outer value when the outer graph
+    uses it; onnxruntime reads the branch's own when it drops the outer one as unused.)"""
+    own = numpy_helper.from_array(np.full(2, 10, np.float32), "k")
+    then = helper.make_graph([helper.make_node("Add", ["x", "k"], ["t"])], "then", [],
+                             [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)], [own])
+    other = branch("else", [helper.make_node("Sub", ["x", "k"], ["e"])], "e")
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], name="if", then_branch=then, else_branch=other)],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+              helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        [numpy_helper.from_array(np.ones(2, np.float32), "k")],
+    )  # fmt: skip
+    with pytest.raises(ModelError, match=r"^initializer 'k' of the then_branch of node 'if' "
+                       r"\(If\) has the name of an outer value, and runtimes disagree"):
+        _load(checked(graph))
