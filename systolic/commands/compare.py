@@ -1,11 +1,13 @@
-"""`systolic compare [MODEL]`: cycles, stalls, utilization and energy of one model on many
-configurations.
+"""`systolic compare [MODEL]`: cycles, stalls, utilization, energy and estimated area of one
+model on many configurations.
 
 Runs the mapper passes once, then compiles and runs the model for every combination of the
 listed array sizes, dataflows, scratchpad, accumulator and bus sizes (default backend: the
 analytic cycle model, which equals the RTL cycle for cycle), and prints a summary and a
 per-layer table with the configurations side by side. `--csv`, `--json` and `--plot` write
-the results; `--scalesim-topology` writes the model's conv and GEMM layers as a SCALE-Sim
+the results. The workload table's area (mm²) comes from the analytic area model fitted to
+synthesized configurations (systolic.compare.area_model; its assumptions and held-out error in
+bench/area_model.md), no synthesis per point; `--scalesim-topology` writes the model's conv and GEMM layers as a SCALE-Sim
 topology CSV, and `--topology` reports our cycles for a SCALE-Sim topology instead of a model.
 Without MODEL it runs the bundled example (a quantized LeNet). Any error is one line (exit 2)
 and then nothing is written: the output paths are checked before the work (a folder, a path

@@ -6,7 +6,7 @@ that failed, never optimal) and says which are optimal: a point is dominated whe
 no worse on every figure and better on one, so equal points are optimal together.
 `mark_pareto` applies it to workload results over their `costs()`: the weighted time, and the
 cost figures that exist (the PE count rows·cols, the on-chip SRAM spad_kib + acc_kib, and the
-weighted energy per inference; area when it exists).
+weighted energy per inference, and the area model's estimated mm²).
 """
 
 import dataclasses

@@ -6,7 +6,8 @@ Models come from `--model PATH[:WEIGHT]` (repeatable; weight 1 when left out), f
 the file), or from the positional MODEL (weight 1). A configuration's workload result holds
 its result on every model; its weighted cycles are Σ weight · total cycles, its time the
 weighted cycles at the clock (`clock_mhz`), in milliseconds, its energy Σ weight · energy per
-inference (docs/energy.md). A configuration that failed on
+inference (docs/energy.md), its area the analytic model's estimate (`area_model.area_mm2`,
+mm² at the densities stated there). A configuration that failed on
 any model has no workload figures: its `error` names the model and the reason.
 """
 
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from systolic.compare.area_model import area_mm2
 from systolic.compare.result import ConfigResult
 from systolic.config import ArrayConfig
 from systolic.errors import ConfigError
@@ -129,12 +131,17 @@ class WorkloadResult:
         """On-chip SRAM: scratchpad and accumulator memory, KiB."""
         return self.config.spad_kib + self.config.acc_kib
 
+    @property
+    def area_mm2(self) -> float:
+        """The analytic area model's estimate for the configuration (`area_model`), mm²."""
+        return area_mm2(self.config)
+
     def costs(self) -> tuple[float, ...]:
-        """The figures the Pareto front minimises: time, PE count, on-chip SRAM, and the
-        weighted energy when every model has one."""
+        """The figures the Pareto front minimises: time, PE count, on-chip SRAM, the
+        weighted energy when every model has one, and the estimated area."""
         energy = self.energy_pj
         return (self.time_ms, float(self.config.pes), float(self.sram_kib),
-                *(() if energy is None else (energy,)))  # fmt: skip
+                *(() if energy is None else (energy,)), self.area_mm2)  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         failed = bool(self.error)
@@ -147,6 +154,7 @@ class WorkloadResult:
             "pes": self.config.pes,
             "sram_kib": self.sram_kib,
             "energy_pj": None if failed or self.energy_pj is None else round(self.energy_pj, 3),
+            "area_mm2": round(self.area_mm2, 6),
             "pareto": self.pareto,
             "error": self.error or None,
         }

@@ -6,7 +6,7 @@ JSON (`systolic.compare/1`, keys only added): every `configurations[]` entry (on
 the clock) and `pareto` (its configuration's mark); the document gains `clock_mhz` and
 `workload`: {`models`: [{model, weight}], `configurations`: one per configuration
 (`WorkloadResult.to_json`: label, config, cycles per model, weighted_cycles, time_ms, pes,
-sram_kib, energy_pj, pareto, error)}.
+sram_kib, energy_pj, area_mm2, pareto, error)}.
 
 CSV: the columns of `tables.CSV_COLUMNS`, then `EXTRA_COLUMNS`: `model`, `weight`, `time_ms`
 (the row's cycles at the clock), `pareto` (true/false, its configuration's mark) and `error`

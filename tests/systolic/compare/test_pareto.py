@@ -29,7 +29,7 @@ def test_marked_configurations_are_the_undominated_ones(lenet: PreparedModel) ->
         if not entry.pareto:
             assert any(dominates(f.costs(), entry.costs()) for f in front)
     assert all(e.to_json()["pareto"] == e.pareto for e in workload)
-    assert all(len(e.costs()) == 4 for e in workload)  # time, PEs, SRAM and energy
+    assert all(len(e.costs()) == 5 for e in workload)  # time, PEs, SRAM, energy and area
 
 
 def test_energy_alone_can_make_a_configuration_optimal(lenet: PreparedModel) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from systolic.compare.area_model import area_mm2
 from systolic.compare.grid import config_grid
 from systolic.compare.sweep import PreparedModel, sweep
 from systolic.compare.workload import (
@@ -66,7 +67,9 @@ def test_weighted_cycles_and_time(lenet: PreparedModel) -> None:
         assert entry.sram_kib == result.config.spad_kib + result.config.acc_kib
         assert result.energy_pj is not None and result.energy_pj > 0
         assert entry.energy_pj == pytest.approx(3.5 * result.energy_pj)
-        assert entry.costs() == (entry.time_ms, result.config.pes, entry.sram_kib, entry.energy_pj)
+        assert entry.costs() == (entry.time_ms, result.config.pes, entry.sram_kib, entry.energy_pj,
+                                 area_mm2(result.config))
+        assert entry.to_json()["area_mm2"] == round(area_mm2(result.config), 6) > 0
         assert entry.to_json()["energy_pj"] == round(3.5 * result.energy_pj, 3)
     assert cycles_to_ms(2_000_000, 1000) == 2.0
 

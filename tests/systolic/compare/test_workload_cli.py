@@ -60,7 +60,8 @@ def test_csv_and_table_of_a_workload_file(
     out_csv = tmp_path / "r.csv"
     assert main(["compare", *GRID, "--workload", str(toml), "--csv", str(out_csv)]) == 0
     text = capsys.readouterr().out
-    assert "time at 500 MHz; * Pareto-optimal in time, PEs, SRAM and energy" in text
+    assert "time at 500 MHz; * Pareto-optimal in time, PEs, SRAM, energy and area" in text
+    assert "area mm²" in text
     assert "weighted cycles" in text
     rows = list(csv.DictReader(out_csv.read_text().splitlines()))
     totals = [r for r in rows if r["layer"] == "(total)"]
