@@ -138,3 +138,18 @@ def test_lint_and_report_as_json(tmp_path: Path, capsys) -> None:
         assert sum(c[figure] for c in components.values()) == report[figure]
     text = verilog_command.render_report(summary)
     assert "per component" in text and "pe_array" in text and "transistors" not in text
+
+
+def test_report_text_has_the_component_table_and_transistors_when_mapped() -> None:
+    components = {name: {"cells": 10, "flip_flops": 20, "multipliers": 1, "memory_bits": 0,
+                         "memories": {}, "transistors": 1000} for name in ("pe_array", "dma")}
+    synthesis = {"yosys": "Yosys 0.69", "seconds": 1.0, "cells": 20, "flip_flops": 40,
+                 "multipliers": 2, "multiplier_widths": {"16": 2}, "memories": 0,
+                 "memory_bits": 0, "gates": 300, "transistors": 2000, "components": components}
+    summary = {"top": TOP, "folder": "out", "files": FILES, "synthesis": synthesis}
+    lines = verilog_command.render_report(summary).splitlines()
+    assert any(line.split()[:2] == ["transistors", "2,000"] for line in lines)
+    table = lines[lines.index("per component (hierarchy kept; memory bits per memory in --json):"):]
+    assert table[1].split()[-1] == "transistors"
+    assert [row.split() for row in table[2:]] == [
+        ["pe_array", "10", "20", "1", "0", "1,000"], ["dma", "10", "20", "1", "0", "1,000"]]
