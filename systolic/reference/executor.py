@@ -18,7 +18,7 @@ import numpy as np
 from systolic.errors import ModelError, ResourceError, UnsupportedError
 from systolic.ir import Graph, Model, Node, TensorType
 from systolic.reference import registry
-from systolic.reference.ops.base import Op
+from systolic.reference.ops.base import GRAPH_SERVICES, Op
 
 __all__ = [
     "BUDGET",
@@ -251,3 +251,7 @@ def run_model(
     opsets = dict(model.opsets)
     return run_graph(model.graph, inputs, opsets=opsets, on_node=on_node, max_bytes=max_bytes)
 
+
+
+GRAPH_SERVICES.make_op = make_op
+GRAPH_SERVICES.run_graph = run_graph

@@ -10,15 +10,15 @@ same semantics, listed in `since_versions`). The importer binds each node to a c
 
 import dataclasses
 import math
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
 from systolic.errors import ModelError
 from systolic.ir import Attrs, AttrValue, DataType
 
-__all__ = ["Op", "TensorInfo"]
+__all__ = ["GRAPH_SERVICES", "GraphServices", "Op", "TensorInfo"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -94,3 +94,31 @@ class Op:
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
         """Compute the outputs from numpy inputs (None for an omitted optional input)."""
         raise NotImplementedError
+
+
+@dataclasses.dataclass
+class GraphServices:
+    """How an operator with subgraphs (If) binds and runs its graphs: `make_op(node, opsets)`
+    and `run_graph(graph, inputs, opsets=..., outer=...)` of `systolic.reference.executor`,
+    which installs them when it is imported. The executor imports the operators, so they
+    cannot import it; every operator instance is made by the executor, so they are installed
+    before any operator runs."""
+
+    make_op: Callable[..., Op] | None = None
+    run_graph: Callable[..., dict[str, Any]] | None = None
+
+    def bind(self) -> Callable[..., Op]:
+        """Return `make_op`."""
+        if self.make_op is None:
+            raise RuntimeError("systolic.reference.executor has not installed make_op")
+        return self.make_op
+
+    def runner(self) -> Callable[..., dict[str, Any]]:
+        """Return `run_graph`."""
+        if self.run_graph is None:
+            raise RuntimeError("systolic.reference.executor has not installed run_graph")
+        return self.run_graph
+
+
+GRAPH_SERVICES = GraphServices()
+"""The executor's services for operators with subgraphs (see `GraphServices`)."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from systolic.errors import ModelError
 from systolic.ir import Attrs, DataType, Graph, Node
-from systolic.reference.ops.base import Op, TensorInfo
+from systolic.reference.ops.base import GRAPH_SERVICES, Op, TensorInfo
 
 __all__ = ["OPS", "If", "ShapeKnownWhenRunning", "infer_graph"]
 
@@ -31,8 +31,7 @@ class ShapeKnownWhenRunning(ModelError):
 def infer_graph(graph: Graph, scope: dict[str, TensorInfo]) -> list[TensorInfo] | None:
     """Infer `graph`'s output types from the outer values `scope` (its nodes bound); None
     when some output depends on a value of unknown shape."""
-    from systolic.reference.executor import make_op  # (the executor imports the registry)
-
+    make_op = GRAPH_SERVICES.bind()  # the executor's (it imports the operators)
     known = dict(scope)
     for tensor in graph.initializers:
         known[tensor.name] = TensorInfo(tensor.dtype, tensor.shape, tensor.data)
@@ -110,8 +109,7 @@ class If(Op):
         return [TensorInfo(a.dtype, a.shape) for a in then]
 
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
-        from systolic.reference.executor import run_graph
-
+        run_graph = GRAPH_SERVICES.runner()
         cond = inputs[0]
         assert cond is not None
         branch = self.branches[bool(np.asarray(cond).reshape(-1)[0])]
