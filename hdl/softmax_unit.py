@@ -7,7 +7,7 @@ from amaranth.utils import exact_log2
 
 from systolic.hdl.divider import Reciprocal
 from systolic.hdl.exp_table import ExpTable, exp_load_layout
-from systolic.hdl.instruction_fields import instruction_layout
+from systolic.hdl.instruction_fields import field_shape
 from systolic.hdl.round_shift import round_shift_parts
 from systolic.isa.instructions import Softmax
 from systolic.sim.timing.store_timing import (
@@ -16,10 +16,17 @@ from systolic.sim.timing.store_timing import (
     SOFTMAX_ROW_CYCLES,
 )
 
-__all__ = ["SoftmaxUnit", "chunk_layout"]
+__all__ = ["SoftmaxUnit", "chunk_layout", "fields_layout"]
 
 IDLE, MAX, SUM, DIVIDE, OUTPUT, WAIT = range(6)
 """Phases of a row."""
+
+
+def fields_layout() -> data.StructLayout:
+    """Return SOFTMAX's fields the unit reads: all but the opcode and `flip_sign` (the
+    writer's)."""
+    return data.StructLayout({field.name: field_shape(field.width, field.signed)
+                              for field in Softmax.FIELDS if field.name != "flip_sign"})
 
 
 def chunk_layout(lanes: int) -> data.StructLayout:
@@ -60,8 +67,8 @@ class SoftmaxUnit(wiring.Component):
 
     Members
     -------
-    instr : ``In(instruction_layout(Softmax))``
-        The instruction word, held from `start` until `done`.
+    instr : ``In(fields_layout())``
+        The instruction's fields, held from `start` until `done`.
     start : ``In(1)``
         Pulse in the instruction's first cycle (row 0's cycle 0).
     spad_en, spad_addr : ``Out(1)``, ``Out(32)``
@@ -86,7 +93,7 @@ class SoftmaxUnit(wiring.Component):
         exact_log2(bus_bytes)
         self._lanes, self._bus_bytes = lanes, bus_bytes
         super().__init__({
-            "instr": In(instruction_layout(Softmax)),
+            "instr": In(fields_layout()),
             "start": In(1),
             "spad_en": Out(1),
             "spad_addr": Out(32),

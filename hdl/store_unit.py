@@ -20,7 +20,7 @@ from systolic.hdl.output_stage import OutputStage
 from systolic.hdl.pool_window import emit_window_walk
 from systolic.hdl.ports import memory_read_signature, params_row_layout, write_beat_layout
 from systolic.hdl.row_writer import RowWriter
-from systolic.hdl.softmax_unit import SoftmaxUnit
+from systolic.hdl.softmax_unit import SoftmaxUnit, fields_layout
 from systolic.hdl.vector_unit import PRODUCT, SCALED_SUM, VectorUnit
 from systolic.isa.fields import INSTRUCTION_BITS
 from systolic.isa.instructions import Add, Copy, Pool, Softmax, Store, Table
@@ -322,7 +322,8 @@ class StoreUnit(wiring.Component):
         m.d.sync += pending.eq(pending + ((issue & issue_last & ~is_table) | softmax.reserve)
                                - pop)
         m.d.comb += [
-            softmax.instr.eq(word),
+            *(softmax.instr[name].eq(field(word, Softmax, name))
+              for name in fields_layout().members),
             softmax.start.eq(first_cycle & is_softmax),
             softmax.space.eq(pending < self._fifo_depth),
             softmax.written.eq(writer.row_done & is_softmax),

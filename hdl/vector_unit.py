@@ -142,7 +142,8 @@ class VectorUnit(wiring.Component):
         valid = [Signal(name=f"valid{k}") for k in range(1, LATENCY + 1)]
         valid_product = Signal()
 
-        is_max, is_product = Signal(), Signal()
+        is_max = Signal(name="is_max")
+        is_product = Signal(name="is_product")
         advance = Signal()
         m.d.comb += [
             is_max.eq(self.mode == MAX),
