@@ -1,4 +1,5 @@
-"""`StoreUnit`: executes STORE, COPY, POOL, ADD and TABLE, writing rows to external memory."""
+"""`StoreUnit`: executes STORE, COPY, POOL, ADD, TABLE and SOFTMAX, writing rows to external
+memory."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
@@ -52,7 +53,11 @@ class StoreUnit(wiring.Component):
     with `lut` map every output element through the activation table (`ActivationTable`, one
     registered stage before the FIFO, before `flip_sign`); ADD with `mul` runs the vector unit
     in PRODUCT mode; ADD with `b_broadcast` reads row `b_row` for every output row. TABLE
-    reads its ceil(256 / dim) `spad_in` rows into the activation table and writes nothing.
+    reads its ceil(256 / dim) `spad_in` rows into the activation table (with `wide` its
+    ceil(512 / dim) rows into the exp table) and writes nothing. STORE with `raw` writes
+    `wrap32(acc + bias)` as 4-byte lanes instead of the output stage's row. SOFTMAX runs in
+    `SoftmaxUnit`, which takes over the spad_in port and sends each row's chunks with their
+    own addresses (`RowWriter`'s direct mode).
     Results are bit-exact with `systolic.sim.golden.machine`; durations are
     `systolic.sim.timing.store_timing.duration`.
 
