@@ -38,6 +38,10 @@ def accelerator_design(config: ArrayConfig) -> VerilatedDesign:
     return VerilatedDesign.from_parts(parts)
 
 
+EVENT_PREFIX = "events__"
+"""The ports of the energy event counters (`events__macs`), reported as `RunResult.events`."""
+
+
 def _counter_name(port: str) -> str:
     """Map a counter port (`unit_busy__1`) to its `RunResult.counters` key (`unit_busy_ex`)."""
     base, _, unit = port.partition("__")
@@ -93,10 +97,14 @@ def run(program: Program, memory: bytes | bytearray, *, watchdog: int | None = N
     for index, times in enumerate(outcome.times):
         if min(times) < 0:
             raise SimulationError(f"instruction {index} finished without a complete trace")
-    counters = {_counter_name(name): value for name, value in outcome.ports.items()}
+    counters = {_counter_name(name): value for name, value in outcome.ports.items()
+                if not name.startswith(EVENT_PREFIX)}
+    events = {name.removeprefix(EVENT_PREFIX): value for name, value in outcome.ports.items()
+              if name.startswith(EVENT_PREFIX)}
     return RunResult(
         memory=outcome.memory,
         total_cycles=counters["cycles"],
         times=tuple(InstructionTimes(*t) for t in outcome.times),
         counters=counters,
+        events=events,
     )

@@ -34,8 +34,10 @@ from systolic.errors import SimulationError
 __all__ = ["COUNTER_MEMBERS", "REGISTERED_INPUTS", "TIED_INPUTS", "Port", "PortMap",
            "verilator_name", "wrapper_name"]
 
-COUNTER_MEMBERS = ("cycles", "instructions", "unit_busy", "hazard_stall", "dispatch_stall")
-"""Top-level members whose ports are counters, reported after a run."""
+COUNTER_MEMBERS = ("cycles", "instructions", "unit_busy", "hazard_stall", "dispatch_stall",
+                   "events")
+"""Top-level members whose ports are counters, reported after a run (`events__<name>`: the
+energy event counters)."""
 
 
 REGISTERED_INPUTS = ("start", "i_instr__valid", "i_instr__payload")

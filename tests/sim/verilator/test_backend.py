@@ -11,8 +11,10 @@ import pytest
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import SimulationError
+from systolic.hdl.event_counters import RTL_EVENTS
 from systolic.isa.instructions import Halt, Load, LoadTarget
 from systolic.isa.program import Program
+from systolic.sim.energy.events import program_events, sum_events
 from systolic.sim.result import COUNTER_NAMES
 from systolic.sim.run.backends import run_program
 
@@ -63,6 +65,8 @@ def assert_same_run(program: Program, image: bytearray) -> None:
     assert fast.times == rtl.times
     assert dict(fast.counters) == dict(rtl.counters)
     assert set(fast.counters) == set(COUNTER_NAMES)
+    assert dict(fast.events) == dict(rtl.events)
+    assert set(fast.events) == set(RTL_EVENTS)
     assert fast.memory == rtl.memory
     assert bytes(fast.memory) == golden_image(program, image)
 
@@ -173,3 +177,15 @@ def test_without_watchdog_only_a_stall_stops_the_run(monkeypatch) -> None:
                                               r"accepted, 3 not completed$"):
         run_program(Program(config, program.instructions[:3] + (Halt(),)), image,
                     backend="verilator")
+
+
+@pytest.mark.slow
+def test_event_counters_equal_the_model() -> None:
+    """Verilator's energy event counters equal the cycle model's counts (activation programs)."""
+    needs_verilator()
+    config = CONFIGS["4x4-ws-bus16-lat8"]
+    case = random_program(config, np.random.default_rng(7), layers=3, activation=True)
+    result = run_program(case.program, case.memory, backend="verilator")
+    events = sum_events(program_events(case.program.instructions, config))
+    assert dict(result.events) == {name: events[name] for name in RTL_EVENTS}
+    assert result.events["macs"] > 0
