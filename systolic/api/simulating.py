@@ -48,6 +48,13 @@ class Simulation:
         return self.report.total_cycles
 
     @property
+    def energy_uj(self) -> float:
+        """The energy of one inference in microjoules (0 when nothing ran on the
+        accelerator; docs/energy.md)."""
+        energy = self.report.energy
+        return energy.total_pj * 1e-6 if energy is not None else 0.0
+
+    @property
     def bit_exact(self) -> bool:
         """Whether every tensor the accelerator computed equals the reference's."""
         return self.report.mismatch is None
@@ -94,6 +101,8 @@ def simulate(
     inputs: "str | os.PathLike[str] | Mapping[str, np.ndarray] | np.ndarray | None" = None,
     seed: int = 0,
     onnxruntime: bool = False,
+    energy_table: "str | os.PathLike[str] | None" = None,
+    clock_mhz: float | None = None,
 ) -> Simulation:
     """Simulate the ONNX model at `model` (None: the bundled LeNet) on `config` (default
     `ArrayConfig()`) with `backend` ("model": the golden values and the cycle model, fast;
@@ -103,22 +112,33 @@ def simulate(
     input (default: random inputs seeded by `seed`); arrays are checked exactly as the files
     of `systolic simulate --input` are. `onnxruntime` also compares the final outputs with
     onnxruntime on the original model. A difference from the reference does not raise: see
-    `bit_exact` and `report.mismatch`.
+    `bit_exact` and `report.mismatch`. The energy of the run (docs/energy.md) is computed
+    with the per-action table at `energy_table` (a TOML file, as `--energy-table`; default:
+    the shipped 45 nm table) and, with `clock_mhz`, the latency and TOPS/W: `energy_uj`,
+    `report.energy`.
 
     >>> import numpy as np, systolic
     >>> x = np.zeros((1, 1, 16, 16), np.float32)
-    >>> systolic.simulate(None, inputs={"input": x}).bit_exact
-    True
+    >>> run = systolic.simulate(None, inputs={"input": x}, clock_mhz=500)
+    >>> run.bit_exact, run.energy_uj > 0, run.to_json()["energy"]["latency_ms"] > 0
+    (True, True, True)
     """
     from systolic.simulation.run import simulate_model
 
     path, label = model_source(model)
+    from systolic.sim.energy.table import EnergyTable
+    from systolic.simulation.energy import with_energy
+
+    table = EnergyTable.default() if energy_table is None else EnergyTable.load(os.fspath(energy_table))
     with _input_file(inputs) as input_path:
         outcome = simulate_model(
             path, config if config is not None else ArrayConfig(), label=label,
             backend=backend, input_path=input_path, seed=seed, compare_onnxruntime=onnxruntime,
         )  # fmt: skip
-    return Simulation(outcome.report, outcome.outputs)
+    report = outcome.report
+    if outcome.compiled is not None:
+        report = with_energy(report, outcome.compiled, table, clock_mhz)
+    return Simulation(report, outcome.outputs)
 
 
 @contextlib.contextmanager
