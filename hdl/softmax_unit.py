@@ -10,11 +10,7 @@ from systolic.hdl.exp_table import ExpTable, exp_load_layout
 from systolic.hdl.instruction_fields import field_shape
 from systolic.hdl.round_shift import round_shift_parts
 from systolic.isa.instructions import Softmax
-from systolic.sim.timing.store_timing import (
-    SOFTMAX_DONE_CYCLES,
-    SOFTMAX_PASSES,
-    SOFTMAX_ROW_CYCLES,
-)
+from systolic.isa.softmax import SOFTMAX_DONE_CYCLES, SOFTMAX_PASSES, SOFTMAX_ROW_CYCLES
 
 __all__ = ["SoftmaxUnit", "chunk_layout", "fields_layout"]
 

@@ -39,7 +39,12 @@ from itertools import accumulate
 from systolic.config import ArrayConfig
 from systolic.isa.instructions import Add, Copy, Instruction, Pool, Softmax, Store, Table
 from systolic.isa.patterns import beats
-from systolic.isa.softmax import softmax_row_chunks
+from systolic.isa.softmax import (
+    SOFTMAX_DONE_CYCLES,
+    SOFTMAX_PASSES,
+    SOFTMAX_ROW_CYCLES,
+    softmax_row_chunks,
+)
 from systolic.sim.timing.dispatch_model import UnitTiming
 
 __all__ = [
@@ -56,12 +61,6 @@ MUL_CYCLES = 1
 """The multiplier's extra stage: added to K of an ADD with `mul`."""
 TABLE_CYCLES = 2
 """A TABLE's duration beyond its R row reads: R + 2."""
-SOFTMAX_PASSES = 3
-"""SOFTMAX reads each row's spad_in rows three times: the maximum, the sum, the outputs."""
-SOFTMAX_ROW_CYCLES = 40
-"""SOFTMAX's fixed cycles per row: the reciprocal and the pipeline."""
-SOFTMAX_DONE_CYCLES = 3
-"""SOFTMAX's cycles after its last row's last write beat."""
 
 
 def _check(instr: Instruction, *also: type[Instruction]) -> None:

@@ -17,7 +17,17 @@ from systolic.isa.memories import Access, Memory, depth
 from systolic.isa.store import INT8_RANGE, SHIFT_RANGE, RowWriter, check_clamp
 from systolic.isa.table import need_8bit_activations
 
-__all__ = ["Softmax", "softmax_row_chunks"]
+__all__ = [
+    "SOFTMAX_DONE_CYCLES", "SOFTMAX_PASSES", "SOFTMAX_ROW_CYCLES", "Softmax", "softmax_row_chunks",
+]
+
+SOFTMAX_PASSES = 3
+"""SOFTMAX reads each row's spad_in rows three times: the maximum, the sum, the outputs."""
+SOFTMAX_ROW_CYCLES = 40
+"""SOFTMAX's fixed cycles per row: the reciprocal and the pipeline (docs/isa.md: part of the
+instruction's contract, which the cycle model and the hardware both keep)."""
+SOFTMAX_DONE_CYCLES = 3
+"""SOFTMAX's cycles after its last row's last write beat."""
 
 
 def softmax_row_chunks(length: int, config: ArrayConfig) -> int:
