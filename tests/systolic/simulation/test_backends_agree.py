@@ -47,6 +47,7 @@ def _assert_same(model: str, config: ArrayConfig, backends: tuple[str, ...]) -> 
             assert (value == reference.outputs[name]).all(), (backend, name)
 
 
+@pytest.mark.slow  # a Verilator build and run of a whole model: about a minute
 def test_verilator_and_cycle_model_agree_on_a_test_model():
     _assert_same("mlp_qdq", ArrayConfig(rows=4, cols=4), ("model", "verilator"))
 
