@@ -87,6 +87,20 @@ class OutputStage:
         """128 for uint8 outputs (carried as int8), else 0."""
         return _FLIP if self.dtype == DataType.UINT8 else 0
 
+    def finish(self, q: np.ndarray) -> np.ndarray:
+        """Return clamp(q + y_zero_point, y_lo, y_hi) in the output type (q: rounded int64)."""
+        y = np.clip(q + self.zero_point, self.lo, self.hi)
+        return np.asarray(y.astype(self.dtype.numpy))
+
+
+def check_zero_points(op: Op, checks: Sequence[tuple[int, TensorInfo, str]]) -> None:
+    """Refuse a zero point outside its operand's type: `checks` holds (zero point, operand,
+    attribute name) triples."""
+    for zp, info, name in checks:
+        lo, hi = type_range(info.dtype)
+        if not lo <= zp <= hi:
+            raise op.error(f"{name} {zp} is outside its operand's range [{lo}, {hi}]")
+
 
 def round_shift(values: np.ndarray, right_shift: np.ndarray | int) -> np.ndarray:
     """Return round_half_to_even(values / 2**right_shift) as int64, exactly.
@@ -142,8 +156,7 @@ def output_stage(
     if np.any(s < requant.SHIFT_MIN) or np.any(s > requant.SHIFT_MAX):
         raise ValueError(f"shift must lie in [{requant.SHIFT_MIN}, {requant.SHIFT_MAX}]")
     q = round_shift(total * m, s + requant.MULTIPLIER_BITS)
-    y = np.clip(q + stage.zero_point, stage.lo, stage.hi)
-    return np.asarray(y.astype(stage.dtype.numpy))
+    return stage.finish(q)
 
 
 class PoolWindowOp(Op):

@@ -11,8 +11,8 @@ from systolic.reference.ops._shared import int_attr
 from systolic.reference.ops._systolic import (
     OutputStage,
     check_eight_bit,
+    check_zero_points,
     round_shift,
-    type_range,
 )
 from systolic.reference.ops.base import Op, TensorInfo
 from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast
@@ -65,11 +65,8 @@ class QAdd(Op):
         check_eight_bit(self, a, "A")
         check_eight_bit(self, b, "B")
         self._check_shapes(a.shape, b.shape)
-        for zp, info, name in ((self.a_zero_point, a, "a_zero_point"),
-                               (self.b_zero_point, b, "b_zero_point")):
-            lo, hi = type_range(info.dtype)
-            if not lo <= zp <= hi:
-                raise self.error(f"{name} {zp} is outside its operand's range [{lo}, {hi}]")
+        check_zero_points(self, ((self.a_zero_point, a, "a_zero_point"),
+                                 (self.b_zero_point, b, "b_zero_point")))
         return [TensorInfo(self.stage.dtype, a.shape)]
 
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
@@ -80,9 +77,7 @@ class QAdd(Op):
         total = ((a.astype(np.int64) - self.a_zero_point) * self.multiplier_a
                  + (b.astype(np.int64) - self.b_zero_point) * self.multiplier_b)
         q = round_shift(total, MULTIPLIER_BITS + self.shift)
-        stage = self.stage
-        y = np.clip(q + stage.zero_point, stage.lo, stage.hi)
-        return [np.asarray(y.astype(stage.dtype.numpy))]
+        return [self.stage.finish(q)]
 
 
 OPS = (QAdd,)

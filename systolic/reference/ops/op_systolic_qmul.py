@@ -11,8 +11,8 @@ from systolic.reference.ops._shared import int_attr
 from systolic.reference.ops._systolic import (
     OutputStage,
     check_eight_bit,
+    check_zero_points,
     round_shift,
-    type_range,
 )
 from systolic.reference.ops.base import Op, TensorInfo
 
@@ -76,11 +76,8 @@ class QMul(Op):
         check_eight_bit(self, a, "A")
         check_eight_bit(self, b, "B")
         self._check_shapes(a.shape, b.shape)
-        for zp, info, name in ((self.a_zero_point, a, "a_zero_point"),
-                               (self.b_zero_point, b, "b_zero_point")):
-            lo, hi = type_range(info.dtype)
-            if not lo <= zp <= hi:
-                raise self.error(f"{name} {zp} is outside its operand's range [{lo}, {hi}]")
+        check_zero_points(self, ((self.a_zero_point, a, "a_zero_point"),
+                                 (self.b_zero_point, b, "b_zero_point")))
         return [TensorInfo(self.stage.dtype, a.shape)]
 
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
@@ -91,9 +88,7 @@ class QMul(Op):
         product = ((a.astype(np.int64) - self.a_zero_point)
                    * (b.astype(np.int64) - self.b_zero_point) * self.multiplier)
         q = round_shift(product, MULTIPLIER_BITS + self.shift)
-        stage = self.stage
-        y = np.clip(q + stage.zero_point, stage.lo, stage.hi)
-        return [np.asarray(y.astype(stage.dtype.numpy))]
+        return [self.stage.finish(q)]
 
 
 OPS = (QMul,)

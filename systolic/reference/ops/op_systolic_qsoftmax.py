@@ -88,9 +88,7 @@ class QSoftmax(Op):
             return [np.zeros(x.shape, self.stage.dtype.numpy)]
         rows = x.astype(np.int64).reshape(int(np.prod(x.shape[:axis], dtype=np.int64)), -1)
         q = softmax_rows(rows, table.reshape(-1).astype(np.int64), self.multiplier, self.shift)
-        stage = self.stage
-        y = np.clip(q + stage.zero_point, stage.lo, stage.hi)
-        return [np.asarray(y.astype(stage.dtype.numpy)).reshape(x.shape)]
+        return [self.stage.finish(q).reshape(x.shape)]
 
 
 OPS = (QSoftmax,)
