@@ -5,20 +5,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from systolic.ir import SYSTOLIC_DOMAIN, Attrs, DataType
-from systolic.reference.kernels.conv import conv_nd, conv_output_shape
-from systolic.reference.ops._shared import int_attr, ints_attr
-from systolic.reference.ops._systolic import (
-    OutputStage,
-    check_eight_bit,
-    int_list_attr,
-    output_stage,
-    type_range,
-)
-from systolic.reference.ops.base import Op, TensorInfo
+from systolic.ir import SYSTOLIC_DOMAIN, Attrs
+from systolic.reference.kernels.conv import conv_nd
+from systolic.reference.ops._integer_conv import IntegerConv
+from systolic.reference.ops._systolic import OutputStage, int_list_attr, output_stage
+from systolic.reference.ops.base import TensorInfo
 
 
-class QConv(Op):
+class QConv(IntegerConv):
     """systolic.QConv-1: Y = QConv(X, W, B?).
 
     X is uint8/int8 [N, C, *spatial] (1-D or 2-D convolutions in practice, any rank here),
@@ -39,13 +33,6 @@ class QConv(Op):
 
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)
-        self.group = int_attr(self, "group", 1)
-        if self.group < 1:
-            raise self.error(f"group must be at least 1, got {self.group}")
-        self.strides = ints_attr(self, "strides")
-        self.dilations = ints_attr(self, "dilations")
-        self.pads = ints_attr(self, "pads")
-        self.x_zero_point = int_attr(self, "x_zero_point", 0)
         self.multiplier = int_list_attr(self, "multiplier")
         self.shift = int_list_attr(self, "shift")
         self.stage = OutputStage(self)
@@ -53,47 +40,15 @@ class QConv(Op):
             raise self.error(f"multiplier ({len(self.multiplier)} values) and shift "
                              f"({len(self.shift)}) must have one value per output channel")
 
-    def geometry(
-        self, x_shape: Sequence[int], w_shape: Sequence[int]
-    ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-        """Return (strides, pads, dilations, output spatial shape), checked."""
-        rank = len(x_shape) - 2
-        if rank < 1 or len(w_shape) != len(x_shape):
-            raise self.error(f"X {list(x_shape)} and W {list(w_shape)} must both be "
-                             "[N, C, *spatial] of the same rank")
-        strides = self.strides or (1,) * rank
-        dilations = self.dilations or (1,) * rank
-        pads = self.pads or (0,) * (2 * rank)
-        if len(strides) != rank or len(dilations) != rank or len(pads) != 2 * rank:
-            raise self.error(f"strides, dilations ({rank} values) and pads ({2 * rank}) do not "
-                             f"fit a {rank}-D convolution")
-        if min((*strides, *dilations)) < 1 or min(pads) < 0:
-            raise self.error("strides and dilations must be positive, pads not negative")
-        c, m = x_shape[1], w_shape[0]
-        if c != w_shape[1] * self.group or m % self.group != 0:
-            raise self.error(f"X has {c} channels and W is {list(w_shape)}: with group="
-                             f"{self.group}, W must be [M, C/group, ...], M divisible by group")
+    def check_channels(self, m: int) -> None:
         if len(self.multiplier) != m:
             raise self.error(f"multiplier and shift need {m} values (one per output channel), "
                              f"got {len(self.multiplier)}")
-        out = conv_output_shape(x_shape[2:], w_shape[2:], strides, pads, dilations)
-        if min(out) < 1:
-            raise self.error(f"kernel {list(w_shape[2:])} does not fit input {list(x_shape)}")
-        return strides, pads, dilations, out
 
     def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
         x, w, *rest = inputs
-        b = rest[0] if rest else None
         assert x is not None and w is not None
-        check_eight_bit(self, x, "X")
-        if w.dtype != DataType.INT8:
-            raise self.error(f"W has element type {w.dtype.short}; expected i8")
-        lo, hi = type_range(x.dtype)
-        if not lo <= self.x_zero_point <= hi:
-            raise self.error(f"x_zero_point {self.x_zero_point} is outside X's range")
-        _, _, _, out = self.geometry(x.shape, w.shape)
-        if b is not None and (b.dtype != DataType.INT32 or b.shape != (w.shape[0],)):
-            raise self.error(f"B must be i32[{w.shape[0]}], got {b.dtype.short}{list(b.shape)}")
+        out = self.check_operands(x, w, rest[0] if rest else None)
         return [TensorInfo(self.stage.dtype, (x.shape[0], w.shape[0], *out))]
 
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
