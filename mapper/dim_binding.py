@@ -5,6 +5,8 @@ binding "N" from one input fixes it in every other input, output and value_info 
 """
 
 import dataclasses
+import re
+import warnings
 from collections.abc import Mapping
 
 from systolic.errors import ModelError
@@ -12,7 +14,15 @@ from systolic.ir import Model
 from systolic.mapper.binding import bind_graph_marking
 from systolic.mapper.shape_inference import infer_shapes, substitute
 
-__all__ = ["DEFAULT_MAX_TENSOR_BYTES", "bind_inputs", "bind_symbols"]
+__all__ = ["DEFAULT_MAX_TENSOR_BYTES", "UnknownDimensionWarning", "bind_inputs", "bind_symbols"]
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/-]*")
+"""A dimension name that can be a variable; others ('?', '-1', '') are exporters' way of
+writing "unknown" (paddle2onnx writes '?' for every unknown size)."""
+
+
+class UnknownDimensionWarning(UserWarning):
+    """A dimension named like an unknown ('?') took different sizes in the given shapes."""
 
 DEFAULT_MAX_TENSOR_BYTES = 8 << 30
 """The default limit on one tensor's size: 8 GiB."""
@@ -20,11 +30,16 @@ DEFAULT_MAX_TENSOR_BYTES = 8 << 30
 
 def bind_symbols(model: Model, input_shapes: Mapping[str, tuple[int, ...]]) -> dict[str, int]:
     """Return {symbol: size} from `input_shapes`, checking every given shape against its
-    input's declared rank and sizes, and that each symbol gets a single size."""
+    input's declared rank and sizes, and that each symbol gets a single size.
+
+    A name that is no identifier ('?': paddle2onnx's "unknown") may take several sizes in
+    the given shapes: it then binds nothing (a warning names it), and its other uses stay
+    unknown until shape inference settles them."""
     graph = model.graph
     declared = {info.name: info.type for info in graph.inputs}
     symbols: dict[str, int] = {}
     origin: dict[str, str] = {}
+    unknown: set[str] = set()
     for name, shape in input_shapes.items():
         if name not in declared:
             names = ", ".join(repr(n) for n in declared) or "none"
@@ -46,13 +61,21 @@ def bind_symbols(model: Model, input_shapes: Mapping[str, tuple[int, ...]]) -> d
                     f"{list(sizes)}"
                 )
             if isinstance(dim, str):
-                if dim in symbols and symbols[dim] != size:
+                if dim in symbols and symbols[dim] != size and not _IDENTIFIER.fullmatch(dim):
+                    unknown.add(dim)
+                elif dim in symbols and symbols[dim] != size:
                     raise ModelError(
                         f"dimension {dim!r} is {symbols[dim]} in input {origin[dim]!r} but "
                         f"{size} in input {name!r}: one name stands for one size"
                     )
-                symbols[dim] = size
-                origin[dim] = name
+                else:
+                    symbols[dim] = size
+                    origin[dim] = name
+    for dim in sorted(unknown):
+        del symbols[dim]
+        warnings.warn(UnknownDimensionWarning(
+            f"dimension {dim!r} stands for several sizes in the given shapes: taken as an "
+            "unknown size, not one variable"), stacklevel=3)
     return symbols
 
 

@@ -5,7 +5,7 @@ from onnx import TensorProto, helper
 
 from systolic.errors import ModelError
 from systolic.ir import Model
-from systolic.mapper.dim_binding import bind_inputs, bind_symbols
+from systolic.mapper.dim_binding import UnknownDimensionWarning, bind_inputs, bind_symbols
 from systolic.mapper.importer import load_model_bytes
 
 
@@ -60,3 +60,27 @@ def test_input_left_unknown_is_an_error() -> None:
 def test_bad_shapes_are_refused(shapes: dict[str, tuple[int, ...]], match: str) -> None:
     with pytest.raises(ModelError, match=match):
         bind_inputs(_model(), shapes)
+
+
+def _paddle_model() -> Model:
+    """An input declared [?, 3, ?, ?] as paddle2onnx writes it: '?' is "unknown", not a name."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["?", 3, "?", "?"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["?", 3, "?", "?"])],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    return load_model_bytes(proto.SerializeToString())
+
+
+def test_an_unknown_named_dimension_may_take_several_sizes() -> None:
+    with pytest.warns(UnknownDimensionWarning, match=r"^dimension '\?' stands for several sizes"):
+        bound = bind_inputs(_paddle_model(), {"x": (1, 3, 48, 192)})
+    assert bound.graph.inputs[0].type.text() == "f32[1,3,48,192]"
+    assert bound.graph.outputs[0].type.text() == "f32[1,3,48,192]"
+
+
+def test_an_unknown_named_dimension_of_one_size_binds_quietly() -> None:
+    bound = bind_inputs(_paddle_model(), {"x": (5, 3, 5, 5)})
+    assert bound.graph.outputs[0].type.text() == "f32[5,3,5,5]"
