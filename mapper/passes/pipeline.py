@@ -10,13 +10,15 @@ Order (each pass one module):
                         again, until no If of constant cond is left)
  4. spatial_mean        ReduceMean over all spatial axes -> GlobalAveragePool (+ Reshape)
  5. fold_batchnorm      BatchNormalization into the preceding Conv/Gemm (float)
- 6. unroll_recurrent    float models: RNN/GRU/LSTM with a static sequence -> per-step float
+ 6. unroll_recurrent    RNN/GRU/LSTM with a static sequence -> per-step float
                         MatMul/Add/Gather, gate functions, Mul, Concat (quantized below);
                         com.microsoft DynamicQuantizeLSTM -> DynamicQuantizeLinear +
-                        MatMulInteger per gate (any model)
- 7. quantize_float      only for float models (no quantization in the graph): post-training
+                        MatMulInteger per gate
+ 7. quantize_float      float models (no quantization in the graph): post-training
                         quantization, expressed as QuantizeLinear/DequantizeLinear pairs
-                        (types are inferred again afterwards)
+                        (types are inferred again afterwards); quantized models: the same
+                        for the float island of their unrolled RNN/GRU/LSTM layers only
+                        (recurrent_island: its borders take the model's own parameters)
  8. normalize_qoperator QLinearConv, QGemm, QLinearAdd ... -> systolic ops
  9. fuse_integer_matmul a MatMulInteger of a constant B left by normalize_qoperator
                         (dynamic quantization) -> QMatMulInt, int32 out; a computed zero
@@ -57,10 +59,11 @@ from systolic.mapper.passes.fuse_tables import fuse_tables
 from systolic.mapper.passes.name_nodes import name_nodes
 from systolic.mapper.passes.normalize_qoperator import normalize_qoperator
 from systolic.mapper.passes.quantize_float import is_quantized, quantize_float
+from systolic.mapper.passes.recurrent_island import recurrent_island
 from systolic.mapper.passes.remove_identities import remove_identities
 from systolic.mapper.passes.report import HOST, LAYOUT, PassReport
 from systolic.mapper.passes.spatial_mean import spatial_mean_to_pool
-from systolic.mapper.passes.unroll_recurrent import unroll_recurrent
+from systolic.mapper.passes.unroll_recurrent import unroll_recurrent_region
 from systolic.mapper.shape_inference import infer_shapes
 
 __all__ = ["finalize", "run_passes"]
@@ -76,8 +79,9 @@ def run_passes(
 ) -> tuple[Model, "PassReport"]:
     """Return the integer graph of `model` and the report of what happened to each node.
 
-    `calibration` (float models only): input feeds for post-training quantization; None
-    calibrates on a seeded random set (see `quantize_float`). `seed` seeds that set.
+    `calibration`: input feeds for post-training quantization (of a float model, or of a
+    quantized model's unrolled float recurrent layers); None calibrates on a seeded random
+    set (see `quantize_float`). `seed` seeds that set.
     """
     model = name_nodes(model)
     report = PassReport((node.name, node.op_id) for node in model.graph.nodes)
@@ -89,11 +93,15 @@ def run_passes(
     if rewritten is not model:
         model = finalize(rewritten)
     model = fold_batchnorm(model, report)
-    unrolled = unroll_recurrent(model, report)
+    unrolled, island = unroll_recurrent_region(model, report)
     if unrolled is not model:
         model = finalize(unrolled)
     if not is_quantized(model):
         model = finalize(quantize_float(model, report, calibration=calibration, seed=seed))
+    elif island:
+        region = recurrent_island(model, island)
+        model = finalize(quantize_float(model, report, calibration=calibration, seed=seed,
+                                        region=region))
     model = normalize_qoperator(model, report)
     model = fuse_integer_matmul(model, report)
     model = fuse_qdq(model, report)

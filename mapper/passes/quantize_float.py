@@ -44,10 +44,15 @@ pairs that `fuse_qdq` then fuses (the same form onnxruntime's QDQ quantizer writ
   with zero point 0 (onnxruntime's quantizer does the same).
 - Calibration: the caller's feeds, or `calibration.random_calibration(graph, seed)` (8 seeded
   standard-normal inputs) when none is given.
+- A float island of a quantized model (`region`: node names, the unrolled recurrent layers
+  of `recurrent_island`): only the island's nodes are planned (every rule above, applied to
+  them); a value they read that a DequantizeLinear produces is quantized already (no new
+  pair); a value of the island read by a QuantizeLinear outside it takes that node's
+  parameters (`recurrent_island.exit_params`), the values sharing its parameters with it.
 """
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -58,6 +63,7 @@ from systolic.mapper.passes.fuse_tables import ELEMENTWISE
 from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of, make_node, tensor
 from systolic.mapper.passes.ptq_regions import elementwise_region, is_product_of_computed
 from systolic.mapper.passes.quant_params import is_activation, weight_scale_floor
+from systolic.mapper.passes.recurrent_island import exit_params
 from systolic.mapper.passes.report import PassReport
 from systolic.mapper.passes.softmax_ranges import softmax_row_floors
 
@@ -107,26 +113,29 @@ def quantize_float(
     *,
     calibration: Sequence[Mapping[str, np.ndarray]] | None = None,
     seed: int = 0,
+    region: Collection[str] | None = None,
 ) -> Model:
-    """Return `model` with quantization inserted as QuantizeLinear/DequantizeLinear pairs."""
+    """Return `model` with quantization inserted as QuantizeLinear/DequantizeLinear pairs;
+    `region` (node names): quantize only those nodes' float island (module docstring)."""
     graph = model.graph
-    plan = _plan(graph, report)
+    plan = _plan(graph, report, region)
     if not plan.values:
         return model
     _check_finite_weights(graph, plan)
+    fixed = {} if region is None else _adopt_exits(graph, plan, region)
     feeds = list(calibration) if calibration is not None else random_calibration(graph, seed)
-    own = [v for v in plan.values if v not in plan.shared]
+    own = [v for v in plan.values if v not in plan.shared and v not in fixed]
     ranges = calibrate(model, feeds, own)
     for name, floor in softmax_row_floors(model, feeds, plan.softmax_inputs).items():
         if name in ranges and name not in plan.shared:  # the mask's values cut (softmax_ranges)
             ranges[name] = (max(ranges[name][0], floor), ranges[name][1])
     params: dict[str, tuple[np.float32, np.uint8]] = {}
     for value in plan.values:
-        source = value
-        while source in plan.shared:
-            source = plan.shared[source]
+        source = _root(plan, value)
         low_high = ranges.get(source, (0.0, 0.0))
-        if source in plan.symmetric:
+        if source in fixed:
+            params[value] = fixed[source]
+        elif source in plan.symmetric:
             params[value] = _symmetric_params(*low_high)
         else:
             params[value] = _activation_params(*low_high)
@@ -138,19 +147,56 @@ def _float(graph: Graph, name: str) -> bool:
     return found is not None and found.dtype == DataType.FLOAT
 
 
-def _plan(graph: Graph, report: PassReport) -> _Plan:
+def _adopt_exits(graph: Graph, plan: _Plan,
+                 region: Collection[str]) -> dict[str, tuple[np.float32, np.uint8]]:
+    """Return the parameters an island's values take from the QuantizeLinear nodes outside
+    it that read them, by parameter source (the root of `plan.shared`; a symmetric source
+    keeps its own). An exit read only by such nodes (not a graph output) that shares its
+    parameters loses its own pair from `plan.values`: the model's QuantizeLinear quantizes
+    it."""
+    fixed: dict[str, tuple[np.float32, np.uint8]] = {}
+    adopted = exit_params(graph, region, plan.values)
+    for value, params in adopted.items():
+        source = _root(plan, value)
+        if source not in plan.symmetric:
+            fixed.setdefault(source, params)
+    consumers = graph.consumers()
+    outputs = {info.name for info in graph.outputs}
+    for value, params in adopted.items():
+        readers = consumers.get(value, [])
+        if (value not in outputs and value in plan.shared
+                and fixed.get(_root(plan, value)) == params
+                and all(r.op_type == "QuantizeLinear" and r.name not in region
+                        for r in readers)):
+            plan.values.remove(value)
+    return fixed
+
+
+def _root(plan: _Plan, value: str) -> str:
+    """The value whose parameters `value` takes (itself when it has its own)."""
+    while value in plan.shared:
+        value = plan.shared[value]
+    return value
+
+
+def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = None) -> _Plan:
     constants = constants_of(graph)
     consumers = graph.consumers()
     outputs = {info.name for info in graph.outputs}
     plan = _Plan([], {}, {})
     chosen: set[str] = set()
+    dequantized = set() if region is None else {
+        node.outputs[0] for node in graph.nodes if node.op_type == "DequantizeLinear"}
 
     def add(name: str) -> None:
         if name not in chosen:
             chosen.add(name)
-            plan.values.append(name)
+            if name not in dequantized:  # a DequantizeLinear's result is quantized already
+                plan.values.append(name)
 
-    taken: set[int] = set()  # nodes inside an element-wise region already planned
+    # nodes inside an element-wise region already planned, and the nodes outside `region`
+    taken: set[int] = set() if region is None else {
+        id(node) for node in graph.nodes if node.name not in region}
     order = {id(node): index for index, node in enumerate(graph.nodes)}
     for node in graph.nodes:
         if node.domain != "" or not node.inputs or not node.outputs or id(node) in taken:

@@ -32,9 +32,13 @@ DynamicQuantizeLinear of X once and of H_{t-1} per step, MatMulInteger with the 
 columns of W and R, Cast, times a_scale·w_scale; the fusions put the MatMulIntegers on the
 array (QMatMulInt) and the rest stays float on the host.
 
-Preconditions, else the node stays on the host with the reason noted: RNN/GRU/LSTM in a
-float model (a quantized model keeps its float recurrent layers on the host: unrolling pays
-only before quantize_float), X's shape static with at least one step, W, R, B, P (and the scales and zero points) constants,
+A float RNN/GRU/LSTM inside a quantized model (onnxruntime's quantizer leaves them in float)
+unrolls too: `unroll_recurrent_region` also returns the names of the nodes unrolled from
+float recurrent layers, the float island that `recurrent_island` and quantize_float's
+`region` then quantize after training (the pipeline does this only in quantized models).
+
+Preconditions, else the node stays on the host with the reason noted: X's shape static with
+at least one step, W, R, B, P (and the scales and zero points) constants,
 sequence_lens absent or a constant equal to the full length for every batch entry, and a
 known activation.
 """
@@ -45,13 +49,12 @@ import numpy as np
 
 from systolic.ir import Model, Node, Tensor
 from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of, replace_graph
-from systolic.mapper.passes.quantize_float import is_quantized
 from systolic.mapper.passes.recurrent_activations import activation_specs
 from systolic.mapper.passes.recurrent_dynamic import DynamicUnroller
 from systolic.mapper.passes.recurrent_unroller import Builder, Unroller, input_name
 from systolic.mapper.passes.report import FUSED, PassReport
 
-__all__ = ["RECURRENT_OPS", "unroll_recurrent"]
+__all__ = ["RECURRENT_OPS", "unroll_recurrent", "unroll_recurrent_region"]
 
 RECURRENT_OPS = frozenset({("", "RNN"), ("", "GRU"), ("", "LSTM")})
 DYNAMIC_LSTM = ("com.microsoft", "DynamicQuantizeLSTM")
@@ -60,18 +63,25 @@ _DYNAMIC_CONSTANTS = ((8, "W_scale"), (9, "W_zero_point"), (10, "R_scale"), (11,
 
 def unroll_recurrent(model: Model, report: PassReport) -> Model:
     """Return `model` with every unrollable recurrent node replaced by per-step nodes."""
+    return unroll_recurrent_region(model, report)[0]
+
+
+def unroll_recurrent_region(model: Model, report: PassReport) -> tuple[Model, frozenset[str]]:
+    """Return `model` unrolled as `unroll_recurrent` does, and the names of the nodes that
+    came from float RNN/GRU/LSTM nodes (not from DynamicQuantizeLSTM: its products are
+    quantized already)."""
     graph = model.graph
     kinds = {(n.domain, n.op_type) for n in graph.nodes}
     if not kinds & (RECURRENT_OPS | {DYNAMIC_LSTM}):
-        return model
-    quantized = is_quantized(model)
+        return model, frozenset()
     constants = constants_of(graph)
     opset = model.opset("") or 1
     namer = Namer(graph)
     nodes: list[Node] = []
     new_constants: list[Tensor] = []
+    region: set[str] = set()
     for node in graph.nodes:
-        why = _why_not(node, model, constants, quantized)
+        why = _why_not(node, model, constants)
         if why is not None:
             if why:
                 report.note(node.label, why)
@@ -82,9 +92,12 @@ def unroll_recurrent(model: Model, report: PassReport) -> Model:
         (DynamicUnroller if dynamic else Unroller)(node, model, constants, builder).run()
         nodes += builder.nodes
         new_constants += builder.constants
+        if not dynamic:
+            region.update(n.name for n in builder.nodes)
         report.record(node.label, FUSED,
                       into=f"{len(builder.nodes)} nodes unrolled over the sequence")
-    return dataclasses.replace(model, graph=replace_graph(graph, nodes, new_constants))
+    graph = replace_graph(graph, nodes, new_constants)
+    return dataclasses.replace(model, graph=graph), frozenset(region)
 
 
 def x_dtype(node: Node, model: Model) -> np.dtype:
@@ -93,15 +106,11 @@ def x_dtype(node: Node, model: Model) -> np.dtype:
     return x_type.dtype.numpy
 
 
-def _why_not(node: Node, model: Model, constants: dict[str, np.ndarray],
-             quantized: bool) -> str | None:
+def _why_not(node: Node, model: Model, constants: dict[str, np.ndarray]) -> str | None:
     """None to unroll `node`, "" for a node that is not recurrent, else the reason not to."""
     key = (node.domain, node.op_type)
     if key not in RECURRENT_OPS and key != DYNAMIC_LSTM:
         return ""
-    if key in RECURRENT_OPS and quantized:
-        return (f"the model is quantized already: its float {node.op_type} runs on the host "
-                f"(unrolled only in float models)")
     x_type = model.graph.type_of(node.inputs[0])
     if x_type is None or not x_type.is_static or x_type.shape is None:
         return "X's shape is not static: the sequence cannot be unrolled"

@@ -8,7 +8,7 @@ from onnx import helper
 
 from systolic.mapper.passes.pipeline import finalize, run_passes
 from systolic.mapper.passes.report import PassReport
-from systolic.mapper.passes.unroll_recurrent import unroll_recurrent
+from systolic.mapper.passes.unroll_recurrent import unroll_recurrent, unroll_recurrent_region
 from systolic.reference.executor import run_model
 
 from .model_builder import build
@@ -165,7 +165,7 @@ def test_computed_weights_stay_with_the_reason():
     assert report.note_of("rnn") == "W is not a constant"
 
 
-def test_quantized_model_keeps_its_float_lstm():
+def test_quantized_model_unrolls_its_float_rnn_and_names_the_island():
     nodes = [helper.make_node("RNN", ["X", "W", "R"], ["Y"], hidden_size=HIDDEN, name="rnn"),
              helper.make_node("QuantizeLinear", ["Y", "s", "z"], ["Yq"], name="q")]
     r = np.random.default_rng(6)
@@ -174,9 +174,14 @@ def test_quantized_model_keeps_its_float_lstm():
                       {"W": r.standard_normal((1, HIDDEN, INPUT)).astype(np.float32),
                        "R": r.standard_normal((1, HIDDEN, HIDDEN)).astype(np.float32),
                        "s": np.float32(0.01), "z": np.uint8(128)})
-    unrolled, report = unroll(quantized)
-    assert [n.op_type for n in unrolled.graph.nodes] == ["RNN", "QuantizeLinear"]
-    assert "quantized already" in report.note_of("rnn")
+    report = PassReport((n.label, n.op_id) for n in quantized.graph.nodes)
+    unrolled, island = unroll_recurrent_region(quantized, report)
+    ops = [n.op_type for n in unrolled.graph.nodes]
+    assert "RNN" not in ops and ops[-1] == "QuantizeLinear"
+    assert island == {n.name for n in unrolled.graph.nodes[:-1]}
+    feeds = {"X": r.standard_normal((SEQ, BATCH, INPUT)).astype(np.float32)}
+    got = run_model(finalize(unrolled), feeds)["Yq"].astype(np.int64)
+    assert np.abs(got - run_model(quantized, feeds)["Yq"]).max() <= 1  # float32 rounding
 
 
 @pytest.mark.parametrize("op, attrs", [("LSTM", {"direction": "bidirectional"}),
