@@ -1,7 +1,7 @@
 """The LOAD unit (LD): gathers rows from external memory into spad_in, spad_wt or params.
 
-Pipeline: decode into the `job` register as the instruction is taken (divisions of `k0` by the
-element pattern, first offsets, contiguity conditions) -> `SegmentWalker` (one aligned read request per
+Pipeline: decode into the `job` register as the instruction is taken (first offsets and counts
+from the word's decode hints, contiguity conditions) -> `SegmentWalker` (one aligned read request per
 cycle) -> a delay line of `mem_latency` stages carrying each request's placement -> `RowGather`
 (byte shifter and row buffer) -> the write port of the target memory.
 
@@ -12,9 +12,10 @@ cycle `beats + mem_latency + 2`. `i_instr.ready` rises when at most one request 
 instructions in the unit is left after this cycle, so the next LOAD is taken in cycle
 `max(beats, 2)` and its requests follow the current one's last request with no gap.
 
-Cost note: the decode divides `k0` by `run` and the quotient by `n_mid` (32-bit,
-combinational, in the cycle the instruction is taken). A multi-cycle divider would shorten that
-path at the price of a longer setup.
+Cost note: the decode has no divider and no multiplier: the LOAD word carries the start of
+its element pattern (`c0`, `j0`, `base_i0`, `base_j0`) and the j-wrap condition
+(`j_contiguous_1`, `j_contiguous_2`) as hints the encoder derives from `k0`
+(`systolic.isa.load.load_hints`); its longest path is one 32-bit adder and a comparator.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal
@@ -107,24 +108,21 @@ class LoadUnit(wiring.Component):
         job = Signal(job_layout(*widths))
         k, start = job.consts, job.start
         is_params = word.mem == int(LoadTarget.PARAMS)
-        c0 = word.k0 % word.run
-        q = word.k0 // word.run
-        j0 = q % word.n_mid
-        i0 = q // word.n_mid
-        base_i0 = (i0 * word.stride_outer)[:32]
-        base_j0 = (base_i0 + j0 * word.stride_mid)[:32]
-        off0 = (base_j0 + c0 * ob)[:32]
-        cond_c = (word.stride_mid == word.run * ob) | (word.n_mid == 1)
-        cond_j = word.stride_outer == (word.n_mid - 1) * word.stride_mid + word.run * ob
+        ob_shift = ob.bit_length() - 1  # operand_bytes is 1 or 2 (widths of 4 to 16 bits)
+        # The word's decode hints (docs/isa.md, "LOAD") give the start of the element pattern
+        # and the j-wrap condition: no divider, no multiplier, one adder per start field.
+        off0 = (word.base_j0 + (word.c0 << ob_shift))[:32]
+        cond_c = (word.stride_mid == (word.run << ob_shift)) | (word.n_mid == 1)
+        cond_j = word.j_contiguous_1 if ob == 1 else word.j_contiguous_2
         # The start position repeats some constants: both halves are driven from the same
         # expressions, never one field of `job` from another (Verilator sees a signal that
         # feeds itself as circular logic, UNOPTFLAT, even when no bit depends on itself).
-        first_off, first_i = Mux(is_params, 0, off0), Mux(is_params, 0, base_i0)
-        first_j, j_left = Mux(is_params, 0, base_j0), sat(word.n_mid - j0)
-        to_cwrap = sat(word.run - c0)
+        first_off, first_i = Mux(is_params, 0, off0), Mux(is_params, 0, word.base_i0)
+        first_j, j_left = Mux(is_params, 0, word.base_j0), sat(word.n_mid - word.j0)
+        to_cwrap = sat(word.run - word.c0)
         m.d.comb += [
             k.length.eq(Mux(is_params, params_row_bytes(config), word.length)),
-            k.ob_shift.eq(Mux(is_params, 0, ob - 1)),
+            k.ob_shift.eq(Mux(is_params, 0, ob_shift)),
             k.cond_c.eq(is_params | cond_c), k.cond_j.eq(is_params | cond_j),
             k.run_sat.eq(sat(word.run)), k.n_mid_sat.eq(sat(word.n_mid)),
             k.stride_mid.eq(word.stride_mid), k.stride_outer.eq(word.stride_outer),

@@ -162,7 +162,9 @@ static void used_bits(uint64_t *mask, int op) {
         USE(mask, LOAD_ROW); USE(mask, LOAD_COUNT); USE(mask, LOAD_EXT); USE(mask, LOAD_N0);
         USE(mask, LOAD_ROW_STRIDE0); USE(mask, LOAD_ROW_STRIDE1); USE(mask, LOAD_K0);
         USE(mask, LOAD_RUN); USE(mask, LOAD_N_MID); USE(mask, LOAD_STRIDE_MID);
-        USE(mask, LOAD_STRIDE_OUTER);
+        USE(mask, LOAD_STRIDE_OUTER); USE(mask, LOAD_C0); USE(mask, LOAD_J0);
+        USE(mask, LOAD_BASE_I0); USE(mask, LOAD_BASE_J0); USE(mask, LOAD_J_CONTIGUOUS_1);
+        USE(mask, LOAD_J_CONTIGUOUS_2);
         break;
     case OP_PRELOAD:
         USE(mask, PRELOAD_K); USE(mask, PRELOAD_N); USE(mask, PRELOAD_ROW);

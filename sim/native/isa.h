@@ -77,6 +77,12 @@ static inline int row_extent(int64_t ext, int64_t n0, int64_t s0, int64_t s1, in
 #define LOAD_N_MID 288, 32, 0
 #define LOAD_STRIDE_MID 320, 32, 1
 #define LOAD_STRIDE_OUTER 352, 32, 1
+#define LOAD_C0 384, 32, 0
+#define LOAD_J0 416, 32, 0
+#define LOAD_BASE_I0 448, 32, 0
+#define LOAD_BASE_J0 480, 32, 0
+#define LOAD_J_CONTIGUOUS_1 11, 1, 0
+#define LOAD_J_CONTIGUOUS_2 12, 1, 0
 
 #define OP_PRELOAD 2
 #define PRELOAD_K 16, 16, 0

@@ -15,7 +15,12 @@ from systolic.config import ArrayConfig, Dataflow
 from systolic.isa.encode_batch import encode_words
 from systolic.isa.fields import INSTRUCTION_BYTES, InstructionError
 from systolic.isa.host_nodes import host_step_to_proto
-from systolic.isa.instructions import INSTRUCTION_TYPES, Instruction
+from systolic.isa.instructions import (
+    DERIVED_FIELDS,
+    INSTRUCTION_TYPES,
+    Instruction,
+    check_derived,
+)
 from systolic.isa.program import Program
 from systolic.proto import (
     ArrayConfigProto,
@@ -148,7 +153,10 @@ def parse_instruction(line: str) -> Instruction:
     ]
     if required:
         raise InstructionError(f"{cls.MNEMONIC} needs the fields {', '.join(required)}")
-    return cls(**kwargs)
+    given = {name: kwargs.pop(name) for name in DERIVED_FIELDS[cls] if name in kwargs}
+    instr = cls(**kwargs)
+    check_derived(instr, given)
+    return instr
 
 
 def parse_text(text: str) -> tuple[Instruction, ...]:

@@ -77,7 +77,8 @@ def accepted(cls: type[Instruction], words: np.ndarray, config: ArrayConfig
 
 
 def _load(c: Columns, config: ArrayConfig) -> np.ndarray:
-    """Load.check's conditions (LOADs with n0 > 1 are left to it)."""
+    """Load.check's conditions (LOADs with n0 > 1 are left to it; the decode hints are
+    derived by every Load, so they hold for the instructions `words` encodes)."""
     mem, count = c["mem"], c["count"]
     params = mem == LoadTarget.PARAMS
     spad = (mem == LoadTarget.SPAD_IN) | (mem == LoadTarget.SPAD_WT)
@@ -168,7 +169,8 @@ def _compute_os(c: Columns, config: ArrayConfig) -> np.ndarray:
 _ACCEPT: dict[tuple[type[Instruction], tuple[str, ...]],
               Callable[[Columns, ArrayConfig], np.ndarray]] = {
     (Load, ("mem", "flip_sign", "length", "row", "count", "ext", "n0", "row_stride0",
-            "row_stride1", "k0", "run", "n_mid", "stride_mid", "stride_outer")): _load,
+            "row_stride1", "k0", "run", "n_mid", "stride_mid", "stride_outer", "c0", "j0",
+            "base_i0", "base_j0", "j_contiguous_1", "j_contiguous_2")): _load,
     (Preload, ("k", "n", "row")): _preload,
     (Compute, ("accumulate", "in_row", "m", "acc_row")): _compute,
     (ComputeOS, ("accumulate", "m", "n", "k", "in_row", "a_stride", "wt_row", "acc_row")):

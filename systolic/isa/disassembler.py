@@ -138,10 +138,12 @@ def _format_value(value: object) -> str:
 
 
 def format_instruction(instr: Instruction) -> str:
-    """Return one line: the mnemonic and every field as name=value, in declaration order."""
+    """Return one line: the mnemonic and every field as name=value, in declaration order
+    (derived fields, such as LOAD's decode hints, left out: they follow from the others)."""
     operands = " ".join(
         f"{f.name}={_format_value(getattr(instr, f.name))}"
         for f in dataclasses.fields(instr)  # type: ignore[arg-type]
+        if f.init
     )
     return f"{instr.MNEMONIC} {operands}".rstrip()
 

@@ -25,6 +25,7 @@ from systolic.isa.store import Add, Copy, Pool, PoolMode, Store
 from systolic.isa.table import Table
 
 __all__ = [
+    "DERIVED_FIELDS",
     "INSTRUCTION_TYPES",
     "Add",
     "Compute",
@@ -41,6 +42,7 @@ __all__ = [
     "Store",
     "Table",
     "Unit",
+    "check_derived",
     "decode",
 ]
 
@@ -107,7 +109,25 @@ def decode(word: bytes) -> Instruction:
                 raise InstructionError(
                     f"{cls.MNEMONIC} {field.name} has no meaning for the value {raw}"
                 ) from None
-    return cls(**kwargs)
+    derived = DERIVED_FIELDS[cls]
+    if not derived:
+        return cls(**kwargs)
+    given = {name: kwargs.pop(name) for name in derived}
+    instr = cls(**kwargs)
+    check_derived(instr, given)
+    return instr
+
+
+def check_derived(instr: Instruction, given: dict[str, object]) -> None:
+    """Raise InstructionError unless the derived fields of `instr` (its fields that are no
+    constructor arguments, such as LOAD's decode hints) have the values `given`."""
+    for name, value in given.items():
+        expected = getattr(instr, name)
+        if value != expected:
+            raise InstructionError(
+                f"{instr.MNEMONIC} {name} must be {int(expected)} (derived from the other "
+                f"fields), not {int(value)}"  # type: ignore[call-overload]
+            )
 
 
 def _decode_plan(cls: type[Instruction]) -> tuple[int, tuple[tuple[Any, ...], ...]]:
@@ -125,3 +145,6 @@ def _decode_plan(cls: type[Instruction]) -> tuple[int, tuple[tuple[Any, ...], ..
 
 
 _DECODE_PLANS = {cls: _decode_plan(cls) for cls in INSTRUCTION_TYPES}
+DERIVED_FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+                       if not f.init) for cls in INSTRUCTION_TYPES}
+"""Per class: its derived fields (encoded, but computed by the instruction, not given)."""

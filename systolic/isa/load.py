@@ -1,7 +1,16 @@
-"""LOAD: the load unit's one instruction, gathering external rows into an on-chip memory."""
+"""LOAD: the load unit's one instruction, gathering external rows into an on-chip memory.
+
+A LOAD word also carries *decode hints* (docs/isa.md, "LOAD"): the start of its element
+pattern (`c0`, `j0`, the byte offsets `base_i0`, `base_j0`) and whether a wrap of j is
+contiguous (`j_contiguous_1`, `j_contiguous_2`), derived from `k0`, `run`, `n_mid` and the
+strides by `load_hints`, so the hardware's decode needs no divider and no multiplier. They are
+not constructor arguments: every Load derives them, and decoding a word whose hints disagree
+with its other fields fails (`systolic.isa.instructions.decode`).
+"""
 
 import dataclasses
 import enum
+import functools
 from typing import ClassVar
 
 from systolic.config import ArrayConfig
@@ -16,7 +25,32 @@ from systolic.isa.patterns import (
     row_segments,
 )
 
-__all__ = ["Load", "LoadTarget"]
+__all__ = ["HINT_NAMES", "Load", "LoadTarget", "load_hints"]
+
+_WORD = 1 << 32
+
+HINT_NAMES = ("c0", "j0", "base_i0", "base_j0", "j_contiguous_1", "j_contiguous_2")
+"""The derived fields of a LOAD word, in `load_hints` order."""
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def load_hints(k0: int, run: int, n_mid: int, stride_mid: int, stride_outer: int
+               ) -> tuple[int, int, int, int, bool, bool]:
+    """Return the decode hints of an element pattern (all zero when `run` or `n_mid` is 0).
+
+    With k0 = (i0 * n_mid + j0) * run + c0 (c0 < run, j0 < n_mid): (c0, j0,
+    base_i0 = i0 * stride_outer mod 2**32, base_j0 = base_i0 + j0 * stride_mid mod 2**32,
+    gap == run, gap == 2 * run) where gap = stride_outer - (n_mid - 1) * stride_mid, the
+    last two saying whether a wrap of j is contiguous for 1- and 2-byte operands.
+    """
+    if run < 1 or n_mid < 1:
+        return 0, 0, 0, 0, False, False
+    q, c0 = divmod(k0, run)
+    i0, j0 = divmod(q, n_mid)
+    base_i0 = i0 * stride_outer
+    gap = stride_outer - (n_mid - 1) * stride_mid
+    return (c0, j0, base_i0 % _WORD, (base_i0 + j0 * stride_mid) % _WORD,
+            gap == run, gap == 2 * run)
 
 
 class LoadTarget(enum.IntEnum):
@@ -54,6 +88,12 @@ class Load(Instruction):
         spec("n_mid", U32),
         spec("stride_mid", U32, signed=True),
         spec("stride_outer", U32, signed=True),
+        spec("c0", U32),
+        spec("j0", U32),
+        spec("base_i0", U32),
+        spec("base_j0", U32),
+        spec("j_contiguous_1", 1, kind=bool),
+        spec("j_contiguous_2", 1, kind=bool),
     )
 
     mem: LoadTarget
@@ -70,6 +110,15 @@ class Load(Instruction):
     stride_mid: int = 0
     stride_outer: int = 0
     flip_sign: bool = False
+    # Decode hints (HINT_NAMES): derived by `_check_rules`, never passed to the constructor.
+    c0: int = dataclasses.field(default=0, init=False, repr=False, compare=False)
+    j0: int = dataclasses.field(default=0, init=False, repr=False, compare=False)
+    base_i0: int = dataclasses.field(default=0, init=False, repr=False, compare=False)
+    base_j0: int = dataclasses.field(default=0, init=False, repr=False, compare=False)
+    j_contiguous_1: bool = dataclasses.field(default=False, init=False, repr=False,
+                                             compare=False)
+    j_contiguous_2: bool = dataclasses.field(default=False, init=False, repr=False,
+                                             compare=False)
 
     @classmethod
     def dense(
@@ -112,6 +161,9 @@ class Load(Instruction):
         )
 
     def _check_rules(self) -> None:
+        hints = load_hints(self.k0, self.run, self.n_mid, self.stride_mid, self.stride_outer)
+        for name, value in zip(HINT_NAMES, hints, strict=True):
+            object.__setattr__(self, name, value)
         if self.mem is not LoadTarget.PARAMS:  # the common cases first, then the messages
             if self.length >= 1 and self.run >= 1 and self.n_mid >= 1:
                 return
