@@ -13,8 +13,9 @@ one row. K is walked by the element pattern: contiguous (run = K) when K's strid
 axis must be contiguous (STORE writes rows of contiguous elements).
 
 A computed B cannot get A's zero point folded into a constant bias (Σ_k B[k, n] is not
-known), so it needs A's zero point to be 0 in the int8 domain (int8 zp 0, uint8 zp 128), and
-B itself int8 with zero point 0 or uint8 with 128 (the weight LOAD's flip_sign).
+known): with zero points 0 in the int8 domain (int8 zp 0, uint8 zp 128, the LOADs' flip_sign)
+the product runs as it is; otherwise the reduction is extended so that the array computes
+the zero points' terms too (`asymmetric_product`: A' = [A, A, c_α], B' = [B; c_β; B]).
 """
 
 import itertools
@@ -28,6 +29,7 @@ from systolic.config import ArrayConfig
 from systolic.errors import ModelError, UnsupportedError
 from systolic.ir import Node
 from systolic.isa.program import TensorPlacement
+from systolic.mapper.lowering.asymmetric_product import AsymmetricProduct, prepare
 from systolic.mapper.lowering.gemm import ComputedWeights, ElementWalk, GemmJob, RowBlock
 from systolic.mapper.lowering.jobs import lower_jobs
 from systolic.mapper.lowering.layer_code import ConstantAllocator, LayerCode
@@ -139,16 +141,13 @@ def _lower_batched(
     a_zp, flip_in, out, bias = _sides(node, a, y, n, config, constants)
     stage = _stage(node, n, out, flip_in)
     b_flip = False
+    product: AsymmetricProduct | None = None
     if not constant:
         assert b is not None
         b_zp, b_flip = input_side(b, int_attr(node, "b_zero_point", 0), node, config)
         if b_zp or a_zp:
-            raise UnsupportedError(
-                f"layer {label!r}: a product with a computed B needs symmetric operands "
-                f"(int8 zero point 0 or uint8 zero point 128), not A zero point "
-                f"{int_attr(node, 'a_zero_point', 0)} and B zero point "
-                f"{int_attr(node, 'b_zero_point', 0)}; re-quantize with symmetric activations"
-            )
+            product = prepare(label, a, flip_in, a_zp, b, b_flip, b_zp, config, alloc)
+            a = product.a
     # A as [*a_batch, M, K] and Y as [*batch, M, N] (a 1-D A is one row)
     a_shape, a_strides = a.shape, a.strides
     y_shape, y_strides = y.shape, y.strides
@@ -157,7 +156,7 @@ def _lower_batched(
         y_shape, y_strides = (*y_shape[:-1], 1, y_shape[-1]), (*y_strides[:-1], 0, y_strides[-1])
     m = a_shape[-2]
     batch = y_shape[:-2]
-    walk = _walk(k, a_strides[-1], config)
+    walk = product.walk if product else _walk(k, a_strides[-1], config)
     entries: dict[tuple[int, ...], tuple[list[RowBlock], list[RowBlock]]] = {}
     for index in itertools.product(*(range(size) for size in batch)):
         a_base = a.address + _offset(index, a_shape[:-2], a_strides[:-2])
@@ -172,6 +171,8 @@ def _lower_batched(
         if constant:
             matrix = b_values[b_index]
             weights, job_bias = matrix, fold_zero_point(matrix, bias, a_zp, label)
+        elif product is not None:
+            weights, job_bias = product.weights(b_index), bias + product.bias
         else:
             assert b is not None
             weights = ComputedWeights(b.address + _offset(b_index, b_shape[:-2], b.strides[:-2]),
@@ -189,7 +190,11 @@ def _lower_batched(
             )
         )
     macs = math.prod(shape) * k
-    return lower_jobs(jobs, macs, config, alloc, activation)
+    code = lower_jobs(jobs, macs, config, alloc, activation)
+    if product is None:
+        return code
+    return LayerCode(product.code + code.instructions, product.segments + code.segments,
+                     code.stats)  # fmt: skip
 
 
 def _sides(

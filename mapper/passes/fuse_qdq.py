@@ -4,10 +4,9 @@ the systolic integer ops (section C of the shared contracts).
 - DQ(x) -> Conv(DQ(W), [DQ(B) | B]) -> [Relu|Clip] -> Q  becomes  QConv
 - DQ(a) -> Gemm(DQ(B), [C]) / MatMul(DQ(B)) [-> Add(bias)] -> [Relu|Clip] -> Q  becomes QMatMul
   (MatMul: B a constant of rank >= 2, batched [..., K, N] weights included, or a computed
-  tensor read through its own DequantizeLinear, the attention products Q·K^T and scores·V:
-  then both inputs must be symmetric, int8 with zero point 0 or uint8 with zero point 128,
-  because the input zero point's correction Σ_k B[k, n]·zp cannot be folded into a constant
-  bias when B is computed)
+  tensor read through its own DequantizeLinear, the attention products Q·K^T and scores·V,
+  with any per-tensor zero points: the lowering extends the reduction for the zero points'
+  terms when they are not 0 in the int8 domain, see `lowering/asymmetric_product.py`)
 - DQ(a), DQ(b) -> Add (or a two-input Sum) -> [Relu|Clip] -> Q  becomes  QAdd: a and b
   computed, of the same shape, or b an 8-bit constant vector along a's last axis ([H], [1, H],
   [1, 1, H] ... of more than one element: LayerNorm's beta; the constant goes to memory)
@@ -48,7 +47,6 @@ from systolic.mapper.passes.quant_params import (
     is_activation,
     output_multipliers,
     per_tensor_params,
-    require_symmetric,
 )
 from systolic.mapper.passes.report import PassReport
 from systolic.reference.kernels import quant
@@ -270,14 +268,12 @@ def _matmul_like(ctx: FusionContext, node: Node, report: PassReport) -> None:
 
 def _dynamic_matmul(ctx: FusionContext, node: Node, a_q: str, ap: QuantParams,
                     report: PassReport) -> None:
-    """Fuse a MatMul of two computed tensors (attention: Q·K^T, scores·V): both symmetric."""
+    """Fuse a MatMul of two computed tensors (attention: Q·K^T, scores·V), any zero points."""
     b_q, bp = _dq_activation(ctx, node.inputs[1], "second input")
     a_shape, b_shape = ctx.shape_of(node.inputs[0]), ctx.shape_of(node.inputs[1])
     if a_shape is None or b_shape is None or len(b_shape) < 2 or len(a_shape) < 1:
         raise NotFusable("a product of two computed tensors is fused only with static shapes "
                          "and a second input of rank >= 2")
-    require_symmetric(ap, "first input")
-    require_symmetric(bp, "second input")
     act, q, yp = _output_chain_with_bias(ctx, node)
     n = b_shape[-1]
     real = np.float64(ap.scale) * np.float64(bp.scale)

@@ -1,8 +1,8 @@
 """QOperator normalisation: onnxruntime's QOperator-format nodes become the systolic ops.
 
 - QLinearConv -> QConv; QLinearMatMul, com.microsoft QGemm (quantized output) -> QMatMul
-  (QLinearMatMul and MatMulInteger also with a computed B, attention style, when both inputs
-  are symmetric: int8 zero point 0 or uint8 zero point 128);
+  (QLinearMatMul and MatMulInteger also with a computed B, attention style, with any
+  constant per-tensor zero points);
 - MatMulInteger / ConvInteger followed by Cast(float) -> Mul(constant scale) -> [Add(constant
   bias)] -> [Relu|Clip] -> QuantizeLinear -> QMatMul / QConv (other forms stay on the host);
 - com.microsoft QLinearAdd -> QAdd; QLinearGlobalAveragePool, QLinearAveragePool
@@ -41,7 +41,6 @@ from systolic.mapper.passes.quant_params import (
     is_activation,
     output_multipliers,
     per_tensor_params,
-    require_symmetric,
 )
 from systolic.mapper.passes.report import PassReport
 from systolic.mapper.passes.tables import table_of
@@ -149,8 +148,6 @@ def _qlinear_matmul(ctx: FusionContext, node: Node, report: PassReport) -> None:
         b_shape = ctx.shape_of(node.inputs[3])
         if b_shape is None or len(b_shape) < 2:
             raise NotFusable("B is computed but not of static rank >= 2")
-        require_symmetric(ap, "input")
-        require_symmetric(bp, "second input")
         product = (np.float32(ap.scale) * np.float32(bp.scale)) / np.float32(yp.scale)
         mult, shift = output_multipliers([float(product)])
         attrs = {"a_zero_point": ap.zero_point, "b_zero_point": bp.zero_point,
@@ -286,14 +283,12 @@ def _zero_point(ctx: FusionContext, node: Node, index: int, what: str) -> QuantP
 
 
 def _dynamic_integer_product(ctx: FusionContext, node: Node, report: PassReport) -> None:
-    """MatMulInteger of two computed tensors: both zero points symmetric."""
+    """MatMulInteger of two computed tensors with constant per-tensor zero points."""
     ap = _zero_point(ctx, node, 2, "input")
     bp = _zero_point(ctx, node, 3, "second input")
     b_shape = ctx.shape_of(node.inputs[1])
     if b_shape is None or len(b_shape) < 2:
         raise NotFusable("B is computed but not of static rank >= 2")
-    require_symmetric(ap, "input")
-    require_symmetric(bp, "second input")
     chain, scale, bias, act, out = _integer_chain(ctx, node)
     if scale.size != 1 or bias is not None:
         raise NotFusable("a product of two computed tensors is fused with one requantization "

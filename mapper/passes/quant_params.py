@@ -28,7 +28,6 @@ __all__ = [
     "effective_weights",
     "output_multipliers",
     "per_tensor_params",
-    "require_symmetric",
 ]
 
 EIGHT_BIT = frozenset({DataType.UINT8, DataType.INT8})
@@ -91,25 +90,6 @@ def per_tensor_params(
     if dtype not in EIGHT_BIT:
         raise NotFusable(f"the {what} is {dtype.name.lower()}, not uint8 or int8")
     return QuantParams(value, zero, dtype)
-
-
-SYMMETRIC_ZERO_POINTS = {DataType.INT8: 0, DataType.UINT8: 128}
-"""The zero point of a symmetric activation per type: the LOAD (flip_sign for uint8) turns its
-values into int8 with zero point 0."""
-
-
-def require_symmetric(params: QuantParams, what: str) -> None:
-    """Raise NotFusable unless `params` is symmetric (int8 zero point 0, uint8 128): an input
-    of a product whose other factor is computed (not a constant) cannot have its zero point's
-    correction folded into a constant bias."""
-    if params.zero_point != SYMMETRIC_ZERO_POINTS[params.dtype]:
-        raise NotFusable(
-            f"the {what} has zero point {params.zero_point} ({params.dtype.name.lower()}); a "
-            "product of two computed tensors runs on the array only with symmetric "
-            "activations (int8 zero point 0 or uint8 zero point 128): re-quantize the model "
-            "with symmetric activations (onnxruntime: extra_options ActivationSymmetric) or "
-            "give the tool the float model"
-        )
 
 
 def activation_bounds(

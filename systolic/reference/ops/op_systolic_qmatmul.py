@@ -18,10 +18,6 @@ from systolic.reference.ops._systolic import (
 )
 from systolic.reference.ops.base import Op, TensorInfo
 
-B_ZERO_POINTS = {DataType.INT8: 0, DataType.UINT8: 128}
-"""The only zero point B may have per element type: B - b_zero_point is then the int8 value
-the accelerator's LOAD produces (flip_sign for uint8)."""
-
 
 def matmul_shape(a_shape: Sequence[int], b_shape: Sequence[int]) -> tuple[int, ...] | None:
     """Return the shape of numpy/ONNX matmul(A, B) for B of rank >= 2 (A of rank 1 is
@@ -47,11 +43,10 @@ class QMatMul(Op):
     """systolic.QMatMul-1: Y = QMatMul(A, B, Bias?).
 
     A is uint8/int8 [..., K] (or [K]); B int8 [..., K, N] (rank >= 2): a constant with its zero
-    point subtracted and transposes applied, or a computed tensor, int8 (b_zero_point 0) or
-    uint8 with b_zero_point 128. Leading (batch) axes of A and B broadcast as numpy matmul
+    point subtracted and transposes applied, or a computed uint8/int8 tensor with any
+    b_zero_point of its type. Leading (batch) axes of A and B broadcast as numpy matmul
     does; with a 2-D B every leading axis of A is a row axis. Bias optional int32 [N].
-    Attributes: a_zero_point (in A's type), b_zero_point (0 for int8 B, 128 for uint8 B;
-    default 0), multiplier and shift (N values, or 1 value for every column), y_zero_point,
+    Attributes: a_zero_point (in A's type), b_zero_point (in B's type, default 0), multiplier and shift (N values, or 1 value for every column), y_zero_point,
     y_type (2 uint8, 3 int8), y_lo, y_hi.
 
     acc[..., m, n] = sum_k (A[..., m, k] - a_zero_point) * (B[..., k, n] - b_zero_point)
@@ -88,12 +83,11 @@ class QMatMul(Op):
         assert a is not None and b is not None
         check_eight_bit(self, a, "A")
         check_eight_bit(self, b, "B")
-        if self.b_zero_point != B_ZERO_POINTS[b.dtype]:
-            raise self.error(f"b_zero_point {self.b_zero_point} does not suit B of type "
-                             f"{b.dtype.short}: int8 B needs 0, uint8 B 128")
-        lo, hi = type_range(a.dtype)
-        if not lo <= self.a_zero_point <= hi:
-            raise self.error(f"a_zero_point {self.a_zero_point} is outside A's range")
+        for name, value, operand in (("a_zero_point", self.a_zero_point, a),
+                                     ("b_zero_point", self.b_zero_point, b)):
+            lo, hi = type_range(operand.dtype)
+            if not lo <= value <= hi:
+                raise self.error(f"{name} {value} is outside the range of {operand.dtype.short}")
         shape = self._check(a.shape, b.shape)
         n = b.shape[-1]
         if bias is not None and (bias.dtype != DataType.INT32 or bias.shape != (n,)):

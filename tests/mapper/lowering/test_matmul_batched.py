@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig, Dataflow
-from systolic.errors import UnsupportedError
 from systolic.ir import Attrs, DataType, Node
 from systolic.isa.instructions import Halt
 from systolic.isa.program import TensorPlacement, TensorRole
@@ -49,7 +48,8 @@ def random_int8(rng: np.random.Generator, shape: tuple[int, ...], dtype: type) -
 def run_case(
     rng: np.random.Generator, a_shape: tuple[int, ...], b_shape: tuple[int, ...],
     config: ArrayConfig, *, computed: bool, b_order: tuple[int, ...] | None = None,
-    per_tensor: bool = False,
+    per_tensor: bool = False, zero_points: tuple[int, int] | None = None,
+    a_order: tuple[int, ...] | None = None,
 ) -> None:  # fmt: skip
     n = b_shape[-1]
     k = b_shape[-2]
@@ -61,7 +61,9 @@ def run_case(
     a = random_int8(rng, a_shape, a_dtype)
     b = random_int8(rng, b_shape, b_dtype)
     bias = rng.integers(-(2**10), 2**10, size=n).astype(np.int32)
-    if computed:  # symmetric operands
+    if zero_points is not None:  # given in the int8 domain
+        a_zp, b_zp = (z + (128 if t == 2 else 0) for z, t in zip(zero_points, (a_type, b_type)))
+    elif computed:  # symmetric operands
         a_zp, b_zp = (128 if a_type == 2 else 0), (128 if b_type == 2 else 0)
     else:
         a_zp, b_zp = int(rng.integers(np.iinfo(a_dtype).min, int(np.iinfo(a_dtype).max) + 1)), 0
@@ -83,7 +85,7 @@ def run_case(
     shape = matmul_shape(a.shape, b.shape)
     assert shape is not None and expected.shape == shape
     kinds = {2: DataType.UINT8, 3: DataType.INT8}
-    a_place = placed("a", TensorRole.INPUT, 32, a.shape, kinds[a_type])
+    a_place = placed("a", TensorRole.INPUT, 32, a.shape, kinds[a_type], a_order)
     b_place = placed("b", TensorRole.INPUT, a_place.end + 8, b.shape, kinds[b_type], b_order)
     y_place = placed("y", TensorRole.OUTPUT, b_place.end + 8, expected.shape, kinds[y_type])
     alloc = BumpAllocator(y_place.end + 16)
@@ -131,13 +133,30 @@ def test_batched_and_computed_b_match_reference(
              b_order=order, per_tensor=per_tensor)  # fmt: skip
 
 
-def test_computed_b_with_asymmetric_a_is_refused() -> None:
-    a = placed("a", TensorRole.INPUT, 0, (2, 3, 4), DataType.UINT8)
-    b = placed("b", TensorRole.INPUT, 64, (2, 4, 5), DataType.INT8)
-    y = placed("y", TensorRole.OUTPUT, 128, (2, 3, 5), DataType.INT8)
-    node = Node("QMatMul", ("a", "b"), ("y",), domain="systolic", version=1, name="layer",
-                attrs=Attrs({"a_zero_point": 100, "multiplier": (1 << 30,), "shift": (0,),
-                             "y_type": 3}))  # type: ignore[arg-type]  # fmt: skip
-    with pytest.raises(UnsupportedError, match=r"^layer 'layer': a product with a computed B "
-                       r"needs symmetric operands"):  # fmt: skip
-        lower_qmatmul(node, a, y, ArrayConfig(), BumpAllocator(256), constants={}, b=b)
+ASYMMETRIC = [
+    # (A shape, B shape, B memory order, (α, β) in the int8 domain)
+    ((1, 2, 5, 6), (1, 2, 6, 5), (0, 1, 3, 2), (-5, -4)),  # Q·K^T as onnxruntime quantizes it
+    ((1, 2, 5, 5), (1, 2, 5, 6), None, (-128, 3)),  # scores (uint8 zp 0) · V
+    ((2, 3, 9), (2, 9, 11), (0, 2, 1), (0, -128)),  # only B asymmetric, -β = 128
+    ((2, 4, 17), (17, 3), (1, 0), (-128, 0)),  # only A, uint8 zp 0: two constant blocks
+    ((6,), (3, 6, 4), None, (60, 17)),  # 1-D A
+]
+
+
+@pytest.mark.parametrize("dataflow", [Dataflow.WS, Dataflow.OS])
+@pytest.mark.parametrize("array", [(1, 1), (2, 3), (4, 4)])
+@pytest.mark.parametrize("index", range(len(ASYMMETRIC)))
+def test_asymmetric_computed_product_matches_reference(
+    index: int, array: tuple[int, int], dataflow: Dataflow
+) -> None:
+    a_shape, b_shape, order, zero_points = ASYMMETRIC[index]
+    rng = np.random.default_rng(7000 + 10 * index + array[0])
+    run_case(rng, a_shape, b_shape, tight_config(*array, dataflow), computed=True,
+             b_order=order, zero_points=zero_points)  # fmt: skip
+
+
+def test_asymmetric_product_reads_a_strided_k() -> None:
+    """A whose K is not contiguous (a transposed view) is copied to rows first."""
+    rng = np.random.default_rng(77)
+    run_case(rng, (2, 5, 4), (2, 4, 3), tight_config(4, 4, Dataflow.WS), computed=True,
+             a_order=(0, 2, 1), zero_points=(-7, 9))  # fmt: skip
