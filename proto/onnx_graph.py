@@ -109,8 +109,12 @@ def convert_tensor(
 def convert_type(proto: TypeProto, where: str, *, require_rank: bool) -> TensorType:
     """Return a tensor type; sequence, map, optional, sparse and opaque types are unsupported.
 
-    With `require_rank` (graph inputs and outputs) a missing shape is a ModelError."""
+    With `require_rank` (graph inputs and outputs) a missing shape is a ModelError. Without
+    it (value_info, a subgraph's inputs and outputs: the IR lets nested subgraphs leave their
+    types out) a missing type is `UNDEFINED` of unknown shape, for inference to settle."""
     kind = proto.WhichOneof("value")
+    if kind is None and not require_rank:
+        return TensorType(DataType.UNDEFINED, None)
     if kind != "tensor_type":
         described = {
             "sequence_type": "a sequence",

@@ -103,8 +103,9 @@ def with_graph(model: Model, graph: Graph) -> Model:
 
 def tensor(name: str, value: np.ndarray) -> Tensor:
     """Return a constant tensor holding `value` (a read-only copy unless `value` is a
-    read-only contiguous array already)."""
-    data = np.ascontiguousarray(value)
+    read-only contiguous array already), of `value`'s shape: a scalar stays 0-D
+    (`np.ascontiguousarray` would make it [1])."""
+    data = np.asarray(value, order="C")
     if data is not value and data.flags.writeable and not np.may_share_memory(data, value):
         data.flags.writeable = False  # a fresh copy nobody else holds: no second copy
     return Tensor(name, DataType.from_numpy(value.dtype), data)

@@ -119,6 +119,7 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ),
     ("", "Selu"): ((1, "X", "Y"),),
     ("", "Shape"): ((1, "data", "shape"),),
+    ("", "Size"): ((1, "data", "size"),),
     ("", "Sigmoid"): ((1, "X", "Y"),),
     ("", "Sin"): ((7, "input", "output"),),
     ("", "Slice"): ((1, "data", "output"), (10, "data starts ends axes? steps?", "output")),

@@ -1,4 +1,5 @@
-"""Shape: the input's shape as a 1-D int64 tensor (always known before running)."""
+"""Shape and Size: the input's shape as a 1-D int64 tensor and its element count as an int64
+scalar (both known before running)."""
 
 from collections.abc import Sequence
 
@@ -39,4 +40,21 @@ class Shape(Op):
         return [self._dims(x.shape)]
 
 
-OPS = (Shape,)
+class Size(Op):
+    """Size-1, -13, -19, -21, -23: the number of elements of the input, an int64 scalar."""
+
+    op_type = "Size"
+    since_versions = (1, 13, 19, 21, 23)
+
+    def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
+        (x,) = inputs
+        assert x is not None
+        return [TensorInfo(DataType.INT64, (), np.array(x.size, dtype=np.int64))]
+
+    def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+        (x,) = inputs
+        assert x is not None
+        return [np.array(x.size, dtype=np.int64)]
+
+
+OPS = (Shape, Size)

@@ -69,3 +69,16 @@ def test_the_pipeline_maps_the_inlined_conv() -> None:
     assert "If" not in {n.op_type for n in integer.graph.nodes}
     assert any(n.op_type == "QConv" and n.name.startswith("choose/")
                for n in integer.graph.nodes)
+
+
+def test_branch_outputs_without_types_load_and_fold() -> None:
+    """The IR lets nested subgraphs leave their outputs' types out (silero-vad's exports do)."""
+    proto = if_of_shape(192)
+    for attribute in proto.graph.node[-1].attribute:
+        attribute.g.output[0].ClearField("type")
+    original = _load(proto)
+    folded, _ = _folded(original)
+    assert [n.op_type for n in folded.graph.nodes] == ["Conv", "Relu"]
+    x = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    np.testing.assert_array_equal(run_model(folded, {"x": x})["y"],
+                                  run_model(original, {"x": x})["y"])

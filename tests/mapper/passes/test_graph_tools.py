@@ -19,3 +19,10 @@ def test_tensor_of_a_transposed_view_is_a_contiguous_read_only_copy():
     assert made.data.flags.c_contiguous and not made.data.flags.writeable
     assert not np.may_share_memory(made.data, base)
     np.testing.assert_array_equal(made.data, np.arange(6, dtype=np.float32).reshape(2, 3).T)
+
+
+def test_a_scalar_constant_stays_a_scalar():
+    # np.ascontiguousarray would make it [1]: a Gather by it would then keep the axis
+    from systolic.mapper.passes.graph_tools import tensor
+    assert tensor("s", np.array(7, np.int64)).data.shape == ()
+    assert tensor("v", np.arange(6).reshape(2, 3).T).data.flags.c_contiguous
