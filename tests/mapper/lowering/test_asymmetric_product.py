@@ -7,12 +7,17 @@ import itertools
 import numpy as np
 import pytest
 
-from systolic.config import ArrayConfig
+from systolic.config import ArrayConfig, Dataflow
 from systolic.ir import DataType
 from systolic.isa.instructions import Copy, Load
-from systolic.isa.program import TensorPlacement, TensorRole
+from systolic.isa.program import LayerUnit, TensorPlacement, TensorRole
+from systolic.mapper.lowering import compile_model
 from systolic.mapper.lowering.asymmetric_product import augmentation, pieces, prepare
 from systolic.mapper.lowering.layer_code import BumpAllocator
+from systolic.reference.executor import run_graph
+from systolic.simulation.runner import simulate
+
+from .graphs import OPSETS, graph, node, random_input
 
 
 def test_pieces_are_int8_and_sum_to_the_value():
@@ -88,3 +93,28 @@ def test_prepare_copies_a_strided_k_into_rows():
     assert product.a.strides == (5, 1) and product.a.address >= 1024
     assert product.walk.run == 5 and product.walk.n_mid == 1
     assert isinstance(product.code[0], Load) and product.code[0].ext == 0
+
+
+@pytest.mark.parametrize("dataflow", [Dataflow.WS, pytest.param(Dataflow.OS,
+                                                                 marks=pytest.mark.slow)])
+def test_an_attention_product_with_asymmetric_operands_runs_on_the_rtl(dataflow):
+    """Q·K^T as onnxruntime quantizes it (uint8, zero points 120 and 131; K^T a transposed
+    view) and scores·V with a uint8 zero point 0: the Amaranth RTL equals the reference
+    (about 13 s each; OS in the slow set)."""
+    nodes = [node("Transpose", ["k"], "kt", domain="", perm=(0, 2, 1)),
+             node("QMatMul", ["q", "kt"], "s", a_zero_point=120, b_zero_point=131,
+                  multiplier=(1 << 30,), shift=(8,), y_zero_point=100, y_type=2),
+             node("QMatMul", ["p", "s"], "y", a_zero_point=0, b_zero_point=100,
+                  multiplier=(1 << 30,), shift=(7,), y_zero_point=124, y_type=2)]  # fmt: skip
+    shapes = {"q": (2, 3, 5), "k": (2, 4, 5), "p": (2, 2, 3)}
+    g = graph({name: (DataType.UINT8, shape) for name, shape in shapes.items()},
+              {"s": DataType.UINT8, "y": DataType.UINT8}, nodes)  # fmt: skip
+    compiled = compile_model(g, ArrayConfig(rows=2, cols=2, dataflow=dataflow))
+    assert [layer.unit for layer in compiled.layers][1:] == [LayerUnit.ARRAY] * 2
+    feeds = {name: random_input(DataType.UINT8, shape, i)
+             for i, (name, shape) in enumerate(shapes.items())}  # fmt: skip
+    expected = run_graph(compiled.graph, feeds, opsets=OPSETS)
+    assert len(np.unique(expected["s"])) > 8 and len(np.unique(expected["y"])) > 4
+    got = simulate(compiled, feeds, backend="rtl")
+    for name in ("s", "y"):
+        np.testing.assert_array_equal(got[name], expected[name])
