@@ -20,8 +20,9 @@ pairs that `fuse_qdq` then fuses (the same form onnxruntime's QDQ quantizer writ
   their results; a Relu or Clip (constant bounds) that is the only reader of a Conv, Gemm,
   MatMul or Add is absorbed: the quantized result is the activation's output (likewise the
   Add of a constant bias after a MatMul). MaxPool and
-  the layout ops (Flatten, Reshape, Transpose, Squeeze, Unsqueeze) of a quantized value keep
-  its parameters. A Concat of quantized values gets one set of parameters for its inputs and
+  the layout ops (Flatten, Reshape, Transpose, Squeeze, Unsqueeze, and Gather of constant
+  indices: an unrolled recurrent layer's time steps) of a quantized value keep its
+  parameters. A Concat of quantized values gets one set of parameters for its inputs and
   output (calibrated on the output, which covers every input; DenseNet's chained concats end
   up sharing the block's last one), so it stays a layout op instead of a requantization on
   the host.
@@ -223,7 +224,7 @@ def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = Non
             if _float(graph, result):
                 add(result)
                 plan.results[node.name] = result
-        elif (node.op_type in PASS_THROUGH_OPS and node.inputs[0] in chosen
+        elif (_passes_through(node, constants) and node.inputs[0] in chosen
               and len([o for o in node.outputs if o]) == 1 and _float(graph, node.outputs[0])):
             add(node.outputs[0])
             plan.shared[node.outputs[0]] = node.inputs[0]
@@ -248,6 +249,14 @@ def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = Non
             _plan_region(graph, node, (constants, consumers, order), chosen, add, taken,
                          report)
     return plan
+
+
+def _passes_through(node: Node, constants: Mapping[str, np.ndarray]) -> bool:
+    """True for an op whose result keeps its input's parameters: a PASS_THROUGH_OPS op, or
+    a Gather of constant indices (an unrolled layer's time step)."""
+    if node.op_type == "Gather":
+        return len(node.inputs) == 2 and node.inputs[1] in constants
+    return node.op_type in PASS_THROUGH_OPS
 
 
 def _softmax_on_rows(graph: Graph, node: Node) -> bool:

@@ -104,16 +104,22 @@ def test_pipeline_quantizes_the_island_with_the_models_exit():
 
 @pytest.mark.parametrize("form", ["qdq", "qop"])
 def test_lstm2_runs_its_float_lstm_quantized(form):
-    """tests/models/realistic/lstm2_{qdq,qop}: the two float LSTMs become integer ops (no
-    float MatMul, LSTM, Sigmoid or Tanh left but the first step's, whose Gather is float),
-    and the integer graph's output stays within cosine 0.9999 and 2 output steps (0.00366)
-    of the model as written (its float LSTMs run by the reference) on the four test inputs
-    (measured cosine 0.99992 to 0.99997, max |error| 0.00183 to 0.00366)."""
+    """tests/models/realistic/lstm2_{qdq,qop}: the two float LSTMs become integer ops: no
+    float MatMul, LSTM, Sigmoid or Tanh left, the per-step Gathers select integers, and only
+    the input's QuantizeLinear and the output's DequantizeLinear are float; the integer
+    graph's output stays within cosine 0.9999 and 2 output steps (0.00366) of the model as
+    written (its float LSTMs run by the reference) on the four test inputs (measured cosine
+    0.99992 to 0.99997, max |error| 0.00183 to 0.00366)."""
     model = load_model(REALISTIC / f"lstm2_{form}.onnx")
     integer, report = run_passes(model)
     ops = [n.op_type for n in integer.graph.nodes]
-    assert "LSTM" not in ops and "MatMul" not in ops, report.text()
+    assert not {"LSTM", "MatMul", "Sigmoid", "Tanh"} & set(ops), report.text()
     assert ops.count("QMatMul") == 65  # 2 x 4 input projections, 2 x 7 x 4 recurrent, head
+    assert ops.count("QTable") == 2 * (8 * 5 - 1)  # 3 sigmoids, 2 tanh; step 0: no forget
+    assert ops.count("Gather") == 2 * (8 * 4 - 1)  # step 0 reads no forget gate
+    assert ops.count("QuantizeLinear") == ops.count("DequantizeLinear") == 1
+    for gather in (n for n in integer.graph.nodes if n.op_type == "Gather"):
+        assert integer.graph.type_of(gather.outputs[0]).dtype.numpy == np.uint8
     inputs = np.load(REALISTIC / "lstm2_inputs.npz")
     for index in range(4):
         feed = {"input": inputs[f"input_{index}"]}
