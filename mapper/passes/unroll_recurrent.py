@@ -49,12 +49,14 @@ import numpy as np
 
 from systolic.ir import Model, Node, Tensor
 from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of, replace_graph
+from systolic.mapper.passes.quantize_float import is_quantized
 from systolic.mapper.passes.recurrent_activations import activation_specs
 from systolic.mapper.passes.recurrent_dynamic import DynamicUnroller
 from systolic.mapper.passes.recurrent_unroller import Builder, Unroller, input_name
 from systolic.mapper.passes.report import FUSED, PassReport
 
-__all__ = ["RECURRENT_OPS", "unroll_recurrent", "unroll_recurrent_region"]
+__all__ = ["RECURRENT_OPS", "quantizes_float_recurrent", "unroll_recurrent",
+           "unroll_recurrent_region"]
 
 RECURRENT_OPS = frozenset({("", "RNN"), ("", "GRU"), ("", "LSTM")})
 DYNAMIC_LSTM = ("com.microsoft", "DynamicQuantizeLSTM")
@@ -98,6 +100,17 @@ def unroll_recurrent_region(model: Model, report: PassReport) -> tuple[Model, fr
                       into=f"{len(builder.nodes)} nodes unrolled over the sequence")
     graph = replace_graph(graph, nodes, new_constants)
     return dataclasses.replace(model, graph=graph), frozenset(region)
+
+
+def quantizes_float_recurrent(model: Model) -> bool:
+    """True when `model` is quantized already and holds a float RNN/GRU/LSTM that the passes
+    unroll and quantize after training: its results then differ from the model as written
+    (and from onnxruntime, which runs the layer in float) by that quantization."""
+    if not is_quantized(model):
+        return False
+    constants = constants_of(model.graph)
+    return any((node.domain, node.op_type) in RECURRENT_OPS
+               and _why_not(node, model, constants) is None for node in model.graph.nodes)
 
 
 def x_dtype(node: Node, model: Model) -> np.dtype:

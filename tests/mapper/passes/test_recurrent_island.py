@@ -15,7 +15,10 @@ from systolic.mapper.importer import load_model, load_model_bytes
 from systolic.mapper.passes.pipeline import finalize, run_passes
 from systolic.mapper.passes.recurrent_island import exit_params, recurrent_island
 from systolic.mapper.passes.report import PassReport
-from systolic.mapper.passes.unroll_recurrent import unroll_recurrent_region
+from systolic.mapper.passes.unroll_recurrent import (
+    quantizes_float_recurrent,
+    unroll_recurrent_region,
+)
 from systolic.reference.executor import run_model
 
 from .model_builder import FLOAT, node
@@ -53,6 +56,12 @@ def unrolled_island(model):
     report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
     unrolled, names = unroll_recurrent_region(model, report)
     return finalize(unrolled), names
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("lstm2_qdq", True), ("lstm2_qop", True), ("lstm2_float", False), ("lstm2_dynamic", False)])
+def test_quantizes_float_recurrent(name, expected):
+    assert quantizes_float_recurrent(load_model(REALISTIC / f"{name}.onnx")) is expected
 
 
 def test_island_takes_the_layout_ops_after_the_layer():

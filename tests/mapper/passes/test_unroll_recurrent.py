@@ -189,13 +189,14 @@ def test_quantized_model_unrolls_its_float_rnn_and_names_the_island():
                                        ("RNN", {"direction": "reverse"})])
 def test_pipeline_puts_the_unrolled_layer_on_the_accelerator(op, attrs):
     """After quantize_float and the fusions: every product is a QMatMul, the gates are
-    QTables, QMuls and QAdds; no float MatMul is left; the integer graph's result stays
+    QTables, QMuls and QAdds (the first step's too: its Gathers keep the projection's
+    parameters); no float MatMul or gate function is left; the integer graph's result stays
     within cosine 0.99 of the float layer (measured 0.992 to 0.9998: 8-bit states,
     requantized every step, on these random weights)."""
     model, feeds = recurrent_model(op, dtype=np.float32, bias=True, seq=6, **attrs)
     integer, report = run_passes(model, seed=1)
     ops = [n.op_type for n in integer.graph.nodes]
-    assert "MatMul" not in ops and op not in ops, report.text()
+    assert not {"MatMul", op, "Sigmoid", "Tanh"} & set(ops), report.text()
     assert {"QMatMul", "QTable", "QAdd"} <= set(ops)
     if op != "RNN":
         assert "QMul" in ops
