@@ -103,6 +103,7 @@ def simulate(
     onnxruntime: bool = False,
     energy_table: "str | os.PathLike[str] | None" = None,
     clock_mhz: float | None = None,
+    host_ops_per_cycle: float | None = None,
 ) -> Simulation:
     """Simulate the ONNX model at `model` (None: the bundled LeNet) on `config` (default
     `ArrayConfig()`) with `backend` ("model": the golden values and the cycle model, fast;
@@ -115,7 +116,9 @@ def simulate(
     `bit_exact` and `report.mismatch`. The energy of the run (docs/energy.md) is computed
     with the per-action table at `energy_table` (a TOML file, as `--energy-table`; default:
     the shipped 45 nm table) and, with `clock_mhz`, the latency and TOPS/W: `energy_uj`,
-    `report.energy`.
+    `report.energy`. `host_ops_per_cycle` turns on the host cost model
+    (`systolic.simulation.host_cost`, as `--host-ops-per-cycle`): the totals and the latency
+    then include the host layers' estimated cycles.
 
     >>> import numpy as np, systolic
     >>> x = np.zeros((1, 1, 16, 16), np.float32)
@@ -128,14 +131,17 @@ def simulate(
     path, label = model_source(model)
     from systolic.sim.energy.table import EnergyTable
     from systolic.simulation.energy import with_energy
+    from systolic.simulation.host_cost import check_host_ops_per_cycle
 
     table = EnergyTable.default() if energy_table is None else EnergyTable.load(os.fspath(energy_table))
+    if host_ops_per_cycle is not None:
+        host_ops_per_cycle = check_host_ops_per_cycle(host_ops_per_cycle)
     with _input_file(inputs) as input_path:
         outcome = simulate_model(
             path, config if config is not None else ArrayConfig(), label=label,
             backend=backend, input_path=input_path, seed=seed, compare_onnxruntime=onnxruntime,
         )  # fmt: skip
-    report = outcome.report
+    report = dataclasses.replace(outcome.report, host_ops_per_cycle=host_ops_per_cycle)
     if outcome.compiled is not None:
         report = with_energy(report, outcome.compiled, table, clock_mhz)
     return Simulation(report, outcome.outputs)

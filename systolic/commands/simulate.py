@@ -85,6 +85,12 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="skip the comparison with onnxruntime even when it is installed",
     )  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="print only errors and mismatches")
+    parser.add_argument(
+        "--host-ops-per-cycle", metavar="N", type=float,
+        help="estimate the host layers' cycles at N operations (MACs and produced elements) "
+             "per accelerator cycle and include them in the totals and the latency (default: "
+             "host layers cost nothing and totals say 'accelerator only')",
+    )  # fmt: skip
     add_energy_arguments(parser)
     add_max_memory_argument(parser)
     add_config_arguments(parser)
@@ -132,6 +138,19 @@ def _waveform(args: argparse.Namespace) -> contextlib.AbstractContextManager[Non
     return waveform_options(waveform)
 
 
+def _host_ops_per_cycle(value: float | None) -> float | None:
+    """--host-ops-per-cycle: None, or a finite number above 0 (ConfigError otherwise)."""
+    from systolic.simulation.host_cost import check_host_ops_per_cycle
+
+    if value is None:
+        return None
+    try:
+        return check_host_ops_per_cycle(value)
+    except ValueError:
+        raise ConfigError(f"--host-ops-per-cycle must be a number above 0, not {value:g}") \
+            from None
+
+
 def _vcd_depth(text: str) -> int | str:
     """--vcd-depth: a level count >= 0, or 'all'."""
     return "all" if text.strip().lower() == "all" else seed_value(text)
@@ -147,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     limit = parse_size(args.max_memory)
     table, clock = table_from_args(args), clock_from_args(args)
+    host_ops = _host_ops_per_cycle(args.host_ops_per_cycle)
     _check_paths(args)
     if args.model is None:
         model_path, label = example_path(), f"bundled:{DEFAULT_EXAMPLE}"
@@ -158,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed, vcd=args.vcd, files=files,
             compare_onnxruntime=not args.no_onnxruntime, max_tensor_bytes=limit,
         )  # fmt: skip
-        report = outcome.report
+        report = dataclasses.replace(outcome.report, host_ops_per_cycle=host_ops)
         if outcome.compiled is not None:
             report = with_energy(report, outcome.compiled, table, clock)
         text = json.dumps(report.to_json(), indent=2) + "\n"

@@ -49,15 +49,17 @@ class Coverage:
             "host_bytes": self.host_bytes,
         }
 
-    def text(self) -> str:
-        """The one line `systolic simulate` prints."""
+    def text(self, *, host_modelled: bool = False) -> str:
+        """The one line `systolic simulate` prints (`host_modelled`: the totals include the
+        host layers' estimated cycles, `systolic.simulation.host_cost`)."""
         return (
             f"coverage: {100 * self.array_mac_share:.1f}% of MACs on the array; "
             f"elementwise: {_count(self.vector_elements)} elements on the vector unit, "
             f"{_count(self.host_elements)} on the host; "
             f"{self.host_layers} of {self.layers} layers on the host "
             f"({_count(self.host_elements)} elements, {_bytes(self.host_bytes)} to/from the "
-            "host); totals are accelerator cycles only"
+            "host); " + ("totals include the host's estimated cycles" if host_modelled
+                         else "totals are accelerator cycles only")
         )
 
 

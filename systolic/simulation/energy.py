@@ -165,6 +165,6 @@ def with_energy(
     layers = [dataclasses.replace(row, energy=energy.components)
               for row, energy in zip(report.layers, energies, strict=True)]  # fmt: skip
     macs = sum(layer.macs for layer in report.layers if layer.unit == "array")
-    summary = summarize(energies, table, table.actions(compiled.config), report.total_cycles,
+    summary = summarize(energies, table, table.actions(compiled.config), report.latency_cycles,
                         macs, clock_mhz)  # fmt: skip
     return dataclasses.replace(report, layers=layers, energy=summary)

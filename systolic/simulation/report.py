@@ -16,7 +16,10 @@ The JSON is a stable interface (README, "simulate JSON"): keys are only ever add
   else 0), `note`, `energy_pj` (pJ of one inference; null without energies, 0 for host
   layers) and `energy` (pJ per component, or null)},
 - `totals`: {`macs`, `cycles`, `array_cycles`, `ideal_cycles`, `utilization`} (cycles of the
-  accelerator only: host layers cost none),
+  accelerator only: host layers cost none), and with a host cost model
+  (`systolic.simulation.host_cost`, `--host-ops-per-cycle N`) `host_ops_per_cycle`,
+  `host_cycles` (the host layers' estimated cycles) and `cycles_with_host` (their sum with
+  `cycles`); each layer then has `host_cycles` too (0 off the host),
 - `coverage`: {`array_macs`, `host_macs`, `array_mac_fraction`, `vector_elements`,
   `host_elements` (elements produced by elementwise layers on each unit), `host_layers`,
   `layers`, `host_bytes` (placed tensors host layers read and write)}
@@ -48,6 +51,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from systolic.sim.energy.energy import COMPONENTS
+from systolic.simulation.host_cost import host_layer_cycles
 from systolic.simulation.table_layout import fit
 from systolic.text import printable
 
@@ -166,6 +170,7 @@ class SimulationReport:
     runs: Sequence[Mapping[str, object]] = ()
     engine: str | None = None
     energy: "EnergySummary | None" = None
+    host_ops_per_cycle: float | None = None  # the host cost model, or None: host layers free
 
     @property
     def pes(self) -> int:
@@ -177,11 +182,22 @@ class SimulationReport:
     def total_cycles(self) -> int:
         return sum(layer.cycles for layer in self.layers if layer.unit != "host")
 
+    def host_cycles(self, layer: LayerResult) -> int:
+        """A layer's estimated host cycles (`host_cost`; 0 off the host or without a model)."""
+        if layer.unit != "host" or self.host_ops_per_cycle is None:
+            return 0
+        return host_layer_cycles(layer.macs, layer.elements, self.host_ops_per_cycle)
+
+    @property
+    def latency_cycles(self) -> int:
+        """The cycles of one inference: the accelerator's, plus the host's when modelled."""
+        return self.total_cycles + sum(self.host_cycles(layer) for layer in self.layers)
+
     def totals(self) -> dict[str, Any]:
         array = [layer for layer in self.layers if layer.unit == "array"]
         array_cycles = sum(layer.cycles for layer in array)
         array_macs = sum(layer.macs for layer in array)
-        return {
+        totals = {
             "macs": sum(layer.macs for layer in self.layers),
             "cycles": self.total_cycles,
             "array_cycles": array_cycles,
@@ -190,6 +206,17 @@ class SimulationReport:
             if array_cycles
             else 0.0,
         }
+        if self.host_ops_per_cycle is not None:
+            totals["host_ops_per_cycle"] = self.host_ops_per_cycle
+            totals["host_cycles"] = self.latency_cycles - self.total_cycles
+            totals["cycles_with_host"] = self.latency_cycles
+        return totals
+
+    def _layer_json(self, layer: LayerResult) -> dict[str, Any]:
+        row = layer.to_json(self.pes)
+        if self.host_ops_per_cycle is not None:
+            row["host_cycles"] = self.host_cycles(layer)
+        return row
 
     def coverage(self) -> "Coverage":
         """How much ran where (`systolic.simulation.coverage`)."""
@@ -231,7 +258,7 @@ class SimulationReport:
             "inputs": {name: dict(info) for name, info in self.inputs.items()},
             "input_source": self.input_source,
             "total_cycles": self.total_cycles,
-            "layers": [layer.to_json(self.pes) for layer in self.layers],
+            "layers": [self._layer_json(layer) for layer in self.layers],
             "totals": self.totals(),
             "coverage": self.coverage().to_json(),
             "checks": checks,
@@ -252,7 +279,7 @@ def render_table(report: SimulationReport, width: int | None = None) -> str:
             printable(layer.op),
             layer.unit,
             f"{layer.macs:,}",
-            f"{layer.cycles:,}" if layer.unit != "host" else "-",
+            _cycles_cell(report, layer),
             f"{layer.stall_cycles:,}" if layer.unit != "host" else "-",
             f"{100 * layer.utilization(report.pes):.1f}%" if layer.unit == "array" else "-",
         ) + ((_micro(layer.energy_pj),) if energy else ())
@@ -261,16 +288,32 @@ def render_table(report: SimulationReport, width: int | None = None) -> str:
     lines = fit(header, rows, left=3, width=width)
     totals = report.totals()
     total = (
-        f"total: {totals['cycles']:,} cycles (accelerator only), {totals['macs']:,} MACs; array "
+        f"total: {_total_cycles(totals)}, {totals['macs']:,} MACs; array "
         f"{totals['array_cycles']:,} cycles (ideal {totals['ideal_cycles']:,}), utilization "
         f"{100 * totals['utilization']:.1f}%"
     )
     lines += ["", *textwrap.wrap(total, width or len(total), subsequent_indent="  ")]
-    summary = report.coverage().text()
+    summary = report.coverage().text(host_modelled=report.host_ops_per_cycle is not None)
     lines += textwrap.wrap(summary, width or len(summary), subsequent_indent="  ")
     for line in report.energy.lines() if report.energy is not None else ():
         lines += textwrap.wrap(line, width or len(line), subsequent_indent="    ")
     return "\n".join(lines) + "\n"
+
+
+def _cycles_cell(report: SimulationReport, layer: LayerResult) -> str:
+    """A layer's cycles; a host layer's estimate as "~N" with a host model, else "-"."""
+    if layer.unit != "host":
+        return f"{layer.cycles:,}"
+    return f"~{report.host_cycles(layer):,}" if report.host_ops_per_cycle is not None else "-"
+
+
+def _total_cycles(totals: Mapping[str, Any]) -> str:
+    """The total line's cycles: the accelerator's only, or with the host's estimate."""
+    if "cycles_with_host" not in totals:
+        return f"{totals['cycles']:,} cycles (accelerator only)"
+    return (f"{totals['cycles_with_host']:,} cycles ({totals['cycles']:,} on the accelerator + "
+            f"{totals['host_cycles']:,} estimated on the host at "
+            f"{totals['host_ops_per_cycle']:g} operations per cycle)")
 
 
 def _micro(picojoules: float | None) -> str:

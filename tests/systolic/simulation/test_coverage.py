@@ -67,3 +67,44 @@ def test_simulate_reports_the_host_share(tmp_path: Path,
     assert f"coverage: {100 * share:.1f}% of MACs on the array; elementwise: " in out
     assert f"on the host; {len(host)} of {len(layers)} layers on the host" in out
     assert "cycles (accelerator only)" in out
+
+
+def test_the_host_cost_model_adds_the_host_layers_cycles(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model, _ = conv_conv_transpose(np.random.default_rng(5))
+    onnx.save(model, tmp_path / "m.onnx")
+    assert main(["simulate", str(tmp_path / "m.onnx"), "--backend", "model", "--array", "4x4",
+                 "--host-ops-per-cycle", "3", "--clock-mhz", "100",
+                 "--json", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    report = json.loads((tmp_path / "r.json").read_text())
+    host = [layer for layer in report["layers"] if layer["unit"] == "host"]
+    assert host and all(layer["host_cycles"] >= 0 for layer in report["layers"])
+    assert all(layer["host_cycles"] == 0 for layer in report["layers"] if layer["unit"] != "host")
+    coverage_ = report["coverage"]
+    expected_host = sum(layer["host_cycles"] for layer in host)
+    assert expected_host >= -(-(coverage_["host_macs"] + coverage_["host_elements"]) // 3) > 0
+    totals = report["totals"]
+    assert (totals["host_ops_per_cycle"], totals["host_cycles"]) == (3.0, expected_host)
+    assert totals["cycles_with_host"] == totals["cycles"] + expected_host
+    assert report["energy"]["latency_ms"] == pytest.approx(totals["cycles_with_host"] / 100_000)
+    assert (f"total: {totals['cycles_with_host']:,} cycles ({totals['cycles']:,} on the "
+            f"accelerator + {expected_host:,} estimated on the host at 3 operations per "
+            "cycle)") in " ".join(out.split())
+    assert "totals include the host's estimated cycles" in " ".join(out.split())
+    assert "(accelerator only)" not in out
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "nan", "inf"])
+def test_a_bad_host_cost_is_one_line(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--backend", "model", "--host-ops-per-cycle", value]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("systolic: error: --host-ops-per-cycle must be a number above 0")
+    assert err.count("\n") == 1
+
+
+def test_host_layer_cycles_round_up() -> None:
+    from systolic.simulation.host_cost import host_layer_cycles
+
+    assert host_layer_cycles(10, 5, 4) == 4 and host_layer_cycles(0, 0, 4) == 0
+    assert host_layer_cycles(1000, 0, 0.5) == 2000
