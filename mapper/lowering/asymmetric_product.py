@@ -43,7 +43,7 @@ from systolic.mapper.lowering.copy import copy_strided
 from systolic.mapper.lowering.gemm import ComputedWeights, ElementWalk
 from systolic.mapper.lowering.layer_code import ConstantAllocator
 
-__all__ = ["AsymmetricProduct", "Augmentation", "augmentation", "pieces", "prepare"]
+__all__ = ["AsymmetricProduct", "Augmentation", "BPrime", "augmentation", "pieces", "prepare"]
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -91,34 +91,68 @@ def augmentation(alpha: int, beta: int) -> Augmentation:
 
 
 @dataclasses.dataclass(frozen=True)
+class BPrime:
+    """Where B' lies: one row-major K' x N matrix per batch entry of B (entries row-major
+    from `address`). Row-major also for a transposed view of B (K^T): the copy then gathers
+    B one element per bus beat, once, and the array's weight LOADs read whole rows (a
+    column-major B' would make every weight LOAD gather, K' = 3K elements per column)."""
+
+    address: int
+    batch_shape: tuple[int, ...]
+    k: int
+    n: int
+    blocks: int
+    operand_bytes: int
+
+    @property
+    def strides(self) -> tuple[int, int]:
+        """The byte strides of B' along K' and N."""
+        return self.n * self.operand_bytes, self.operand_bytes
+
+    @property
+    def entry_bytes(self) -> int:
+        """The bytes of one batch entry."""
+        return self.blocks * self.k * self.n * self.operand_bytes
+
+    @property
+    def block_bytes(self) -> int:
+        """The offset between consecutive K-blocks of an entry."""
+        return self.k * self.strides[0]
+
+    def image(self, aug: Augmentation) -> bytes:
+        """Return B's initial bytes: the constant blocks, zeros where B is copied in."""
+        shape = (self.k, self.n)
+        blocks = [np.zeros(shape, np.int64) if value is None else np.full(shape, value, np.int64)
+                  for value in aug.b_blocks]  # fmt: skip
+        entry = np.concatenate(blocks)
+        data = entry.astype({1: "i1", 2: "<i2"}[self.operand_bytes]).tobytes()
+        return data * max(1, math.prod(self.batch_shape))
+
+    def weights(self, index: tuple[int, ...]) -> ComputedWeights:
+        """Return B' of batch entry `index` of B."""
+        flat = 0
+        for i, size in zip(index, self.batch_shape, strict=True):
+            flat = flat * size + i
+        row_stride, col_stride = self.strides
+        return ComputedWeights(self.address + flat * self.entry_bytes, self.blocks * self.k,
+                               self.n, row_stride, col_stride, False)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
 class AsymmetricProduct:
     """What the QMatMul lowering uses instead of A, B and the bias (module docstring).
 
     `code` and `segments` come before the layer's jobs (B' copies, A's contiguous copy);
-    `a` is the placement to read A from; `walk` gathers A' from it; `weights(index)` is B' of
-    batch entry `index` of B; `bias` is added to every column's bias.
+    `a` is the placement to read A from; `walk` gathers A' from it; `b_prime.weights(index)`
+    is B' of batch entry `index` of B; `bias` is added to every column's bias.
     """
 
     code: tuple[Instruction, ...]
     segments: tuple[MemorySegment, ...]
     a: TensorPlacement
     walk: ElementWalk
-    b_prime: int
-    entry_bytes: int
-    batch_shape: tuple[int, ...]
-    k: int
-    n: int
+    b_prime: BPrime
     bias: int
-    config: ArrayConfig
-
-    def weights(self, index: tuple[int, ...]) -> ComputedWeights:
-        """Return B' of batch entry `index` of B (row-major entries, rows of N elements)."""
-        flat = 0
-        for i, size in zip(index, self.batch_shape, strict=True):
-            flat = flat * size + i
-        ob = self.config.operand_bytes
-        return ComputedWeights(self.b_prime + flat * self.entry_bytes, self.k, self.n,
-                               self.n * ob, ob, False)  # fmt: skip
 
 
 def prepare(
@@ -135,31 +169,45 @@ def prepare(
     """Return the augmented operands of A·B with int8-domain zero points α, β (not both 0);
     B has rank >= 2 (its last two axes K x N), A's last axis is K."""
     aug = augmentation(alpha, beta)
-    k, n = b.shape[-2:]
-    ob = config.operand_bytes
-    bias = aug.bias(k)
+    bias = aug.bias(b.shape[-2])
     if not _INT32_MIN <= bias <= _INT32_MAX:
         raise UnsupportedError(f"layer {label!r}: K·α·β = {bias} of the zero points does not "
                                "fit the int32 bias")  # fmt: skip
     code: list[Instruction] = []
     segments: list[MemorySegment] = []
+    a, walk = _a_side(label, a, a_flip, aug, config, alloc, code, segments)
+    layout = _b_side(label, b, b_flip, aug, config, alloc, code, segments)
+    return AsymmetricProduct(tuple(code), tuple(segments), a, walk, layout, bias)
+
+
+def _a_side(
+    label: str, a: TensorPlacement, flip: bool, aug: Augmentation, config: ArrayConfig,
+    alloc: ConstantAllocator, code: list[Instruction], segments: list[MemorySegment],
+) -> tuple[TensorPlacement, ElementWalk]:  # fmt: skip
+    """Return where A is read from and the walk of A' (A `copies` times, then the constant
+    blocks from the shadow region), adding the code and segments that needs."""
+    ob, k = config.operand_bytes, a.shape[-1]
     if a.strides[-1] != ob and k > 1 and aug.a_blocks:
-        a = _contiguous_copy(label, a, a_flip, config, alloc, code)
-    if a.strides[-1] == ob or k == 1:
-        outer = 0
-        if aug.a_blocks:
-            outer = _shadow(label, a, aug.a_value, a_flip, config, alloc, segments)
-        walk = ElementWalk(k, aug.copies, 0, outer)
-    else:  # copies of A only (no constant block): each copy one element at a time
-        walk = ElementWalk(1, k, a.strides[-1], 0)
-    batch = tuple(b.shape[:-2])
-    entry = aug.blocks * k * n * ob
-    b_prime = alloc.allocate(max(1, math.prod(batch)) * entry, config.bus_bytes,
-                             f"{label}.b_prime")  # fmt: skip
-    segments.append(MemorySegment(b_prime, _b_prime_image(aug, batch, k, n, config)))
-    code += _b_copies(aug, b, b_flip, b_prime, entry, config)
-    return AsymmetricProduct(tuple(code), tuple(segments), a, walk, b_prime, entry, batch,
-                             aug.blocks * k, n, bias, config)  # fmt: skip
+        a = _contiguous_copy(label, a, flip, config, alloc, code)
+    if a.strides[-1] != ob and k > 1:  # copies of A only: each one element at a time
+        return a, ElementWalk(1, k, a.strides[-1], 0)
+    outer = _shadow(label, a, aug.a_value, flip, config, alloc, segments) if aug.a_blocks else 0
+    return a, ElementWalk(k, aug.copies, 0, outer)
+
+
+def _b_side(
+    label: str, b: TensorPlacement, flip: bool, aug: Augmentation, config: ArrayConfig,
+    alloc: ConstantAllocator, code: list[Instruction], segments: list[MemorySegment],
+) -> BPrime:  # fmt: skip
+    """Place B' (its constant blocks as a segment) and add the copies of B into it."""
+    k, n = b.shape[-2:]
+    layout = BPrime(0, tuple(b.shape[:-2]), k, n, aug.blocks, config.operand_bytes)
+    size = max(1, math.prod(layout.batch_shape)) * layout.entry_bytes
+    address = alloc.allocate(size, config.bus_bytes, f"{label}.b_prime")
+    layout = dataclasses.replace(layout, address=address)
+    segments.append(MemorySegment(address, layout.image(aug)))
+    code += _b_copies(aug, b, flip, layout, config)
+    return layout
 
 
 def _extent(a: TensorPlacement, ob: int) -> tuple[int, int]:
@@ -212,32 +260,21 @@ def _row_major(shape: tuple[int, ...], unit: int) -> tuple[int, ...]:
     return tuple(strides)
 
 
-def _b_prime_image(aug: Augmentation, batch: tuple[int, ...], k: int, n: int,
-                   config: ArrayConfig) -> bytes:  # fmt: skip
-    """Return B's initial bytes: the constant blocks, zeros where B is copied in."""
-    blocks = [np.zeros((k, n), np.int64) if value is None else np.full((k, n), value, np.int64)
-              for value in aug.b_blocks]  # fmt: skip
-    entry = np.concatenate(blocks).astype({1: "i1", 2: "<i2"}[config.operand_bytes]).tobytes()
-    return entry * max(1, math.prod(batch))
-
-
-def _b_copies(aug: Augmentation, b: TensorPlacement, flip: bool, b_prime: int, entry: int,
+def _b_copies(aug: Augmentation, b: TensorPlacement, flip: bool, layout: BPrime,
               config: ArrayConfig) -> list[Instruction]:  # fmt: skip
     """Return LOAD + COPY of B into its first block of every entry of B', each COPY repeated
     for the further B blocks."""
     ob = config.operand_bytes
-    k, n = b.shape[-2:]
-    strides = _row_major(b.shape[:-2], entry)
     first = aug.b_blocks.index(None)
     others = [j for j, value in enumerate(aug.b_blocks) if value is None and j != first]
+    entries = _row_major(layout.batch_shape, layout.entry_bytes)
     code = copy_strided(config, tuple(b.shape), b.address, tuple(b.strides),
-                        b_prime + first * k * n * ob, (*strides, n * ob, ob), element=ob,
-                        flip_load=flip)  # fmt: skip
+                        layout.address + first * layout.block_bytes, (*entries, *layout.strides),
+                        element=ob, flip_load=flip)  # fmt: skip
     out: list[Instruction] = []
     for instr in code:
         out.append(instr)
         if isinstance(instr, Copy):
-            shifts = ((j - first) * k * n * ob for j in others)
+            shifts = ((j - first) * layout.block_bytes for j in others)
             out += [dataclasses.replace(instr, ext=instr.ext + shift) for shift in shifts]
     return out
-

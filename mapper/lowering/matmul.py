@@ -172,7 +172,7 @@ def _lower_batched(
             matrix = b_values[b_index]
             weights, job_bias = matrix, fold_zero_point(matrix, bias, a_zp, label)
         elif product is not None:
-            weights, job_bias = product.weights(b_index), bias + product.bias
+            weights, job_bias = product.b_prime.weights(b_index), bias + product.bias
         else:
             assert b is not None
             weights = ComputedWeights(b.address + _offset(b_index, b_shape[:-2], b.strides[:-2]),

@@ -62,10 +62,12 @@ def placement(name: str, address: int, shape: tuple[int, ...], strides: tuple[in
     return TensorPlacement(name, TensorRole.ACTIVATION, address, shape, dtype, strides)
 
 
-def test_prepare_places_the_constants_and_copies_b_twice():
+@pytest.mark.parametrize("transposed", [False, True])
+def test_prepare_places_the_constants_and_copies_b_twice(transposed):
     config = ArrayConfig(rows=4, cols=4)
     a = placement("a", 0, (2, 3, 5), (15, 5, 1), DataType.UINT8)  # K = 5 contiguous
-    b = placement("b", 64, (2, 5, 6), (30, 1, 5), DataType.INT8)  # a transposed view
+    b_strides = (30, 1, 5) if transposed else (30, 6, 1)  # K^T as a transposed view
+    b = placement("b", 64, (2, 5, 6), b_strides, DataType.INT8)
     alloc = BumpAllocator(1024)
     product = prepare("mm", a, True, -4, b, False, 9, config, alloc)
     assert product.a == a and product.bias == 5 * -4 * 9
@@ -74,15 +76,17 @@ def test_prepare_places_the_constants_and_copies_b_twice():
     assert (walk.run, walk.n_mid, walk.stride_mid) == (5, 2, 0)  # A twice
     assert shadow.address - a.address == walk.stride_outer and len(shadow.data) == 30
     assert set(shadow.data) == {4 ^ 0x80}  # −α = 4, stored as the uint8 the LOAD flips
-    entry = np.frombuffer(b_prime.data, np.int8).reshape(2, 3, 5, 6)
-    np.testing.assert_array_equal(entry[:, 1], -9)  # the −β block
-    np.testing.assert_array_equal(entry[:, [0, 2]], 0)  # B's blocks, written by the COPYs
+    image = np.frombuffer(b_prime.data, np.int8)
+    blocks = image.reshape(2, 3, 5, 6)  # [entry, K' block, K, N]
+    np.testing.assert_array_equal(blocks[:, 1], -9)  # the −β block
+    np.testing.assert_array_equal(blocks[:, [0, 2]], 0)  # B's blocks, written by the COPYs
     copies = [instr for instr in product.code if isinstance(instr, Copy)]
     loads = [instr for instr in product.code if isinstance(instr, Load)]
     assert len(copies) == 2 * len(loads)
-    assert {c.ext - b_prime.address for c in copies} == {0, 4, 60, 64}  # lanes 0-3, 4-5
-    weights = product.weights((1,))
+    assert copies[1].ext - copies[0].ext == 60  # two blocks further
+    weights = product.b_prime.weights((1,))
     assert (weights.address, weights.k, weights.n) == (b_prime.address + 90, 15, 6)
+    assert (weights.row_stride, weights.col_stride) == (6, 1)  # row-major: whole-row LOADs
 
 
 def test_prepare_copies_a_strided_k_into_rows():
