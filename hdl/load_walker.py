@@ -113,14 +113,15 @@ class SegmentWalker(wiring.Component):
         ends_row = length >= rest
         elements = Mux(ends_row, rest, length)[:length_width]
         nbytes = elements << k.ob_shift
-        address = (pos.row_base + pos.off)[:32]
         shift = (self.bus_bytes - 1).bit_length()
-        first = address >> shift
-        last = (address + nbytes - 1)[:32] >> shift
+        # The beat count needs only the address's offset in its bus word (the segment lies in
+        # the 32-bit address space, so address + nbytes - 1 does not wrap): a narrow adder,
+        # not two chained 32-bit ones after the length.
+        in_word = (pos.row_base[:shift] + pos.off[:shift])[:shift]
         segment = {
-            "beat": first,
-            "beats_left": (last - first)[:32],
-            "sel": self.row_bytes - (pos.done << k.ob_shift) + (address & (self.bus_bytes - 1)),
+            "beat": (pos.row_base + pos.off)[shift:32],
+            "beats_left": (in_word + nbytes - 1) >> shift,
+            "sel": self.row_bytes - (pos.done << k.ob_shift) + in_word,
             "lo": pos.done << k.ob_shift,
             "hi": (pos.done << k.ob_shift) + nbytes,
         }
