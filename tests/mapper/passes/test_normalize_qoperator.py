@@ -86,3 +86,55 @@ def test_qlinear_average_pool_and_integer_max_pool():
     assert fused.graph.nodes[1].attrs["pads"] == (0, 0, 1, 1)  # ceil_mode as end padding
     assert report.fate("maxpool").action == "fused"
     compare(model, fused, (1, 2, 7, 7), np.random.default_rng(12), 0.015)
+
+
+def two_input_diff(model, fused, shapes, r, scale):
+    """Return the output differences in steps of `scale` over four random feeds."""
+    diffs = []
+    for _ in range(4):
+        feeds = {name: r.uniform(-2, 2, shape).astype(np.float32) for name, shape in shapes}
+        got, want = run_model(fused, feeds)["y"], run_model(model, feeds)["y"]
+        diffs.append(np.rint((got - want) / scale))
+    return np.concatenate([d.ravel() for d in diffs])
+
+
+def test_qlinear_matmul_of_two_computed_tensors_with_asymmetric_zero_points():
+    """Attention as onnxruntime's QOperator format writes it (uint8 zero points 123, 131)."""
+    constants = {"as": np.float32(0.02), "az": np.uint8(123), "bs": np.float32(0.03),
+                 "bz": np.uint8(131), "ys": np.float32(0.05), "yz": np.uint8(100)}
+    nodes = [node("QuantizeLinear", ["a", "as", "az"], ["aq"]),
+             node("QuantizeLinear", ["b", "bs", "bz"], ["bq"]),
+             node("QLinearMatMul", ["aq", "as", "az", "bq", "bs", "bz", "ys", "yz"], ["m"],
+                  name="scores"),
+             node("DequantizeLinear", ["m", "ys", "yz"], ["y"])]
+    shapes = [("a", [1, 2, 5, 8]), ("b", [1, 2, 8, 6])]
+    model = build(nodes, [(name, np.float32, shape) for name, shape in shapes],
+                  [("y", np.float32, [1, 2, 5, 6])], constants)
+    fused, report = run_passes(model)
+    (product,) = [n for n in fused.graph.nodes if n.op_type == "QMatMul"]
+    assert (product.attrs["a_zero_point"], product.attrs["b_zero_point"]) == (123, 131)
+    assert report.fate("scores").action == "fused"
+    diff = two_input_diff(model, fused, shapes, np.random.default_rng(12), 0.05)
+    assert np.abs(diff).max() <= 1 and np.mean(diff == 0) >= 0.95
+
+
+def test_matmul_integer_of_two_computed_tensors_with_constant_zero_points():
+    constants = {"as": np.float32(0.02), "az": np.uint8(110), "bs": np.float32(0.03),
+                 "bz": np.int8(-7), "acc_scale": np.float32(0.02 * 0.03),
+                 "ys": np.float32(0.05), "yz": np.uint8(90)}
+    nodes = [node("QuantizeLinear", ["a", "as", "az"], ["aq"]),
+             node("QuantizeLinear", ["b", "bs", "bz"], ["bq"]),
+             node("MatMulInteger", ["aq", "bq", "az", "bz"], ["acc"], name="mmi"),
+             node("Cast", ["acc"], ["accf"], to=1),
+             node("Mul", ["accf", "acc_scale"], ["scaled"]),
+             node("QuantizeLinear", ["scaled", "ys", "yz"], ["q"]),
+             node("DequantizeLinear", ["q", "ys", "yz"], ["y"])]
+    shapes = [("a", [2, 4, 8]), ("b", [2, 8, 3])]
+    model = build(nodes, [(name, np.float32, shape) for name, shape in shapes],
+                  [("y", np.float32, [2, 4, 3])], constants)
+    fused, report = run_passes(model)
+    (product,) = [n for n in fused.graph.nodes if n.op_type == "QMatMul"]
+    assert (product.attrs["a_zero_point"], product.attrs["b_zero_point"]) == (110, -7)
+    assert report.fate("mmi").action == "fused"
+    diff = two_input_diff(model, fused, shapes, np.random.default_rng(13), 0.05)
+    assert np.abs(diff).max() <= 1 and np.mean(diff == 0) >= 0.95
