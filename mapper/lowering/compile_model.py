@@ -46,6 +46,7 @@ from systolic.mapper.lowering.compiled import CompiledModel, MemoryView
 from systolic.mapper.lowering.context import LayerContext
 from systolic.mapper.lowering.conv import lower_qconv
 from systolic.mapper.lowering.integer_matmul import lower_qmatmulint
+from systolic.mapper.lowering.jobs import planning_only
 from systolic.mapper.lowering.layer_code import LayerCode
 from systolic.mapper.lowering.layout import LAYOUT_OPS, decide_layout
 from systolic.mapper.lowering.matmul import lower_qmatmul
@@ -58,7 +59,7 @@ from systolic.mapper.lowering.table import Activation, activation_of, lower_qtab
 from systolic.mapper.macs import node_macs
 from systolic.mapper.shape_inference import infer_shapes
 
-__all__ = ["FUSED_TABLE", "compile_model", "layer_unit"]
+__all__ = ["FUSED_TABLE", "compile_model", "layer_unit", "plan_layers"]
 
 FUSED_TABLE = "fused into the STOREs of"
 """How the reason of a QTable layer fused into an array layer's STOREs begins."""
@@ -334,8 +335,9 @@ class _Compiler:
         return self.plan.place(name, tensor_type.dtype, shape, self.role(name), halo=halo,
                                fill=fill)  # fmt: skip
 
-    def run(self, progress: Callable[[int, int], None] | None = None) -> CompiledModel:
-        """Compile every node in order; `progress(done, total)` follows each node."""
+    def compile_nodes(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Place the graph inputs, then compile every node in order; `progress(done, total)`
+        follows each node."""
         for info in self.graph.inputs:
             if self.graph.initializer(info.name) is None:
                 self.place(info.name)
@@ -344,6 +346,10 @@ class _Compiler:
             self.compile_node(index, node)
             if progress is not None:
                 progress(index + 1, len(nodes))
+
+    def run(self, progress: Callable[[int, int], None] | None = None) -> CompiledModel:
+        """Compile every node in order (`compile_nodes`) into the program."""
+        self.compile_nodes(progress)
         tensors = tuple(p for name, p in self.plan.placements.items() if name not in self.views)
         program = Program(
             config=self.config,
@@ -591,6 +597,26 @@ def compile_model(
     8-bit) or a value it cannot place, ModelError for values without static shapes,
     ResourceError when the model does not fit the 32-bit external address space.
     """
+    return _compiler(model, config, opsets).run(progress)
+
+
+def plan_layers(
+    model: Model | Graph, config: ArrayConfig, *, opsets: Mapping[str, int] | None = None
+) -> tuple[ProgramLayer, ...]:
+    """Return the layers `compile_model(model, config)` makes (name, op, unit, MACs, reason),
+    each without instructions (`first` 0, `count` 0): every node goes through the same
+    placement and lowering, whose checks decide its unit, inside `jobs.planning_only()`, so
+    no weight is laid out and no instruction scheduled. Raises as `compile_model` does."""
+    compiler = _compiler(model, config, opsets)
+    with planning_only():
+        compiler.compile_nodes()
+    return tuple(dataclasses.replace(layer, first=0, count=0) for layer in compiler.layers)
+
+
+def _compiler(
+    model: Model | Graph, config: ArrayConfig, opsets: Mapping[str, int] | None
+) -> _Compiler:
+    """Return the compiler of `model` for `config` (raises as `compile_model` documents)."""
     if config.input_width != 8 or config.weight_width != 8:
         raise UnsupportedError(
             f"the compiler targets 8-bit operands; this configuration has input_width "
@@ -604,4 +630,4 @@ def compile_model(
     known.update(opsets or {})
     compiler = _Compiler(_typed(graph, known), config, known)
     compiler.host_reasons = reasons
-    return compiler.run(progress)
+    return compiler

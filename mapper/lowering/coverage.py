@@ -1,7 +1,8 @@
 """Where each node of an imported model will run, and why (`systolic inspect`'s unit column).
 
-`node_units(model, config)` runs the mapper passes and the model compiler for `config` and
-follows every original node to its outcome:
+`node_units(model, config)` runs the mapper passes and plans the model for `config`
+(`compile_model.plan_layers`: the compiler's placement and lowering checks, no instruction
+emitted) and follows every original node to its outcome:
 
 - fused into a systolic op (QConv, QConvInt, QMatMul, QMatMulInt, QMaxPool, QAveragePool,
   QAdd, QMul, QTable, QSoftmax): the unit the compiled layer runs on, `array` (QMatMulInt,
@@ -22,18 +23,41 @@ does not depend on them. When the model cannot be mapped at all, every node is `
 the mapper's message. A node of an operator the tool does not implement (a model read with
 `mark_unsupported`) is `unsupported`, with the reason; the mapper does not run on such a
 model, so the others are `host`, not mapped.
+
+Quantization parameters: a float model is quantized by the passes on ranges calibrated over
+a set of inputs (`compile`, `simulate`); with `calibrated=False` (`systolic inspect`) no
+calibration runs and every activation's range is taken as empty (scale 1, zero point 0; the
+weights are quantized from their values as always): `ASSUMED_RANGES` says so. A unit that
+depends on the calibrated scales (a requantization multiplier out of range, a bias leaving
+int32) may then differ from the compiled program's; no test model's does.
 """
 
 import ast
 import re
+from collections.abc import Mapping, Sequence
 
 from systolic.config import ArrayConfig
 from systolic.errors import SystolicError
 from systolic.ir import Model
+from systolic.isa.program import ProgramLayer
 from systolic.mapper.passes.name_nodes import name_nodes
-from systolic.mapper.passes.report import FOLDED, FUSED, LAYOUT, REMOVED, NodeFate
+from systolic.mapper.passes.report import FOLDED, FUSED, LAYOUT, REMOVED, NodeFate, PassReport
 
-__all__ = ["NodeUnit", "node_units"]
+__all__ = [
+    "ASSUMED_RANGES",
+    "NodeUnit",
+    "follow_units",
+    "needs_calibration",
+    "node_units",
+    "symbols_as_one",
+]
+
+ASSUMED_RANGES = (
+    "float model: units decided without calibration, on activation ranges taken as empty "
+    "(scale 1, zero point 0); compile and simulate calibrate, so a layer whose requantization "
+    "multiplier or int32 bias depends on the calibrated scales may run elsewhere there"
+)
+"""What `node_units(..., calibrated=False)` assumes for a float model (inspect prints it)."""
 
 NodeUnit = tuple[str, str]
 """(unit, reason): unit is "array", "vector", "host", "none" or "unsupported"."""
@@ -74,7 +98,7 @@ def _target(fate: NodeFate) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def _symbols_as_one(model: Model) -> Model:
+def symbols_as_one(model: Model) -> Model:
     """Return `model` with every symbolic or unknown input dimension bound to 1 (unchanged
     when all inputs are static or when the binding fails)."""
     from systolic.mapper.dim_binding import bind_inputs
@@ -114,10 +138,17 @@ def _unsupported(model: Model) -> dict[int, str]:
     return found
 
 
-def node_units(model: Model, config: ArrayConfig) -> list[NodeUnit]:
-    """Return (unit, reason) for each node of `model.graph.nodes`, in order."""
-    from systolic.mapper.lowering import compile_model
-    from systolic.mapper.lowering.compile_model import FUSED_TABLE
+def needs_calibration(model: Model) -> bool:
+    """True when the passes would calibrate `model` (a float model: no quantization in it)."""
+    from systolic.mapper.passes.quantize_float import is_quantized
+
+    return not is_quantized(model)
+
+
+def node_units(model: Model, config: ArrayConfig, *, calibrated: bool = True) -> list[NodeUnit]:
+    """Return (unit, reason) for each node of `model.graph.nodes`, in order. With
+    `calibrated=False`, a float model is quantized without calibration (module docstring)."""
+    from systolic.mapper.lowering.compile_model import plan_layers
     from systolic.mapper.passes.pipeline import run_passes
 
     names = [node.name for node in name_nodes(model).graph.nodes]
@@ -128,11 +159,21 @@ def node_units(model: Model, config: ArrayConfig) -> list[NodeUnit]:
             for i in range(len(names))
         ]
     try:
-        integer, report = run_passes(_symbols_as_one(model))
-        compiled = compile_model(integer, config)
+        integer, report = run_passes(symbols_as_one(model),
+                                     calibration=None if calibrated else [])  # fmt: skip
+        layers = {layer.name: layer for layer in plan_layers(integer, config)}
     except SystolicError as err:
         return [("host", f"the mapper cannot map this model: {err}")] * len(names)
-    layers = {layer.name: layer for layer in compiled.layers}
+
+    return follow_units(names, report, layers)
+
+
+def follow_units(
+    names: Sequence[str], report: PassReport, layers: Mapping[str, ProgramLayer]
+) -> list[NodeUnit]:
+    """Return (unit, reason) for each original node name in `names`, from the passes'
+    `report` and the compiled (or planned) `layers` by name (module docstring)."""
+    from systolic.mapper.lowering.compile_model import FUSED_TABLE
 
     def layer_unit(label: str) -> NodeUnit | None:
         layer = layers.get(label)

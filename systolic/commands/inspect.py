@@ -3,7 +3,9 @@
 Prints the IR version, operator sets, producer, model version, metadata, the inputs and
 outputs with their shapes, and a table of nodes (bound operator, output shape, MACs, the unit
 that runs it: array, vector or host (none: removed by the mapper; unsupported: an operator
-the tool does not implement), and why), with totals. `--input-shape NAME=DxD...` binds a
+the tool does not implement), and why), with totals. A float model's units are decided
+without calibrating it (the passes quantize it on assumed activation ranges; the output says
+so: "calibration" in the JSON). `--input-shape NAME=DxD...` binds a
 dynamic input. `--json PATH` writes the same as JSON (`-`: standard output). Name warnings
 go to standard error as `systolic: warning: ...`, only when the model loads; any error is
 one line and nothing is written.
@@ -74,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
         model = load_model(args.model or example_path(), max_tensor_bytes=limit,
                            mark_unsupported=True, lazy_constants=True)  # fmt: skip
     model = _bind(model, parse_input_shapes(args.input_shape), limit)
-    report = model_report(model, _units(model, config, limit))
+    units, assumed = _units(model, config, limit)
+    report = model_report(model, units)
+    report["calibration"] = assumed
     report_warnings(caught)
     if args.json:
         text = json.dumps(report, indent=2) + "\n"
@@ -86,22 +90,26 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _units(model: "Model", config: ArrayConfig, limit: int) -> list[tuple[str, str]]:
-    """Return each node's (unit, reason) from the mapper (`node_units`), unless the model's
+def _units(
+    model: "Model", config: ArrayConfig, limit: int
+) -> tuple[list[tuple[str, str]], str | None]:
+    """Return each node's (unit, reason) from the mapper (`node_units`, without calibration)
+    and what it assumed instead of calibrating (None: nothing), unless the model's
     constants together exceed `limit`: the mapper would decode them all, so every node is
     then reported on the host with that reason, and no constant is decoded (the importer
     left the large ones undecoded: `lazy_constants`)."""
-    from systolic.mapper.lowering.coverage import node_units
+    from systolic.mapper.lowering.coverage import ASSUMED_RANGES, needs_calibration, node_units
 
     sizes = {tensor.name: tensor.nbytes for tensor in model.graph.initializers}
     total = sum(sizes.values())
     if total <= limit:
-        return node_units(model, config)
+        assumed = ASSUMED_RANGES if needs_calibration(model) else None
+        return node_units(model, config, calibrated=False), assumed
     largest = sorted(sizes.items(), key=lambda item: -item[1])[:3]
     named = ", ".join(f"{name!r} ({size} bytes)" for name, size in largest)
     reason = (f"not mapped: the constants need {total} bytes together, more than --max-memory "
               f"({limit}); the largest: {named}")  # fmt: skip
-    return [("host", reason)] * len(model.graph.nodes)
+    return [("host", reason)] * len(model.graph.nodes), None
 
 
 def _bind(model: "Model", shapes: dict[str, tuple[int, ...]], limit: int) -> "Model":
@@ -138,6 +146,8 @@ def render_text(report: dict[str, Any]) -> str:
     for role in ("inputs", "outputs"):
         lines.append(f"{role}:")
         lines += [f"  {printable(v['name'])}: {printable(v['type'])}" for v in report[role]]
+    if report.get("calibration"):
+        lines.append(f"calibration:    {report['calibration']}")
     lines.append("")
     lines += _node_table(report["nodes"])
     totals = report["totals"]
