@@ -1,0 +1,71 @@
+"""quantize_before_layout: Q(layout(a, b)) = layout(Q(a), Q(b)), so the layout moves integers."""
+
+import numpy as np
+import pytest
+
+from systolic.mapper.passes.eliminate_dead import eliminate_dead
+from systolic.mapper.passes.pipeline import finalize
+from systolic.mapper.passes.quantize_before_layout import quantize_before_layout
+from systolic.mapper.passes.report import PassReport
+from systolic.reference.executor import run_model
+
+from .model_builder import build, node
+
+S, Z = np.float32(0.03), np.uint8(100)
+
+
+def chain_model(leaf, *, dq_scale=S, extra_reader=False):
+    """leaf -> Reshape [1, 2, 12, 1] -> Concat(fill, axis 3) -> Reshape [1, 2, 3, 8] -> Q -> y.
+
+    leaf: "dq" (x -> Q -> DQ of scale `dq_scale`) or "float" (x itself)."""
+    constants = {"s": S, "z": Z, "ds": dq_scale, "fill": np.full((1, 2, 12, 1), 0.25, np.float32),
+                 "rows": np.array([1, 2, 12, 1]), "shape": np.array([1, 2, 3, 8])}
+    nodes = []
+    source = "x"
+    if leaf == "dq":
+        nodes += [node("QuantizeLinear", ["x", "ds", "z"], ["xq"], name="q_in"),
+                  node("DequantizeLinear", ["xq", "ds", "z"], ["xd"], name="dq_in")]
+        source = "xd"
+    nodes += [node("Reshape", [source, "rows"], ["r"], name="rows"),
+              node("Concat", ["r", "fill"], ["c"], axis=3, name="spread"),
+              node("Reshape", ["c", "shape"], ["f"], name="back"),
+              node("QuantizeLinear", ["f", "s", "z"], ["y"], name="q_out")]
+    outputs = [("y", np.uint8, [1, 2, 3, 8])]
+    if extra_reader:
+        nodes.append(node("Relu", ["c"], ["other"], name="other"))
+        outputs.append(("other", np.float32, [1, 2, 12, 2]))
+    return build(nodes, [("x", np.float32, [1, 2, 3, 4])], outputs, constants)
+
+
+def moved(model):
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    return finalize(eliminate_dead(quantize_before_layout(model, report), report)), report
+
+
+def same_outputs(a, b):
+    for seed in range(3):
+        x = np.random.default_rng(seed).uniform(-3, 5, (1, 2, 3, 4)).astype(np.float32)
+        for name, value in run_model(b, {"x": x}).items():
+            np.testing.assert_array_equal(run_model(a, {"x": x})[name], value)
+
+
+@pytest.mark.parametrize(("leaf", "dq_scale", "ops"), [
+    ("dq", S, ["QuantizeLinear", "Reshape", "Concat", "Reshape"]),           # Q(DQ(u)) = u
+    ("dq", np.float32(0.05), ["QuantizeLinear", "DequantizeLinear", "QuantizeLinear",
+                              "Reshape", "Concat", "Reshape"]),              # requantized
+    ("float", S, ["QuantizeLinear", "Reshape", "Concat", "Reshape"]),         # quantized first
+])
+def test_the_chain_moves_integers(leaf, dq_scale, ops):
+    model = chain_model(leaf, dq_scale=dq_scale)
+    result, report = moved(model)
+    assert [n.op_type for n in result.graph.nodes] == ops
+    concat = next(n for n in result.graph.nodes if n.op_type == "Concat")
+    assert result.graph.type_of(concat.outputs[0]).dtype.name == "UINT8"
+    assert report.fate("q_out").action == "removed"
+    same_outputs(result, model)
+
+
+def test_a_chain_value_read_elsewhere_stays_float():
+    model = chain_model("dq", extra_reader=True)
+    result, _ = moved(model)
+    assert [n.op_type for n in result.graph.nodes] == [n.op_type for n in model.graph.nodes]
