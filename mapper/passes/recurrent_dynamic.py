@@ -5,7 +5,9 @@ products as onnxruntime computes them (systolic/reference/ops/op_dynamic_quantiz
   MatMulInteger(X_q, W[d][:, k-th hidden columns], x_zp, w_zp), Cast to float32, Mul by
   x_scale·w_scale (a float32 Mul of the scalar and the gate's scales);
 - H·R_k: the same with DynamicQuantizeLinear of H_{t-1} (once per step, shared by the gates);
-  a zero state has no product (onnxruntime's adds exactly 0).
+  a zero state has no product (onnxruntime's adds exactly 0);
+- the scale product a_scale·w_scale is one Mul per activation scale and weight scale: the
+  four gates of a per-tensor W (R) share it.
 
 W is [directions, input, 4·hidden] and R [directions, hidden, 4·hidden] (8-bit); scales and
 zero points per direction or per column. The float additions group as (X·W_k + B_k) + H·R_k
@@ -30,6 +32,7 @@ class DynamicUnroller(Unroller):
         self.r_scale, self.r_zp = constants[inputs[10]], constants[inputs[11]]
         self.x_quantized: tuple[str, str, str] | None = None
         self.h_quantized: dict[str, tuple[str, str, str]] = {}
+        self.multipliers: dict[tuple[str, bytes, tuple[int, ...]], str] = {}
         return self.w_q.shape[0], self.r_q.shape[1]
 
     def _input_product(self, d: int, rows: slice) -> str:
@@ -64,5 +67,13 @@ class DynamicUnroller(Unroller):
         product = b.op("MatMulInteger", [a_q, b.const(weights[d][:, rows], weights.dtype), a_zp,
                                          b.const(zp_value, weights.dtype)])
         as_float = b.op("Cast", [product], to=1)
-        multiplier = b.op("Mul", [a_scale, b.const(scale_value, np.dtype(np.float32))])
-        return b.op("Mul", [as_float, multiplier])
+        return b.op("Mul", [as_float, self._multiplier(a_scale, scale_value)])
+
+    def _multiplier(self, a_scale: str, scale: np.ndarray) -> str:
+        """a_scale · scale (float32), one Mul per activation scale and weight scale: the
+        gates of a per-tensor W or R share it."""
+        key = (a_scale, scale.tobytes(), scale.shape)
+        if key not in self.multipliers:
+            constant = self.b.const(scale, np.dtype(np.float32))
+            self.multipliers[key] = self.b.op("Mul", [a_scale, constant])
+        return self.multipliers[key]

@@ -105,3 +105,16 @@ def test_one_quantization_of_x_and_one_of_h_per_step():
     assert len(quantizations) == 1 + SEQ
     products = [n for n in unrolled.graph.nodes if n.op_type == "MatMulInteger"]
     assert len(products) == 4 * (1 + SEQ)
+
+
+@pytest.mark.parametrize(("per_column", "per_product"), [(False, 1), (True, 4)])
+def test_gates_share_the_scale_product_of_a_per_tensor_weight(per_column, per_product):
+    """a_scale·w_scale is one Mul per quantized value (X once, H per step) when W and R are
+    quantized per tensor, one per gate when per column."""
+    model, feeds = dynamic_lstm(initial="input", per_column=per_column)
+    unrolled = assert_unrolled_close(model, feeds)
+    quantized = [n for n in unrolled.graph.nodes if n.op_type == "DynamicQuantizeLinear"]
+    scales = {n.outputs[1] for n in quantized}
+    scale_products = [n for n in unrolled.graph.nodes
+                      if n.op_type == "Mul" and n.inputs[0] in scales]
+    assert len(scale_products) == per_product * len(quantized)
