@@ -154,6 +154,14 @@ class AsymmetricProduct:
     b_prime: BPrime
     bias: int
 
+    def biased(self, bias: np.ndarray, label: str) -> np.ndarray:
+        """Return the layer's bias plus K·α·β; raise when a column leaves int32."""
+        total: np.ndarray = bias.astype(np.int64) + self.bias
+        if total.size and (total.min() < _INT32_MIN or total.max() > _INT32_MAX):
+            raise UnsupportedError(f"layer {label!r}: the bias plus K·α·β of the zero points "
+                                   f"({self.bias}) leaves int32")  # fmt: skip
+        return total
+
 
 def prepare(
     label: str,

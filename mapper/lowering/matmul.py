@@ -87,7 +87,7 @@ def lower_qmatmul(
     if node.inputs[1] not in constants or np.ndim(constants[node.inputs[1]]) != 2:
         return _lower_batched(node, a, y, config, alloc, constants, b, activation)
     label = node.label
-    b_matrix = constant_input(constants, node.inputs[1], node).astype(np.int64)
+    b_matrix = _constant_b(node, constants)
     if not a.shape or a.shape[-1] != b_matrix.shape[0]:
         raise ModelError(f"node {label!r}: A {list(a.shape)} must be [..., K] and B "
                          f"{list(b_matrix.shape)} [K, N]")  # fmt: skip
@@ -123,7 +123,7 @@ def _lower_batched(
     label = node.label
     constant = node.inputs[1] in constants
     if constant:
-        b_values = constant_input(constants, node.inputs[1], node).astype(np.int64)
+        b_values = _constant_b(node, constants)
         b_shape = tuple(int(d) for d in b_values.shape)
     elif b is None:
         raise UnsupportedError(f"layer {label!r}: B ({node.inputs[1]!r}) is neither a constant "
@@ -172,7 +172,7 @@ def _lower_batched(
             matrix = b_values[b_index]
             weights, job_bias = matrix, fold_zero_point(matrix, bias, a_zp, label)
         elif product is not None:
-            weights, job_bias = product.b_prime.weights(b_index), bias + product.bias
+            weights, job_bias = product.b_prime.weights(b_index), product.biased(bias, label)
         else:
             assert b is not None
             weights = ComputedWeights(b.address + _offset(b_index, b_shape[:-2], b.strides[:-2]),
@@ -195,6 +195,12 @@ def _lower_batched(
         return code
     return LayerCode(product.code + code.instructions, product.segments + code.segments,
                      code.stats)  # fmt: skip
+
+
+def _constant_b(node: Node, constants: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Return a constant B minus its b_zero_point (0 as the passes write it) as int64."""
+    b = constant_input(constants, node.inputs[1], node).astype(np.int64)
+    return b - int_attr(node, "b_zero_point", 0)
 
 
 def _sides(

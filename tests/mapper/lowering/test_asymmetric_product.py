@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import UnsupportedError
 from systolic.ir import DataType
 from systolic.isa.instructions import Copy, Load
 from systolic.isa.program import LayerUnit, TensorPlacement, TensorRole
@@ -87,6 +88,17 @@ def test_prepare_places_the_constants_and_copies_b_twice(transposed):
     weights = product.b_prime.weights((1,))
     assert (weights.address, weights.k, weights.n) == (b_prime.address + 90, 15, 6)
     assert (weights.row_stride, weights.col_stride) == (6, 1)  # row-major: whole-row LOADs
+
+
+def test_the_bias_with_the_zero_points_must_fit_int32():
+    config = ArrayConfig(rows=4, cols=4)
+    a = placement("a", 0, (3, 5), (5, 1), DataType.INT8)
+    b = placement("b", 64, (5, 2), (2, 1), DataType.INT8)
+    product = prepare("mm", a, False, 100, b, False, -100, config, BumpAllocator(1024))
+    assert product.biased(np.array([1, -2]), "mm").tolist() == [-49999, -50002]
+    with pytest.raises(UnsupportedError, match=r"^layer 'mm': the bias plus K·α·β of the zero "
+                       r"points \(-50000\) leaves int32$"):  # fmt: skip
+        product.biased(np.array([-(2**31) + 10, 0]), "mm")
 
 
 def test_prepare_copies_a_strided_k_into_rows():

@@ -61,6 +61,8 @@ def run_case(
     a = random_int8(rng, a_shape, a_dtype)
     b = random_int8(rng, b_shape, b_dtype)
     bias = rng.integers(-(2**10), 2**10, size=n).astype(np.int32)
+    if zero_points is not None and not computed:  # B - b_zp must fit the weight width
+        b = (b // 2).astype(b.dtype)
     if zero_points is not None:  # given in the int8 domain
         a_zp, b_zp = (z + (128 if t == 2 else 0) for z, t in zip(zero_points, (a_type, b_type)))
     elif computed:  # symmetric operands
@@ -160,3 +162,11 @@ def test_asymmetric_product_reads_a_strided_k() -> None:
     rng = np.random.default_rng(77)
     run_case(rng, (2, 5, 4), (2, 4, 3), tight_config(4, 4, Dataflow.WS), computed=True,
              a_order=(0, 2, 1), zero_points=(-7, 9))  # fmt: skip
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), [((3, 7), (7, 9)), ((2, 5, 7), (2, 7, 9))])
+def test_a_constant_b_with_a_zero_point_matches_reference(a_shape, b_shape):
+    """The op allows b_zero_point on a constant B too (the passes subtract it themselves)."""
+    rng = np.random.default_rng(91)
+    run_case(rng, a_shape, b_shape, tight_config(4, 4, Dataflow.WS), computed=False,
+             zero_points=(3, -5))  # fmt: skip
