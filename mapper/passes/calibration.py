@@ -1,7 +1,7 @@
 """Calibration for post-training quantization: the range of every value over a set of
 inputs, and the seeded random set used when the caller gives none."""
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -10,7 +10,10 @@ from systolic.ir import DataType, Graph, Model, Node
 from systolic.reference.executor import run_model
 from systolic.reference.kernels.blas_threads import single_threaded_blas
 
-__all__ = ["RANDOM_SAMPLES", "calibrate", "random_calibration"]
+__all__ = ["RANDOM_SAMPLES", "NodeObserver", "calibrate", "random_calibration"]
+
+NodeObserver = Callable[[Node, list[np.ndarray | None], list[np.ndarray]], None]
+"""Called with each node, its inputs and its outputs as a reference run computes them."""
 
 RANDOM_SAMPLES = 8
 """Inputs in the random calibration set."""
@@ -38,11 +41,18 @@ def random_calibration(graph: Graph, seed: int) -> list[dict[str, np.ndarray]]:
 
 
 def calibrate(
-    model: Model, feeds: Sequence[Mapping[str, np.ndarray]], names: Iterable[str]
+    model: Model,
+    feeds: Sequence[Mapping[str, np.ndarray]],
+    names: Iterable[str],
+    *,
+    also: NodeObserver | None = None,
 ) -> dict[str, tuple[float, float]]:
     """Return (min, max) of each value in `names` over all `feeds` (graph inputs included),
-    running the model with the reference executor. A value that is NaN or infinite in any
-    feed is a ModelError naming it: it has no range to quantize."""
+    running the model once per feed with the reference executor (no run without a feed).
+    `also`, when given, observes every node of the same runs (what else the quantizer needs
+    from them: Softmax row maxima, `softmax_ranges.RowFloors`), so nothing runs twice. A
+    value that is NaN or infinite in any feed is a ModelError naming it: it has no range to
+    quantize."""
     wanted = set(names)
     ranges: dict[str, tuple[float, float]] = {}
 
@@ -60,10 +70,12 @@ def calibrate(
             low, high = min(low, ranges[name][0]), max(high, ranges[name][1])
         ranges[name] = (low, high)
 
-    def on_node(node: Node, _inputs: list[np.ndarray | None], outputs: list[np.ndarray]) -> None:
+    def on_node(node: Node, inputs: list[np.ndarray | None], outputs: list[np.ndarray]) -> None:
         for name, value in zip(node.outputs, outputs, strict=False):
             if name:
                 observe(name, value, f"output of node {node.label!r}")
+        if also is not None:
+            also(node, inputs, outputs)
 
     with single_threaded_blas():
         for feed in feeds:

@@ -66,7 +66,7 @@ from systolic.mapper.passes.ptq_regions import elementwise_region, is_product_of
 from systolic.mapper.passes.quant_params import is_activation, weight_scale_floor
 from systolic.mapper.passes.recurrent_island import exit_params
 from systolic.mapper.passes.report import PassReport
-from systolic.mapper.passes.softmax_ranges import softmax_row_floors
+from systolic.mapper.passes.softmax_ranges import RowFloors
 
 __all__ = ["QUANTIZED_OP_TYPES", "is_quantized", "quantize_float"]
 
@@ -126,8 +126,9 @@ def quantize_float(
     fixed = {} if region is None else _adopt_exits(graph, plan, region)
     feeds = list(calibration) if calibration is not None else random_calibration(graph, seed)
     own = [v for v in plan.values if v not in plan.shared and v not in fixed]
-    ranges = calibrate(model, feeds, own)
-    for name, floor in softmax_row_floors(model, feeds, plan.softmax_inputs).items():
+    floors = RowFloors(plan.softmax_inputs)  # taken in the calibration runs themselves
+    ranges = calibrate(model, feeds, own, also=floors)
+    for name, floor in floors.floors.items():
         if name in ranges and name not in plan.shared:  # the mask's values cut (softmax_ranges)
             ranges[name] = (max(ranges[name][0], floor), ranges[name][1])
     params: dict[str, tuple[np.float32, np.uint8]] = {}

@@ -20,7 +20,7 @@ from systolic.mapper.passes.graph_tools import attr_int
 from systolic.reference.executor import run_model
 from systolic.reference.kernels.blas_threads import single_threaded_blas
 
-__all__ = ["EXP_CUTOFF", "softmax_row_floors"]
+__all__ = ["EXP_CUTOFF", "RowFloors", "softmax_row_floors"]
 
 EXP_CUTOFF = 16 * math.log(2)
 """The real distance below a row's maximum beyond which the exp table holds 0."""
@@ -36,24 +36,35 @@ def _rows(node: Node, value: np.ndarray) -> np.ndarray:
     return np.moveaxis(value, axis, -1).reshape(-1, value.shape[axis])
 
 
-def softmax_row_floors(model: Model, feeds: Sequence[Mapping[str, np.ndarray]],
-                       softmaxes: Sequence[Node]) -> dict[str, float]:  # fmt: skip
-    """Return, per input of `softmaxes` (by value name), the smallest row maximum over all
-    `feeds` minus EXP_CUTOFF: the lowest value its quantization range needs."""
-    wanted = {node.outputs: node for node in softmaxes}  # outputs name a node uniquely
-    floors: dict[str, float] = {}
+class RowFloors:
+    """An observer of reference runs (`run_model`'s `on_node`, or `calibrate`'s `also`) that
+    collects, per input of `softmaxes` (by value name), the smallest row maximum seen minus
+    EXP_CUTOFF: the lowest value its quantization range needs (`floors`)."""
 
-    def on_node(node: Node, inputs: list[np.ndarray | None], _outputs: list[np.ndarray]) -> None:
-        softmax = wanted.get(node.outputs)
+    def __init__(self, softmaxes: Sequence[Node]) -> None:
+        self.wanted = {node.outputs: node for node in softmaxes}  # outputs name a node uniquely
+        self.floors: dict[str, float] = {}
+
+    def __call__(self, node: Node, inputs: list[np.ndarray | None], _outputs: list[np.ndarray]
+                 ) -> None:  # fmt: skip
+        """Take the rows of `node`'s input when it is one of the Softmaxes."""
+        softmax = self.wanted.get(node.outputs)
         value = inputs[0] if inputs else None
         if softmax is None or value is None or value.size == 0:
             return
         lowest = float(np.min(_rows(softmax, np.asarray(value, np.float64)).max(axis=1)))
         name = node.inputs[0]
-        floors[name] = min(floors.get(name, math.inf), lowest - EXP_CUTOFF)
+        self.floors[name] = min(self.floors.get(name, math.inf), lowest - EXP_CUTOFF)
 
-    if wanted:
+
+def softmax_row_floors(model: Model, feeds: Sequence[Mapping[str, np.ndarray]],
+                       softmaxes: Sequence[Node]) -> dict[str, float]:  # fmt: skip
+    """Return, per input of `softmaxes` (by value name), the smallest row maximum over all
+    `feeds` minus EXP_CUTOFF: the lowest value its quantization range needs. (Runs the model
+    once per feed; `calibrate(..., also=RowFloors(softmaxes))` gets the same in its runs.)"""
+    floors = RowFloors(softmaxes)
+    if floors.wanted:
         with single_threaded_blas():
             for feed in feeds:
-                run_model(model, feed, on_node=on_node)
-    return floors
+                run_model(model, feed, on_node=floors)
+    return floors.floors
