@@ -96,10 +96,18 @@ def unroll_recurrent_region(model: Model, report: PassReport) -> tuple[Model, fr
         new_constants += builder.constants
         if not dynamic:
             region.update(n.name for n in builder.nodes)
-        report.record(node.label, FUSED,
-                      into=f"{len(builder.nodes)} nodes unrolled over the sequence")
+        report.record(node.label, FUSED, into=_unrolled_into(builder.nodes))
     graph = replace_graph(graph, nodes, new_constants)
     return dataclasses.replace(model, graph=graph), frozenset(region)
+
+
+def _unrolled_into(nodes: list[Node]) -> str:
+    """What the report says a recurrent node was fused into: the count of unrolled nodes and
+    the name of the first product (a MatMul or MatMulInteger: the report's readers, like
+    inspect, follow that quoted name to the unit that runs the layer's products)."""
+    first = next((n.name for n in nodes if n.op_type in ("MatMul", "MatMulInteger")), None)
+    named = f", the first product {first!r}" if first is not None else ""
+    return f"{len(nodes)} nodes unrolled over the sequence{named}"
 
 
 def quantizes_float_recurrent(model: Model) -> bool:

@@ -179,6 +179,9 @@ def test_quantized_model_unrolls_its_float_rnn_and_names_the_island():
     ops = [n.op_type for n in unrolled.graph.nodes]
     assert "RNN" not in ops and ops[-1] == "QuantizeLinear"
     assert island == {n.name for n in unrolled.graph.nodes[:-1]}
+    first = next(n for n in unrolled.graph.nodes if n.op_type == "MatMul")
+    assert report.fate("rnn").into == (f"{len(island)} nodes unrolled over the sequence, "
+                                       f"the first product {first.name!r}")
     feeds = {"X": r.standard_normal((SEQ, BATCH, INPUT)).astype(np.float32)}
     got = run_model(finalize(unrolled), feeds)["Yq"].astype(np.int64)
     assert np.abs(got - run_model(quantized, feeds)["Yq"]).max() <= 1  # float32 rounding
