@@ -38,6 +38,7 @@ import numpy as np
 from systolic.config import ArrayConfig
 from systolic.errors import UnsupportedError
 from systolic.isa.instructions import Copy, Instruction
+from systolic.isa.memories import Memory, depth
 from systolic.isa.program import MemorySegment, TensorPlacement
 from systolic.mapper.lowering.copy import copy_strided
 from systolic.mapper.lowering.gemm import ComputedWeights, ElementWalk
@@ -255,8 +256,9 @@ def _contiguous_copy(
     strides = _row_major(a.shape, ob)
     size = math.prod(a.shape) * ob
     address = alloc.allocate(size, config.bus_bytes, f"{label}.a_rows")
-    code += copy_strided(config, a.shape, a.address, a.strides, address, strides,
-                         element=ob, flip_load=flip, flip_store=flip)  # fmt: skip
+    code += copy_strided(config, a.shape, a.address, a.strides, address, strides, element=ob,
+                         flip_load=flip, flip_store=flip,
+                         first_row=_upper_half(config, math.prod(a.shape[:-1])))  # fmt: skip
     return dataclasses.replace(a, address=address, strides=strides)
 
 
@@ -266,6 +268,14 @@ def _row_major(shape: tuple[int, ...], unit: int) -> tuple[int, ...]:
     for axis in range(len(shape) - 2, -1, -1):
         strides[axis] = strides[axis + 1] * shape[axis + 1]
     return tuple(strides)
+
+
+def _upper_half(config: ArrayConfig, rows: int) -> int:
+    """Return the first spad_in row of the copies' two buffers of up to `rows` rows each: at
+    the top of spad_in (at most its upper half), which the jobs' rings (from row 0) reach
+    last, so their first LOADs need not wait for the COPYs."""
+    total = depth(config, Memory.SPAD_IN)
+    return total - 2 * min(rows, total // 4)
 
 
 def _b_copies(aug: Augmentation, b: TensorPlacement, flip: bool, layout: BPrime,
@@ -278,7 +288,8 @@ def _b_copies(aug: Augmentation, b: TensorPlacement, flip: bool, layout: BPrime,
     entries = _row_major(layout.batch_shape, layout.entry_bytes)
     code = copy_strided(config, tuple(b.shape), b.address, tuple(b.strides),
                         layout.address + first * layout.block_bytes, (*entries, *layout.strides),
-                        element=ob, flip_load=flip)  # fmt: skip
+                        element=ob, flip_load=flip,
+                        first_row=_upper_half(config, math.prod(b.shape[:-1])))  # fmt: skip
     out: list[Instruction] = []
     for instr in code:
         out.append(instr)
