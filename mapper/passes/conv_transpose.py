@@ -1,125 +1,121 @@
-"""ConvTranspose as an ordinary Conv over a zero-inserted input, so the array runs it.
+"""ConvTranspose as ordinary Convs and layout ops, so the array runs it.
 
-Per spatial axis (stride s, dilation d, kernel K, input size H, resolved pads p_b, p_e and
-output size O, from the reference's geometry: auto_pad, output_shape and output_padding
-included), input cell i adds x[i]·W[k] to output cell i·s + k·d − p_b. Put x[i] at position
-P_b + i·s of a zero vector u of length O + d(K−1), P_b = d(K−1) − p_b; then
+With W' the kernel with its channel axes swapped per group (W'[g·M/g + m, c] =
+W[g·C/g + c, m]), exact in real arithmetic (conv_transpose_geometry has the algebra):
 
-    y[o] = Σ_k u[o + k·d] · W[K−1−k]
+- Polyphase, when the output splits evenly into stride phases (the usual upsampling: kernel
+  = stride, no pads; or kernel 4, stride 2, pads 1; ...): one Conv per phase (s_h·s_w of
+  them) over x itself, each with its taps of W', then the phases' outputs interleaved. The
+  Convs' MACs are exactly the transposed convolution's.
+- Zero insertion, otherwise: x interleaved with fill blocks (x[i] at P_b + i·s), then one
+  Conv with W' flipped, dilation d, the rest of the border as its pads (a Slice on the host
+  when a border must shrink). Its MACs, counted as array MACs, include the inserted zeros:
+  about s_h·s_w times the transposed convolution's.
 
-is an ordinary Conv (stride 1, dilation d) with the kernel flipped on every spatial axis and
-its channel axes swapped per group (W' [g·M/g + m, c] = W[g·C/g + c, m]): exact in real
-arithmetic. The bias is the same [M] vector.
-
-The zeros are inserted by standard layout ops the lowering runs on the accelerator for 8-bit
-tensors: per strided axis, a Reshape to [N, C, outer, inner] (an alias of the channel-last
-map), a Concat along axis 3 with constant fill blocks ([phase·inner] before and
-[(s−1−phase)·inner] after every row: one COPY pass), and a Reshape back. Each cell then has
-`phase` fill cells before it and s−1−phase after; the rest of the border is the Conv's own
-padding (a halo), or a Slice (on the host) in the rare case a border must shrink (pads
-larger than the kernel's reach, or no room for the s−1 trailing cells).
-
-Cost: the Conv multiplies the inserted zeros too; its MACs, counted as array MACs, are about
-s_h·s_w times the transposed convolution's useful MACs (4x for the usual 2x2 upsampling).
+Interleaving is Reshape + Concat only (`interleave`): aliases and COPYs on the accelerator
+for 8-bit tensors.
 
 Forms:
-- QDQ: DQ(x_q) -> ConvTranspose(DQ(W_q) or a float W, B) -> Q (x per tensor; W per tensor or
-  per output channel, axis 1). The zeros go into the quantized x_q with x's zero point as
-  the fill (its DQ is exactly 0), then DQ (x's parameters) -> Conv(DQ(W'_q), B) -> the same
-  Q, which `fuse_qdq` makes a QConv: bit-exact with the original QDQ graph. A float W (a float
-  model after `quantize_float`, which leaves ConvTranspose alone) is quantized symmetric per
-  output channel as `quantize_float` quantizes Conv weights.
-- float: any other ConvTranspose of a float x: the same Conv over float zeros (a host Conv
-  unless quantized later; exact up to float summation order).
+- QDQ: DQ(x_q) -> ConvTranspose(DQ(W_q) or a float W, B) -> Q, with x per tensor and W per
+  tensor or per output channel (axis 1). Polyphase: each phase is DQ(x_q) -> Conv(DQ(W'_q
+  taps), B) -> Q (the original Q's parameters) and the quantized phases are interleaved;
+  zero insertion: the fill is x's zero point in x_q's type (its DQ is exactly 0), then DQ ->
+  Conv -> the original Q. `fuse_qdq` makes every Conv a QConv: bit-exact with the QDQ graph.
+  A float W is quantized symmetric per output channel as `quantize_float` quantizes Conv
+  weights.
+- float: any other ConvTranspose of a float x and a float constant W: the same with float
+  Convs, interleave and fill 0 (placed before `quantize_float`, which then quantizes the
+  Convs; `quantize_before_layout` moves a zero insertion's float layout onto integers).
 
-Preconditions: ai.onnx ConvTranspose, 1-D or 2-D, static x shape, constant W and B. The new
-Conv keeps the ConvTranspose's name (the report follows it into the QConv). Otherwise the
-node stays as it is, with a note.
+Preconditions: ai.onnx ConvTranspose, 1-D or 2-D, static X shape, constant W and B, opset
+10 or later. The first (or only) Conv keeps the ConvTranspose's name, so the report follows
+it into a QConv. Otherwise the node stays as it is, with a note.
 """
 
 import dataclasses
-import math
+import itertools
 
 import numpy as np
 
 from systolic.errors import SystolicError
-from systolic.ir import AttrValue, Graph, Model, Node, Tensor
-from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of, make_node, tensor
+from systolic.ir import Graph, Model, Node, Tensor
+from systolic.mapper.passes.channel_tail import ChannelTail, channel_tail
+from systolic.mapper.passes.conv_transpose_geometry import (
+    AxisPhase,
+    ZeroInsertion,
+    axis_phases,
+    zero_insertion,
+)
+from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of
+from systolic.mapper.passes.interleave import Builder, crop, interleave
 from systolic.mapper.passes.quant_params import NotFusable, per_tensor_params
 from systolic.mapper.passes.quantize_float import quantize_weights
 from systolic.mapper.passes.report import PassReport
 from systolic.reference.ops.op_conv_transpose import ConvTranspose
 
-__all__ = ["conv_transpose_to_conv"]
-
-
-@dataclasses.dataclass(frozen=True)
-class ZeroInsertion:
-    """Per spatial axis: stride, cells of fill before each input cell (`phases`), and the
-    Conv's pads (begins then ends) and Slice crops (begins then ends) around the result."""
-
-    strides: tuple[int, ...]
-    phases: tuple[int, ...]
-    pads: tuple[int, ...]
-    crops: tuple[int, ...]
-
-
-@dataclasses.dataclass
-class _Builder:
-    """Collects the nodes and constants a rewrite adds."""
-
-    namer: Namer
-    label: str
-    nodes: list[Node] = dataclasses.field(default_factory=list)
-    constants: list[Tensor] = dataclasses.field(default_factory=list)
-
-    def constant(self, base: str, value: np.ndarray) -> str:
-        name = self.namer(f"{self.label}_{base}")
-        self.constants.append(tensor(name, value))
-        return name
-
-    def node(self, op_type: str, inputs: list[str], base: str, **attrs: AttrValue) -> str:
-        out = self.namer(f"{self.label}_{base}")
-        self.nodes.append(make_node(op_type, inputs, [out], name=self.namer(out), attrs=attrs))
-        return out
+__all__ = ["conv_transpose_to_conv", "swap_channels"]
 
 
 def conv_transpose_to_conv(model: Model, report: PassReport) -> Model:
-    """Return `model` with every ConvTranspose that qualifies rewritten as a Conv over its
-    zero-inserted input (see the module docstring)."""
+    """Return `model` with every ConvTranspose that qualifies rewritten as Convs (see the
+    module docstring)."""
     graph = model.graph
     constants = constants_of(graph)
     opset = dict(model.opsets).get("", 0)
     namer = Namer(graph)
-    nodes: list[Node] = []
+    built: dict[int, list[Node]] = {}
+    dropped: set[int] = set()
     added: list[Tensor] = []
-    changed = False
     for node in graph.nodes:
         if node.op_type != "ConvTranspose" or node.domain != "":
-            nodes.append(node)
             continue
+        out = Builder(namer, node.label)
         try:
-            built = _rewrite(graph, node, constants, opset, _Builder(namer, node.label))
+            consumed = _rewrite(graph, node, constants, opset, out)
         except (NotFusable, SystolicError) as why:
             report.note(node.label, f"ConvTranspose not rewritten as a Conv: {why}")
-            nodes.append(node)
             continue
-        nodes += built.nodes
-        added += built.constants
-        changed = True
-    if not changed:
+        built[id(node)] = out.nodes
+        dropped.update(id(n) for n in consumed)
+        report.fused([n.label for n in consumed], f"ConvTranspose {node.label!r}")
+        added += out.constants
+    if not built:
         return model
+    nodes = [n for old in graph.nodes if id(old) not in dropped
+             for n in built.get(id(old), [old])]
     new_graph = dataclasses.replace(graph, nodes=tuple(nodes),
                                     initializers=graph.initializers + tuple(added))
     return dataclasses.replace(model, graph=new_graph)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Kernel:
+    """W' (channels swapped per group, not flipped) and how a Conv reads a choice of its
+    taps: as a constant (float) or through a DequantizeLinear of `dq_inputs` (scale, zero
+    point), along axis 0 when `per_channel`."""
+
+    values: np.ndarray
+    dq_inputs: tuple[str, ...] | None = None
+    per_channel: bool = False
+
+    def select(self, out: Builder, taps: tuple[tuple[int, ...], ...]) -> str:
+        """Return the weights input of a Conv over `taps[i]` of spatial axis i."""
+        chosen = self.values
+        for axis, cells in enumerate(taps):
+            chosen = np.take(chosen, list(cells), axis=2 + axis)
+        if self.dq_inputs is None:
+            return out.constant("weights", chosen)
+        inputs = [out.constant("weights_q", chosen), *self.dq_inputs]
+        if self.per_channel:
+            return out.node("DequantizeLinear", inputs, "weights", axis=0)
+        return out.node("DequantizeLinear", inputs, "weights")
+
+
 def _rewrite(graph: Graph, node: Node, constants: dict[str, np.ndarray], opset: int,
-             out: _Builder) -> _Builder:  # fmt: skip
-    """Return the nodes and constants that replace ConvTranspose `node`."""
+             out: Builder) -> list[Node]:  # fmt: skip
+    """Add to `out` what replaces ConvTranspose `node`; return the other nodes it replaces."""
     if opset < 10:
         raise NotFusable(f"opset {opset}: the rewrite writes Reshape and Slice of opset 10+")
-    w_name = node.inputs[1]
     b_name = node.inputs[2] if len(node.inputs) > 2 else ""
     if b_name and b_name not in constants:
         raise NotFusable("B is not a constant")
@@ -132,149 +128,148 @@ def _rewrite(graph: Graph, node: Node, constants: dict[str, np.ndarray], opset: 
     dq_x = _producer(graph, node.inputs[0], "DequantizeLinear")
     q_y = _sole_quantize_reader(graph, node.outputs[0])
     if dq_x is not None and q_y is not None:
-        params = per_tensor_params(constants, dq_x.inputs[1], _opt(dq_x, 2), "input")
-        x_q = dq_x.inputs[0]
-        fill = np.array(params.zero_point, dtype=params.dtype.numpy)
-        w_shape = _weight_shape(graph, constants, w_name)
-        insertion, conv_attrs = _plan(node, x_shape, w_shape)
-        inserted = insert_zeros(out, x_q, x_shape, insertion, fill)
-        x_in = out.node("DequantizeLinear", [inserted, *dq_x.inputs[1:]], "dq")
-        w_in = _quantized_weights(graph, node, constants, out)
+        kernel = _quantized_kernel(graph, node, constants, out)
+        tail = ChannelTail(np.ones(1), np.zeros(1), False, (q_y,), q_y.outputs[0])
     else:
-        if w_name not in constants or constants[w_name].dtype.kind != "f":
-            raise NotFusable("W is not a float constant and X is not read through a "
-                             "DequantizeLinear with the output quantized")
-        insertion, conv_attrs = _plan(node, x_shape, constants[w_name].shape)
-        fill = np.zeros((), dtype=x_type.dtype.numpy)
-        x_in = insert_zeros(out, node.inputs[0], x_shape, insertion, fill)
-        w_in = out.constant("weights", transposed_kernel(constants[w_name], _group(node)))
-    inputs = [x_in, w_in] + ([b_name] if b_name else [])
-    out.nodes.append(make_node("Conv", inputs, node.outputs[:1], name=node.name,
-                               attrs=conv_attrs))
-    return out
+        dq_x = None
+        kernel, b_name, tail = _float_kernel(graph, node, constants, out)
+    geometry = ConvTranspose(node.attrs, node.version or 11, node.label).geometry(
+        x_shape, (x_shape[1], kernel.values.shape[0] // _group(node), *kernel.values.shape[2:]))
+    conv = _ConvMaker(node, kernel, [b_name] if b_name else [], q_y if dq_x else None,
+                      tail.relu)
+    phases = [axis_phases(x_shape[2 + i], geometry[0][i], geometry[1][i], geometry[2][i],
+                          geometry[3][i], geometry[4][i]) for i in range(len(x_shape) - 2)]
+    if any(s > 1 for s in geometry[1]) and all(p is not None for p in phases):
+        _polyphase(out, conv, [p for p in phases if p is not None], (x_shape, geometry[4]),
+                   tail.output)
+        return list(tail.nodes)
+    source, fill = node.inputs[0], np.zeros((), dtype=x_type.dtype.numpy)
+    if dq_x is not None:
+        params = per_tensor_params(constants, dq_x.inputs[1], _opt(dq_x, 2), "input")
+        source, fill = dq_x.inputs[0], np.array(params.zero_point, dtype=params.dtype.numpy)
+    plan = zero_insertion(x_shape[2:], *geometry)
+    x_in = _zero_inserted(out, source, x_shape, plan, fill)
+    if dq_x is not None:
+        x_in = out.node("DequantizeLinear", [x_in, *dq_x.inputs[1:]], "dq")
+    taps = tuple(tuple(reversed(range(k))) for k in geometry[0])
+    conv.add(out, x_in, taps, (geometry[2], plan.pads), first=True, last=True,
+             output=tail.output if dq_x is None else node.outputs[0])
+    return list(tail.nodes) if dq_x is None else []
 
 
-def _plan(node: Node, x_shape: tuple[int, ...],
-          w_shape: tuple[int, ...]) -> tuple[ZeroInsertion, dict[str, AttrValue]]:  # fmt: skip
-    """Return the zero insertion and the Conv's attributes for ConvTranspose `node`."""
-    op = ConvTranspose(node.attrs, node.version or 11, node.label)
-    kernel, strides, dilations, pads, out = op.geometry(x_shape, w_shape)
-    insertion = zero_insertion(x_shape[2:], kernel, strides, dilations, pads, out)
-    attrs: dict[str, AttrValue] = {"kernel_shape": tuple(kernel), "strides": (1,) * len(kernel),
-                                "dilations": tuple(dilations), "pads": insertion.pads,
-                                "group": _group(node)}
-    return insertion, attrs
+@dataclasses.dataclass(frozen=True)
+class _ConvMaker:
+    """Writes the Convs of one ConvTranspose: its kernel and bias, then (float form) Relu
+    when one is absorbed, or (QDQ form, polyphase) a QuantizeLinear of `q_y`'s parameters."""
+
+    node: Node
+    kernel: _Kernel
+    bias: list[str]
+    q_y: Node | None
+    relu: bool
+
+    def add(self, out: Builder, x: str, taps: tuple[tuple[int, ...], ...],
+            spacing: tuple[tuple[int, ...], tuple[int, ...]], *, first: bool, last: bool,
+            output: str = "", quantize: bool = False) -> str:  # fmt: skip
+        """Add a Conv over `taps` with (dilations, pads) `spacing`; return its result."""
+        dilations, pads = spacing
+        tail = self.relu or quantize
+        value = out.node("Conv", [x, self.kernel.select(out, taps), *self.bias], "phase",
+                         output="" if tail else output, name=self.node.name if first else "",
+                         kernel_shape=tuple(len(t) for t in taps), strides=(1,) * len(taps),
+                         dilations=dilations, pads=pads, group=_group(self.node))
+        if self.relu:
+            value = out.node("Relu", [value], "relu", output=output)
+        if quantize and self.q_y is not None:
+            value = out.node("QuantizeLinear", [value, *self.q_y.inputs[1:]], "phase_q",
+                             name=self.q_y.name if last else "")
+        return value
 
 
-def zero_insertion(in_spatial: tuple[int, ...], kernel: tuple[int, ...],
-                   strides: tuple[int, ...], dilations: tuple[int, ...],
-                   pads: tuple[int, ...], out: tuple[int, ...]) -> ZeroInsertion:  # fmt: skip
-    """Return where the zeros go for a ConvTranspose of this geometry (pads: its resolved
-    begins then ends; out: its output's spatial shape)."""
-    rank = len(kernel)
-    phases, begins, ends = [], [], []
-    for i in range(rank):
-        s, reach = strides[i], dilations[i] * (kernel[i] - 1)
-        before = reach - pads[i]
-        after = out[i] + reach - before - (in_spatial[i] - 1) * s - 1
-        low, high = max(0, s - 1 - after), min(s - 1, before)
-        phase = high if low <= high else min(max(before, 0), s - 1)
-        phases.append(phase)
-        begins.append(before - phase)
-        ends.append(after - (s - 1 - phase))
-    edges = begins + ends
-    return ZeroInsertion(tuple(strides), tuple(phases), tuple(max(0, e) for e in edges),
-                         tuple(max(0, -e) for e in edges))
+def _zero_inserted(out: Builder, source: str, x_shape: tuple[int, ...], plan: ZeroInsertion,
+                   fill: np.ndarray) -> str:  # fmt: skip
+    """Return `source` interleaved with fill blocks and cropped as `plan` says."""
+    strides, phases = plan.strides, plan.phases
+    block = out.constant("fill", np.full(x_shape, fill))
+    grid = {p: block for p in itertools.product(*(range(s) for s in strides))}
+    grid[tuple(phases)] = source
+    inserted = interleave(out, grid, x_shape, strides)
+    spread = tuple(x_shape[2 + i] * s for i, s in enumerate(strides))
+    return crop(out, inserted, spread, plan.crops)
 
 
-def insert_zeros(out: _Builder, x: str, shape: tuple[int, ...], plan: ZeroInsertion,
-                 fill: np.ndarray) -> str:  # fmt: skip
-    """Add the Reshape/Concat (and Slice) nodes that put `plan.phases[i]` fill cells before
-    and strides[i] − 1 − phases[i] after every cell of `x` along each spatial axis, then crop;
-    return the result's name."""
-    n, c, spatial = shape[0], shape[1], list(shape[2:])
-    current, current_shape = x, tuple(shape)
-    for axis in reversed(range(len(spatial))):
-        s, phase = plan.strides[axis], plan.phases[axis]
-        if s == 1:
-            continue
-        outer, inner = math.prod(spatial[:axis + 1]), math.prod(spatial[axis + 1:])
-        rows = (n, c, outer, inner)
-        if current_shape != rows:
-            current = out.node("Reshape", [current, out.constant("rows", _i64(rows))], "rows")
-        parts = []
-        for cells, where in ((phase, "before"), (s - 1 - phase, "after")):
-            if cells:
-                parts.append(out.constant(f"fill_{where}",
-                                          np.full((n, c, outer, cells * inner), fill)))
-        parts.insert(1 if phase else 0, current)
-        current = out.node("Concat", parts, "spread", axis=3)
-        current_shape = (n, c, outer, s * inner)
-        spatial[axis] *= s
-    final = (n, c, *spatial)
-    if current_shape != final:
-        current = out.node("Reshape", [current, out.constant("shape", _i64(final))],
-                           "inserted")
-    rank = len(spatial)
-    if any(plan.crops):
-        starts = plan.crops[:rank]
-        ends = tuple(spatial[i] - plan.crops[rank + i] for i in range(rank))
-        current = out.node("Slice", [current, out.constant("starts", _i64(starts)),
-                                     out.constant("ends", _i64(ends)),
-                                     out.constant("axes", _i64(tuple(range(2, 2 + rank))))],
-                           "cropped")
-    return current
+def _polyphase(out: Builder, conv: _ConvMaker, phases: list[list[AxisPhase]],
+               shapes: tuple[tuple[int, ...], tuple[int, ...]], final: str) -> None:
+    """Add one Conv per output phase (each quantized by q_y's parameters in the QDQ form)
+    and their interleave, written to `final`."""
+    x_shape, out_spatial = shapes
+    strides = tuple(len(axis) for axis in phases)
+    combos = list(itertools.product(*(range(s) for s in strides)))
+    grid: dict[tuple[int, ...], str] = {}
+    for index, combo in enumerate(combos):
+        chosen = [phases[axis][q] for axis, q in enumerate(combo)]
+        pads = tuple(p.pads[0] for p in chosen) + tuple(p.pads[1] for p in chosen)
+        grid[combo] = conv.add(out, conv.node.inputs[0], tuple(p.taps for p in chosen),
+                               (tuple(p.dilation for p in chosen), pads), first=index == 0,
+                               last=index == len(combos) - 1, quantize=True)
+    cells = tuple(o // s for o, s in zip(out_spatial, strides, strict=True))
+    interleave(out, grid, (x_shape[0], conv.kernel.values.shape[0], *cells), strides,
+               output=final)
 
 
-def transposed_kernel(w: np.ndarray, group: int) -> np.ndarray:
-    """Return the Conv kernel [M, C/group, *k] of ConvTranspose kernel `w` [C, M/group, *k]:
-    channel axes swapped within each group, every spatial axis flipped."""
+def swap_channels(w: np.ndarray, group: int) -> np.ndarray:
+    """Return ConvTranspose kernel `w` [C, M/group, *k] as [M, C/group, *k]: the channel axes
+    swapped within each group (taps unchanged)."""
     c, m_per, *kernel = w.shape
     per_group = w.reshape(group, c // group, m_per, *kernel).swapaxes(1, 2)
-    swapped = per_group.reshape(group * m_per, c // group, *kernel)
-    return np.ascontiguousarray(np.flip(swapped, axis=tuple(range(2, w.ndim))))
+    return np.ascontiguousarray(per_group.reshape(group * m_per, c // group, *kernel))
 
 
-def _quantized_weights(graph: Graph, node: Node, constants: dict[str, np.ndarray],
-                       out: _Builder) -> str:  # fmt: skip
-    """Return the name of the Conv's weights read through a new DequantizeLinear."""
-    group = _group(node)
-    w_name = node.inputs[1]
+def _float_kernel(graph: Graph, node: Node, constants: dict[str, np.ndarray],
+                  out: Builder) -> tuple[_Kernel, str, ChannelTail]:  # fmt: skip
+    """Return W' with the per-channel ops after `node` folded in (`channel_tail`), the bias
+    input ("" for none) and that tail."""
+    w = constants.get(node.inputs[1])
+    if w is None or w.dtype.kind != "f":
+        raise NotFusable("W is not a float constant and X is not read through a "
+                         "DequantizeLinear with the output quantized")
+    swapped = swap_channels(w, _group(node))
+    bias = node.inputs[2] if len(node.inputs) > 2 else ""
+    tail = channel_tail(graph, node.outputs[0], swapped.shape[0], constants)
+    if not tail.nodes or (len(tail.nodes) == 1 and tail.relu):
+        return _Kernel(swapped), bias, tail
+    scaled = swapped.astype(np.float64) * tail.scale.reshape((-1,) + (1,) * (w.ndim - 1))
+    old = constants[bias].astype(np.float64).reshape(-1) if bias else 0.0
+    new_bias = out.constant("bias", (old * tail.scale + tail.offset).astype(w.dtype))
+    return _Kernel(scaled.astype(w.dtype)), new_bias, tail
+
+
+def _quantized_kernel(graph: Graph, node: Node, constants: dict[str, np.ndarray],
+                      out: Builder) -> _Kernel:  # fmt: skip
+    """Return W' read through DequantizeLinear: W's own integers and parameters, or a float
+    W quantized symmetric per output channel."""
+    group, w_name = _group(node), node.inputs[1]
     if w_name in constants and constants[w_name].dtype.kind == "f":
-        values, scale = quantize_weights(transposed_kernel(constants[w_name], group), 0)
-        return out.node("DequantizeLinear", [out.constant("weights_q", values),
-                                             out.constant("weights_scale", scale)],
-                        "weights", axis=0)
+        values, scale = quantize_weights(swap_channels(constants[w_name], group), 0)
+        return _Kernel(values, (out.constant("weights_scale", scale),), per_channel=True)
     dq = _producer(graph, w_name, "DequantizeLinear")
     if dq is None or dq.inputs[0] not in constants:
         raise NotFusable("W is neither a float constant nor a constant read through a "
                          "DequantizeLinear")
     values = constants[dq.inputs[0]]
-    found = constants.get(dq.inputs[1])
-    zero = constants.get(_opt(dq, 2)) if _opt(dq, 2) else None
-    if found is None or (_opt(dq, 2) and zero is None):
+    found, zero_name = constants.get(dq.inputs[1]), _opt(dq, 2)
+    zero = constants.get(zero_name) if zero_name else None
+    if found is None or (zero_name and zero is None):
         raise NotFusable("W's scale or zero point is not a constant")
-    scale = found
-    inputs = [out.constant("weights_q", transposed_kernel(values, group))]
-    if scale.size == 1:
-        inputs += [dq.inputs[1]] + ([_opt(dq, 2)] if zero is not None else [])
-        return out.node("DequantizeLinear", inputs, "weights")
-    if attr_int(dq, "axis", 1) % values.ndim != 1 or scale.size != values.shape[1]:
+    swapped = swap_channels(values, group)
+    if found.size == 1:
+        return _Kernel(swapped, tuple(dq.inputs[1:3]))
+    if attr_int(dq, "axis", 1) % values.ndim != 1 or found.size != values.shape[1]:
         raise NotFusable("W is quantized per input channel (axis 0), not per output channel")
-    inputs.append(out.constant("weights_scale", np.tile(scale.reshape(-1), group)))
+    inputs = [out.constant("weights_scale", np.tile(found.reshape(-1), group))]
     if zero is not None:
         inputs.append(out.constant("weights_zero_point", np.tile(zero.reshape(-1), group)))
-    return out.node("DequantizeLinear", inputs, "weights", axis=0)
-
-
-def _weight_shape(graph: Graph, constants: dict[str, np.ndarray],
-                  name: str) -> tuple[int, ...]:  # fmt: skip
-    if name in constants:
-        return tuple(constants[name].shape)
-    dq = _producer(graph, name, "DequantizeLinear")
-    if dq is None or dq.inputs[0] not in constants:
-        raise NotFusable("W is not a constant")
-    return tuple(constants[dq.inputs[0]].shape)
+    return _Kernel(swapped, tuple(inputs), per_channel=True)
 
 
 def _producer(graph: Graph, name: str, op_type: str) -> Node | None:
@@ -298,8 +293,3 @@ def _group(node: Node) -> int:
 
 def _opt(node: Node, index: int) -> str:
     return node.inputs[index] if len(node.inputs) > index else ""
-
-
-def _i64(values: tuple[int, ...]) -> np.ndarray:
-    return np.array(values, dtype=np.int64)
-

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from systolic.mapper.passes.conv_transpose import conv_transpose_to_conv, transposed_kernel
+from systolic.mapper.macs import node_macs
+from systolic.mapper.passes.conv_transpose import conv_transpose_to_conv, swap_channels
 from systolic.mapper.passes.name_nodes import name_nodes
 from systolic.mapper.passes.pipeline import finalize, run_passes
 from systolic.mapper.passes.quantize_float import quantize_float
@@ -39,48 +40,62 @@ def float_model(spatial, c, m, group, attrs, *, bias=True, seed=0):
                  constants)
 
 
-FLOAT_CASES = [
-    ((5, 6), 4, 6, 1, {"strides": [2, 2]}),
-    ((5, 6), 4, 6, 1, {"strides": [2, 3], "pads": [1, 0, 2, 1]}),           # asymmetric
-    ((4, 4), 4, 4, 2, {"strides": [2, 2], "output_padding": [1, 1], "pads": [1, 1, 1, 1]}),
-    ((4, 5), 6, 6, 3, {"strides": [3, 1], "dilations": [2, 1], "output_padding": [2, 0]}),
-    ((4, 4), 4, 4, 4, {"strides": [2, 2], "kernel": (2, 2)}),               # depthwise, k = s
-    ((3, 3), 2, 3, 1, {"strides": [1, 1], "pads": [1, 2, 0, 1]}),            # stride 1
-    ((4, 4), 2, 4, 1, {"strides": [2, 2], "auto_pad": "SAME_UPPER"}),
-    ((4, 4), 2, 4, 1, {"strides": [2, 2], "auto_pad": "SAME_LOWER", "kernel": (4, 4)}),
-    ((4, 4), 2, 4, 1, {"strides": [3, 2], "output_shape": [11, 9]}),
-    ((4, 4), 2, 2, 1, {"strides": [2, 2], "pads": [3, 2, 3, 2]}),            # crops: a Slice
-    ((4, 4), 2, 2, 1, {"strides": [3, 3], "kernel": (1, 1)}),               # s - 1 > reach
-    ((7,), 4, 6, 2, {"strides": [2], "pads": [1, 0], "output_padding": [1]}),  # 1-D
-    ((6,), 3, 3, 1, {"strides": [3], "dilations": [2], "kernel": (2,)}),
+FLOAT_CASES = [  # (x spatial, C, M, group, attributes, Convs written: 1 = zero insertion)
+    ((5, 6), 4, 6, 1, {"strides": [2, 2]}, 1),
+    ((5, 6), 4, 6, 1, {"strides": [2, 3], "pads": [1, 0, 2, 1]}, 1),             # asymmetric
+    ((4, 4), 4, 4, 2, {"strides": [2, 2], "output_padding": [1, 1], "pads": [1, 1, 1, 1]}, 4),
+    ((4, 5), 6, 6, 3, {"strides": [3, 1], "dilations": [2, 1], "output_padding": [2, 0]}, 1),
+    ((4, 4), 4, 4, 4, {"strides": [2, 2], "kernel": (2, 2)}, 4),                 # depthwise
+    ((3, 3), 2, 3, 1, {"strides": [1, 1], "pads": [1, 2, 0, 1]}, 1),              # stride 1
+    ((4, 4), 2, 4, 1, {"strides": [2, 2], "auto_pad": "SAME_UPPER"}, 4),
+    ((4, 4), 2, 4, 1, {"strides": [2, 2], "auto_pad": "SAME_LOWER", "kernel": (4, 4)}, 4),
+    ((4, 4), 2, 4, 1, {"strides": [3, 2], "output_shape": [11, 9]}, 1),
+    ((4, 4), 2, 2, 1, {"strides": [2, 2], "pads": [3, 2, 3, 2]}, 1),              # a Slice
+    ((4, 4), 2, 2, 1, {"strides": [3, 3], "kernel": (1, 1)}, 1),      # phases without taps
+    ((4, 4), 2, 2, 1, {"strides": [2, 2], "dilations": [2, 2], "kernel": (2, 2),
+                       "output_padding": [1, 1]}, 1),
+    ((4, 3), 2, 2, 1, {"strides": [2, 3], "pads": [1, 1, 1, 2], "kernel": (4, 6)}, 6),
+    ((7,), 4, 6, 2, {"strides": [2], "pads": [1, 0], "output_padding": [1]}, 1),  # 1-D
+    ((7,), 4, 6, 2, {"strides": [2], "pads": [1, 1], "output_padding": [1]}, 2),
+    ((6,), 3, 3, 1, {"strides": [3], "dilations": [2], "kernel": (2,)}, 1),
 ]
 
 
-@pytest.mark.parametrize(("spatial", "c", "m", "group", "attrs"), FLOAT_CASES)
-def test_float_conv_transpose_becomes_an_equal_conv(spatial, c, m, group, attrs):
+@pytest.mark.parametrize(("spatial", "c", "m", "group", "attrs", "convs"), FLOAT_CASES)
+def test_float_conv_transpose_becomes_equal_convs(spatial, c, m, group, attrs, convs):
     model = float_model(spatial, c, m, group, dict(attrs))
     rewritten, _ = rewrite(model)
     ops = [n.op_type for n in rewritten.graph.nodes]
-    assert "ConvTranspose" not in ops and ops.count("Conv") == 1
+    assert "ConvTranspose" not in ops and ops.count("Conv") == convs
     assert out_shape(rewritten) == out_shape(model)
+    if convs > 1:  # polyphase: exactly the transposed convolution's MACs
+        assert macs(rewritten) == macs(model)
     x = np.random.default_rng(1).standard_normal((1, c, *spatial)).astype(np.float32)
     np.testing.assert_allclose(run_model(rewritten, {"x": x})["y"],
                                run_model(model, {"x": x})["y"], rtol=1e-5, atol=1e-5)
 
 
-def test_zero_insertion_uses_layout_ops_only_when_borders_fit():
+def macs(model):
+    return sum(node_macs(n, model.graph.type_of) for n in model.graph.nodes)
+
+
+def test_layout_is_reshape_and_concat_only_when_borders_fit():
     ops = [n.op_type for n in rewrite(float_model((5, 6), 4, 6, 1, {"strides": [2, 2]}))[0]
            .graph.nodes]
     assert ops == ["Reshape", "Concat", "Reshape", "Concat", "Reshape", "Conv"]
+    phases = rewrite(float_model((4, 4), 2, 2, 1, {"strides": [2, 2], "kernel": (2, 2)}))[0]
+    assert [n.op_type for n in phases.graph.nodes] == ["Conv"] * 4 + [
+        "Reshape", "Reshape", "Concat", "Reshape", "Reshape", "Concat", "Reshape", "Reshape",
+        "Concat", "Reshape"]
     cropped = rewrite(float_model((4, 4), 2, 2, 1, {"strides": [2, 2], "pads": [3, 2, 3, 2]}))
     assert "Slice" in [n.op_type for n in cropped[0].graph.nodes]
 
 
-def test_transposed_kernel_swaps_channels_per_group_and_flips():
+def test_swap_channels_swaps_per_group():
     w = np.arange(4 * 3 * 2 * 2).reshape(4, 3, 2, 2)  # C = 4, M/group = 3, group 2
-    got = transposed_kernel(w, 2)
+    got = swap_channels(w, 2)
     assert got.shape == (6, 2, 2, 2)
-    assert got[4, 1, 0, 1] == w[2 + 1, 1, 1, 0]  # group 1, m 1, c 1, taps flipped
+    assert got[4, 1, 0, 1] == w[2 + 1, 1, 0, 1]  # group 1, m 1, c 1
 
 
 def qdq_model(spatial, c, m, group, attrs, *, per_channel=True, seed=0):
@@ -100,11 +115,13 @@ def qdq_model(spatial, c, m, group, attrs, *, per_channel=True, seed=0):
                  constants)
 
 
-QDQ_CASES = [
-    ((6, 6), 4, 8, 1, {"strides": [2, 2], "kernel": (2, 2)}, True),   # the PP-OCR upsampling
-    ((5, 4), 4, 6, 2, {"strides": [2, 3], "pads": [1, 0, 0, 1], "output_padding": [1, 0]}, True),
-    ((4, 4), 3, 3, 1, {"strides": [2, 2], "dilations": [2, 1]}, False),
-    ((7,), 4, 4, 4, {"strides": [2], "pads": [1, 1], "output_padding": [1]}, True),
+QDQ_CASES = [  # (x spatial, C, M, group, attributes, W per channel, QConvs written)
+    ((6, 6), 4, 8, 1, {"strides": [2, 2], "kernel": (2, 2)}, True, 4),   # PP-OCR's upsampling
+    ((5, 4), 4, 6, 2, {"strides": [2, 3], "pads": [1, 0, 0, 1], "output_padding": [1, 0]},
+     True, 1),
+    ((4, 4), 3, 3, 1, {"strides": [2, 2], "dilations": [2, 1]}, False, 1),
+    ((4, 4), 2, 4, 1, {"strides": [2, 2], "pads": [1, 1, 1, 1], "kernel": (4, 4)}, False, 4),
+    ((7,), 4, 4, 4, {"strides": [2], "pads": [1, 1], "output_padding": [1]}, True, 2),
 ]
 
 
@@ -113,24 +130,28 @@ def _inputs(c, spatial, seed):
             .astype(np.float32)}
 
 
-@pytest.mark.parametrize(("spatial", "c", "m", "group", "attrs", "per_channel"), QDQ_CASES)
-def test_qdq_zeros_go_into_the_quantized_input(spatial, c, m, group, attrs, per_channel):
+@pytest.mark.parametrize(("spatial", "c", "m", "group", "attrs", "per_channel", "convs"),
+                         QDQ_CASES)
+def test_qdq_layout_moves_the_quantized_values(spatial, c, m, group, attrs, per_channel,
+                                               convs):
     model = qdq_model(spatial, c, m, group, dict(attrs), per_channel=per_channel)
     rewritten, _ = rewrite(model)
-    concat = next(n for n in rewritten.graph.nodes if n.op_type == "Concat")
-    assert rewritten.graph.type_of(concat.outputs[0]).dtype.name == "UINT8"
+    for concat in (n for n in rewritten.graph.nodes if n.op_type == "Concat"):
+        assert rewritten.graph.type_of(concat.outputs[0]).dtype.name == "UINT8"
     for seed in range(3):
         feeds = _inputs(c, spatial, seed)
         np.testing.assert_array_equal(run_model(rewritten, feeds)["y"],
                                       run_model(model, feeds)["y"])
 
 
-@pytest.mark.parametrize(("spatial", "c", "m", "group", "attrs", "per_channel"), QDQ_CASES)
-def test_qdq_conv_transpose_fuses_into_a_qconv(spatial, c, m, group, attrs, per_channel):
+@pytest.mark.parametrize(("spatial", "c", "m", "group", "attrs", "per_channel", "convs"),
+                         QDQ_CASES)
+def test_qdq_conv_transpose_fuses_into_qconvs(spatial, c, m, group, attrs, per_channel, convs):
     model = qdq_model(spatial, c, m, group, dict(attrs), per_channel=per_channel)
     integer, report = run_passes(rewrite(model)[0])
     ops = [n.op_type for n in integer.graph.nodes]
-    assert ops.count("QConv") == 1 and "ConvTranspose" not in ops
+    assert ops.count("QConv") == convs and "ConvTranspose" not in ops
+    assert report.fate("q_out").action == "fused"
     assert report.fate("ct").action == "fused"
     assert {op for op in ops if op not in ("QConv",)} <= {"QuantizeLinear", "Reshape", "Concat"}
     for seed in range(3):
@@ -184,3 +205,34 @@ def test_a_conv_transpose_of_computed_weights_stays():
     rewritten, report = rewrite(model)
     assert [n.op_type for n in rewritten.graph.nodes] == ["ConvTranspose"]
     assert "not rewritten" in report.note_of("ct")
+
+
+def tail_model(kernel, pads):
+    """x -> ConvTranspose (no B, stride 2) -> Add [1, 4, 1, 1] -> BatchNormalization -> Relu."""
+    r = np.random.default_rng(7)
+    constants = {"w": r.standard_normal((3, 4, *kernel)).astype(np.float32),
+                 "c": r.standard_normal((1, 4, 1, 1)).astype(np.float32),
+                 "g": r.uniform(0.5, 2, 4).astype(np.float32),
+                 "beta": r.standard_normal(4).astype(np.float32),
+                 "mean": r.standard_normal(4).astype(np.float32),
+                 "var": r.uniform(0.5, 2, 4).astype(np.float32)}
+    nodes = [node("ConvTranspose", ["x", "w"], ["t"], strides=[2, 2], pads=pads, name="ct"),
+             node("Add", ["t", "c"], ["a"], name="bias"),
+             node("BatchNormalization", ["a", "g", "beta", "mean", "var"], ["n"], name="bn"),
+             node("Relu", ["n"], ["y"], name="relu")]
+    return build(nodes, [("x", np.float32, [1, 3, 4, 5])], [("y", np.float32, [None] * 4)],
+                 constants)
+
+
+@pytest.mark.parametrize(("kernel", "pads", "convs"), [((2, 2), [0, 0, 0, 0], 4),
+                                                       ((3, 3), [1, 1, 1, 1], 1)])
+def test_bias_add_batchnorm_and_relu_join_the_convs(kernel, pads, convs):
+    model = tail_model(kernel, pads)
+    rewritten, report = rewrite(model)
+    ops = [n.op_type for n in rewritten.graph.nodes]
+    assert ops.count("Conv") == convs and ops.count("Relu") == convs
+    assert "Add" not in ops and "BatchNormalization" not in ops
+    assert {report.fate(n).into for n in ("bias", "bn", "relu")} == {"ConvTranspose 'ct'"}
+    x = np.random.default_rng(2).standard_normal((1, 3, 4, 5)).astype(np.float32)
+    np.testing.assert_allclose(run_model(rewritten, {"x": x})["y"],
+                               run_model(model, {"x": x})["y"], rtol=1e-5, atol=1e-5)
