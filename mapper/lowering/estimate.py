@@ -29,15 +29,15 @@ def array_cycles(instructions: Iterable[Instruction], config: ArrayConfig) -> Ar
     """Return the array time of `instructions` (module docstring)."""
     busy = occupied = 0
     tile = 0  # rows streamed since the last PRELOAD (weight-stationary)
-    for instr in instructions:
-        if isinstance(instr, Compute):
+    for instr in instructions:  # (exact classes, not isinstance: 100,000s of instructions)
+        if type(instr) is Compute:
             busy += instr.m
             tile += instr.m
-        elif isinstance(instr, Preload):
+        elif type(instr) is Preload:
             if tile:
                 occupied += max(tile, config.rows)
             tile = 0
-        elif isinstance(instr, ComputeOS):
+        elif type(instr) is ComputeOS:
             busy += instr.k
             occupied += max(instr.k, config.rows)
     if tile:

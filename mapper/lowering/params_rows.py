@@ -34,8 +34,8 @@ def fold_zero_point(
     weights: np.ndarray, bias: np.ndarray, zero_point: int, label: str
 ) -> np.ndarray:
     """Return `bias − zero_point · Σ_k weights[k, n]` per column; raise if it leaves int32."""
-    folded: np.ndarray = bias.astype(np.int64) - int(zero_point) * weights.astype(np.int64).sum(
-        axis=0
+    folded: np.ndarray = bias.astype(np.int64) - int(zero_point) * weights.sum(
+        axis=0, dtype=np.int64
     )
     if folded.size and (folded.min() < _INT32_MIN or folded.max() > _INT32_MAX):
         raise UnsupportedError(
@@ -60,16 +60,21 @@ def check_accumulator(weights: np.ndarray, config: ArrayConfig, label: str) -> N
     """Raise ResourceError when some partial sum of Σ x·w could overflow the accumulator.
 
     x ranges over all `input_width`-bit signed values; the largest and the smallest sum per
-    column bound every partial sum (each term's extreme has the sign the bound needs).
+    column bound every partial sum (each term's extreme has the sign the bound needs): with
+    P and N the sums of a column's positive and negative weights, the largest is
+    x_high·P + x_low·N and the smallest x_low·P + x_high·N.
     """
     x_low, x_high = -(1 << (config.input_width - 1)), (1 << (config.input_width - 1)) - 1
-    w = weights.astype(np.int64)
-    most = np.maximum(w * x_low, w * x_high).sum(axis=0) if w.size else np.zeros(1, np.int64)
-    least = np.minimum(w * x_low, w * x_high).sum(axis=0) if w.size else np.zeros(1, np.int64)
+    if weights.size:
+        positive = np.sum(weights, axis=0, dtype=np.int64, where=weights > 0)
+        negative = np.sum(weights, axis=0, dtype=np.int64) - positive
+    else:
+        positive = negative = np.zeros(1, np.int64)
+    most, least = x_high * positive + x_low * negative, x_low * positive + x_high * negative
     limit = 1 << (config.acc_width - 1)
     if most.max() > limit - 1 or least.min() < -limit:
         raise ResourceError(
-            f"layer {label!r}: sums of {w.shape[0]} products can reach "
+            f"layer {label!r}: sums of {weights.shape[0]} products can reach "
             f"{max(int(most.max()), -int(least.min()))}, beyond the {config.acc_width}-bit "
             f"accumulator; use a wider acc_width"
         )
@@ -95,11 +100,9 @@ def weight_image(weights: np.ndarray, config: ArrayConfig) -> bytes:
     k, n = weights.shape
     cols = config.cols
     tiles = _tiles(n, cols)
-    padded = np.zeros((k, tiles * cols), dtype=np.int64)
-    padded[:, :n] = weights
-    laid = padded.reshape(k, tiles, cols).transpose(1, 0, 2)  # (tiles, K, cols)
-    dtype = {1: "i1", 2: "<i2"}[config.operand_bytes]
-    return np.ascontiguousarray(laid).astype(dtype).tobytes()
+    padded = np.zeros((k, tiles * cols), dtype={1: "i1", 2: "<i2"}[config.operand_bytes])
+    padded[:, :n] = weights  # (each fits: check_weight_width)
+    return padded.reshape(k, tiles, cols).transpose(1, 0, 2).tobytes()  # (tiles, K, cols)
 
 
 def params_image(

@@ -24,7 +24,7 @@ Output-stationary nest (`OsPlan` group, block, k_super):
 
 import bisect
 import dataclasses
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Sequence
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.isa.instructions import (
@@ -104,28 +104,33 @@ class Ring:
         """
         if not 1 <= size <= self.rows:
             raise AssertionError(f"a span of {size} rows does not fit a ring of {self.rows}")
-        for start in self._candidates(avoid):
-            end = start + size
-            if end > self.rows:
-                continue
-            for s, n in avoid:
-                if s < end and start < s + n:
-                    break
-            else:
+        if self._clear(self._next, size, avoid):
+            return self._next
+        for start in sorted(s + n for s, n in avoid):
+            if self._clear(start, size, avoid):
                 return start
-        return None
+        return 0 if self._clear(0, size, avoid) else None
 
-    def _candidates(self, avoid: Sequence[tuple[int, int]]) -> Iterator[int]:
-        yield self._next
-        yield from sorted(s + n for s, n in avoid)
-        yield 0
+    def _clear(self, start: int, size: int, avoid: Sequence[tuple[int, int]]) -> bool:
+        """Whether rows start..start+size-1 lie inside the ring and overlap no `avoid` span."""
+        end = start + size
+        if end > self.rows:
+            return False
+        for s, n in avoid:
+            if s < end and start < s + n:
+                return False
+        return True
 
     def take(self, size: int, key: Hashable, avoid: Sequence[tuple[int, int]] = ()) -> int:
         """Return the first row of a fresh span of `size` rows now holding `key`.
 
         The span overlaps none of the `avoid` spans ((start, size) pairs still in use).
         """
-        start = self.fits(size, avoid)
+        return self.hold(self.fits(size, avoid), size, key)
+
+    def hold(self, start: int | None, size: int, key: Hashable) -> int:
+        """Return `start` after making rows start..start+size-1 the span holding `key` (the
+        ring position then follows it); `start` is what `fits` gave (None: no room)."""
         if start is None:
             raise AssertionError(f"no span of {size} rows free in a ring of {self.rows}")
         end = start + size
@@ -155,16 +160,18 @@ class JobImage:
     params: int
 
 
-@dataclasses.dataclass
 class _Step:
     """One tile of work: the LOADs it needs (each with how many steps early it may run),
-    then its EXECUTE and STORE instructions, and the on-chip spans it reads."""
+    then its EXECUTE and STORE instructions (`executes` of them EXECUTEs), and the on-chip
+    spans it reads ((first row, rows) per scratchpad name)."""
 
-    loads: list[tuple[Instruction, int]] = dataclasses.field(default_factory=list)
-    body: list[Instruction] = dataclasses.field(default_factory=list)
-    spans: dict[str, list[tuple[int, int]]] = dataclasses.field(
-        default_factory=lambda: {"in": [], "wt": []}
-    )
+    __slots__ = ("body", "executes", "loads", "spans")
+
+    def __init__(self) -> None:
+        self.loads: list[tuple[Instruction, int]] = []
+        self.body: list[Instruction] = []
+        self.executes = 0
+        self.spans: dict[str, list[tuple[int, int]]] = {"in": [], "wt": []}
 
 
 _HOIST = {"in": 2, "wt": 4}
@@ -185,6 +192,23 @@ def _per_tile(load: Instruction) -> list[Instruction]:
                             ext=load.ext + t * load.row_stride1)
         for t in range(load.count // load.n0)
     ]  # fmt: skip
+
+
+def _spread(step: _Step, ahead: list[Instruction]) -> list[Instruction]:
+    """Return `step`'s body with the LOADs `ahead` spread over it: an equal share after each
+    EXECUTE (rounded up), the rest at the end."""
+    if not ahead:
+        return step.body
+    share = -(-len(ahead) // max(step.executes, 1))
+    out: list[Instruction] = []
+    cursor = 0
+    for instr in step.body:
+        out.append(instr)
+        if instr.UNIT is Unit.EX:
+            out += ahead[cursor : cursor + share]
+            cursor += share
+    out += ahead[cursor:]
+    return out
 
 
 class Scheduler:
@@ -210,6 +234,7 @@ class Scheduler:
         self._jobs = 0
         self._steps: list[_Step] = [_Step()]
         self._params_in_use: list[tuple[int, int]] = []  # this group's and the previous one's
+        self._made: dict[tuple[object, ...], Instruction] = {}  # EXECUTEs by class and fields
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -217,21 +242,43 @@ class Scheduler:
         self._steps.append(_Step())
 
     def _body(self, instr: Instruction) -> None:
-        self._steps[-1].body.append(instr)
+        step = self._steps[-1]
+        step.body.append(instr)
+        step.executes += instr.UNIT is Unit.EX
+
+    def _execute(self, cls: type[Instruction], *fields: int | bool) -> None:
+        """Add the EXECUTE instruction `cls(*fields)` to the step. Instructions are frozen
+        values, so equal ones are one object, built (and later checked) once: a layer's
+        PRELOADs and COMPUTEs repeat the same few hundred rows over and over."""
+        key = (cls, *fields)
+        instr = self._made.get(key)
+        if instr is None:
+            instr = self._made[key] = cls(*fields)
+        step = self._steps[-1]
+        step.body.append(instr)
+        step.executes += 1
 
     def _span(self, ring: Ring, name: str, key: Hashable, size: int) -> tuple[int, int | None]:
         """Return (first row, steps early its LOAD may run, None when already loaded)."""
-        current = self._steps[-1]
         found = ring.find(key)
         hoist: int | None = None
         if found is None:
-            for hoist in range(min(_HOIST[name], len(self._steps) - 1), -1, -1):
-                avoid = [span for step in self._steps[-1 - hoist :] for span in step.spans[name]]
-                if ring.fits(size, avoid) is not None:
-                    break
-            found = ring.take(size, key, avoid)
-        current.spans[name].append((found, size))
+            hoist, start = self._room(ring, name, size)
+            found = ring.hold(start, size, key)
+        self._steps[-1].spans[name].append((found, size))
         return found, hoist
+
+    def _room(self, ring: Ring, name: str, size: int) -> tuple[int, int | None]:
+        """Return how many steps early (at most `_HOIST[name]`) a LOAD of `size` rows of
+        `ring` can run and where its rows go (None: nowhere): clear of every span read by
+        the steps it runs ahead of, and by this one."""
+        steps = self._steps
+        for hoist in range(min(_HOIST[name], len(steps) - 1), -1, -1):
+            avoid = [span for step in steps[-1 - hoist :] for span in step.spans[name]]
+            start = ring.fits(size, avoid)
+            if start is not None:
+                return hoist, start
+        return 0, None
 
     def finish(self) -> list[Instruction]:
         """Return every instruction emitted, LOADs placed early (class docstring)."""
@@ -242,8 +289,8 @@ class Scheduler:
         # rather than all going ahead of its first one (which would wait for all of them).
         first = len(self._steps)
         if self.config.dataflow is Dataflow.OS:
-            first = next((index for index, step in enumerate(self._steps)
-                          if any(instr.UNIT is Unit.EX for instr in step.body)), first)  # fmt: skip
+            first = next((index for index, step in enumerate(self._steps) if step.executes),
+                         first)  # fmt: skip
         for index, step in enumerate(self._steps):
             for instr, hoist in step.loads:
                 target = index - hoist
@@ -261,16 +308,7 @@ class Scheduler:
         early[0] = early[0][nearest:]
         for index, step in enumerate(self._steps):
             out += [instr for instr, hoist in step.loads if not hoist]
-            ahead = early[index]
-            slots = sum(1 for instr in step.body if instr.UNIT is Unit.EX)
-            share = -(-len(ahead) // max(slots, 1))
-            cursor = 0
-            for instr in step.body:
-                out.append(instr)
-                if instr.UNIT is Unit.EX:
-                    out += ahead[cursor : cursor + share]
-                    cursor += share
-            out += ahead[cursor:]
+            out += _spread(step, early[index])
         return out
 
     # -- shared pieces -------------------------------------------------------------------------
@@ -354,7 +392,8 @@ class Scheduler:
             )  # fmt: skip
 
     def _flush(self) -> None:
-        self._steps[-1].body += self._pending
+        for instr in self._pending:
+            self._body(instr)
         self._pending = []
 
     def _interleave(self) -> None:
@@ -391,8 +430,8 @@ class Scheduler:
 
     def _emit_ws(self, job: GemmJob, image: JobImage, plan: WsPlan) -> None:
         rows, cols = self.config.rows, self.config.cols
-        total, k = job.rows, job.k
-        tiles_n = -(-job.n // cols)
+        total, k, n_total = job.rows, job.k, job.n
+        tiles_n = -(-n_total // cols)
         chunks = -(-k // rows)
         tiles_m = -(-total // plan.m)
         m_size = -(-total // tiles_m)
@@ -418,12 +457,12 @@ class Scheduler:
                     w_key = (self._jobs, "w", t0, tiles, c)
                     w_row = self._load_weights(job, image, w_key, t0, tiles, k0, kc)
                     for i in range(tiles):
-                        n = min(cols, job.n - (t0 + i) * cols)
                         weights = (self._jobs, t0 + i, c)  # the PEs keep them across LOADs
                         if weights != self._active:
-                            self._body(Preload(w_row + i * kc, kc, n))
+                            n = min(cols, n_total - (t0 + i) * cols)
+                            self._execute(Preload, w_row + i * kc, kc, n)
                             self._active = weights
-                        self._body(Compute(a_row, m, acc + i * m, accumulate=c > 0))
+                        self._execute(Compute, a_row, m, acc + i * m, c > 0)
                         self._interleave()
                 for i in range(tiles):
                     self._store(job, start, stop, acc + i * m, t0 + i, param_row + i, stores)
@@ -432,8 +471,8 @@ class Scheduler:
 
     def _emit_os(self, job: GemmJob, image: JobImage, plan: OsPlan) -> None:
         rows, cols, dim = self.config.rows, self.config.cols, self.config.dim
-        total, k = job.rows, job.k
-        tiles_n = -(-job.n // cols)
+        total, k, n_total = job.rows, job.k, job.n
+        tiles_n = -(-n_total // cols)
         tiles_m = -(-total // rows)
         m_size = -(-total // tiles_m)
         for t0 in range(0, tiles_n, plan.group):
@@ -453,7 +492,7 @@ class Scheduler:
                         w_key = (self._jobs, "w", t0, tiles, s0, ks)
                         loads = len(self._steps[-1].loads)
                         w_row = self._load_weights(job, image, w_key, t0, tiles, s0, ks)
-                        if job.rows > self.config.rows:  # other row tiles' loads to let in
+                        if total > rows:  # other row tiles' loads to let in
                             self._steps[-1].loads[loads:] = [
                                 (piece, hoist)
                                 for instr, hoist in self._steps[-1].loads[loads:]
@@ -471,14 +510,10 @@ class Scheduler:
                                 self._load_a(job, pieces, a_row + ch * m, k0, length, hoist)
                         stores: list[Instruction] = []
                         for i in range(tiles):
-                            n = min(cols, job.n - (t0 + i) * cols)
+                            n = min(cols, n_total - (t0 + i) * cols)
                             acc_row = acc + i * plan.block + (start - b0)
-                            self._body(
-                                ComputeOS(
-                                    a_row, m, n, ks, w_row + i * ks, acc_row,
-                                    a_stride=m if chunks > 1 else 0, accumulate=s0 > 0,
-                                )
-                            )  # fmt: skip
+                            self._execute(ComputeOS, a_row, m, n, ks, w_row + i * ks, acc_row,
+                                          m if chunks > 1 else 0, s0 > 0)  # (a_stride, accumulate)
                             self._interleave()
                             if last:
                                 self._store(job, start, stop, acc_row, t0 + i, param_row + i,

@@ -34,6 +34,23 @@ def test_the_accumulator_bound_is_exact() -> None:
         check_accumulator(np.array([[-128], [-128]]), config, "wide")
 
 
+@pytest.mark.parametrize("acc_width", [18, 20, 22])
+def test_the_accumulator_bound_is_the_sum_of_each_terms_extreme(acc_width: int) -> None:
+    """Raises exactly when, per column, Σ max(w·x_low, w·x_high) or Σ min(...) leaves acc."""
+    config = ArrayConfig(rows=2, cols=2, acc_width=acc_width)
+    rng = np.random.default_rng(acc_width)
+    for _ in range(20):
+        weights = rng.integers(-128, 128, size=(int(rng.integers(1, 40)), 3))
+        most = np.maximum(weights * -128, weights * 127).sum(axis=0).max()
+        least = np.minimum(weights * -128, weights * 127).sum(axis=0).min()
+        limit = 1 << (acc_width - 1)
+        if most < limit and least >= -limit:
+            check_accumulator(weights, config, "l")
+        else:
+            with pytest.raises(ResourceError, match=f"can reach {max(most, -least)}, beyond"):
+                check_accumulator(weights, config, "l")
+
+
 def test_weights_are_laid_out_in_column_tiles() -> None:
     config = ArrayConfig(rows=2, cols=2)
     weights = np.arange(15).reshape(3, 5) - 7
