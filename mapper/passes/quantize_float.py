@@ -49,7 +49,9 @@ pairs that `fuse_qdq` then fuses (the same form onnxruntime's QDQ quantizer writ
   of `recurrent_island`): only the island's nodes are planned (every rule above, applied to
   them); a value they read that a DequantizeLinear produces is quantized already (no new
   pair); a value of the island read by a QuantizeLinear outside it takes that node's
-  parameters (`recurrent_island.exit_params`), the values sharing its parameters with it.
+  parameters (`recurrent_island.exit_params`), the values sharing its parameters with it,
+  and a value float layout ops outside it make from a DequantizeLinear's result takes that
+  node's (`entry_params`).
 """
 
 import dataclasses
@@ -64,7 +66,7 @@ from systolic.mapper.passes.fuse_tables import ELEMENTWISE
 from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of, make_node, tensor
 from systolic.mapper.passes.ptq_regions import elementwise_region, is_product_of_computed
 from systolic.mapper.passes.quant_params import is_activation, weight_scale_floor
-from systolic.mapper.passes.recurrent_island import exit_params
+from systolic.mapper.passes.recurrent_island import entry_params, exit_params
 from systolic.mapper.passes.report import PassReport
 from systolic.mapper.passes.softmax_ranges import RowFloors
 
@@ -123,7 +125,7 @@ def quantize_float(
     if not plan.values:
         return model
     _check_finite_weights(graph, plan)
-    fixed = {} if region is None else _adopt_exits(graph, plan, region)
+    fixed = {} if region is None else _adopt_borders(graph, plan, region)
     feeds = list(calibration) if calibration is not None else random_calibration(graph, seed)
     own = [v for v in plan.values if v not in plan.shared and v not in fixed]
     floors = RowFloors(plan.softmax_inputs)  # taken in the calibration runs themselves
@@ -149,16 +151,17 @@ def _float(graph: Graph, name: str) -> bool:
     return found is not None and found.dtype == DataType.FLOAT
 
 
-def _adopt_exits(graph: Graph, plan: _Plan,
-                 region: Collection[str]) -> dict[str, tuple[np.float32, np.uint8]]:
-    """Return the parameters an island's values take from the QuantizeLinear nodes outside
-    it that read them, by parameter source (the root of `plan.shared`; a symmetric source
-    keeps its own). An exit read only by such nodes (not a graph output) that shares its
-    parameters loses its own pair from `plan.values`: the model's QuantizeLinear quantizes
-    it."""
+def _adopt_borders(graph: Graph, plan: _Plan,
+                   region: Collection[str]) -> dict[str, tuple[np.float32, np.uint8]]:
+    """Return the parameters an island's values take from the model's own quantization, by
+    parameter source (the root of `plan.shared`; a symmetric source keeps its own): those
+    of a QuantizeLinear outside the island that reads them, or of the DequantizeLinear that
+    float layout ops outside it read (`recurrent_island`). An exit read only by such
+    QuantizeLinear nodes (not a graph output) that shares its parameters loses its own pair
+    from `plan.values`: the model's QuantizeLinear quantizes it."""
     fixed: dict[str, tuple[np.float32, np.uint8]] = {}
     adopted = exit_params(graph, region, plan.values)
-    for value, params in adopted.items():
+    for value, params in [*adopted.items(), *entry_params(graph, region, plan.values).items()]:
         source = _root(plan, value)
         if source not in plan.symmetric:
             fixed.setdefault(source, params)

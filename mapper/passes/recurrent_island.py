@@ -14,7 +14,10 @@ island after training as it quantizes a float model:
 - `exit_params(graph, region, values)`: a value of the island read by a QuantizeLinear
   outside it (per-tensor, uint8 zero point, constant parameters) takes that node's scale
   and zero point instead of a calibrated range, so DQ -> layout -> Q keeps one set of
-  parameters and no requantization is left on the host.
+  parameters and no requantization is left on the host;
+- `entry_params(graph, region, values)`: likewise a value the island reads that float
+  layout ops outside it make from a DequantizeLinear's result (DQ -> Transpose -> LSTM)
+  takes that DequantizeLinear's parameters, so the layout ops run on the integers.
 """
 
 from collections.abc import Collection, Mapping
@@ -24,7 +27,7 @@ import numpy as np
 from systolic.ir import DataType, Graph, Model
 from systolic.mapper.passes.graph_tools import constants_of
 
-__all__ = ["exit_params", "recurrent_island"]
+__all__ = ["entry_params", "exit_params", "recurrent_island"]
 
 _LAYOUT = frozenset({"Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze"})
 
@@ -62,6 +65,27 @@ def exit_params(graph: Graph, region: Collection[str],
             if params is not None and reader.inputs[0] == value:
                 found[value] = params
                 break
+    return found
+
+
+def entry_params(graph: Graph, region: Collection[str],
+                 values: Collection[str]) -> dict[str, tuple[np.float32, np.uint8]]:
+    """Return, for each of `values` produced outside `region` by a chain of float layout
+    ops from a DequantizeLinear with a per-tensor float scale and uint8 zero point
+    (constants), that node's parameters."""
+    constants = constants_of(graph)
+    producers = graph.producers()
+    found: dict[str, tuple[np.float32, np.uint8]] = {}
+    for value in values:
+        node = producers.get(value)
+        if node is None or node.name in region or node.op_type not in _LAYOUT:
+            continue
+        while node is not None and node.domain == "" and node.op_type in _LAYOUT:
+            node = producers.get(node.inputs[0])
+        if node is not None and node.domain == "" and node.op_type == "DequantizeLinear":
+            params = _per_tensor(node.inputs, constants)
+            if params is not None:
+                found[value] = params
     return found
 
 

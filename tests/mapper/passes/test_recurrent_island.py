@@ -13,7 +13,7 @@ from onnx import helper, numpy_helper
 from systolic.commands.cli import main
 from systolic.mapper.importer import load_model, load_model_bytes
 from systolic.mapper.passes.pipeline import finalize, run_passes
-from systolic.mapper.passes.recurrent_island import exit_params, recurrent_island
+from systolic.mapper.passes.recurrent_island import entry_params, exit_params, recurrent_island
 from systolic.mapper.passes.report import PassReport
 from systolic.mapper.passes.unroll_recurrent import (
     quantizes_float_recurrent,
@@ -32,10 +32,11 @@ GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 X_SCALE, X_ZERO = np.float32(0.03), np.uint8(125)
 
 
-def quantized_lstm_proto(zero_point=ZERO, seed=0, seq=SEQ, op="LSTM", entry=False):
-    """X (float) [-> Q -> DQ when `entry`] -> LSTM -> Squeeze -> QuantizeLinear ->
-    DequantizeLinear -> out: a float recurrent layer (`op`) inside a quantized model, as
-    onnxruntime's quantizer leaves it (a ModelProto)."""
+def quantized_lstm_proto(zero_point=ZERO, seed=0, seq=SEQ, op="LSTM", entry=""):
+    """X (float) [-> Q -> DQ when `entry`; -> Transpose when "transposed": X is then
+    [1, seq, input]] -> LSTM -> Squeeze -> QuantizeLinear -> DequantizeLinear -> out: a float
+    recurrent layer (`op`) inside a quantized model, as onnxruntime's quantizer leaves it (a
+    ModelProto)."""
     r = np.random.default_rng(seed)
     gates = GATES[op] * HIDDEN
     constants = {
@@ -46,14 +47,18 @@ def quantized_lstm_proto(zero_point=ZERO, seed=0, seq=SEQ, op="LSTM", entry=Fals
         "xz": X_ZERO}
     entry_nodes = [node("QuantizeLinear", ["X", "xs", "xz"], ["Xq"], name="x_q"),
                    node("DequantizeLinear", ["Xq", "xs", "xz"], ["Xd"], name="x_dq")]
+    if entry == "transposed":
+        entry_nodes.append(node("Transpose", ["Xd"], ["Xt"], perm=[1, 0, 2], name="x_t"))
+    x = {"": "X", "dequantized": "Xd", "transposed": "Xt"}[entry]
     nodes = [*(entry_nodes if entry else []),
-             node(op, ["Xd" if entry else "X", "W", "R", "B"], ["Y"], hidden_size=HIDDEN,
-                  name="lstm"),
+             node(op, [x, "W", "R", "B"], ["Y"], hidden_size=HIDDEN, name="lstm"),
              node("Squeeze", ["Y", "axes"], ["Ys"], name="squeeze"),
              node("QuantizeLinear", ["Ys", "s", "z"], ["Yq"], name="q"),
              node("DequantizeLinear", ["Yq", "s", "z"], ["out"], name="dq")]
     graph = helper.make_graph(
-        nodes, "quantized_lstm", [helper.make_tensor_value_info("X", FLOAT, [seq, 1, INPUT])],
+        nodes, "quantized_lstm",
+        [helper.make_tensor_value_info("X", FLOAT, [1, seq, INPUT] if entry == "transposed"
+                                       else [seq, 1, INPUT])],
         [helper.make_tensor_value_info("out", FLOAT, [seq, 1, HIDDEN])],
         [numpy_helper.from_array(np.asarray(v), k) for k, v in constants.items()])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
@@ -90,6 +95,12 @@ def test_exit_takes_the_quantize_linear_parameters():
     assert found == {"Ys": (SCALE, ZERO)}
 
 
+def test_entry_through_layout_ops_takes_the_dequantize_linear_parameters():
+    unrolled, names = unrolled_island(quantized_lstm(entry="transposed"))
+    island = recurrent_island(unrolled, names)
+    assert entry_params(unrolled.graph, island, ["Xt", "Xd", "X"]) == {"Xt": (X_SCALE, X_ZERO)}
+
+
 def test_int8_exit_is_calibrated_instead():
     unrolled, names = unrolled_island(quantized_lstm(np.int8(0)))
     assert exit_params(unrolled.graph, recurrent_island(unrolled, names), ["Ys"]) == {}
@@ -107,18 +118,20 @@ every step; float models' PTQ of the same layers is off by as much)."""
 
 
 @pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
-@pytest.mark.parametrize("entry", [False, True], ids=["float_input", "dequantized_input"])
+@pytest.mark.parametrize("entry", ["", "dequantized", "transposed"])
 def test_pipeline_quantizes_the_island_with_the_models_parameters(op, entry):
     """Every product a QMatMul, the gates QTables (QMuls, QAdds), no float MatMul, gate
     function or recurrent node; the model's own QuantizeLinear quantizes the layer's result
-    and a dequantized input is read as it is: no QuantizeLinear or DequantizeLinear left
-    but the graph input's and the output's (no requantization on the host); calibrated on
+    and a dequantized input is read as it is (through a Transpose: with the
+    DequantizeLinear's parameters, the Transpose on the integers): no QuantizeLinear or
+    DequantizeLinear left but the graph input's and the output's (no requantization on the
+    host); calibrated on
     32 random inputs, within cosine 0.99 (measured at worst 0.9913, GRU) and MOST_STEPS of
     the float layer on 8 others (the realistic lstm2 below is much closer)."""
     model = quantized_lstm(op=op, entry=entry)
     r = np.random.default_rng(1)
-    calibration = [{"X": r.standard_normal((SEQ, 1, INPUT)).astype(np.float32)}
-                   for _ in range(32)]
+    shape = (1, SEQ, INPUT) if entry == "transposed" else (SEQ, 1, INPUT)
+    calibration = [{"X": r.standard_normal(shape).astype(np.float32)} for _ in range(32)]
     integer, report = run_passes(model, calibration=calibration)
     ops = [n.op_type for n in integer.graph.nodes]
     assert not {op, "MatMul", "Sigmoid", "Tanh"} & set(ops), report.text()
@@ -127,7 +140,7 @@ def test_pipeline_quantizes_the_island_with_the_models_parameters(op, entry):
     final = integer.graph.nodes[-1]
     assert final.op_type == "DequantizeLinear" and final.inputs[1:] == ("s", "z")
     for _ in range(8):
-        feed = {"X": r.standard_normal((SEQ, 1, INPUT)).astype(np.float32)}
+        feed = {"X": r.standard_normal(shape).astype(np.float32)}
         want, got = run_model(model, feed)["out"], run_model(integer, feed)["out"]
         assert np.abs(got - want).max() <= MOST_STEPS[op] * SCALE + 1e-6
         assert cosine(got, want) > 0.99
