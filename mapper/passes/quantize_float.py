@@ -66,7 +66,7 @@ from systolic.mapper.passes.fuse_tables import ELEMENTWISE
 from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of, make_node, tensor
 from systolic.mapper.passes.ptq_regions import elementwise_region, is_product_of_computed
 from systolic.mapper.passes.quant_params import is_activation, weight_scale_floor
-from systolic.mapper.passes.recurrent_island import entry_params, exit_params
+from systolic.mapper.passes.recurrent_island import Params, entry_params, exit_params
 from systolic.mapper.passes.report import PassReport
 from systolic.mapper.passes.softmax_ranges import RowFloors
 
@@ -133,7 +133,7 @@ def quantize_float(
     for name, floor in floors.floors.items():
         if name in ranges and name not in plan.shared:  # the mask's values cut (softmax_ranges)
             ranges[name] = (max(ranges[name][0], floor), ranges[name][1])
-    params: dict[str, tuple[np.float32, np.uint8]] = {}
+    params: dict[str, Params] = {}
     for value in plan.values:
         source = _root(plan, value)
         low_high = ranges.get(source, (0.0, 0.0))
@@ -152,14 +152,14 @@ def _float(graph: Graph, name: str) -> bool:
 
 
 def _adopt_borders(graph: Graph, plan: _Plan,
-                   region: Collection[str]) -> dict[str, tuple[np.float32, np.uint8]]:
+                   region: Collection[str]) -> dict[str, Params]:
     """Return the parameters an island's values take from the model's own quantization, by
     parameter source (the root of `plan.shared`; a symmetric source keeps its own): those
     of a QuantizeLinear outside the island that reads them, or of the DequantizeLinear that
     float layout ops outside it read (`recurrent_island`). An exit read only by such
     QuantizeLinear nodes (not a graph output) that shares its parameters loses its own pair
     from `plan.values`: the model's QuantizeLinear quantizes it."""
-    fixed: dict[str, tuple[np.float32, np.uint8]] = {}
+    fixed: dict[str, Params] = {}
     adopted = exit_params(graph, region, plan.values)
     for value, params in [*adopted.items(), *entry_params(graph, region, plan.values).items()]:
         source = _root(plan, value)
@@ -434,7 +434,7 @@ def quantize_weights(
     return q.astype(np.int8), scale
 
 
-def _guard(node: Node, plan: _Plan, params: Mapping[str, tuple[np.float32, np.uint8]],
+def _guard(node: Node, plan: _Plan, params: Mapping[str, Params],
            constants: Mapping[str, np.ndarray]) -> WeightGuard:  # fmt: skip
     """Return what bounds the weight scales of `node`: its input's and its quantized result's
     scales, and its bias (Conv and Gemm input 2) when constant."""
@@ -461,7 +461,7 @@ def _check_finite_weights(graph: Graph, plan: _Plan) -> None:
             )
 
 
-def _rewrite(graph: Graph, plan: _Plan, params: dict[str, tuple[np.float32, np.uint8]]) -> Graph:
+def _rewrite(graph: Graph, plan: _Plan, params: dict[str, Params]) -> Graph:
     namer = Namer(graph)
     constants = constants_of(graph)
     new_tensors = []
@@ -474,7 +474,7 @@ def _rewrite(graph: Graph, plan: _Plan, params: dict[str, tuple[np.float32, np.u
         scale, zero = params[value]
         s_name, z_name = namer(f"{value}_scale"), namer(f"{value}_zero_point")
         new_tensors += [tensor(s_name, np.array(scale, np.float32)),
-                        tensor(z_name, np.array(zero, np.uint8))]
+                        tensor(z_name, np.asarray(zero))]  # uint8, or an int8 border's
         q_name = namer(f"{value}_quantized")
         if value in inputs:
             source, target = value, namer(f"{value}_dequantized")

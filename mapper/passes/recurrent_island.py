@@ -12,7 +12,7 @@ island after training as it quantizes a float model:
   Transpose after the layer), so that they keep the parameters of what they read and stay
   layout ops on the integers;
 - `exit_params(graph, region, values)`: a value of the island read by a QuantizeLinear
-  outside it (per-tensor, uint8 zero point, constant parameters) takes that node's scale
+  outside it (per-tensor, uint8 or int8 zero point, constant parameters) takes that node's scale
   and zero point instead of a calibrated range, so DQ -> layout -> Q keeps one set of
   parameters and no requantization is left on the host;
 - `entry_params(graph, region, values)`: likewise a value the island reads that float
@@ -27,7 +27,11 @@ import numpy as np
 from systolic.ir import DataType, Graph, Model
 from systolic.mapper.passes.graph_tools import constants_of
 
-__all__ = ["entry_params", "exit_params", "recurrent_island"]
+__all__ = ["Params", "entry_params", "exit_params", "recurrent_island"]
+
+Params = tuple[np.float32, np.uint8 | np.int8]
+"""Per-tensor quantization parameters: (scale, zero point; the zero point's type is the
+quantized type)."""
 
 _LAYOUT = frozenset({"Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze"})
 
@@ -50,13 +54,13 @@ def recurrent_island(model: Model, unrolled: Collection[str]) -> frozenset[str]:
 
 
 def exit_params(graph: Graph, region: Collection[str],
-                values: Collection[str]) -> dict[str, tuple[np.float32, np.uint8]]:
+                values: Collection[str]) -> dict[str, Params]:
     """Return, for each of `values` read by a QuantizeLinear outside `region` with a
-    per-tensor float scale and uint8 zero point (constants), that node's parameters (the
+    per-tensor float scale and 8-bit zero point (constants), that node's parameters (the
     first such reader's)."""
     constants = constants_of(graph)
     consumers = graph.consumers()
-    found: dict[str, tuple[np.float32, np.uint8]] = {}
+    found: dict[str, Params] = {}
     for value in values:
         for reader in consumers.get(value, []):
             if reader.name in region or reader.domain != "" or reader.op_type != "QuantizeLinear":
@@ -69,13 +73,13 @@ def exit_params(graph: Graph, region: Collection[str],
 
 
 def entry_params(graph: Graph, region: Collection[str],
-                 values: Collection[str]) -> dict[str, tuple[np.float32, np.uint8]]:
+                 values: Collection[str]) -> dict[str, Params]:
     """Return, for each of `values` produced outside `region` by a chain of float layout
-    ops from a DequantizeLinear with a per-tensor float scale and uint8 zero point
+    ops from a DequantizeLinear with a per-tensor float scale and 8-bit zero point
     (constants), that node's parameters."""
     constants = constants_of(graph)
     producers = graph.producers()
-    found: dict[str, tuple[np.float32, np.uint8]] = {}
+    found: dict[str, Params] = {}
     for value in values:
         node = producers.get(value)
         if node is None or node.name in region or node.op_type not in _LAYOUT:
@@ -90,14 +94,16 @@ def entry_params(graph: Graph, region: Collection[str],
 
 
 def _per_tensor(inputs: tuple[str, ...],
-                constants: Mapping[str, np.ndarray]) -> tuple[np.float32, np.uint8] | None:
+                constants: Mapping[str, np.ndarray]) -> Params | None:
     scale = constants.get(inputs[1]) if len(inputs) > 1 else None
     zero = constants.get(inputs[2]) if len(inputs) > 2 and inputs[2] else None
     if scale is None or zero is None or scale.size != 1 or zero.size != 1:
         return None
-    if scale.dtype != np.float32 or zero.dtype != np.uint8:
+    if scale.dtype != np.float32 or zero.dtype not in (np.uint8, np.int8):
         return None
-    return np.float32(scale.reshape(())), np.uint8(zero.reshape(()))
+    value = int(zero.reshape(()))
+    return np.float32(scale.reshape(())), (np.uint8(value) if zero.dtype == np.uint8
+                                           else np.int8(value))
 
 
 def _is_float(graph: Graph, name: str) -> bool:

@@ -101,9 +101,11 @@ def test_entry_through_layout_ops_takes_the_dequantize_linear_parameters():
     assert entry_params(unrolled.graph, island, ["Xt", "Xd", "X"]) == {"Xt": (X_SCALE, X_ZERO)}
 
 
-def test_int8_exit_is_calibrated_instead():
-    unrolled, names = unrolled_island(quantized_lstm(np.int8(0)))
-    assert exit_params(unrolled.graph, recurrent_island(unrolled, names), ["Ys"]) == {}
+def test_int8_exit_takes_its_parameters():
+    unrolled, names = unrolled_island(quantized_lstm(np.int8(-3)))
+    found = exit_params(unrolled.graph, recurrent_island(unrolled, names), ["Ys"])
+    assert found == {"Ys": (SCALE, np.int8(-3))}
+    assert found["Ys"][1].dtype == np.int8
 
 
 def cosine(a, b):
@@ -144,6 +146,21 @@ def test_pipeline_quantizes_the_island_with_the_models_parameters(op, entry):
         want, got = run_model(model, feed)["out"], run_model(integer, feed)["out"]
         assert np.abs(got - want).max() <= MOST_STEPS[op] * SCALE + 1e-6
         assert cosine(got, want) > 0.99
+
+
+def test_int8_border_keeps_int8():
+    """An int8 exit (onnxruntime's QInt8 activations): the island's results that share its
+    parameters are int8, the output's DequantizeLinear reads the model's int8 result, no
+    other QuantizeLinear or DequantizeLinear than the input's and the output's."""
+    model = quantized_lstm(np.int8(0), entry="transposed")
+    integer, report = run_passes(model, seed=1)
+    ops = [n.op_type for n in integer.graph.nodes]
+    assert ops.count("QuantizeLinear") == ops.count("DequantizeLinear") == 1, report.text()
+    final = integer.graph.nodes[-1]
+    assert integer.graph.type_of(final.inputs[0]).dtype.numpy == np.int8
+    feed = {"X": np.random.default_rng(3).standard_normal((1, SEQ, INPUT)).astype(np.float32)}
+    want, got = run_model(model, feed)["out"], run_model(integer, feed)["out"]
+    assert cosine(got, want) > 0.98
 
 
 @pytest.mark.parametrize("form", ["qdq", "qop"])
