@@ -117,8 +117,10 @@ def _rewrite(graph: Graph, node: Node, constants: dict[str, np.ndarray], opset: 
     if opset < 10:
         raise NotFusable(f"opset {opset}: the rewrite writes Reshape and Slice of opset 10+")
     b_name = node.inputs[2] if len(node.inputs) > 2 else ""
-    if b_name and b_name not in constants:
-        raise NotFusable("B is not a constant")
+    b_dq = _producer(graph, b_name, "DequantizeLinear") if b_name else None
+    if b_name and b_name not in constants and (b_dq is None or b_dq.inputs[0] not in constants):
+        raise NotFusable("B is neither a constant nor a constant read through a "
+                         "DequantizeLinear")
     x_type = graph.type_of(node.inputs[0])
     if x_type is None or x_type.shape is None or not x_type.is_static:
         raise NotFusable("X's shape is not static")
@@ -190,6 +192,8 @@ def _zero_inserted(out: Builder, source: str, x_shape: tuple[int, ...], plan: Ze
                    fill: np.ndarray) -> str:  # fmt: skip
     """Return `source` interleaved with fill blocks and cropped as `plan` says."""
     strides, phases = plan.strides, plan.phases
+    if all(s == 1 for s in strides):
+        return crop(out, source, x_shape[2:], plan.crops)
     block = out.constant("fill", np.full(x_shape, fill))
     grid = {p: block for p in itertools.product(*(range(s) for s in strides))}
     grid[tuple(phases)] = source
@@ -238,6 +242,8 @@ def _float_kernel(graph: Graph, node: Node, constants: dict[str, np.ndarray],
     tail = channel_tail(graph, node.outputs[0], swapped.shape[0], constants)
     if not tail.nodes or (len(tail.nodes) == 1 and tail.relu):
         return _Kernel(swapped), bias, tail
+    if bias and bias not in constants:
+        raise NotFusable("B is not a float constant, and per-channel ops follow")
     scaled = swapped.astype(np.float64) * tail.scale.reshape((-1,) + (1,) * (w.ndim - 1))
     old = constants[bias].astype(np.float64).reshape(-1) if bias else 0.0
     new_bias = out.constant("bias", (old * tail.scale + tail.offset).astype(w.dtype))

@@ -98,8 +98,10 @@ def test_swap_channels_swaps_per_group():
     assert got[4, 1, 0, 1] == w[2 + 1, 1, 0, 1]  # group 1, m 1, c 1
 
 
-def qdq_model(spatial, c, m, group, attrs, *, per_channel=True, seed=0):
-    """x -> Q -> DQ -> ConvTranspose(DQ(W_q) int8, B) -> Q -> yq (uint8, the model output)."""
+def qdq_model(spatial, c, m, group, attrs, *, per_channel=True, int_bias=False, seed=0):
+    """x -> Q -> DQ -> ConvTranspose(DQ(W_q) int8, B) -> Q -> yq (uint8, the model output);
+    B float, or (`int_bias`, as onnxruntime's quantizer writes it) DQ of int32 with scale
+    x_scale * w_scale."""
     r = np.random.default_rng(seed)
     kernel = attrs.pop("kernel", (3,) * len(spatial))
     w_scale = (r.uniform(0.005, 0.02, m // group) if per_channel else np.array(0.01))
@@ -109,10 +111,16 @@ def qdq_model(spatial, c, m, group, attrs, *, per_channel=True, seed=0):
     nodes = [node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="q_in"),
              node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"], name="dq_in"),
              node("DequantizeLinear", ["wq", "ws"], ["w"], axis=1, name="dq_w"),
-             node("ConvTranspose", ["xd", "w", "b"], ["t"], group=group, name="ct", **attrs),
+             node("ConvTranspose", ["xd", "w", "bd" if int_bias else "b"], ["t"], group=group,
+                  name="ct", **attrs),
              node("QuantizeLinear", ["t", "ys", "yz"], ["y"], name="q_out")]
-    return build(nodes, [("x", np.float32, [1, c, *spatial])], [("y", np.uint8, [None] * (len(spatial) + 2))],
-                 constants)
+    if int_bias:
+        b_scale = (X_SCALE * np.tile(constants["ws"].reshape(-1), m // constants["ws"].size))
+        constants["bq"] = np.rint(constants["b"] / b_scale).astype(np.int32)
+        constants["bs"] = b_scale.astype(np.float32)
+        nodes.insert(3, node("DequantizeLinear", ["bq", "bs"], ["bd"], axis=0, name="dq_b"))
+    return build(nodes, [("x", np.float32, [1, c, *spatial])],
+                 [("y", np.uint8, [None] * (len(spatial) + 2))], constants)
 
 
 QDQ_CASES = [  # (x spatial, C, M, group, attributes, W per channel, QConvs written)
@@ -146,8 +154,11 @@ def test_qdq_layout_moves_the_quantized_values(spatial, c, m, group, attrs, per_
 
 @pytest.mark.parametrize(("spatial", "c", "m", "group", "attrs", "per_channel", "convs"),
                          QDQ_CASES)
-def test_qdq_conv_transpose_fuses_into_qconvs(spatial, c, m, group, attrs, per_channel, convs):
-    model = qdq_model(spatial, c, m, group, dict(attrs), per_channel=per_channel)
+@pytest.mark.parametrize("int_bias", [False, True])
+def test_qdq_conv_transpose_fuses_into_qconvs(spatial, c, m, group, attrs, per_channel, convs,
+                                              int_bias):
+    model = qdq_model(spatial, c, m, group, dict(attrs), per_channel=per_channel,
+                      int_bias=int_bias and group == 1)
     integer, report = run_passes(rewrite(model)[0])
     ops = [n.op_type for n in integer.graph.nodes]
     assert ops.count("QConv") == convs and "ConvTranspose" not in ops
