@@ -6,8 +6,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from systolic.hdl.divider import Reciprocal
-from systolic.hdl.exp_table import ExpTable, exp_load_layout
 from systolic.hdl.instruction_fields import field_shape
+from systolic.hdl.lookup_table import LookupTable, load_layout
 from systolic.hdl.round_shift import round_shift_parts
 from systolic.isa.instructions import Softmax
 from systolic.isa.softmax import SOFTMAX_DONE_CYCLES, SOFTMAX_PASSES, SOFTMAX_ROW_CYCLES
@@ -39,7 +39,7 @@ class SoftmaxUnit(wiring.Component):
 
     docs/isa.md, "SOFTMAX and the exp table". Row i (C = ceil(length / lanes) spad_in rows
     from `in_row + i C`) is read three times, one spad_in row per cycle: pass 1 keeps the
-    maximum `mx` of the valid lanes; pass 2 looks up `E[mx - x]` per lane (`ExpTable`) and sums
+    maximum `mx` of the valid lanes; pass 2 looks up `E[mx - x]` per lane (the exp table, a `LookupTable` of u16 entries) and sums
     the valid lanes into S; the `Reciprocal` divider then gives r = min(floor(2^46 / S),
     2^32 - 1) in 17 cycles; pass 3 looks up E again and computes, per lane, p = rhe(E r / 2^31)
     (a 16 x 32 multiplier), rhe(p * multiplier / 2^(31 + shift)) (an 18 x 32 multiplier),
@@ -70,7 +70,7 @@ class SoftmaxUnit(wiring.Component):
     spad_en, spad_addr : ``Out(1)``, ``Out(32)``
         spad_in reads; `spad_data` holds the row in the next cycle.
     spad_data : ``In(ArrayLayout(signed(8), lanes))``
-    i_load : ``In(stream.Signature(exp_load_layout(lanes), always_ready=True))``
+    i_load : ``In(stream.Signature(load_layout(lanes, 2), always_ready=True))``
         Exp table load beats (TABLE with `wide`).
     space : ``In(1)``
         The consumer can take one more chunk than those reserved so far: a pass-3 read is
@@ -94,7 +94,7 @@ class SoftmaxUnit(wiring.Component):
             "spad_en": Out(1),
             "spad_addr": Out(32),
             "spad_data": In(data.ArrayLayout(signed(8), lanes)),
-            "i_load": In(stream.Signature(exp_load_layout(lanes), always_ready=True)),
+            "i_load": In(stream.Signature(load_layout(lanes, 2), always_ready=True)),
             "space": In(1),
             "reserve": Out(1),
             "o_chunk": Out(stream.Signature(chunk_layout(lanes), always_ready=True)),
@@ -104,7 +104,7 @@ class SoftmaxUnit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.table = table = ExpTable(lanes=self._lanes)
+        m.submodules.table = table = LookupTable(lanes=self._lanes, entry=unsigned(16))
         m.submodules.reciprocal = reciprocal = Reciprocal()
         wiring.connect(m, wiring.flipped(self.i_load), table.i_load)
         read = self._sequence(m, reciprocal)

@@ -8,14 +8,13 @@ from amaranth.lib.wiring import In, Out
 
 from systolic.config import ArrayConfig
 from systolic.hdl.accumulator import read_signature
-from systolic.hdl.activation_table import ActivationTable, table_rows
-from systolic.hdl.exp_table import exp_table_rows
 from systolic.hdl.instruction_fields import (
     TAG_WIDTH,
     completion_signature,
     instruction_layout,
     instruction_signature,
 )
+from systolic.hdl.lookup_table import LookupTable, load_rows
 from systolic.hdl.output_stage import LATENCY as OUTPUT_LATENCY
 from systolic.hdl.output_stage import OutputStage
 from systolic.hdl.pool_window import emit_window_walk
@@ -140,7 +139,7 @@ class StoreUnit(wiring.Component):
         m.submodules.writer = writer = RowWriter(elements=width, element_bytes=1,
                                                  bus_bytes=cfg.bus_bytes)
         m.submodules.fifo = fifo = SyncFIFO(width=entry_layout.size, depth=self._fifo_depth)
-        m.submodules.table = table = ActivationTable(lanes=dim)
+        m.submodules.table = table = LookupTable(lanes=dim, entry=signed(8))
         m.submodules.softmax = softmax = SoftmaxUnit(lanes=dim, bus_bytes=cfg.bus_bytes)
 
         word = Signal(INSTRUCTION_BITS)
@@ -191,7 +190,7 @@ class StoreUnit(wiring.Component):
             "h", "w", "kh", "kw", "sh", "sw", "pad_left", "oh", "ow", "in_row")}
         wide = field(word, Table, "wide")
         total = _pick([(is_pool, pool["oh"] * pool["ow"]),
-                       (is_table, Mux(wide, exp_table_rows(dim), table_rows(dim)))],
+                       (is_table, Mux(wide, load_rows(dim, 2), load_rows(dim, 1)))],
                       common("m", (Store, Copy, Add)))
         row_index = Signal(32)
         issued_all = Signal()
@@ -233,7 +232,7 @@ class StoreUnit(wiring.Component):
         # -- datapath ----------------------------------------------------------------------------
         read_valid = Signal()
         read_flags = Signal(data.StructLayout({  # row: TABLE's row number (for the table)
-            "sel": 1, "first": 1, "last": 1, "row": range(exp_table_rows(dim))}))
+            "sel": 1, "first": 1, "last": 1, "row": range(load_rows(dim, 2))}))
         m.d.sync += [
             read_valid.eq(issue & ~is_store),
             read_flags.sel.eq(is_add & phase),
@@ -286,7 +285,7 @@ class StoreUnit(wiring.Component):
         mapped = Signal(row_layout)
         m.d.comb += [
             lut.eq((is_store | is_copy) & common("lut", (Store, Copy))),
-            table.i_row.valid.eq(row_valid & lut),
+            table.i_index.valid.eq(row_valid & lut),
             table.i_load.valid.eq(read_valid & is_table & ~wide),
             softmax.i_load.valid.eq(read_valid & is_table & wide),
             softmax.i_load.payload.row.eq(read_flags.row),
@@ -294,11 +293,11 @@ class StoreUnit(wiring.Component):
         ]
         for i in range(dim):
             m.d.comb += [
-                table.i_row.payload[i].eq(row[i]),
+                table.i_index.payload[i].eq(Cat(row[i][:7], ~row[i][7])),  # y + 128
                 table.i_load.payload.data[i].eq(self.spad_read.data[i]),
                 softmax.i_load.payload.data[i].eq(self.spad_read.data[i]),
                 softmax.spad_data[i].eq(self.spad_read.data[i]),
-                mapped[i].eq(table.o_row.payload[i]),
+                mapped[i].eq(table.o_entry.payload[i]),
             ]
         raw = field(word, Store, "raw")
         raw_row = _raw_row(m, self.acc_read.resp, params.bias, cols)
@@ -312,7 +311,7 @@ class StoreUnit(wiring.Component):
             entry_in.direct.eq(is_softmax),
             entry_in.addr.eq(chunk.addr),
             entry_in.bytes.eq(chunk.bytes),
-            fifo.w_en.eq(_pick([(is_softmax, softmax.o_chunk.valid), (lut, table.o_row.valid)],
+            fifo.w_en.eq(_pick([(is_softmax, softmax.o_chunk.valid), (lut, table.o_entry.valid)],
                                row_valid)),
             fifo.w_data.eq(entry_in),
             entry_out.eq(fifo.r_data),

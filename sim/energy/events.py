@@ -21,7 +21,7 @@ Events (docs/energy.md: "Events" defines them, "RTL counters" names each one's R
   `vector_lanes`: lanes the vector unit takes (`dim` per spad_in element read of POOL/ADD);
   `vector_mul_lanes`: the element products of ADD with `mul` (`dim` per output row);
   `lut_lookups`: lanes the activation table maps (`dim` per row of STORE/COPY with `lut`: the
-  table looks up every lane of the row, `hdl/activation_table.py`), and SOFTMAX's exp table
+  table looks up every lane of the row, `hdl/lookup_table.py`), and SOFTMAX's exp table
   lookups (`dim` per chunk read in its sum and output passes);
   `lut_writes`: table bytes a TABLE writes (256; 512 for the exp table with `wide`).
 
