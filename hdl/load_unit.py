@@ -120,6 +120,13 @@ class LoadUnit(wiring.Component):
         first_off, first_i = Mux(is_params, 0, off0), Mux(is_params, 0, word.base_i0)
         first_j, j_left = Mux(is_params, 0, word.base_j0), sat(word.n_mid - word.j0)
         to_cwrap = sat(word.run - word.c0)
+        # Elements to the j wrap (the walker's `jrun`), from the counts at their own widths.
+        counts = [Signal(self.cnt_width, name=f"dec_{n}") for n in ("j_left", "to_cwrap", "run",
+                                                                  "n_mid")]
+        m.d.comb += [counts[0].eq(j_left), counts[1].eq(to_cwrap), counts[2].eq(sat(word.run)),
+                     counts[3].eq(sat(word.n_mid))]
+        jrun0 = (counts[0] - 1) * counts[2] + counts[1]
+        jgroup = (counts[3] - 1) * counts[2] + counts[2]
         m.d.comb += [
             k.length.eq(Mux(is_params, params_row_bytes(config), word.length)),
             k.ob_shift.eq(Mux(is_params, 0, ob_shift)),
@@ -127,7 +134,8 @@ class LoadUnit(wiring.Component):
             k.run_sat.eq(sat(word.run)), k.n_mid_sat.eq(sat(word.n_mid)),
             k.stride_mid.eq(word.stride_mid), k.stride_outer.eq(word.stride_outer),
             k.off0.eq(first_off), k.base_i0.eq(first_i), k.base_j0.eq(first_j),
-            k.to_cwrap0.eq(to_cwrap), k.j_left0.eq(j_left),
+            k.to_cwrap0.eq(to_cwrap), k.j_left0.eq(j_left), k.jrun0.eq(jrun0),
+            k.jgroup.eq(jgroup), start.jrun.eq(jrun0),
             k.n0.eq(word.n0), k.stride0.eq(word.row_stride0), k.stride1.eq(word.row_stride1),
             k.mem.eq(word.mem), k.flip.eq(word.flip_sign), k.tag.eq(tag),
             start.off.eq(first_off), start.base_i.eq(first_i), start.base_j.eq(first_j),

@@ -11,8 +11,11 @@ joined by contiguous boundaries. A boundary inside a j group is contiguous iff `
 (`stride_mid == run * operand_bytes`, or `n_mid == 1` where none exists), a boundary that wraps
 j iff `cond_j`. The walker keeps the byte offsets of the current (i, 0, 0) and (i, j, 0)
 elements (`base_i`, `base_j`), the c-runs left before a j wrap (`j_left`) and the elements left
-in the current c-run (`to_cwrap`); counts are saturated to `2**cnt_width - 1` (more than twice
-`dim`, so saturation never changes a segment of a row of at most `dim` elements).
+in the current c-run (`to_cwrap`), and, for `cond_c` without `cond_j`, the elements left before
+the j wrap (`jrun = (j_left - 1) * run + to_cwrap`: `jrun0` at a row's start, `jgroup` after a
+wrap, both computed with the job, so the step has no multiplier); counts are saturated to
+`2**cnt_width - 1` (more than twice `dim`, so saturation never changes a segment of a row of at
+most `dim` elements).
 
 Params rows are one segment each (`cond_c = cond_j = 1`, one-byte elements).
 """
@@ -33,6 +36,7 @@ def consts_layout(cnt_width: int, length_width: int, row_width: int) -> data.Str
         "run_sat": cnt_width, "n_mid_sat": cnt_width,
         "stride_mid": signed(32), "stride_outer": signed(32),
         "off0": 32, "base_i0": 32, "base_j0": 32, "to_cwrap0": cnt_width, "j_left0": cnt_width,
+        "jrun0": 2 * cnt_width + 1, "jgroup": 2 * cnt_width + 1,
         "n0": 32, "stride0": signed(32), "stride1": signed(32),
         "mem": 2, "flip": 1, "tag": 4,
     })
@@ -42,6 +46,7 @@ def position_layout(cnt_width: int, length_width: int, row_width: int) -> data.S
     """Return the walker position: where the next segment starts."""
     return data.StructLayout({
         "off": 32, "base_i": 32, "base_j": 32, "j_left": cnt_width, "to_cwrap": cnt_width,
+        "jrun": 2 * cnt_width + 1,
         "done": length_width, "row_base": 32, "r1_base": 32, "r0": 32, "rows_left": 32,
         "row": row_width,
     })
@@ -105,7 +110,7 @@ class SegmentWalker(wiring.Component):
         with m.If(k.cond_c & k.cond_j):
             m.d.comb += length.eq(rest)
         with m.Elif(k.cond_c):
-            m.d.comb += length.eq((pos.j_left - 1) * k.run_sat + pos.to_cwrap)
+            m.d.comb += length.eq(pos.jrun)
         with m.Elif(span_wrap):
             m.d.comb += length.eq(pos.to_cwrap + k.run_sat)
         with m.Else():
@@ -135,6 +140,7 @@ class SegmentWalker(wiring.Component):
             m.d.comb += [
                 after.off.eq(k.off0), after.base_i.eq(k.base_i0), after.base_j.eq(k.base_j0),
                 after.j_left.eq(k.j_left0), after.to_cwrap.eq(k.to_cwrap0), after.done.eq(0),
+                after.jrun.eq(k.jrun0),
                 after.rows_left.eq(pos.rows_left - 1), after.row.eq(pos.row + 1),
                 after.r0.eq(Mux(wrap, 0, pos.r0 + 1)),
                 after.r1_base.eq(Mux(wrap, next_r1, pos.r1_base)),
@@ -150,7 +156,7 @@ class SegmentWalker(wiring.Component):
             with m.Elif(to_jwrap):
                 m.d.comb += [
                     after.base_i.eq(next_i), after.base_j.eq(next_i), after.off.eq(next_i),
-                    after.j_left.eq(k.n_mid_sat),
+                    after.j_left.eq(k.n_mid_sat), after.jrun.eq(k.jgroup),
                 ]
             with m.Else():
                 next_j = (pos.base_j + k.stride_mid)[:32]
