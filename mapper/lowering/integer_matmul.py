@@ -1,6 +1,9 @@
 """Lower `systolic.QMatMulInt` (the MatMulInteger of dynamic quantization) to the array with
 raw int32 results.
 
+A computed B (a product of two computed tensors with their zero points corrected on the host,
+`fuse_integer_matmul`) is read where it lies, batched as numpy matmul (`lower_raw_product`).
+
 Y = wrap32(sum_k A_s8 * B + Bias): A's leading axes are rows (as for a QMatMul with a constant
 2-D B: `row_blocks`), its K elements walked by the element pattern, uint8 A flipped to int8 by
 the LOAD (A - 128, the op's implied zero point); B the constant int8 K x N matrix; Bias
@@ -21,7 +24,7 @@ from systolic.isa.store import RAW_BYTES
 from systolic.mapper.lowering.gemm import ElementWalk, GemmJob
 from systolic.mapper.lowering.jobs import lower_jobs
 from systolic.mapper.lowering.layer_code import ConstantAllocator, LayerCode
-from systolic.mapper.lowering.matmul import row_blocks
+from systolic.mapper.lowering.matmul import lower_raw_product, row_blocks
 from systolic.mapper.lowering.node_attrs import constant_input, input_side
 from systolic.mapper.lowering.table import Activation
 
@@ -40,10 +43,13 @@ def lower_qmatmulint(
     activation: Activation | None = None,
 ) -> LayerCode:
     """Return the code computing QMatMulInt `node` from A at `a` into int32 Y at `y`
-    (`constants` holds B and the optional Bias; `b` and `activation` are not supported)."""
+    (`constants` holds B and the optional Bias; `b` is a computed B's placement, read where
+    it lies; `activation` is not supported)."""
     label = node.label
-    if b is not None or activation is not None:
-        raise UnsupportedError(f"layer {label!r}: QMatMulInt needs a constant B and no table")
+    if activation is not None:
+        raise UnsupportedError(f"layer {label!r}: QMatMulInt has no table")
+    if b is not None:
+        return lower_raw_product(node, a, b, y, config, alloc)
     weights = constant_input(constants, node.inputs[1], node).astype(np.int64)
     if weights.ndim != 2 or not a.shape or a.shape[-1] != weights.shape[0]:
         raise UnsupportedError(f"layer {label!r}: A {list(a.shape)} must be [..., K] and B "

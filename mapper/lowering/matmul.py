@@ -27,8 +27,9 @@ import numpy as np
 
 from systolic.config import ArrayConfig
 from systolic.errors import ModelError, UnsupportedError
-from systolic.ir import Node
+from systolic.ir import DataType, Node
 from systolic.isa.program import TensorPlacement
+from systolic.isa.store import RAW_BYTES
 from systolic.mapper.lowering.asymmetric_product import AsymmetricProduct, prepare
 from systolic.mapper.lowering.gemm import ComputedWeights, ElementWalk, GemmJob, RowBlock
 from systolic.mapper.lowering.jobs import lower_jobs
@@ -46,7 +47,7 @@ from systolic.mapper.lowering.params_rows import fold_zero_point
 from systolic.mapper.lowering.table import Activation
 from systolic.reference.ops.op_systolic_qmatmul import matmul_shape
 
-__all__ = ["lower_qmatmul", "row_blocks"]
+__all__ = ["batch_entries", "computed_entry", "lower_qmatmul", "lower_raw_product", "row_blocks"]
 
 
 def row_blocks(
@@ -148,23 +149,8 @@ def _lower_batched(
         if b_zp or a_zp:
             product = prepare(label, a, flip_in, a_zp, b, b_flip, b_zp, config, alloc)
             a = product.a
-    # A as [*a_batch, M, K] and Y as [*batch, M, N] (a 1-D A is one row)
-    a_shape, a_strides = a.shape, a.strides
-    y_shape, y_strides = y.shape, y.strides
-    if len(a_shape) == 1:
-        a_shape, a_strides = (1, *a_shape), (0, *a_strides)
-        y_shape, y_strides = (*y_shape[:-1], 1, y_shape[-1]), (*y_strides[:-1], 0, y_strides[-1])
-    m = a_shape[-2]
-    batch = y_shape[:-2]
-    walk = product.walk if product else _walk(k, a_strides[-1], config)
-    entries: dict[tuple[int, ...], tuple[list[RowBlock], list[RowBlock]]] = {}
-    for index in itertools.product(*(range(size) for size in batch)):
-        a_base = a.address + _offset(index, a_shape[:-2], a_strides[:-2])
-        y_base = y.address + _offset(index, y_shape[:-2], y_strides[:-2])
-        b_index = _broadcast_index(index, b_shape[:-2])
-        a_rows, y_rows = entries.setdefault(b_index, ([], []))
-        a_rows.append(RowBlock(a_base, m, m, a_strides[-2], 0))
-        y_rows.append(RowBlock(y_base, m, m, y_strides[-2], 0))
+    walk = product.walk if product else _walk(k, a.strides[-1], config)
+    entries = batch_entries(a, y, b_shape)
     jobs = []
     for b_index, (a_rows, y_rows) in entries.items():
         weights: np.ndarray | ComputedWeights
@@ -175,9 +161,7 @@ def _lower_batched(
             weights, job_bias = product.b_prime.weights(b_index), product.biased(bias, label)
         else:
             assert b is not None
-            weights = ComputedWeights(b.address + _offset(b_index, b_shape[:-2], b.strides[:-2]),
-                                      k, n, b.strides[-2], b.strides[-1], b_flip)  # fmt: skip
-            job_bias = bias
+            weights, job_bias = computed_entry(b, b_index, b_flip), bias
         jobs.append(
             GemmJob(
                 label=label,
@@ -195,6 +179,64 @@ def _lower_batched(
         return code
     return LayerCode(product.code + code.instructions, product.segments + code.segments,
                      code.stats)  # fmt: skip
+
+
+def lower_raw_product(
+    node: Node, a: TensorPlacement, b: TensorPlacement, y: TensorPlacement,
+    config: ArrayConfig, alloc: ConstantAllocator,
+) -> LayerCode:  # fmt: skip
+    """Return the code of `wrap32(Σ_k A_s8·B_s8)` into int32 Y (STORE raw) for a computed B
+    (QMatMulInt with the implied zero points: 128 for uint8, 0 for int8), batched as numpy
+    matmul; the bias is 0."""
+    label = node.label
+    shape = matmul_shape(a.shape, b.shape)
+    if shape is None or len(b.shape) < 2 or y.shape != shape or y.dtype != DataType.INT32:
+        raise ModelError(f"node {label!r}: A {list(a.shape)}, B {list(b.shape)} and int32 Y "
+                         f"{list(y.shape)} do not form a batched product")  # fmt: skip
+    k, n = b.shape[-2:]
+    if y.strides[-1] != RAW_BYTES and n > 1:
+        raise UnsupportedError(f"layer {label!r}: Y ({y.name!r}) must have contiguous int32 "
+                               f"rows, not a last stride of {y.strides[-1]} bytes")  # fmt: skip
+    zero_a, flip_a = input_side(a, 128 if a.dtype == DataType.UINT8 else 0, node, config)
+    zero_b, flip_b = input_side(b, 128 if b.dtype == DataType.UINT8 else 0, node, config)
+    assert zero_a == zero_b == 0
+    zeros = np.zeros(n, np.int64)
+    jobs = [GemmJob(label=label, a_rows=tuple(a_rows), y_rows=tuple(y_rows),
+                    walk=_walk(k, a.strides[-1], config), weights=computed_entry(b, index, flip_b),
+                    bias=zeros, multiplier=zeros, shift=zeros, zero_point=0, lo=0, hi=0,
+                    flip_in=flip_a, flip_out=False, raw=True)
+            for index, (a_rows, y_rows) in batch_entries(a, y, b.shape).items()]  # fmt: skip
+    return lower_jobs(jobs, math.prod(shape) * k, config, alloc)
+
+
+Entries = dict[tuple[int, ...], tuple[list[RowBlock], list[RowBlock]]]
+"""Per batch entry of B (its index): the row blocks of A and of Y that read it."""
+
+
+def batch_entries(a: TensorPlacement, y: TensorPlacement, b_shape: tuple[int, ...]) -> Entries:
+    """Return the rows of A and Y per batch entry of B for a batched product (numpy matmul
+    broadcasting; A as [*a_batch, M, K], Y as [*batch, M, N], a 1-D A one row)."""
+    a_shape, a_strides = a.shape, a.strides
+    y_shape, y_strides = y.shape, y.strides
+    if len(a_shape) == 1:
+        a_shape, a_strides = (1, *a_shape), (0, *a_strides)
+        y_shape, y_strides = (*y_shape[:-1], 1, y_shape[-1]), (*y_strides[:-1], 0, y_strides[-1])
+    m = a_shape[-2]
+    entries: Entries = {}
+    for index in itertools.product(*(range(size) for size in y_shape[:-2])):
+        a_base = a.address + _offset(index, a_shape[:-2], a_strides[:-2])
+        y_base = y.address + _offset(index, y_shape[:-2], y_strides[:-2])
+        a_rows, y_rows = entries.setdefault(_broadcast_index(index, b_shape[:-2]), ([], []))
+        a_rows.append(RowBlock(a_base, m, m, a_strides[-2], 0))
+        y_rows.append(RowBlock(y_base, m, m, y_strides[-2], 0))
+    return entries
+
+
+def computed_entry(b: TensorPlacement, index: tuple[int, ...], flip: bool) -> ComputedWeights:
+    """Return batch entry `index` of a computed B, read where it lies."""
+    k, n = b.shape[-2:]
+    return ComputedWeights(b.address + _offset(index, b.shape[:-2], b.strides[:-2]), k, n,
+                           b.strides[-2], b.strides[-1], flip)  # fmt: skip
 
 
 def _constant_b(node: Node, constants: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -1,5 +1,5 @@
 """Dynamic quantization on the array: a MatMulInteger with a constant B that no requantization
-pattern took (onnxruntime's quantize_dynamic: DynamicQuantizeLinear -> MatMulInteger(A_u8,
+pattern took (one of two computed tensors: `computed_integer_product`) (onnxruntime's quantize_dynamic: DynamicQuantizeLinear -> MatMulInteger(A_u8,
 B_i8, a_zp, b_zp) -> Cast -> Mul(scale product)) becomes systolic.QMatMulInt, whose int32
 result the array writes unrequantized (STORE.raw); the float Cast and Mul after it stay on
 the host, and so does DynamicQuantizeLinear (it computes the activation's scale and zero
@@ -28,6 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from systolic.ir import DataType, Model, Node
+from systolic.mapper.passes.computed_integer_product import fuse_computed_product
 from systolic.mapper.passes.fusion_context import FusionContext
 from systolic.mapper.passes.graph_tools import attr_int, attr_ints, attr_str, make_node
 from systolic.mapper.passes.quant_params import EIGHT_BIT, NotFusable, effective_weights
@@ -51,7 +52,10 @@ def fuse_integer_matmul(model: Model, report: PassReport) -> Model:
         if node.domain != "" or node.op_type not in _FUSERS or ctx.is_scheduled(node):
             continue
         try:
-            _FUSERS[node.op_type](ctx, node, report)
+            if node.op_type == "MatMulInteger" and node.inputs[1] not in ctx.constants:
+                fuse_computed_product(ctx, node, report, model.opset("") or 13)
+            else:
+                _FUSERS[node.op_type](ctx, node, report)
         except NotFusable as reason:
             report.note(node.label, str(reason))
     return dataclasses.replace(model, graph=ctx.result())

@@ -28,9 +28,10 @@ class QMatMulInt(Op):
     """systolic.QMatMulInt-1: Y = QMatMulInt(A, B, Bias?), Y int32.
 
     A uint8/int8 [..., K] (or [K]); B int8 [..., K, N] (rank >= 2), the weights with their
-    zero point subtracted; leading axes broadcast as numpy matmul (a 2-D B: every leading axis
-    of A is a row axis). Bias optional int32 [N]. No attributes.
-    Y[..., m, n] = wrap32(sum_k A_s8[..., m, k] * B[..., k, n] + Bias[n]) with A_s8 = A - 128
+    zero point subtracted, or a computed uint8/int8 B (B_s8 = B - 128 for uint8, as for A);
+    leading axes broadcast as numpy matmul (a 2-D B: every leading axis of A is a row axis).
+    Bias optional int32 [N]. No attributes.
+    Y[..., m, n] = wrap32(sum_k A_s8[..., m, k] * B_s8[..., k, n] + Bias[n]) with A_s8 = A - 128
     for uint8 A and A for int8 A: MatMulInteger(A, B + b_zp, 128, b_zp) plus Bias (for uint8
     A), the zero point 128 implied. The mapper adds (128 - a_zero_point) * sum_k B[k, n] for
     another zero point (into Bias when it is a constant, on the host when it is computed).
@@ -52,8 +53,7 @@ class QMatMulInt(Op):
         bias = rest[0] if rest else None
         assert a is not None and b is not None
         check_eight_bit(self, a, "A")
-        if b.dtype != DataType.INT8:
-            raise self.error(f"B must be i8 (weights minus their zero point), got {b.dtype.short}")
+        check_eight_bit(self, b, "B")
         shape = self._shape(a.shape, b.shape)
         n = b.shape[-1]
         if bias is not None and (bias.dtype != DataType.INT32 or bias.shape != (n,)):
@@ -66,7 +66,7 @@ class QMatMulInt(Op):
         assert a is not None and b is not None
         self._shape(a.shape, b.shape)
         centered = signed_activation(a)
-        weights = b.astype(np.int64)
+        weights = signed_activation(b)
         if exact_in_float64(centered, weights, b.shape[-2]):  # fast, and provably exact
             acc = np.matmul(centered.astype(np.float64), weights.astype(np.float64))
             acc = acc.astype(np.int64)

@@ -170,3 +170,37 @@ def test_a_constant_b_with_a_zero_point_matches_reference(a_shape, b_shape):
     rng = np.random.default_rng(91)
     run_case(rng, a_shape, b_shape, tight_config(4, 4, Dataflow.WS), computed=False,
              zero_points=(3, -5))  # fmt: skip
+
+
+@pytest.mark.parametrize("dataflow", [Dataflow.WS, Dataflow.OS])
+@pytest.mark.parametrize(("a_shape", "b_shape", "order"), [
+    ((1, 2, 5, 6), (1, 2, 6, 5), (0, 1, 3, 2)),  # Q·K^T, K^T a transposed view
+    ((2, 3, 9), (1, 9, 11), None),  # B broadcast, ragged N
+])
+def test_a_raw_product_of_two_computed_tensors_matches_reference(a_shape, b_shape, order,
+                                                                 dataflow):  # fmt: skip
+    """QMatMulInt with a computed B (its int32 result corrected on the host by the passes)."""
+    from systolic.mapper.lowering.integer_matmul import lower_qmatmulint
+    from systolic.reference.ops.op_systolic_qmatmulint import QMatMulInt
+
+    rng = np.random.default_rng(31)
+    a = random_int8(rng, a_shape, np.uint8)
+    b = random_int8(rng, b_shape, np.int8 if order else np.uint8)
+    expected = QMatMulInt(Attrs({}), 1, "layer").run([a, b])[0]
+    kinds = {np.dtype(np.uint8): DataType.UINT8, np.dtype(np.int8): DataType.INT8}
+    a_place = placed("a", TensorRole.INPUT, 32, a.shape, kinds[a.dtype])
+    b_place = placed("b", TensorRole.INPUT, a_place.end + 8, b.shape, kinds[b.dtype], order)
+    y_place = TensorPlacement.contiguous("y", TensorRole.OUTPUT, b_place.end + 8, expected.shape,
+                                         DataType.INT32)  # fmt: skip
+    alloc = BumpAllocator(y_place.end + 16)
+    node = Node("QMatMulInt", ("a", "b"), ("y",), domain="systolic", version=1, name="layer")
+    config = tight_config(4, 4, dataflow)
+    code = lower_qmatmulint(node, a_place, y_place, config, alloc, constants={}, b=b_place)
+    machine = Machine(config, alloc.next_address + 64)
+    for segment in code.segments:
+        machine.memory[segment.address : segment.end] = np.frombuffer(segment.data, np.uint8)
+    machine.write_tensor(a_place, a)
+    machine.write_tensor(b_place, b)
+    machine.run([*code.instructions, Halt()])
+    np.testing.assert_array_equal(machine.read_tensor(y_place), expected)
+    assert code.stats.macs == expected.size * b_shape[-2]

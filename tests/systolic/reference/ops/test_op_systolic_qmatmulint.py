@@ -27,6 +27,15 @@ def test_equals_matmul_integer_with_the_implied_zero_point(a_type, zero):  # typ
     np.testing.assert_array_equal(_OP.run([a, b])[0], want)
 
 
+def test_a_computed_uint8_b_has_the_implied_zero_point_too():  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(2)
+    a = rng.integers(0, 256, (2, 3, 7)).astype(np.uint8)
+    b = rng.integers(0, 256, (2, 7, 4)).astype(np.uint8)
+    zero = np.array(128, np.uint8)
+    want = MatMulInteger(Attrs({}), 10, "m").run([a, b, zero, zero])[0]
+    np.testing.assert_array_equal(_OP.run([a, b])[0], want)
+
+
 def test_the_bias_wraps_to_int32():  # type: ignore[no-untyped-def]
     a = np.full((1, 2), 255, np.uint8)
     b = np.full((2, 1), 127, np.int8)
@@ -38,8 +47,8 @@ def test_checks():  # type: ignore[no-untyped-def]
     a = TensorInfo(DataType.UINT8, (4, 3))
     out = _OP.infer([a, TensorInfo(DataType.INT8, (3, 2)), TensorInfo(DataType.INT32, (2,))])
     assert out[0].dtype == DataType.INT32 and out[0].shape == (4, 2)
-    with pytest.raises(ModelError, match="B must be i8"):
-        _OP.infer([a, TensorInfo(DataType.UINT8, (3, 2))])
+    with pytest.raises(ModelError, match="B has element type i32; expected u8 or i8"):
+        _OP.infer([a, TensorInfo(DataType.INT32, (3, 2))])
     with pytest.raises(ModelError, match="Bias must be i32"):
         _OP.infer([a, TensorInfo(DataType.INT8, (3, 2)), TensorInfo(DataType.INT32, (3,))])
     with pytest.raises(ModelError, match="must be"):
