@@ -37,7 +37,21 @@ for _cls in INSTRUCTION_TYPES:
 
 
 def encode_words(instructions: Sequence[Instruction]) -> np.ndarray:
-    """Return the (n, 8) uint64 encodings of `instructions` (see the module docstring)."""
+    """Return the (n, 8) uint64 encodings of `instructions` (see the module docstring).
+
+    An object that appears several times is encoded once (instructions are frozen values; the
+    mapper shares one object among a layer's equal EXECUTEs, some ten per distinct one)."""
+    count = len(instructions)
+    if count:
+        ids = np.fromiter(map(id, instructions), dtype=np.uint64, count=count)
+        _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        if len(first) < count:
+            distinct = [instructions[index] for index in first.tolist()]
+            return _encode_distinct(distinct)[inverse.ravel()]
+    return _encode_distinct(instructions)
+
+
+def _encode_distinct(instructions: Sequence[Instruction]) -> np.ndarray:
     count = len(instructions)
     words = np.zeros((count, WORDS), dtype=np.uint64)
     if not count:

@@ -32,6 +32,16 @@ def test_encode_words_equals_encode_of_each_instruction(seed: int) -> None:
             assert column.tolist() == [int(getattr(instructions[i], name)) for i in where]
 
 
+def test_an_object_repeated_in_the_sequence_encodes_at_every_place() -> None:
+    rng = np.random.default_rng(7)
+    classes = [cls for cls in INSTRUCTION_TYPES if cls is not Halt]
+    shared = [random_instruction(classes[int(rng.integers(len(classes)))], rng)
+              for _ in range(40)]
+    instructions = [shared[int(rng.integers(len(shared)))] for _ in range(500)] + [Halt()]
+    words = encode_words(instructions)
+    assert words.tobytes() == b"".join(instr.encode() for instr in instructions)
+
+
 def test_encode_words_of_no_instructions() -> None:
     assert encode_words([]).shape == (0, 8)
 
