@@ -3,6 +3,9 @@
 import numpy as np
 import pytest
 
+from systolic.config import ArrayConfig, Dataflow
+from systolic.isa.program import LayerUnit
+from systolic.mapper.lowering import compile_model
 from systolic.mapper.macs import node_macs
 from systolic.mapper.passes.conv_transpose import conv_transpose_to_conv, swap_channels
 from systolic.mapper.passes.name_nodes import name_nodes
@@ -10,6 +13,7 @@ from systolic.mapper.passes.pipeline import finalize, run_passes
 from systolic.mapper.passes.quantize_float import quantize_float
 from systolic.mapper.passes.report import PassReport
 from systolic.reference.executor import run_model
+from systolic.simulation.layer_check import check_layers
 
 from .model_builder import build, node
 
@@ -247,3 +251,18 @@ def test_bias_add_batchnorm_and_relu_join_the_convs(kernel, pads, convs):
     x = np.random.default_rng(2).standard_normal((1, 3, 4, 5)).astype(np.float32)
     np.testing.assert_allclose(run_model(rewritten, {"x": x})["y"],
                                run_model(model, {"x": x})["y"], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("config", [ArrayConfig(rows=4, cols=4, dataflow=Dataflow.OS),
+                                    ArrayConfig(rows=8, cols=8, dataflow=Dataflow.WS)],
+                         ids=["4x4os", "8x8ws"])
+@pytest.mark.parametrize("case", [QDQ_CASES[0], QDQ_CASES[2]], ids=["polyphase", "zeros"])
+def test_the_array_runs_it_bit_exact(config, case):
+    spatial, c, m, group, attrs, per_channel, convs = case
+    model = qdq_model(spatial, c, m, group, dict(attrs), per_channel=per_channel)
+    compiled = compile_model(run_passes(rewrite(model)[0])[0], config)
+    units = {layer.op: layer.unit for layer in compiled.layers}
+    assert units["QConv"] == LayerUnit.ARRAY and units["Concat"] == LayerUnit.LAYOUT
+    assert sum(layer.macs for layer in compiled.layers) == (
+        macs(model) if convs > 1 else macs(rewrite(model)[0]))
+    assert check_layers(compiled, _inputs(c, spatial, 4), backend="model") is None
