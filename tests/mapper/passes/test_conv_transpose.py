@@ -266,3 +266,20 @@ def test_the_array_runs_it_bit_exact(config, case):
     assert sum(layer.macs for layer in compiled.layers) == (
         macs(model) if convs > 1 else macs(rewrite(model)[0]))
     assert check_layers(compiled, _inputs(c, spatial, 4), backend="model") is None
+
+
+def test_a_float_polyphase_is_quantized_with_its_interleave_on_integers():
+    """Wired before quantize_float: the phase Convs become QConvs and quantize_float gives
+    the interleave's Concats one set of parameters, so they move integers."""
+    model = tail_model((2, 2), [0, 0, 0, 0])
+    feeds = [{"x": np.random.default_rng(s).standard_normal((1, 3, 4, 5)).astype(np.float32)}
+             for s in range(4)]
+    integer, _ = run_passes(rewrite(model)[0], calibration=feeds)
+    ops = [n.op_type for n in integer.graph.nodes]
+    assert ops.count("QConv") == 4 and ops.count("Concat") == 3
+    for concat in (n for n in integer.graph.nodes if n.op_type == "Concat"):
+        assert integer.graph.type_of(concat.outputs[0]).dtype.name == "UINT8"
+    for f in feeds:
+        want, got = run_model(model, f)["y"], run_model(integer, f)["y"]
+        step = np.abs(want).max() / 255  # about the output's quantization step (min 0)
+        assert np.abs(got - want).max() <= 3 * step  # measured up to 1.9 steps
