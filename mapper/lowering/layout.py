@@ -1,4 +1,5 @@
-"""Layout operators (Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Identity, Concat).
+"""Layout operators (Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Identity, Concat, and
+Gather and Slice with constant indices, starts and ends).
 
 The element each output position takes from the input is found by running the reference
 operator on the input's array of byte addresses. Then, in order of preference:
@@ -37,9 +38,8 @@ from systolic.reference.executor import make_op
 
 __all__ = ["LAYOUT_OPS", "LayoutDecision", "address_array", "decide_layout", "strides_of"]
 
-LAYOUT_OPS = frozenset(
-    {"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Concat"}
-)
+LAYOUT_OPS = frozenset({"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Identity",
+                        "Concat", "Gather", "Slice"})
 """Standard operators (default domain) the lowering treats as layout operators."""
 
 

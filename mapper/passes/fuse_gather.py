@@ -4,9 +4,9 @@ step of the input projection computed for every step at once) then select 8-bit 
 instead of dequantizing, selecting and quantizing again.
 
 Exact: Q(DQ(v)) = v for every v of the type when both have the same per-tensor scale, zero
-point and type, and Gather only selects elements. The Gather runs on the host today (the
-lowering has no Gather layout), now one node on integers instead of a float Gather and a
-QuantizeLinear; the DequantizeLinear left unread goes with eliminate_dead.
+point and type, and Gather only selects elements. The Gather of the integers is a layout
+operator of the lowering (an alias, or LOAD + COPY of a strided view; `layout.py`); the
+DequantizeLinear left unread goes with eliminate_dead.
 """
 
 import dataclasses
@@ -18,11 +18,6 @@ from systolic.mapper.passes.quant_params import NotFusable, QuantParams, per_ten
 from systolic.mapper.passes.report import FUSED, PassReport
 
 __all__ = ["fuse_gather"]
-
-GATHER_ON_INTEGERS = ("selects elements of an 8-bit tensor (constant indices): the lowering "
-                      "has no Gather layout, so it runs on the host")
-"""The report's reason for a Gather this pass puts on the integers."""
-
 
 def fuse_gather(model: Model, report: PassReport) -> Model:
     """Return `model` with every DQ -> Gather(constant indices) -> Q of equal parameters
@@ -41,7 +36,7 @@ def fuse_gather(model: Model, report: PassReport) -> Model:
                            quantize.outputs[:1], name=node.name, attrs=node.attrs)
         ctx.replace((node, quantize), gather, at=node)
         report.record(quantize.label, FUSED, into=node.name)
-        report.note(node.label, GATHER_ON_INTEGERS)
+        report.note(node.label, "selects elements of the 8-bit tensor (constant indices)")
         changed = True
     return dataclasses.replace(model, graph=ctx.result()) if changed else model
 

@@ -54,7 +54,7 @@ from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.fold_constants import fold_constants
 from systolic.mapper.passes.fold_if import fold_if
 from systolic.mapper.passes.fuse_activations import fuse_activations
-from systolic.mapper.passes.fuse_gather import GATHER_ON_INTEGERS, fuse_gather
+from systolic.mapper.passes.fuse_gather import fuse_gather
 from systolic.mapper.passes.fuse_integer_matmul import fuse_integer_matmul
 from systolic.mapper.passes.fuse_qdq import LAYOUT_OPS, fuse_qdq
 from systolic.mapper.passes.fuse_softmax import fuse_softmax
@@ -125,18 +125,11 @@ def _host_reasons(model: Model, report: PassReport) -> tuple[tuple[str, str], ..
     reasons = []
     for node in model.graph.nodes:
         fate = report.fate(node.name)
-        if fate is None and node.op_type == "Gather" and _eight_bit(model, node.inputs[0]):
-            reasons.append((node.name, GATHER_ON_INTEGERS))  # a node the passes made
         if fate is None or fate.action != HOST:
             continue
         if fate.reason not in ("", DEFAULT_HOST_REASON):
             reasons.append((node.name, fate.reason))
     return tuple(reasons)
-
-
-def _eight_bit(model: Model, name: str) -> bool:
-    found = model.graph.type_of(name)
-    return found is not None and found.dtype in (DataType.UINT8, DataType.INT8)
 
 
 def finalize(model: Model) -> Model:

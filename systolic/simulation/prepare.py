@@ -8,7 +8,8 @@
 2. reads the inputs (`inputs.load_inputs`: an .npy/.npz file, or a seeded random set); a
    model with symbolic or unknown input dimensions gets them fixed by the input arrays;
 3. runs the mapper passes: a float model is quantized, calibrated on the input arrays when
-   they come from a file (which must then be finite), else on the passes' seeded random set.
+   they come from a file (which must then be finite), else on the passes' seeded random set;
+   so are the float recurrent layers of a quantized model (`PreparedModel.partly_float`).
 """
 
 import dataclasses
@@ -27,6 +28,7 @@ from systolic.mapper.importer import (
 )
 from systolic.mapper.passes.pipeline import run_passes
 from systolic.mapper.passes.quantize_float import is_quantized
+from systolic.mapper.passes.unroll_recurrent import quantizes_float_recurrent
 from systolic.simulation.inputs import check_calibration_inputs, load_inputs, model_inputs
 
 __all__ = ["PreparedModel", "prepare_model"]
@@ -46,6 +48,13 @@ class PreparedModel:
     def float_model(self) -> bool:
         """Whether the model as loaded was a float model (quantized by the passes)."""
         return not is_quantized(self.original)
+
+    @property
+    def partly_float(self) -> bool:
+        """Whether the model is quantized but holds float recurrent layers that the passes
+        quantize after training (`quantizes_float_recurrent`): its results differ from the
+        model as written by that quantization, as a float model's do."""
+        return quantizes_float_recurrent(self.original)
 
 
 def _load(model_path: str | os.PathLike[str], max_tensor_bytes: int, weightless: bool) -> Model:
@@ -71,7 +80,8 @@ def prepare_model(
         shapes = {name: tuple(array.shape) for name, array in inputs.items()}
         original = bind_inputs(original, shapes, max_tensor_bytes=max_tensor_bytes)
     calibration = None
-    if not is_quantized(original) and input_path is not None:
+    quantized_here = not is_quantized(original) or quantizes_float_recurrent(original)
+    if quantized_here and input_path is not None:
         check_calibration_inputs(inputs, input_path)
         calibration = [inputs]
     integer, _ = run_passes(original, calibration=calibration, seed=seed)

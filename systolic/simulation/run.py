@@ -208,7 +208,7 @@ def simulate_model(
     prepared = prepare_model(model_path, input_path=input_path, seed=seed,
                              max_tensor_bytes=max_tensor_bytes)  # fmt: skip
     original, integer, inputs = prepared.original, prepared.integer, prepared.inputs
-    float_model = prepared.float_model
+    float_model = prepared.float_model or prepared.partly_float  # quantized by the passes
     compiled = _compile(integer, config, make_bar)
     reference = reference_values(compiled, inputs)
     theirs = None  # onnxruntime first: a model it cannot run fails before the long part

@@ -189,3 +189,42 @@ def test_a_float_flatten_between_host_layers_is_a_reinterpretation():
     layer = compiled.layers[1]
     assert (layer.unit, layer.count) == (LayerUnit.LAYOUT, 0)
     assert compiled.program.tensor("f").address == compiled.program.tensor("r").address
+
+
+@pytest.mark.parametrize(("indices", "axis"), [
+    (np.array(1, np.int64), 2),            # one step of a sequence: a contiguous block
+    (np.array([0, 2], np.int64), 1),        # every other channel: a strided copy
+    (np.array(4, np.int64), -1),            # one column of every row: strided
+])  # fmt: skip
+def test_a_gather_of_constant_indices_is_a_layout(indices, axis):  # type: ignore[no-untyped-def]
+    pool = _maxpool("x", "p")
+    gather = node("Gather", ["p", "idx"], "g", domain="", axis=axis)
+    after = node("QAdd", ["g", "g"], "y", multiplier_a=1 << 30, multiplier_b=1 << 30, shift=0,
+                 y_type=3)  # fmt: skip
+    g = graph({"x": (I8, (1, 3, 4, 5))}, {"y": I8}, [pool, gather, after],
+              [Tensor("idx", DataType.INT64, indices)])
+    compiled = _check(g, {"x": random_input(I8, (1, 3, 4, 5), 8)})
+    assert compiled.layers[1].unit is LayerUnit.LAYOUT
+
+
+def test_a_slice_of_constant_bounds_is_a_layout():
+    pool = _maxpool("x", "p")
+    bounds = [Tensor(name, DataType.INT64, np.array(value, np.int64)) for name, value in
+              (("starts", [1, 0]), ("ends", [3, 5]), ("axes", [1, 3]), ("steps", [1, 2]))]
+    slice_ = node("Slice", ["p", "starts", "ends", "axes", "steps"], "s", domain="")
+    after = _maxpool("s", "y")
+    g = graph({"x": (I8, (1, 4, 3, 5))}, {"y": I8}, [pool, slice_, after], bounds)
+    compiled = _check(g, {"x": random_input(I8, (1, 4, 3, 5), 9)})
+    assert compiled.layers[1].unit is LayerUnit.LAYOUT
+    assert any(isinstance(i, Copy) for i in compiled.program.instructions)
+
+
+def test_a_gather_against_memory_order_runs_on_the_host():
+    pool = _maxpool("x", "p")
+    gather = node("Gather", ["p", "idx"], "g", domain="", axis=1)
+    after = _maxpool("g", "y")
+    g = graph({"x": (I8, (1, 3, 4, 5))}, {"y": I8}, [pool, gather, after],
+              [Tensor("idx", DataType.INT64, np.array([2, 0], np.int64))])
+    compiled = _check(g, {"x": random_input(I8, (1, 3, 4, 5), 10)})
+    assert compiled.layers[1].unit is LayerUnit.HOST
+    assert compiled.layers[1].reason == "its element order is not a strided view of its input"
