@@ -9,6 +9,7 @@ from systolic.errors import ModelError
 from systolic.ir import DataType, Graph, Model, Node
 from systolic.reference.executor import run_model
 from systolic.reference.kernels.blas_threads import single_threaded_blas
+from systolic.reference.kernels.conv import reused_scratch
 
 __all__ = ["RANDOM_SAMPLES", "NodeObserver", "calibrate", "random_calibration"]
 
@@ -77,7 +78,7 @@ def calibrate(
         if also is not None:
             also(node, inputs, outputs)
 
-    with single_threaded_blas():
+    with single_threaded_blas(), reused_scratch():
         for feed in feeds:
             for name, value in feed.items():
                 observe(name, np.asarray(value), "a graph input")
