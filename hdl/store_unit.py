@@ -1,64 +1,56 @@
 """`StoreUnit`: executes STORE, COPY, POOL, ADD, TABLE and SOFTMAX, writing rows to external
 memory."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from systolic.config import ArrayConfig
 from systolic.hdl.accumulator import read_signature
-from systolic.hdl.instruction_fields import (
-    TAG_WIDTH,
-    completion_signature,
-    instruction_layout,
-    instruction_signature,
-)
+from systolic.hdl.instruction_fields import completion_signature, instruction_signature
 from systolic.hdl.lookup_table import LookupTable, load_rows
-from systolic.hdl.output_stage import LATENCY as OUTPUT_LATENCY
 from systolic.hdl.output_stage import OutputStage
 from systolic.hdl.pool_window import emit_window_walk
 from systolic.hdl.ports import memory_read_signature, params_row_layout, write_beat_layout
 from systolic.hdl.row_writer import RowWriter
-from systolic.hdl.softmax_unit import SoftmaxUnit, fields_layout
-from systolic.hdl.vector_unit import PRODUCT, SCALED_SUM, VectorUnit
-from systolic.isa.fields import INSTRUCTION_BITS
+from systolic.hdl.softmax_unit import SoftmaxUnit
+from systolic.hdl.store_datapath import output_rows, table_loads, vector_path
+from systolic.hdl.store_state import Control, Reads, StoreInstruction, field, pick
+from systolic.hdl.vector_unit import VectorUnit
 from systolic.isa.instructions import Add, Copy, Pool, Softmax, Store, Table
 from systolic.isa.memories import PARAMS_DEPTH, Memory, depth
 
 __all__ = ["StoreUnit"]
 
-
-def field(word, cls, name):
-    """Return field `name` of instruction class `cls` in `word`, from the ISA's field table."""
-    return data.View(instruction_layout(cls), word)[name]
-
-
-def _pick(options, default):
-    """Return a Mux chain: the value of the first (condition, value) pair whose condition holds."""
-    result = default
-    for condition, value in reversed(options):
-        result = Mux(condition, value, result)
-    return result
+WRITERS = (Store, Copy, Pool, Add, Softmax)
+"""The classes that write rows (all but TABLE): they share the row pattern's fields."""
 
 
 class StoreUnit(wiring.Component):
-    """The ST unit: STORE (output stage), COPY, POOL and ADD (vector unit), TABLE, one at a time.
+    """The ST unit: STORE, COPY, POOL, ADD, TABLE and SOFTMAX, one at a time.
 
-    Every instruction but TABLE reads its source rows (STORE: `acc` rows and one `params` row;
-    COPY, POOL, ADD: `spad_in` rows through read port 1), turns them into output rows and
-    writes row i as `n` (STORE) or `lanes` elements of `operand_bytes` bytes at the row
-    pattern's `row_base(i)`, in aligned beats with byte strobes (`RowWriter`). STORE and COPY
-    with `lut` map every output element through the activation table (`ActivationTable`, one
-    registered stage before the FIFO, before `flip_sign`); ADD with `mul` runs the vector unit
-    in PRODUCT mode; ADD with `b_broadcast` reads row `b_row` for every output row. TABLE
-    reads its ceil(256 / dim) `spad_in` rows into the activation table (with `wide` its
-    ceil(512 / dim) rows into the exp table) and writes nothing. STORE with `raw` writes
-    `wrap32(acc + bias)` as 4-byte lanes instead of the output stage's row. SOFTMAX runs in
-    `SoftmaxUnit`, which takes over the spad_in port and sends each row's chunks with their
-    own addresses (`RowWriter`'s direct mode).
-    Results are bit-exact with `systolic.sim.golden.machine`; durations are
-    `systolic.sim.timing.store_timing.duration`.
+    Three families share one reader, one FIFO and one writer:
+
+    - STORE and COPY (the output path, `store_datapath.output_rows`): STORE reads `acc` rows
+      (and one `params` row) through the `OutputStage`, COPY passes `spad_in` rows through;
+      with `lut` every output element is mapped through the activation table (a
+      `LookupTable` of int8, one registered stage before the FIFO, before `flip_sign`);
+      STORE `raw` writes `wrap32(acc + bias)` as 4-byte lanes instead of the stage's row.
+    - POOL and ADD (`store_datapath.vector_path`): `spad_in` rows or window positions through
+      the `VectorUnit`; ADD `mul` runs it in PRODUCT mode, ADD `b_broadcast` reads row
+      `b_row` for every output row.
+    - TABLE and SOFTMAX (`store_datapath.table_loads`): TABLE loads its ceil(256 / dim)
+      `spad_in` rows into the activation table (with `wide` its ceil(512 / dim) rows into
+      the exp table of the `SoftmaxUnit`) and writes nothing; SOFTMAX runs in the
+      `SoftmaxUnit`, which takes over the spad_in port and sends each row's chunks with their
+      own addresses (`RowWriter`'s direct mode).
+
+    Here: the control (`_control`), the reader (`_reader`: one read per cycle within the FIFO
+    credit) and the writer (`_write`: row i as `n` (STORE, 4·n bytes with `raw`) or `lanes`
+    elements of `operand_bytes` bytes at the row pattern's `row_base(i)`, in aligned beats
+    with byte strobes, `RowWriter`). Results are bit-exact with
+    `systolic.sim.golden.machine`; durations are `systolic.sim.timing.store_timing.duration`.
 
     Parameters
     ----------
@@ -124,246 +116,168 @@ class StoreUnit(wiring.Component):
     def config(self) -> ArrayConfig:
         return self._config
 
+    @property
+    def _row_bytes(self) -> int:
+        """Bytes of the widest row: `dim` operands, or STORE raw's `cols` int32 lanes."""
+        return max(self._config.dim * self._config.operand_bytes, 4 * self._config.cols)
+
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        dim, cols, ob = cfg.dim, cfg.cols, cfg.operand_bytes
-        element = signed(8 * ob)
-        row_layout = data.ArrayLayout(element, dim)
-        width = max(dim * ob, 4 * cols)  # bytes of the widest row: STORE raw's int32 lanes
-        entry_layout = data.StructLayout({  # one FIFO entry; direct: a SOFTMAX chunk
-            "data": 8 * width, "direct": 1, "addr": 32, "bytes": range(dim + 1)})
-
-        m.submodules.stage = stage = OutputStage(cols=cols, acc_width=cfg.acc_width)
-        m.submodules.vector = vector = VectorUnit(lanes=dim, input_width=cfg.input_width)
+        width = self._row_bytes
+        m.submodules.stage = stage = OutputStage(cols=cfg.cols, acc_width=cfg.acc_width)
+        m.submodules.vector = vector = VectorUnit(lanes=cfg.dim, input_width=cfg.input_width)
+        m.submodules.table = table = LookupTable(lanes=cfg.dim, entry=signed(8))
+        m.submodules.softmax = softmax = SoftmaxUnit(lanes=cfg.dim, bus_bytes=cfg.bus_bytes)
+        m.submodules.fifo = fifo = SyncFIFO(width=_entry_layout(cfg.dim, width).size,
+                                            depth=self._fifo_depth)
         m.submodules.writer = writer = RowWriter(elements=width, element_bytes=1,
                                                  bus_bytes=cfg.bus_bytes)
-        m.submodules.fifo = fifo = SyncFIFO(width=entry_layout.size, depth=self._fifo_depth)
-        m.submodules.table = table = LookupTable(lanes=dim, entry=signed(8))
-        m.submodules.softmax = softmax = SoftmaxUnit(lanes=dim, bus_bytes=cfg.bus_bytes)
+        instr = StoreInstruction(m)
+        control = self._control(m, instr)
+        space = Signal()  # FIFO credit: fewer than fifo_depth rows in the datapath and FIFO
+        reads = self._reader(m, instr, control, space, softmax)
+        vector_path(m, self, instr, reads, vector)
+        row = output_rows(m, self, instr, control, reads, stage, vector, table)
+        table_done = table_loads(m, self, instr, control, reads, table, softmax)
+        rows_done = self._write(m, instr, control, reads, row, fifo, writer, softmax, space)
+        m.d.comb += control.finish.eq(rows_done | table_done | softmax.done)
+        return m
 
-        word = Signal(INSTRUCTION_BITS)
-        tag = Signal(TAG_WIDTH)
-        opcode = word[:8]
-        kind = {cls: Signal(name=f"is_{cls.MNEMONIC.lower()}")
-                for cls in (Store, Copy, Pool, Add, Table, Softmax)}
-        m.d.comb += [flag.eq(opcode == cls.OPCODE) for cls, flag in kind.items()]
-        is_store, is_copy, is_pool, is_add, is_table, is_softmax = (
-            kind[c] for c in (Store, Copy, Pool, Add, Table, Softmax))
-        classes = (Store, Copy, Pool, Add, Softmax)
-
-        def common(name, among=classes):
-            """Return field `name` of whichever of the classes `among` the instruction is."""
-            return _pick([(kind[c], field(word, c, name)) for c in among[:-1]],
-                         field(word, among[-1], name))
-
-        # -- control ---------------------------------------------------------------------------
-        running = Signal()
-        first_cycle = Signal()
-        done = Signal()
+    def _control(self, m, instr):
+        """Take an instruction while idle and report it `done` (one cycle) when it finishes."""
+        running, first_cycle, done, finish = Signal(), Signal(), Signal(), Signal()
         accept = self.i_instr.valid & self.i_instr.ready
         m.d.comb += [
             self.i_instr.ready.eq(~running & ~done),
             self.o_complete.valid.eq(done),
-            self.o_complete.payload.tag.eq(tag),
+            self.o_complete.payload.tag.eq(instr.tag),
             self.busy.eq(running | done),
         ]
-        m.d.sync += first_cycle.eq(accept)
+        m.d.sync += [first_cycle.eq(accept), done.eq(0)]
         with m.If(accept):
-            m.d.sync += [word.eq(self.i_instr.payload.payload), tag.eq(self.i_instr.payload.tag),
-                         running.eq(1)]
-        with m.If(done):
-            m.d.sync += done.eq(0)
+            m.d.sync += [instr.word.eq(self.i_instr.payload.payload),
+                         instr.tag.eq(self.i_instr.payload.tag), running.eq(1)]
+        with m.If(finish):
+            m.d.sync += [running.eq(0), done.eq(1)]
+        return Control(accept, first_cycle, running, finish)
 
-        # STORE's params row: read while idle, captured in the first cycle of the instruction.
-        params = Signal(params_row_layout(cols))
+    def _reader(self, m, instr, control, space, softmax):
+        """Issue one read per cycle while there is `space` (all but SOFTMAX, whose unit drives
+        the spad_in port itself): acc rows (STORE), spad_in rows (COPY, TABLE; ADD's a and b),
+        POOL's window positions; the read's flags follow it by one cycle."""
+        dim, is_ = self._config.dim, instr.is_
         incoming = self.i_instr.payload.payload
-        m.d.comb += [
-            self.params_read.addr.eq(field(incoming, Store, "param_row")),
-            self.params_read.en.eq(accept),
-        ]
-        with m.If(first_cycle):
-            m.d.sync += params.eq(self.params_read.data)
-
-        # -- issue: one element read per cycle -------------------------------------------------
-        pool = {name: field(word, Pool, name) for name in (
+        pool = {name: instr.field(Pool, name) for name in (
             "h", "w", "kh", "kw", "sh", "sw", "pad_left", "oh", "ow", "in_row")}
-        wide = field(word, Table, "wide")
-        total = _pick([(is_pool, pool["oh"] * pool["ow"]),
-                       (is_table, Mux(wide, load_rows(dim, 2), load_rows(dim, 1)))],
-                      common("m", (Store, Copy, Add)))
-        row_index = Signal(32)
-        issued_all = Signal()
-        pending = Signal(range(self._fifo_depth + 1))
+        wide = instr.field(Table, "wide")
+        total = pick([(is_[Pool], pool["oh"] * pool["ow"]),
+                      (is_[Table], Mux(wide, load_rows(dim, 2), load_rows(dim, 1)))],
+                     instr.common("m", (Store, Copy, Add)))
+        row_index, issued_all = Signal(32), Signal()
         phase = Signal()  # ADD: 0 reads a, 1 reads b
-        issue = Signal()
-        walk = emit_window_walk(m, pool, accept,
-                                field(incoming, Pool, "pad_top"),
-                                field(incoming, Pool, "pad_left"), issue & is_pool)
-        issue_last = Signal()
+        issue, last = Signal(), Signal()
+        walk = emit_window_walk(m, pool, control.accept, field(incoming, Pool, "pad_top"),
+                                field(incoming, Pool, "pad_left"), issue & is_[Pool])
         m.d.comb += [
-            issue.eq(running & ~is_softmax & ~issued_all & (pending < self._fifo_depth)),
-            issue_last.eq(_pick([(is_add, phase), (is_pool, walk.last)], 1)),
+            issue.eq(control.running & ~is_[Softmax] & ~issued_all & space),
+            last.eq(pick([(is_[Add], phase), (is_[Pool], walk.last)], 1)),
         ]
-        broadcast = field(word, Add, "b_broadcast")
-        spad_addr = _pick([
-            (is_copy, field(word, Copy, "in_row") + row_index),
-            (is_table, field(word, Table, "row") + row_index),
-            (is_add & phase, field(word, Add, "b_row") + Mux(broadcast, 0, row_index)),
-            (is_add, field(word, Add, "a_row") + row_index),
+        broadcast = instr.field(Add, "b_broadcast")
+        spad_addr = pick([
+            (is_[Copy], instr.field(Copy, "in_row") + row_index),
+            (is_[Table], instr.field(Table, "row") + row_index),
+            (is_[Add] & phase, instr.field(Add, "b_row") + Mux(broadcast, 0, row_index)),
+            (is_[Add], instr.field(Add, "a_row") + row_index),
         ], pool["in_row"] + walk.y * pool["w"] + walk.x)
         m.d.comb += [
-            self.acc_read.req.valid.eq(issue & is_store),
-            self.acc_read.req.payload.row.eq(field(word, Store, "acc_row") + row_index),
+            self.acc_read.req.valid.eq(issue & is_[Store]),
+            self.acc_read.req.payload.row.eq(instr.field(Store, "acc_row") + row_index),
             self.acc_read.resp.ready.eq(1),
-            self.spad_read.en.eq((issue & ~is_store) | softmax.spad_en),
-            self.spad_read.addr.eq(Mux(is_softmax, softmax.spad_addr, spad_addr)),
+            self.spad_read.en.eq((issue & ~is_[Store]) | softmax.spad_en),
+            self.spad_read.addr.eq(Mux(is_[Softmax], softmax.spad_addr, spad_addr)),
         ]
-
-        with m.If(accept):
+        with m.If(control.accept):
             m.d.sync += [row_index.eq(0), issued_all.eq(0), phase.eq(0)]
         with m.If(issue):
             m.d.sync += phase.eq(~phase)
-            with m.If(issue_last):
+            with m.If(last):
                 m.d.sync += row_index.eq(row_index + 1)
                 with m.If(row_index + 1 == total):
                     m.d.sync += issued_all.eq(1)
 
-        # -- datapath ----------------------------------------------------------------------------
-        read_valid = Signal()
-        read_flags = Signal(data.StructLayout({  # row: TABLE's row number (for the table)
+        valid = Signal()
+        flags = Signal(data.StructLayout({  # row: TABLE's row number (for the table)
             "sel": 1, "first": 1, "last": 1, "row": range(load_rows(dim, 2))}))
         m.d.sync += [
-            read_valid.eq(issue & ~is_store),
-            read_flags.sel.eq(is_add & phase),
-            read_flags.first.eq(Mux(is_add, ~phase, walk.first)),
-            read_flags.last.eq(issue_last),
-            read_flags.row.eq(row_index),
+            valid.eq(issue & ~is_[Store]),
+            flags.sel.eq(is_[Add] & phase),
+            flags.first.eq(Mux(is_[Add], ~phase, walk.first)),
+            flags.last.eq(last),
+            flags.row.eq(row_index),
         ]
-        m.d.comb += [
-            stage.i_acc.valid.eq(self.acc_read.resp.valid),
-            stage.i_acc.payload.data.eq(self.acc_read.resp.payload.data),
-            stage.bias.eq(params.bias),
-            stage.multiplier.eq(params.multiplier),
-            stage.zero_point.eq(field(word, Store, "zero_point")),
-            stage.lo.eq(field(word, Store, "lo")),
-            stage.hi.eq(field(word, Store, "hi")),
-            stage.o_q.ready.eq(1),
-        ]
-        m.d.comb += [stage.shift[i].eq(params.shift[i][:6].as_signed())
-                     for i in range(cols)]
+        return Reads(issue, last, valid, flags, total)
 
+    def _write(self, m, instr, control, reads, row, fifo, writer, softmax, space):
+        """Send `row` (bits, valid) or SOFTMAX's chunks (at their own addresses) through the
+        FIFO to the writer, which walks the row pattern; keep the FIFO credit; return the
+        finish of a row-writing instruction (its last row written)."""
+        cfg, is_ = self._config, instr.is_
+        chunk, (row_bits, row_valid) = softmax.o_chunk, row
+        layout = _entry_layout(cfg.dim, self._row_bytes)
+        entry_in, entry_out = Signal(layout), Signal(layout)
         m.d.comb += [
-            vector.i_elem.valid.eq(read_valid & (is_pool | is_add)),
-            vector.i_elem.payload.data.eq(self.spad_read.data),
-            vector.i_elem.payload.sel.eq(read_flags.sel),
-            vector.i_elem.payload.first.eq(read_flags.first),
-            vector.i_elem.payload.last.eq(read_flags.last),
-            vector.o_row.ready.eq(1),
-            vector.mode.eq(Mux(is_add, Mux(field(word, Add, "mul"), PRODUCT, SCALED_SUM),
-                               field(word, Pool, "mode"))),
-            vector.multiplier[0].eq(Mux(is_add, field(word, Add, "multiplier_a"),
-                                        field(word, Pool, "multiplier"))),
-            vector.multiplier[1].eq(field(word, Add, "multiplier_b")),
-            vector.zero_in[0].eq(Mux(is_add, field(word, Add, "zp_a"), field(word, Pool, "zp_in"))),
-            vector.zero_in[1].eq(field(word, Add, "zp_b")),
-            vector.shift.eq(Mux(is_add, field(word, Add, "shift"), field(word, Pool, "shift"))),
-            vector.zero_out.eq(Mux(is_add, field(word, Add, "zp_out"), field(word, Pool, "zp_out"))),
-            vector.lo.eq(Mux(is_add, field(word, Add, "lo"), field(word, Pool, "lo"))),
-            vector.hi.eq(Mux(is_add, field(word, Add, "hi"), field(word, Pool, "hi"))),
-        ]
-
-        # Rows before the table (`row`), then after it when `lut` (`mapped`, one cycle later).
-        row = Signal(row_layout)
-        row_valid = Signal()
-        for i in range(dim):
-            stored = stage.o_q.payload.data[i] if i < cols else 0
-            m.d.comb += row[i].eq(_pick([
-                (is_store, stored), (is_copy, self.spad_read.data[i])], vector.o_row.payload[i]))
-        m.d.comb += row_valid.eq(stage.o_q.valid | vector.o_row.valid | (read_valid & is_copy))
-        lut = Signal()
-        mapped = Signal(row_layout)
-        m.d.comb += [
-            lut.eq((is_store | is_copy) & common("lut", (Store, Copy))),
-            table.i_index.valid.eq(row_valid & lut),
-            table.i_load.valid.eq(read_valid & is_table & ~wide),
-            softmax.i_load.valid.eq(read_valid & is_table & wide),
-            softmax.i_load.payload.row.eq(read_flags.row),
-            table.i_load.payload.row.eq(read_flags.row),
-        ]
-        for i in range(dim):
-            m.d.comb += [
-                table.i_index.payload[i].eq(Cat(row[i][:7], ~row[i][7])),  # y + 128
-                table.i_load.payload.data[i].eq(self.spad_read.data[i]),
-                softmax.i_load.payload.data[i].eq(self.spad_read.data[i]),
-                softmax.spad_data[i].eq(self.spad_read.data[i]),
-                mapped[i].eq(table.o_entry.payload[i]),
-            ]
-        raw = field(word, Store, "raw")
-        raw_row = _raw_row(m, self.acc_read.resp, params.bias, cols)
-        chunk = softmax.o_chunk.payload
-        entry_in = Signal(entry_layout)
-        entry_out = Signal(entry_layout)
-        m.d.comb += [
-            entry_in.data.eq(_pick([(is_store & raw, raw_row),
-                                    (is_softmax, chunk.data.as_value()),
-                                    (lut, mapped.as_value())], row.as_value())),
-            entry_in.direct.eq(is_softmax),
-            entry_in.addr.eq(chunk.addr),
-            entry_in.bytes.eq(chunk.bytes),
-            fifo.w_en.eq(_pick([(is_softmax, softmax.o_chunk.valid), (lut, table.o_entry.valid)],
-                               row_valid)),
+            entry_in.data.eq(Mux(is_[Softmax], chunk.payload.data.as_value(), row_bits)),
+            entry_in.direct.eq(is_[Softmax]),
+            entry_in.addr.eq(chunk.payload.addr),
+            entry_in.bytes.eq(chunk.payload.bytes),
+            fifo.w_en.eq(Mux(is_[Softmax], chunk.valid, row_valid)),
             fifo.w_data.eq(entry_in),
             entry_out.eq(fifo.r_data),
             writer.i_row.valid.eq(fifo.r_rdy),
             writer.i_row.payload.eq(entry_out.data),
             writer.direct.eq(entry_out.direct),
             writer.direct_addr.eq(entry_out.addr),
-            writer.direct_bytes.eq(entry_out.bytes * ob),
+            writer.direct_bytes.eq(entry_out.bytes * cfg.operand_bytes),
             fifo.r_en.eq(writer.i_row.ready),
         ]
-        pop = fifo.r_rdy & fifo.r_en
-        m.d.sync += pending.eq(pending + ((issue & issue_last & ~is_table) | softmax.reserve)
-                               - pop)
+        pending = Signal(range(self._fifo_depth + 1))
+        ends_row = reads.issue & reads.last & ~is_[Table]
+        m.d.sync += pending.eq(pending + (ends_row | softmax.reserve) - (fifo.r_rdy & fifo.r_en))
         m.d.comb += [
-            *(softmax.instr[name].eq(field(word, Softmax, name))
-              for name in fields_layout().members),
-            softmax.start.eq(first_cycle & is_softmax),
-            softmax.space.eq(pending < self._fifo_depth),
-            softmax.written.eq(writer.row_done & is_softmax),
+            space.eq(pending < self._fifo_depth),
+            softmax.space.eq(space),
+            softmax.written.eq(writer.row_done & is_[Softmax]),
         ]
+        self._pattern(m, instr, control, writer)
 
-        # -- writer ------------------------------------------------------------------------------
+        written, done = Signal(32), Signal()
+        with m.If(control.accept):
+            m.d.sync += written.eq(0)
+        with m.Elif(writer.row_done & ~is_[Softmax]):
+            m.d.sync += written.eq(written + 1)
+            m.d.comb += done.eq(written + 1 == reads.total)
+        return done
+
+    def _pattern(self, m, instr, control, writer):
+        """Start the writer on the row pattern and the row size of the instruction."""
+        ob, n = self._config.operand_bytes, instr.field(Store, "n")
         m.d.comb += [
-            writer.start.eq(first_cycle),
-            writer.ext.eq(common("ext")),
-            writer.n0.eq(common("n0")),
-            writer.stride0.eq(common("row_stride0")),
-            writer.stride1.eq(common("row_stride1")),
-            writer.row_bytes.eq(_pick([
-                (is_store & raw, field(word, Store, "n") * 4),
-                (is_store, field(word, Store, "n") * ob)],
-                common("lanes", (Copy, Pool, Add)) * ob)),
-            writer.flip.eq(common("flip_sign")),
+            writer.start.eq(control.first_cycle),
+            writer.ext.eq(instr.common("ext", WRITERS)),
+            writer.n0.eq(instr.common("n0", WRITERS)),
+            writer.stride0.eq(instr.common("row_stride0", WRITERS)),
+            writer.stride1.eq(instr.common("row_stride1", WRITERS)),
+            writer.row_bytes.eq(pick([(instr.is_[Store] & instr.field(Store, "raw"), n * 4),
+                                      (instr.is_[Store], n * ob)],
+                                     instr.common("lanes", (Copy, Pool, Add)) * ob)),
+            writer.flip.eq(instr.common("flip_sign", WRITERS)),
         ]
         wiring.connect(m, wiring.flipped(self.o_write), writer.o_write)
-        written = Signal(32)
-        with m.If(accept):
-            m.d.sync += written.eq(0)
-        with m.Elif(writer.row_done & ~is_softmax):
-            m.d.sync += written.eq(written + 1)
-            with m.If(written + 1 == total):
-                m.d.sync += [running.eq(0), done.eq(1)]
-        with m.If((read_valid & is_table & (read_flags.row + 1 == total)) | softmax.done):
-            m.d.sync += [running.eq(0), done.eq(1)]
-        return m
 
 
-def _raw_row(m, response, bias, cols):
-    """Return STORE raw's row: `wrap32(acc + bias)` per lane, as 4 little-endian bytes each,
-    registered OUTPUT_LATENCY times so that it leaves with the output stage's row."""
-    stages = [Signal(32 * cols, name=f"raw{k}") for k in range(OUTPUT_LATENCY)]
-    m.d.sync += stages[0].eq(Cat((response.payload.data[i] + bias[i])[:32]
-                                 for i in range(cols)))
-    m.d.sync += [stages[k].eq(stages[k - 1]) for k in range(1, OUTPUT_LATENCY)]
-    return stages[-1]
+def _entry_layout(dim, width):
+    """Return one FIFO entry: a row of `width` bytes or, `direct`, a SOFTMAX chunk with its
+    byte address and byte count."""
+    return data.StructLayout({"data": 8 * width, "direct": 1, "addr": 32,
+                              "bytes": range(dim + 1)})
