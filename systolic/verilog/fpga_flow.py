@@ -15,7 +15,8 @@
    design does not fit (it would try to place it for hours);
 3. the results read from nextpnr's report and log (fpga_report.py): LUTs, flip-flops, DSP
    blocks and block RAMs used and available, Fmax, the critical path's ends by the design's
-   signal names; a design that does not fit is a result naming the resources that run out.
+   signal names; a design that does not fit is a result naming the resources that run out;
+   and Yosys' cells by the accelerator's unit they belong to (fpga_components.py).
 
 Results are cached in `$SYSTOLIC_CACHE_DIR/fpga/<key>/` (else `~/.cache/systolic/fpga`), the key
 a hash of the Verilog, the harness, the Yosys script, the nextpnr arguments and the wheels'
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from systolic.fileio import digest_parts, write_atomically
+from systolic.verilog.fpga_components import component_cells
 from systolic.verilog.fpga_harness import HARNESS_TOP, harness_verilog, top_ports
 from systolic.verilog.fpga_netlists import netlist_key, restore_netlist, store_netlist
 from systolic.verilog.fpga_parts import Part
@@ -78,6 +80,8 @@ class FpgaResult:
     tools: dict[str, str]  #: wheel versions
     cached: bool  #: read from the cache, not run now
     cache_folder: str  #: the logs and nextpnr's report
+    #: Yosys' cells by unit (fpga_components.py); None in entries cached before it existed
+    components: dict[str, dict[str, int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the result as plain JSON-ready values."""
@@ -226,10 +230,10 @@ def _run(work: Path, top: str, part: Part, target_mhz: float, versions: dict[str
                       stop=_OverfullCheck(part, work / "nextpnr.log"))
     seconds["place_and_route"] = round(time.monotonic() - started, 1)
     log = (work / "nextpnr.log").read_text(encoding="utf-8", errors="replace")
-    report = netlist = None
+    report = None
+    netlist = json.loads((work / "netlist.json").read_text(encoding="utf-8"))
     if status == 0:
         report = json.loads((work / "report.json").read_text(encoding="utf-8"))
-        netlist = json.loads((work / "netlist.json").read_text(encoding="utf-8"))
     outcome = read_outcome(part, log, report, netlist)
     if status != 0 and not outcome["shortfall"]:
         raise RuntimeError(f"nextpnr failed on {part.name}:\n{_tail(work / 'nextpnr.log')}")
@@ -246,4 +250,5 @@ def _run(work: Path, top: str, part: Part, target_mhz: float, versions: dict[str
         tools=versions,
         cached=False,
         cache_folder=str(folder),
+        components=component_cells(netlist, HARNESS_TOP),
     )

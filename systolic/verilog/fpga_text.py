@@ -46,6 +46,20 @@ def _shortfall_rows(result: dict[str, Any]) -> list[str]:
     return rows
 
 
+def _component_rows(result: dict[str, Any]) -> list[str]:
+    components = result.get("components")
+    if not components:
+        return []
+    total = sum(row["logic"] for row in components.values()) or 1
+    header = (f"  by unit (Yosys' cells before packing): {'logic':>8} {'share':>6} "
+              f"{'flip-flops':>10} {'DSP':>4} {'BRAM':>4}")
+    rows = [header]
+    for unit, row in components.items():
+        rows.append(f"    {unit:<36} {row['logic']:>8,} {100 * row['logic'] / total:>5.1f}% "
+                    f"{row['flip_flops']:>10,} {row['dsps']:>4} {row['brams']:>4}")
+    return rows
+
+
 def render_fpga(result: dict[str, Any]) -> str:
     """Return the FPGA section of `systolic verilog`'s text output."""
     seconds = result["phase_seconds"]
@@ -59,5 +73,6 @@ def render_fpga(result: dict[str, Any]) -> str:
         *_resource_rows(result),
     ]
     lines += _timing_rows(result) if result["fits"] else _shortfall_rows(result)
+    lines += _component_rows(result)
     lines.append(f"  logs and nextpnr's report: {result['cache_folder']}")
     return "\n".join(lines) + "\n"

@@ -51,3 +51,17 @@ def test_design_that_does_not_fit_says_what_runs_out() -> None:
     assert "; cached):\n" in text
     assert "  does not fit:\n    DSP blocks: 40 needed, 28 available (12 over)\n" in text
     assert "Fmax" not in text and "harness" not in text
+
+
+def test_units_are_listed_with_their_share_of_the_logic() -> None:
+    result = _result("fits_nextpnr.log", fits=True)
+    result["components"] = {
+        "store": {"logic": 300, "flip_flops": 20, "dsps": 4, "brams": 1},
+        "load": {"logic": 100, "flip_flops": 10, "dsps": 0, "brams": 0},
+    }
+    lines = render_fpga(result).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  by unit"))
+    assert lines[start].split()[-5:] == ["logic", "share", "flip-flops", "DSP", "BRAM"]
+    assert lines[start + 1].split() == ["store", "300", "75.0%", "20", "4", "1"]
+    assert lines[start + 2].split() == ["load", "100", "25.0%", "10", "0", "0"]
+    assert lines[start + 3] == "  logs and nextpnr's report: /cache/key"
