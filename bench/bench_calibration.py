@@ -6,7 +6,8 @@ Loads the onnx wheel's light VGG-19 (or `--model`), draws the passes' calibratio
 prints, each the smallest CPU and wall seconds of `--repeat` runs:
 
 - `calibrate`: the reference executor over the 8 feeds, observing every node output's range
-  (what `quantize_float` runs, on the model after constant folding, as the passes do);
+  (what `quantize_float` runs, on the model as the passes hand it over: identities removed,
+  constants and batch normalisations folded);
 - onnxruntime: one `InferenceSession.run` per feed (session built once, outside the timing;
   `--ort-threads` intra-op threads, default 1: the reference runs BLAS on one thread);
 - their ratio (issue 14's target: within 3x), and with `--profile` the reference run's
@@ -28,9 +29,11 @@ import onnxruntime
 
 from systolic.mapper.importer import load_model
 from systolic.mapper.passes.calibration import calibrate, random_calibration
+from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.fold_constants import fold_constants
 from systolic.mapper.passes.name_nodes import name_nodes
 from systolic.mapper.passes.pipeline import finalize
+from systolic.mapper.passes.remove_identities import remove_identities
 from systolic.mapper.passes.report import PassReport
 
 LIGHT = Path(onnx.__file__).parent / "backend/test/data/light"
@@ -59,7 +62,8 @@ def main() -> None:
 
     model = name_nodes(load_model(args.model))
     report = PassReport((node.name, node.op_id) for node in model.graph.nodes)
-    folded = finalize(fold_constants(model, report))
+    folded = finalize(fold_constants(remove_identities(model, report), report))
+    folded = finalize(fold_batchnorm(folded, report))
     feeds = random_calibration(folded.graph, seed=0)
     names = [out for node in folded.graph.nodes for out in node.outputs if out]
 
