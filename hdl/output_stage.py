@@ -87,6 +87,14 @@ class OutputStage(wiring.Component):
     with 6 mux levels plus a 65-bit sticky OR, two (out_width + 3)-bit adders and four
     comparators. Registers: 33 + 65 + (out_width + 3) + out_width bits, plus one valid and one
     `last` bit per stage.
+
+    FPGA note (bench/README.md, "FPGA"): on ECP5 the product maps to four MULT18X18D blocks
+    whose partial products are summed by LUT carry chains within stage 2, and stage 3 is a
+    66-bit barrel shifter, a 66-bit comparison and the sticky OR: neither fits 10 ns. Splitting
+    the product into registered DSP-sized partial products summed in the next stage needs one
+    more stage, and the shift another; with LATENCY 4 fixed by the cycle model (STORE's
+    `fixed_cycles` K = 3 + LATENCY = 7 in `systolic.sim.timing.store_timing`, the native
+    timing engine and docs/cycle-model.md), that is a change of the cycle model, not a retiming.
     """
 
     def __init__(self, *, cols: int, acc_width: int = 32, out_width: int = 8):
