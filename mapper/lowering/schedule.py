@@ -24,7 +24,7 @@ Output-stationary nest (`OsPlan` group, block, k_super):
 
 import bisect
 import dataclasses
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.isa.instructions import (
@@ -202,7 +202,9 @@ def _spread(step: _Step, ahead: list[Instruction]) -> list[Instruction]:
     share = -(-len(ahead) // max(step.executes, 1))
     out: list[Instruction] = []
     cursor = 0
-    for instr in step.body:
+    for index, instr in enumerate(step.body):
+        if cursor >= len(ahead):  # (all placed: the rest of the body as it is)
+            return out + step.body[index:]
         out.append(instr)
         if instr.UNIT is Unit.EX:
             out += ahead[cursor : cursor + share]
@@ -235,6 +237,7 @@ class Scheduler:
         self._steps: list[_Step] = [_Step()]
         self._params_in_use: list[tuple[int, int]] = []  # this group's and the previous one's
         self._made: dict[tuple[object, ...], Instruction] = {}  # EXECUTEs by class and fields
+        self._rows: dict[tuple[object, ...], list[Instruction]] = {}  # (`_cached`)
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -246,17 +249,58 @@ class Scheduler:
         step.body.append(instr)
         step.executes += instr.UNIT is Unit.EX
 
-    def _execute(self, cls: type[Instruction], *fields: int | bool) -> None:
-        """Add the EXECUTE instruction `cls(*fields)` to the step. Instructions are frozen
-        values, so equal ones are one object, built (and later checked) once: a layer's
+    def _instr(self, cls: type[Instruction], *fields: int | bool) -> Instruction:
+        """Return the EXECUTE instruction `cls(*fields)`. Instructions are frozen values, so
+        equal ones are one object, built (and later checked and encoded) once: a layer's
         PRELOADs and COMPUTEs repeat the same few hundred rows over and over."""
         key = (cls, *fields)
         instr = self._made.get(key)
         if instr is None:
             instr = self._made[key] = cls(*fields)
+        return instr
+
+    def _execute(self, cls: type[Instruction], *fields: int | bool) -> None:
+        """Add the EXECUTE instruction `cls(*fields)` to the step."""
         step = self._steps[-1]
-        step.body.append(instr)
+        step.body.append(self._instr(cls, *fields))
         step.executes += 1
+
+    def _preloads(self, row: int, k: int, widths: Sequence[int]) -> list[Instruction]:
+        """Return the PRELOADs of a group's column tiles: tile i's `k` weight rows from
+        spad_wt row `row + i·k`, `widths[i]` columns each."""
+        return self._cached((Preload, row, k, *widths), lambda: [
+            self._instr(Preload, row + i * k, k, n) for i, n in enumerate(widths)])  # fmt: skip
+
+    def _computes(self, row: int, m: int, acc: int, accumulate: bool, tiles: int
+                  ) -> list[Instruction]:  # fmt: skip
+        """Return the COMPUTEs of a group's `tiles` column tiles: `m` rows from spad_in
+        `row` into acc rows `acc + i·m` for tile i."""
+        return self._cached((Compute, row, m, acc, accumulate, tiles), lambda: [
+            self._instr(Compute, row, m, acc + i * m, accumulate) for i in range(tiles)])  # fmt: skip
+
+    def _cached(self, key: tuple[object, ...], make: Callable[[], list[Instruction]]
+                ) -> list[Instruction]:  # fmt: skip
+        """Return `make()` the first time `key` is asked for, the same list after: the rings
+        hand the same rows out again and again."""
+        made = self._rows.get(key)
+        if made is None:
+            made = self._rows[key] = make()
+        return made
+
+    def _ws_chunk(self, preloads: list[Instruction], computes: list[Instruction],
+                  held: bool) -> None:
+        """Add one K chunk's EXECUTEs: per column tile its PRELOAD (not the first one when
+        the array `held` those weights already) and its COMPUTE, then one pending STORE of
+        the previous group (`_interleave`)."""
+        step = self._steps[-1]
+        body, pending = step.body, self._pending
+        for i, compute in enumerate(computes):
+            if i or not held:
+                body.append(preloads[i])
+            body.append(compute)
+            if pending:
+                body.append(pending.pop(0))
+        step.executes += 2 * len(computes) - held
 
     def _span(self, ring: Ring, name: str, key: Hashable, size: int) -> tuple[int, int | None]:
         """Return (first row, steps early its LOAD may run, None when already loaded)."""
@@ -441,6 +485,7 @@ class Scheduler:
             a_pieces = split_rows(job.a_rows, start, stop)
             for t0 in range(0, tiles_n, plan.group):
                 tiles = min(plan.group, tiles_n - t0)
+                widths = [min(cols, n_total - t * cols) for t in range(t0, t0 + tiles)]
                 self._new_step()
                 param_row = self._load_params(image, t0, tiles)
                 acc = self._next_acc()
@@ -456,14 +501,10 @@ class Scheduler:
                         self._load_a(job, a_pieces, a_row, k0, kc, hoist)
                     w_key = (self._jobs, "w", t0, tiles, c)
                     w_row = self._load_weights(job, image, w_key, t0, tiles, k0, kc)
-                    for i in range(tiles):
-                        weights = (self._jobs, t0 + i, c)  # the PEs keep them across LOADs
-                        if weights != self._active:
-                            n = min(cols, n_total - (t0 + i) * cols)
-                            self._execute(Preload, w_row + i * kc, kc, n)
-                            self._active = weights
-                        self._execute(Compute, a_row, m, acc + i * m, c > 0)
-                        self._interleave()
+                    held = self._active == (self._jobs, t0, c)  # (PEs keep them across LOADs)
+                    self._ws_chunk(self._preloads(w_row, kc, widths),
+                                   self._computes(a_row, m, acc, c > 0, tiles), held)
+                    self._active = (self._jobs, t0 + tiles - 1, c)
                 for i in range(tiles):
                     self._store(job, start, stop, acc + i * m, t0 + i, param_row + i, stores)
                 self._flush()  # the next group writes the other half of acc, then this one
