@@ -81,7 +81,9 @@ def lower_qconv(
     through its table (`y` then is the QTable's output placement, with the QConv's output type).
     """
     label = node.label
-    w = constant_input(constants, node.inputs[1], node).astype(np.int64)
+    w = constant_input(constants, node.inputs[1], node)
+    if w.dtype.kind not in "iu":  # (integer weights keep their type: B is as wide, not int64)
+        w = w.astype(np.int64)
     has_bias = len(node.inputs) > 2 and node.inputs[2]
     rank = len(x.shape) - 2
     if rank not in (1, 2) or w.ndim != rank + 2 or len(y.shape) != rank + 2:
@@ -166,7 +168,7 @@ def lower_qconv(
         gs = min(pack, group - g0)
         # B[(i, j, gg, c), (gg, mm)] = W[(g0 + gg) * m_group + mm, c, i, j]
         blocks = w[g0 * m_group : (g0 + gs) * m_group].reshape(gs, m_group, c_group, kh, kw)
-        b = np.zeros((kh, kw, gs, c_group, gs, m_group), dtype=np.int64)
+        b = np.zeros((kh, kw, gs, c_group, gs, m_group), dtype=w.dtype)
         for gg in range(gs):
             b[:, :, gg, :, gg, :] = blocks[gg].transpose(2, 3, 1, 0)
         b = b.reshape(kh * kw * gs * c_group, gs * m_group)

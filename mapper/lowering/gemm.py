@@ -106,7 +106,8 @@ class GemmJob:
     """One matrix product for the array; see the module docstring.
 
     `a_rows` and `y_rows` have the same row counts block by block (and the same n0); `weights`
-    is the K x N int64 matrix B (columns are Y's elements in order, zeros allowed), or a
+    is the K x N integer matrix B (any integer dtype; columns are Y's elements in order, zeros
+    allowed), or a
     `ComputedWeights` for a B computed at run time; `bias`
     already holds the folded activation zero point; `multiplier`/`shift` are per column.
     `zero_point`, `lo`, `hi` are the STORE's (int8 domain); `flip_in`/`flip_out` the LOAD's
