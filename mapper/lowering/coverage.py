@@ -29,7 +29,9 @@ a set of inputs (`compile`, `simulate`); with `calibrated=False` (`systolic insp
 calibration runs and every activation's range is taken as empty (scale 1, zero point 0; the
 weights are quantized from their values as always): `ASSUMED_RANGES` says so. A unit that
 depends on the calibrated scales (a requantization multiplier out of range, a bias leaving
-int32) may then differ from the compiled program's; no test model's does.
+int32) may then differ from the compiled program's (no test model's does), and so may how many
+of a Concat's inputs are written in place (equal assumed scales need no requantization before
+it, so an input that other nodes read too is copied: yolo_block_float).
 """
 
 import ast
@@ -55,7 +57,9 @@ __all__ = [
 ASSUMED_RANGES = (
     "float model: units decided without calibration, on activation ranges taken as empty "
     "(scale 1, zero point 0); compile and simulate calibrate, so a layer whose requantization "
-    "multiplier or int32 bias depends on the calibrated scales may run elsewhere there"
+    "multiplier or int32 bias depends on the calibrated scales may run elsewhere there, and a "
+    "Concat may write more of its inputs in place there (calibrated scales differ, so an input "
+    "also read elsewhere is requantized for it instead of copied)"
 )
 """What `node_units(..., calibrated=False)` assumes for a float model (inspect prints it)."""
 

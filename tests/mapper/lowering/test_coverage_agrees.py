@@ -1,7 +1,7 @@
 """`systolic inspect`'s units agree with the compiler: on every model of tests/models and
 tests/models/realistic at 8x8 WS, 4x4 OS and 16x16 WS, `node_units(..., calibrated=False)`
 (planned, no calibration, no instruction) gives every node the unit and reason the compiled
-program of the calibrated model gives it, and the same MACs per unit (array MACs equal to the
+program of the calibrated model gives it (a Concat's count of inputs written in place aside), and the same MACs per unit (array MACs equal to the
 program's array layers', recurrent models aside); `plan_layers` gives the
 compiled program's layers (name, op, unit, MACs, reason)."""
 
@@ -53,6 +53,16 @@ def _macs_per_unit(model: Model, units: list[tuple[str, str]]) -> Counter[str]:
     return found
 
 
+def _comparable(row: tuple[str, str]) -> tuple[str, str]:
+    """A row as inspect and compile must agree on it: the unit, and the reason except how
+    many of a Concat's inputs are written in place (`ASSUMED_RANGES`: equal assumed scales
+    need no requantization before the Concat, so an input read elsewhere too is copied)."""
+    unit, reason = row
+    if reason.startswith("layout: ") and reason.endswith(" copied"):
+        return unit, "layout: a Concat"
+    return row
+
+
 @pytest.fixture(scope="module", params=CASES)
 def compiled_case(request: pytest.FixtureRequest) -> tuple[Model, Model, object]:
     """The model (symbolic dimensions bound to 1, as `node_units` does), its calibrated
@@ -71,7 +81,7 @@ def test_inspect_units_equal_the_compiled_ones(
     program = compile_model(integer, config).program
     compiled = follow_units(names, report, {layer.name: layer for layer in program.layers})  # type: ignore[arg-type]
     planned = node_units(model, config, calibrated=False)
-    assert planned == compiled
+    assert [_comparable(row) for row in planned] == [_comparable(row) for row in compiled]
     assert _macs_per_unit(model, planned) == _macs_per_unit(model, compiled)
     if not any(node.op_type in _RECURRENT for node in model.graph.nodes):
         array_macs = sum(layer.macs for layer in program.layers if layer.unit.value == "array")
