@@ -9,6 +9,9 @@ Order (each pass one module):
  3b. fold_if            If of constant cond -> the chosen branch's nodes (then 2 and 3
                         again, until no If of constant cond is left)
  4. spatial_mean        ReduceMean over all spatial axes -> GlobalAveragePool (+ Reshape)
+ 4b. conv_transpose     ConvTranspose -> Convs over its input (polyphase: one per stride
+                        phase, then their interleave) or over its zero-inserted input
+ 4c. fold_bias_add      Add/Sub of a per-channel constant after a float Conv -> its bias
  5. fold_batchnorm      BatchNormalization into the preceding Conv/Gemm (float)
  6. unroll_recurrent    RNN/GRU/LSTM with a static sequence -> per-step float
                         MatMul/Add/Gather, gate functions, Mul, Concat (quantized below);
@@ -19,6 +22,9 @@ Order (each pass one module):
                         (types are inferred again afterwards); quantized models: the same
                         for the float island of their unrolled RNN/GRU/LSTM layers only
                         (recurrent_island: its borders take the model's own parameters)
+ 7b. quantize_before_layout  Q(layout(a, b)) -> layout(Q(a), Q(b)) (exact): the layout
+                        ops then move integers (a zero-inserted ConvTranspose's fill blocks,
+                        Concats of requantized inputs)
  8. normalize_qoperator QLinearConv, QGemm, QLinearAdd ... -> systolic ops
  9. fuse_integer_matmul a MatMulInteger of a constant B left by normalize_qoperator
                         (dynamic quantization) -> QMatMulInt, int32 out; a computed zero
@@ -49,8 +55,10 @@ from systolic.ir import SYSTOLIC_DOMAIN, DataType, Model
 from systolic.mapper.binding import bind_graph
 from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES
 from systolic.mapper.passes.compose_tables import compose_tables
+from systolic.mapper.passes.conv_transpose import conv_transpose_to_conv
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
+from systolic.mapper.passes.fold_bias_add import fold_bias_add
 from systolic.mapper.passes.fold_constants import fold_constants
 from systolic.mapper.passes.fold_if import fold_if
 from systolic.mapper.passes.fuse_activations import fuse_activations
@@ -61,6 +69,7 @@ from systolic.mapper.passes.fuse_softmax import fuse_softmax
 from systolic.mapper.passes.fuse_tables import fuse_tables
 from systolic.mapper.passes.name_nodes import name_nodes
 from systolic.mapper.passes.normalize_qoperator import normalize_qoperator
+from systolic.mapper.passes.quantize_before_layout import quantize_before_layout
 from systolic.mapper.passes.quantize_float import is_quantized, quantize_float
 from systolic.mapper.passes.recurrent_island import recurrent_island
 from systolic.mapper.passes.remove_identities import remove_identities
@@ -92,9 +101,10 @@ def run_passes(
     model = fold_constants(model, report)
     while (inlined := fold_if(model, report)) is not model:
         model = fold_constants(remove_identities(finalize(inlined), report), report)
-    rewritten = spatial_mean_to_pool(model, report)
-    if rewritten is not model:
-        model = finalize(rewritten)
+    for rewrite in (spatial_mean_to_pool, conv_transpose_to_conv, fold_bias_add):
+        rewritten = rewrite(model, report)
+        if rewritten is not model:
+            model = finalize(rewritten)
     model = fold_batchnorm(model, report)
     unrolled, island = unroll_recurrent_region(model, report)
     if unrolled is not model:
@@ -105,6 +115,8 @@ def run_passes(
         region = recurrent_island(model, island)
         model = finalize(quantize_float(model, report, calibration=calibration, seed=seed,
                                         region=region))
+    if (hoisted := quantize_before_layout(model, report)) is not model:
+        model = finalize(hoisted)
     model = normalize_qoperator(model, report)
     model = fuse_integer_matmul(model, report)
     model = fuse_qdq(model, report)

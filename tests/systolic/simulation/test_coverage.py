@@ -49,7 +49,7 @@ def test_a_model_without_macs_is_all_on_the_array() -> None:
 
 def test_simulate_reports_the_host_share(tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    model, _ = conv_conv_transpose(np.random.default_rng(5))
+    model, _ = conv_conv_transpose(np.random.default_rng(5), opset=9)  # a host ConvTranspose
     onnx.save(model, tmp_path / "m.onnx")
     assert main(["simulate", str(tmp_path / "m.onnx"), "--backend", "model", "--array", "4x4",
                  "--json", str(tmp_path / "r.json")]) == 0
@@ -71,7 +71,7 @@ def test_simulate_reports_the_host_share(tmp_path: Path,
 
 def test_the_host_cost_model_adds_the_host_layers_cycles(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    model, _ = conv_conv_transpose(np.random.default_rng(5))
+    model, _ = conv_conv_transpose(np.random.default_rng(5), opset=9)  # a host ConvTranspose
     onnx.save(model, tmp_path / "m.onnx")
     assert main(["simulate", str(tmp_path / "m.onnx"), "--backend", "model", "--array", "4x4",
                  "--host-ops-per-cycle", "3", "--clock-mhz", "100",

@@ -45,8 +45,11 @@ def conv_resize_conv(r: np.random.Generator) -> tuple[onnx.ModelProto, list[int]
     return _model(nodes, [1, 3, 6, 6], [1, 4, 12, 12], inits, 13), ["Resize"]
 
 
-def conv_conv_transpose(r: np.random.Generator) -> tuple[onnx.ModelProto, list[int]]:
-    """Conv -> Relu -> ConvTranspose (stride 2, pads 1, output_padding 1), opset 13."""
+def conv_conv_transpose(r: np.random.Generator, opset: int = 13
+                        ) -> tuple[onnx.ModelProto, list[str]]:
+    """Conv -> Relu -> ConvTranspose (stride 2, pads 1, output_padding 1). From opset 10 the
+    passes rewrite the ConvTranspose into Convs on the array (conv_transpose.py); a
+    ConvTranspose-1 (opset 9) stays a host layer with its MACs."""
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c1"], ["r1"]),
@@ -55,7 +58,8 @@ def conv_conv_transpose(r: np.random.Generator) -> tuple[onnx.ModelProto, list[i
     ]
     inits = [_weights(r, "w1", (4, 3, 3, 3)), _weights(r, "b1", (4,)),
              _weights(r, "w2", (4, 2, 3, 3)), _weights(r, "b2", (2,))]
-    return _model(nodes, [1, 3, 6, 6], [1, 2, 12, 12], inits, 13), ["ConvTranspose"]
+    host = ["ConvTranspose"] if opset < 10 else []
+    return _model(nodes, [1, 3, 6, 6], [1, 2, 12, 12], inits, opset), host
 
 
 def matmul_layernorm_gelu(r: np.random.Generator) -> tuple[onnx.ModelProto, list[int]]:
@@ -74,6 +78,7 @@ def matmul_layernorm_gelu(r: np.random.Generator) -> tuple[onnx.ModelProto, list
 
 
 MODELS = {"conv_resize_conv": conv_resize_conv, "conv_conv_transpose": conv_conv_transpose,
+          "conv_conv_transpose_1": lambda r: conv_conv_transpose(r, opset=9),
           "matmul_layernorm_gelu": matmul_layernorm_gelu}
 
 
@@ -100,6 +105,8 @@ def test_host_operators_simulate_end_to_end(name: str, tmp_path: Path,
     units = {layer["op"]: layer["unit"] for layer in report["layers"]}
     for op in host_ops:
         assert units[op] == "host", units
+    if name == "conv_conv_transpose":  # rewritten into Convs: every MAC on the array
+        assert "ConvTranspose" not in units and report["coverage"]["host_macs"] == 0
     assert "array" in units.values() and any(
         op in units for op in ("QConv", "QMatMul")), units
     # 8-bit activations around float host operators: close to the float model
