@@ -26,7 +26,7 @@ from systolic.hdl.load_unit import LoadUnit
 from systolic.hdl.ports import params_row_layout, spad_row_layout, write_beat_layout
 from systolic.hdl.range_overlap import footprint_layout
 from systolic.hdl.run_counters import RunCounters
-from systolic.hdl.store_unit import StoreUnit
+from systolic.hdl.store_unit import StoreUnit, store_events_layout
 from systolic.isa.fields import INSTRUCTION_BITS
 from systolic.isa.instructions import Store
 from systolic.isa.memories import PARAMS_DEPTH, Memory, depth
@@ -325,5 +325,7 @@ class Accelerator(wiring.Component):
             inc.ext_write_beats.eq(taken),
             inc.ext_write_bytes.eq(Mux(taken, sum(write.payload.strobe), 0)),
         ]
+        for name in store_events_layout(cfg).members:  # the STORE unit's lane events
+            m.d.comb += getattr(inc, name).eq(getattr(st.o_events, name))
         for name in RTL_EVENTS:
             m.d.comb += getattr(self.events, name).eq(getattr(bank.counts, name))

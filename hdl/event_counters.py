@@ -2,8 +2,8 @@
 
 Each counter sums, while the accelerator is busy, the per-cycle increment of one event (a
 strobe, or a count such as the `rows·cols` slots of one array beat). The names are the model's
-(`systolic.sim.energy.events.EVENTS`); `RTL_EVENTS` are the ones the accelerator counts today,
-`PENDING_EVENTS` those whose strobes are inside the STORE unit and not yet brought out.
+(`systolic.sim.energy.events.EVENTS`); `RTL_EVENTS` lists every one of them, in the order of
+the accelerator's ports.
 """
 
 from collections.abc import Mapping
@@ -14,8 +14,7 @@ from amaranth.lib.wiring import In, Out
 
 from systolic.config import ArrayConfig
 
-__all__ = ["EVENT_WIDTH", "PENDING_EVENTS", "RTL_EVENTS", "EventCounters", "event_increments",
-           "events_signature"]
+__all__ = ["EVENT_WIDTH", "RTL_EVENTS", "EventCounters", "event_increments", "events_signature"]
 
 EVENT_WIDTH = 48
 """Bits of each event counter (2^48 events: days of a large array at hundreds of MHz)."""
@@ -25,13 +24,10 @@ RTL_EVENTS = (
     "spad_in_reads", "spad_in_writes", "spad_wt_reads", "spad_wt_writes",
     "params_reads", "params_writes", "acc_reads", "acc_writes", "acc_rmw",
     "ext_read_beats", "ext_read_bytes", "ext_write_beats", "ext_write_bytes",
-)  # fmt: skip
-"""The events the accelerator counts in the RTL (its `events` ports), in report order."""
-
-PENDING_EVENTS = (
     "output_stage_lanes", "vector_lanes", "vector_mul_lanes", "lut_lookups", "lut_writes",
 )  # fmt: skip
-"""Events of the model whose strobes are inside the STORE unit: not counted in the RTL yet."""
+"""The events the accelerator counts in the RTL (its `events` ports), in report order: every
+event of the model."""
 
 
 def event_increments(config: ArrayConfig) -> dict[str, int]:
@@ -39,11 +35,14 @@ def event_increments(config: ArrayConfig) -> dict[str, int]:
 
     `spad_in_reads` may count an EXECUTE and a STORE-unit read in the same cycle (2); a beat of
     the array counts `rows·cols` slots and at most as many products; an external beat carries
-    at most `bus_bytes` bytes; every other event is a one-bit strobe."""
+    at most `bus_bytes` bytes; the STORE unit's lane events count up to `cols` (output stage)
+    or `dim` lanes; every other event is a one-bit strobe."""
     increments = dict.fromkeys(RTL_EVENTS, 1)
     increments.update({
         "mac_slots": config.pes, "macs": config.pes, "spad_in_reads": 2,
         "ext_read_bytes": config.bus_bytes, "ext_write_bytes": config.bus_bytes,
+        "output_stage_lanes": config.cols, "vector_lanes": config.dim,
+        "vector_mul_lanes": config.dim, "lut_lookups": config.dim, "lut_writes": config.dim,
     })
     return increments
 

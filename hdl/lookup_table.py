@@ -8,12 +8,18 @@ from amaranth.utils import ceil_log2
 
 from systolic.isa.table import TABLE_ENTRIES
 
-__all__ = ["LookupTable", "load_layout", "load_rows"]
+__all__ = ["LookupTable", "load_bytes", "load_layout", "load_rows"]
 
 
 def load_rows(lanes: int, entry_bytes: int) -> int:
     """Return the rows of `lanes` bytes a load takes: `ceil(256 · entry_bytes / lanes)`."""
     return -(-TABLE_ENTRIES * entry_bytes // lanes)
+
+
+def load_bytes(row: Value, lanes: int, entry_bytes: int) -> Value:
+    """Return the table bytes a load of row `row` writes: `lanes`, fewer in the last row."""
+    rows, size = load_rows(lanes, entry_bytes), TABLE_ENTRIES * entry_bytes
+    return Mux(row == rows - 1, size - (rows - 1) * lanes, lanes)
 
 
 def load_layout(lanes: int, entry_bytes: int) -> data.StructLayout:

@@ -81,6 +81,8 @@ class SoftmaxUnit(wiring.Component):
     written : ``In(1)``
         Pulse: the last beat of a chunk was written.
     done : ``Out(1)``
+    lookup : ``Out(1)``
+        The exp table looks up `lanes` entries in this cycle (passes 2 and 3: an energy event).
     """
 
     def __init__(self, *, lanes: int, bus_bytes: int):
@@ -100,6 +102,7 @@ class SoftmaxUnit(wiring.Component):
             "o_chunk": Out(stream.Signature(chunk_layout(lanes), always_ready=True)),
             "written": In(1),
             "done": Out(1),
+            "lookup": Out(1),
         })
 
     def elaborate(self, platform):
@@ -217,7 +220,8 @@ class SoftmaxUnit(wiring.Component):
         # Passes 2 and 3: E[mx - x] per lane, one cycle later.
         looked = Signal(data.StructLayout({"phase": range(6), "last": 1,
                                            "mask": data.ArrayLayout(1, lanes)}), name="looked")
-        m.d.comb += table.i_index.valid.eq(flags.valid & (flags.phase != MAX))
+        m.d.comb += [table.i_index.valid.eq(flags.valid & (flags.phase != MAX)),
+                     self.lookup.eq(table.i_index.valid)]
         for j in range(lanes):
             m.d.comb += table.i_index.payload[j].eq((mx - x[j])[:8])
         m.d.sync += [looked.phase.eq(flags.phase), looked.last.eq(flags.last)]

@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 from systolic.config import ArrayConfig
 from systolic.hdl.accumulator import read_signature
 from systolic.hdl.instruction_fields import completion_signature, instruction_signature
-from systolic.hdl.lookup_table import LookupTable, load_rows
+from systolic.hdl.lookup_table import LookupTable, load_bytes, load_rows
 from systolic.hdl.output_stage import OutputStage
 from systolic.hdl.pool_window import emit_window_walk
 from systolic.hdl.ports import memory_read_signature, params_row_layout, write_beat_layout
@@ -17,14 +17,23 @@ from systolic.hdl.row_writer import RowWriter
 from systolic.hdl.softmax_unit import SoftmaxUnit
 from systolic.hdl.store_datapath import output_rows, table_loads, vector_path
 from systolic.hdl.store_state import Control, Reads, StoreInstruction, field, pick
-from systolic.hdl.vector_unit import VectorUnit
+from systolic.hdl.vector_unit import PRODUCT, VectorUnit
 from systolic.isa.instructions import Add, Copy, Pool, Softmax, Store, Table
 from systolic.isa.memories import PARAMS_DEPTH, Memory, depth
 
-__all__ = ["StoreUnit"]
+__all__ = ["StoreUnit", "store_events_layout"]
 
 WRITERS = (Store, Copy, Pool, Add, Softmax)
 """The classes that write rows (all but TABLE): they share the row pattern's fields."""
+
+
+def store_events_layout(config: ArrayConfig) -> data.StructLayout:
+    """Return the layout of the STORE unit's lane events in one cycle (docs/energy.md, "RTL
+    counters"): {output_stage_lanes: up to cols; vector_lanes, vector_mul_lanes, lut_lookups,
+    lut_writes: up to dim}."""
+    dim = range(config.dim + 1)
+    return data.StructLayout({"output_stage_lanes": range(config.cols + 1), "vector_lanes": dim,
+                              "vector_mul_lanes": dim, "lut_lookups": dim, "lut_writes": dim})
 
 
 class StoreUnit(wiring.Component):
@@ -78,6 +87,11 @@ class StoreUnit(wiring.Component):
         External memory write channel: aligned beats {addr, data, strobe}.
     busy : ``Out(1)``
         An instruction has been taken and has not completed.
+    o_events : ``Out(store_events_layout(config))``
+        This cycle's lane events (`_events`): lanes entering the output stage (not for STORE
+        raw), the vector unit (and SOFTMAX's reads, `dim` each), PRODUCT rows (ADD `mul`,
+        `dim` per output row), table lookups (both tables, `dim` per lookup) and table bytes
+        loaded.
 
     Latency, throughput and backpressure
     ------------------------------------
@@ -110,6 +124,7 @@ class StoreUnit(wiring.Component):
             "params_read": Out(memory_read_signature(PARAMS_DEPTH, params_row_layout(config.cols))),
             "o_write": Out(stream.Signature(write_beat_layout(config.bus_bytes))),
             "busy": Out(1),
+            "o_events": Out(store_events_layout(config)),
         })
 
     @property
@@ -142,7 +157,27 @@ class StoreUnit(wiring.Component):
         table_done = table_loads(m, self, instr, control, reads, table, softmax)
         rows_done = self._write(m, instr, control, reads, row, fifo, writer, softmax, space)
         m.d.comb += control.finish.eq(rows_done | table_done | softmax.done)
+        self._events(m, instr, stage, vector, table, softmax)
         return m
+
+    def _events(self, m, instr, stage, vector, table, softmax):
+        """Count this cycle's lane events at the datapaths' ports (docs/energy.md, "RTL
+        counters")."""
+        cfg, events = self._config, self.o_events
+        raw = instr.is_[Store] & instr.field(Store, "raw")
+        element = vector.i_elem.valid & vector.i_elem.ready
+        wide = softmax.i_load.valid
+        load_row = Mux(wide, softmax.i_load.payload.row, table.i_load.payload.row)
+        m.d.comb += [
+            events.output_stage_lanes.eq(
+                Mux(stage.i_acc.valid & stage.i_acc.ready & ~raw, cfg.cols, 0)),
+            events.vector_lanes.eq(Mux(element | softmax.spad_en, cfg.dim, 0)),
+            events.vector_mul_lanes.eq(Mux(
+                element & vector.i_elem.payload.last & (vector.mode == PRODUCT), cfg.dim, 0)),
+            events.lut_lookups.eq(Mux(table.i_index.valid | softmax.lookup, cfg.dim, 0)),
+            events.lut_writes.eq(Mux(table.i_load.valid | wide, Mux(
+                wide, load_bytes(load_row, cfg.dim, 2), load_bytes(load_row, cfg.dim, 1)), 0)),
+        ]
 
     def _control(self, m, instr):
         """Take an instruction while idle and report it `done` (one cycle) when it finishes."""

@@ -108,4 +108,4 @@ class RunResult:
     """The Accelerator's counters by name (`COUNTER_NAMES`)."""
     events: Mapping[str, int] = dataclasses.field(default_factory=dict)
     """The energy event counts of the run by name (`systolic.hdl.event_counters.RTL_EVENTS`
-    from the RTL's counters; empty when the backend does not count them)."""
+    from the RTL's counters; the model backend's are the cycle model's, equal to them)."""

@@ -26,8 +26,9 @@ Events (docs/energy.md: "Events" defines them, "RTL counters" names each one's R
   `lut_writes`: table bytes a TABLE writes (256; 512 for the exp table with `wide`).
 
 SOFTMAX reads each row's `ceil(length/dim)` chunks three times (max, sum, outputs) through
-the vector unit; STORE with `raw` bypasses the output stage (its bias add is not counted).
-External bytes of the STORE unit's writes are their segments' bytes.
+the vector unit and writes each chunk's aligned beats on their own; STORE with `raw` bypasses
+the output stage (its bias add is not counted). External bytes of the STORE unit's writes are
+their segments' bytes.
 """
 
 import dataclasses
@@ -40,7 +41,7 @@ import numpy as np
 from systolic.config import ArrayConfig
 from systolic.isa.instructions import Instruction, Unit
 from systolic.isa.memories import params_row_bytes
-from systolic.isa.patterns import total_beats
+from systolic.isa.patterns import Segment, total_beats
 from systolic.sim.timing.store_timing import reader_cycles
 
 __all__ = [
@@ -160,8 +161,18 @@ def _reads(instr: Any, config: ArrayConfig) -> dict[str, int]:
     return {}
 
 
+def _softmax_write_beats(instr: Any, config: ArrayConfig) -> int:
+    """SOFTMAX writes each row's chunks of `dim` outputs on their own (hdl/softmax_unit.py):
+    the aligned beats of every chunk (a beat a chunk boundary cuts goes out twice)."""
+    chunks = [Segment(row.address + start, min(config.dim, row.length - start))
+              for row in instr.segments(config) for start in range(0, row.length, config.dim)]
+    return total_beats(chunks, config.bus_bytes)
+
+
 def _store_unit(instr: Any, config: ArrayConfig, beats: BeatCounter) -> dict[str, int]:
     written, write_beats = beats.facts(instr)
+    if instr.MNEMONIC == "SOFTMAX":
+        write_beats = _softmax_write_beats(instr, config)
     return _reads(instr, config) | {"ext_write_bytes": written, "ext_write_beats": write_beats}
 
 

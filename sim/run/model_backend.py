@@ -6,9 +6,12 @@ without a C compiler) for the memory image, and times it with
 `systolic.sim.timing.program_model.ProgramModel`, which gives the same accept, issue and
 complete cycles, total cycles and counters as the RTL (`backend="rtl"`), without simulating
 cycles: fast enough for whole networks. Both read the program's instruction words
-(`Program.words`).
+(`Program.words`). Its energy events are the model's (`systolic.sim.energy.events`, summed
+class by class by `event_sums.group_event_sums` when first read: `ModelEvents`), equal to the
+RTL's event counters.
 """
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -16,12 +19,13 @@ import numpy as np
 from systolic.errors import SimulationError
 from systolic.isa.disassembler import format_instruction
 from systolic.isa.program import Program
+from systolic.sim.energy.event_sums import group_event_sums
 from systolic.sim.golden.machine import Machine
 from systolic.sim.golden.native_machine import run_native
 from systolic.sim.result import UNIT_NAMES, RunResult, TimesTable
 from systolic.sim.timing.program_model import ProgramModel, ProgramTiming
 
-__all__ = ["run_golden", "run_model"]
+__all__ = ["ModelEvents", "run_golden", "run_model"]
 
 
 def run_model(program: Program, memory: bytes | bytearray, *, watchdog: int | None = None,
@@ -41,7 +45,33 @@ def run_model(program: Program, memory: bytes | bytearray, *, watchdog: int | No
     run_golden(program, np.frombuffer(image, dtype=np.uint8))
     times = TimesTable(timing.accept, timing.issue, timing.complete)
     return RunResult(memory=image, total_cycles=timing.total_cycles, times=times,
-                     counters=dict(timing.counters))
+                     counters=dict(timing.counters), events=ModelEvents(program))
+
+
+class ModelEvents(Mapping[str, int]):
+    """The cycle model's energy event counts of `program` (every name of `EVENTS`), summed
+    when first read: a whole-network run that never reads them does not pay for them."""
+
+    def __init__(self, program: Program) -> None:
+        self._program = program
+        self._counts: dict[str, int] | None = None
+
+    def _sums(self) -> dict[str, int]:
+        if self._counts is None:
+            instructions = self._program.instructions
+            whole = np.zeros(len(instructions), dtype=np.int64)  # one group: the whole run
+            (events,) = group_event_sums(instructions, self._program.config, whole, 1)
+            self._counts = {name: int(count) for name, count in events.items()}
+        return self._counts
+
+    def __getitem__(self, name: str) -> int:
+        return self._sums()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sums())
+
+    def __len__(self) -> int:
+        return len(self._sums())
 
 
 def run_golden(program: Program, memory: np.ndarray) -> None:

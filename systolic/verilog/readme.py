@@ -91,6 +91,11 @@ EVENT_MEANINGS: dict[str, str] = {
     "ext_read_bytes": "bytes of the LOAD segments the taken read requests carry",
     "ext_write_beats": "external write beats taken",
     "ext_write_bytes": "strobed bytes of the taken write beats",
+    "output_stage_lanes": "lanes entering the STORE unit's output stage (cols per STORE row)",
+    "vector_lanes": "lanes the vector unit takes (dim per POOL/ADD/SOFTMAX spad_in read)",
+    "vector_mul_lanes": "element products of ADD with mul (dim per output row)",
+    "lut_lookups": "table lookups (dim per STORE/COPY lut row and per exp-table read)",
+    "lut_writes": "table bytes TABLE loads (256; 512 with wide)",
 }
 """Meaning of each energy event counter (`events.<name>`, docs/energy.md "RTL counters")."""
 PORT_MEANINGS.update({f"events.{name}": f"energy event counter (48 bits, cleared by `start`, "

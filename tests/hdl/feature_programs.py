@@ -48,7 +48,8 @@ def feature_case(config: ArrayConfig, seed: int, wanted: frozenset[str], *, limi
 
 
 def assert_rtl_matches(case: SyntheticProgram) -> None:
-    """RTL memory == golden memory; RTL times, total and counters == the cycle model's."""
+    """RTL memory == golden memory; RTL times, total, counters and energy events == the
+    cycle model's."""
     rtl = run_program(case.program, case.memory, backend="rtl", watchdog=200_000)
     model = run_program(case.program, case.memory, backend="model")
     assert bytes(rtl.memory) == golden_image(case.program, case.memory)
@@ -56,13 +57,15 @@ def assert_rtl_matches(case: SyntheticProgram) -> None:
     assert rtl.times == model.times
     assert rtl.total_cycles == model.total_cycles
     assert dict(rtl.counters) == dict(model.counters)
+    assert dict(rtl.events) == dict(model.events)
 
 
 def assert_verilator_matches(case: SyntheticProgram) -> None:
-    """The emitted Verilog under Verilator: same memory, times and counters as the Amaranth
-    simulator, and the golden memory."""
+    """The emitted Verilog under Verilator: same memory, times, counters and energy events as
+    the Amaranth simulator, and the golden memory."""
     rtl = run_program(case.program, case.memory, backend="rtl")
     fast = run_program(case.program, case.memory, backend="verilator")
     assert (fast.times, fast.total_cycles) == (rtl.times, rtl.total_cycles)
     assert dict(fast.counters) == dict(rtl.counters)
+    assert dict(fast.events) == dict(rtl.events)
     assert bytes(fast.memory) == bytes(rtl.memory) == golden_image(case.program, case.memory)
