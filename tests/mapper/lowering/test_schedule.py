@@ -3,7 +3,10 @@
 import numpy as np
 import pytest
 
-from systolic.mapper.lowering.schedule import Ring
+from systolic.config import ArrayConfig, Dataflow
+from systolic.isa.instructions import Compute, ComputeOS, Preload
+from systolic.mapper.lowering.gemm import ElementWalk, GemmJob, RowBlock
+from systolic.mapper.lowering.schedule import JobImage, Ring, Scheduler
 
 
 def test_spans_follow_each_other_and_wrap() -> None:
@@ -44,3 +47,28 @@ def test_remembered_spans_are_exactly_those_never_overwritten() -> None:
             held = [r for r, owner in enumerate(rows) if owner == key]
             expected = held[0] if held and len(held) == sizes.get(key) else None
             assert ring.find(key) == expected
+
+
+def _job(m: int, k: int, n: int) -> GemmJob:
+    return GemmJob(
+        label="fc", a_rows=(RowBlock(0, m, m, k, 0),), y_rows=(RowBlock(1 << 20, m, m, n, 0),),
+        walk=ElementWalk(k, 1, 0, 0), weights=np.ones((k, n), np.int8),
+        bias=np.zeros(n, np.int64), multiplier=np.full(n, 1 << 30, np.int64),
+        shift=np.zeros(n, np.int64), zero_point=0, lo=-128, hi=127, flip_in=False,
+        flip_out=False,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(("dataflow", "shape"), [(Dataflow.WS, (300, 24, 12)),
+                                               (Dataflow.OS, (2000, 8, 8))])
+def test_equal_executes_of_a_layer_are_one_object(
+    dataflow: Dataflow, shape: tuple[int, int, int]
+) -> None:
+    """The schedule builds each distinct PRELOAD/COMPUTE/COMPUTE.OS once (frozen values)."""
+    config = ArrayConfig(rows=4, cols=4, dataflow=dataflow, spad_kib=4, acc_kib=2)
+    scheduler = Scheduler(config)
+    scheduler.emit(_job(*shape), JobImage(weights=1 << 16, params=1 << 18))
+    executes = [i for i in scheduler.finish() if isinstance(i, (Preload, Compute, ComputeOS))]
+    distinct = set(executes)
+    assert len(distinct) < len(executes)
+    assert len({id(instr) for instr in executes}) == len(distinct)
