@@ -78,16 +78,18 @@ def test_random_programs_match_the_rtl(seed: int) -> None:
     assert_same_as_rtl(small_case(seed))
 
 
-def test_merged_execute_completions_match_the_rtl() -> None:
+@pytest.mark.parametrize("wanted", [1, pytest.param(3, marks=pytest.mark.slow)])
+def test_merged_execute_completions_match_the_rtl(wanted: int) -> None:
     # Programs where a PRELOAD's completion strobe delays an older COMPUTE's in the merge
-    # after a younger instruction used it: the model has to return to a checkpoint.
+    # after a younger instruction used it: the model has to return to a checkpoint. The first
+    # such program by default (4 s on the Amaranth simulator), three in the slow set.
     found = 0
     for seed in range(0, 4000, 2):  # weight-stationary
         case = small_case(seed, layers=1, limit=120)
         if ProgramModel(case.program.config).run(case.program.instructions).rollbacks:
             assert_same_as_rtl(case)
             found += 1
-            if found == 3:
+            if found == wanted:
                 return
     pytest.fail("no program needed the merge's rollback")
 
