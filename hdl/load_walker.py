@@ -176,7 +176,9 @@ class SegmentWalker(wiring.Component):
 
         seg_valid = Signal()
         beat = Signal(32)
-        beats_left = Signal(32)
+        # A segment lies within one row: at most (bus_bytes - 1 + row_bytes - 1) // bus_bytes
+        # beats after its first, so the counter and its end tests are narrow.
+        beats_left = Signal(range((self.bus_bytes + self.row_bytes - 2) // self.bus_bytes + 1))
         place = Signal(placement_layout(self.bus_bytes, self.row_bytes))
         seg_last_row = Signal()
         meta = Signal(meta_layout(row_width))
