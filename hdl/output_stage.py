@@ -66,9 +66,10 @@ class OutputStage(wiring.Component):
         top-bit flip) and the clamp bounds, lo <= hi (a fused ReLU raises lo to the zero point,
         ReLU6/Clip lower hi). With lo > hi every output is hi.
     busy : ``Out(1)``
-        A row is inside the stage. All parameters are read combinationally in the stage that
-        needs them, so the caller must hold them stable from a tile's first transfer on `i_acc`
-        until `busy` falls after its last row left on `o_q`.
+        A row is inside the stage. The parameters are read combinationally in the stage that
+        needs them (the shift through a register loaded every cycle, read two cycles after the
+        first transfer), so the caller must hold them stable from a tile's first transfer on
+        `i_acc` until `busy` falls after its last row left on `o_q`.
 
     Latency, throughput and backpressure
     ------------------------------------
@@ -172,11 +173,16 @@ class OutputStage(wiring.Component):
             m.d.sync += s2.last.eq(s1.last)
             for i in range(cols):
                 m.d.sync += s2.data[i].eq(s1.data[i] * self.multiplier[i])
+        # The shift amounts, registered every cycle: a row reaches stage 3 two cycles after its
+        # tile's first transfer, and the parameters are stable from that transfer on, so the
+        # register holds the tile's amounts by then (the adder leaves the stage's path).
+        amounts = [Signal(SHIFT_WIDTH, name=f"amount{i}") for i in range(cols)]
+        m.d.sync += [amounts[i].eq((self.shift[i] + 31).as_unsigned()[:SHIFT_WIDTH])
+                     for i in range(cols)]
         with m.If(advance[2]):
             m.d.sync += s3.last.eq(s2.last)
             for i in range(cols):
-                amount = (self.shift[i] + 31).as_unsigned()[:SHIFT_WIDTH]
-                floor, round_up = round_shift_parts(s2.data[i], amount)
+                floor, round_up = round_shift_parts(s2.data[i], amounts[i])
                 raised = Mux(floor < floor_min, floor_min, floor)
                 saturated = Mux(raised > floor_max, floor_max, raised)
                 m.d.sync += [s3.floor[i].eq(saturated), s3.round_up[i].eq(round_up)]
