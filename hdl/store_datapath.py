@@ -63,8 +63,8 @@ def output_rows(m, unit, instr, control, reads, stage, vector, table):
         *(stage.shift[i].eq(params.shift[i][:6].as_signed()) for i in range(cfg.cols)),
     ]
     row_layout = data.ArrayLayout(signed(8 * cfg.operand_bytes), cfg.dim)
-    row, mapped = Signal(row_layout), Signal(row_layout)
-    row_valid, lut = Signal(), Signal()
+    row, mapped = Signal(row_layout, name="row"), Signal(row_layout, name="mapped")
+    row_valid, lut = Signal(name="row_valid"), Signal(name="lut")
     m.d.comb += [
         row_valid.eq(stage.o_q.valid | vector.o_row.valid | (reads.valid & is_[Copy])),
         lut.eq((is_[Store] | is_[Copy]) & instr.common("lut", (Store, Copy))),

@@ -181,7 +181,8 @@ class StoreUnit(wiring.Component):
 
     def _control(self, m, instr):
         """Take an instruction while idle and report it `done` (one cycle) when it finishes."""
-        running, first_cycle, done, finish = Signal(), Signal(), Signal(), Signal()
+        running, first_cycle = Signal(name="running"), Signal(name="first_cycle")
+        done, finish = Signal(name="done"), Signal(name="finish")
         accept = self.i_instr.valid & self.i_instr.ready
         m.d.comb += [
             self.i_instr.ready.eq(~running & ~done),
@@ -209,9 +210,9 @@ class StoreUnit(wiring.Component):
         total = pick([(is_[Pool], pool["oh"] * pool["ow"]),
                       (is_[Table], Mux(wide, load_rows(dim, 2), load_rows(dim, 1)))],
                      instr.common("m", (Store, Copy, Add)))
-        row_index, issued_all = Signal(32), Signal()
+        row_index, issued_all = Signal(32, name="row_index"), Signal(name="issued_all")
         phase = Signal()  # ADD: 0 reads a, 1 reads b
-        issue, last = Signal(), Signal()
+        issue, last = Signal(name="issue"), Signal(name="last")
         walk = emit_window_walk(m, pool, control.accept, field(incoming, Pool, "pad_top"),
                                 field(incoming, Pool, "pad_left"), issue & is_[Pool])
         m.d.comb += [
@@ -260,7 +261,7 @@ class StoreUnit(wiring.Component):
         cfg, is_ = self._config, instr.is_
         chunk, (row_bits, row_valid) = softmax.o_chunk, row
         layout = _entry_layout(cfg.dim, self._row_bytes)
-        entry_in, entry_out = Signal(layout), Signal(layout)
+        entry_in, entry_out = Signal(layout, name="entry_in"), Signal(layout, name="entry_out")
         m.d.comb += [
             entry_in.data.eq(Mux(is_[Softmax], chunk.payload.data.as_value(), row_bits)),
             entry_in.direct.eq(is_[Softmax]),
@@ -286,7 +287,7 @@ class StoreUnit(wiring.Component):
         ]
         self._pattern(m, instr, control, writer)
 
-        written, done = Signal(32), Signal()
+        written, done = Signal(32, name="written"), Signal(name="done")
         with m.If(control.accept):
             m.d.sync += written.eq(0)
         with m.Elif(writer.row_done & ~is_[Softmax]):
