@@ -46,7 +46,14 @@ from systolic.mapper.passes.conv_transpose_geometry import (
     axis_phases,
     zero_insertion,
 )
-from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of
+from systolic.mapper.passes.graph_tools import (
+    Namer,
+    attr_int,
+    constants_of,
+    replace_graph,
+    splice,
+    with_graph,
+)
 from systolic.mapper.passes.interleave import Builder, crop, interleave
 from systolic.mapper.passes.quant_params import NotFusable, per_tensor_params
 from systolic.mapper.passes.quantize_float import quantize_weights
@@ -81,11 +88,7 @@ def conv_transpose_to_conv(model: Model, report: PassReport) -> Model:
         added += out.constants
     if not built:
         return model
-    nodes = [n for old in graph.nodes if id(old) not in dropped
-             for n in built.get(id(old), [old])]
-    new_graph = dataclasses.replace(graph, nodes=tuple(nodes),
-                                    initializers=graph.initializers + tuple(added))
-    return dataclasses.replace(model, graph=new_graph)
+    return with_graph(model, replace_graph(graph, splice(graph.nodes, built, dropped), added))
 
 
 @dataclasses.dataclass(frozen=True)

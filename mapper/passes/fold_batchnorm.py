@@ -14,7 +14,16 @@ import dataclasses
 import numpy as np
 
 from systolic.ir import Attrs, Model, Node, Tensor
-from systolic.mapper.passes.graph_tools import Namer, attr_float, attr_int, constants_of, tensor
+from systolic.mapper.passes.graph_tools import (
+    Namer,
+    attr_float,
+    attr_int,
+    constants_of,
+    replace_graph,
+    splice,
+    tensor,
+    with_graph,
+)
 from systolic.mapper.passes.report import FUSED, PassReport
 
 __all__ = ["fold_batchnorm"]
@@ -28,7 +37,7 @@ def fold_batchnorm(model: Model, report: PassReport) -> Model:
     consumers = graph.consumers()
     outputs = {info.name for info in graph.outputs}
     namer = Namer(graph)
-    replaced: dict[str, Node] = {}  # producer label -> folded producer
+    replaced: dict[int, list[Node]] = {}  # id(producer) -> [the folded producer]
     removed: set[int] = set()
     new_constants: list[Tensor] = []
     for bn in graph.nodes:
@@ -42,16 +51,14 @@ def fold_batchnorm(model: Model, report: PassReport) -> Model:
         scale, shift = _affine(bn, constants)
         folded, tensors = _fold(producer, scale, shift, constants, namer)
         folded = dataclasses.replace(folded, outputs=(bn.outputs[0],))
-        replaced[producer.label] = folded
+        replaced[id(producer)] = [folded]
         removed.add(id(bn))
         new_constants += tensors
         for t in tensors:
             constants[t.name] = t.data
         report.record(bn.label, FUSED, into=f"{producer.op_type} {producer.label!r} (float)")
-    nodes = tuple(replaced.get(n.label, n) for n in graph.nodes if id(n) not in removed)
-    new_graph = dataclasses.replace(graph, nodes=nodes,
-                                    initializers=graph.initializers + tuple(new_constants))
-    return dataclasses.replace(model, graph=new_graph)
+    return with_graph(model, replace_graph(graph, splice(graph.nodes, replaced, removed),
+                                           new_constants))
 
 
 def _why_not(

@@ -23,7 +23,14 @@ import dataclasses
 import numpy as np
 
 from systolic.ir import Graph, Model, Node, Tensor
-from systolic.mapper.passes.graph_tools import Namer, constants_of, tensor
+from systolic.mapper.passes.graph_tools import (
+    Namer,
+    constants_of,
+    replace_graph,
+    splice,
+    tensor,
+    with_graph,
+)
 from systolic.mapper.passes.report import FUSED, PassReport
 
 __all__ = ["fold_bias_add"]
@@ -37,7 +44,7 @@ def fold_bias_add(model: Model, report: PassReport) -> Model:
     consumers = graph.consumers()
     outputs = {info.name for info in graph.outputs}
     namer = Namer(graph)
-    replaced: dict[str, Node] = {}  # Conv label -> the Conv with the folded bias
+    replaced: dict[int, list[Node]] = {}  # id(Conv) -> [the Conv with the folded bias]
     removed: set[int] = set()
     new_constants: list[Tensor] = []
     for add in graph.nodes:
@@ -45,20 +52,18 @@ def fold_bias_add(model: Model, report: PassReport) -> Model:
         if match is None:
             continue
         conv, offset = match
-        if conv.label in replaced or len(consumers.get(conv.outputs[0], [])) != 1 \
+        if id(conv) in replaced or len(consumers.get(conv.outputs[0], [])) != 1 \
                 or conv.outputs[0] in outputs:
             continue
         folded, bias = _fold(conv, offset, constants, namer)
-        replaced[conv.label] = dataclasses.replace(folded, outputs=(add.outputs[0],))
+        replaced[id(conv)] = [dataclasses.replace(folded, outputs=(add.outputs[0],))]
         removed.add(id(add))
         new_constants.append(bias)
         report.record(add.label, FUSED, into=f"the bias of Conv {conv.label!r} (float)")
     if not removed:
         return model
-    nodes = tuple(replaced.get(n.label, n) for n in graph.nodes if id(n) not in removed)
-    new_graph = dataclasses.replace(graph, nodes=nodes,
-                                    initializers=graph.initializers + tuple(new_constants))
-    return dataclasses.replace(model, graph=new_graph)
+    return with_graph(model, replace_graph(graph, splice(graph.nodes, replaced, removed),
+                                           new_constants))
 
 
 def _match(

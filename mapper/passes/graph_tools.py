@@ -2,7 +2,8 @@
 and consumers, fresh names, and value renaming."""
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 
@@ -19,6 +20,7 @@ __all__ = [
     "rename_inputs",
     "replace_graph",
     "scalar_constant",
+    "splice",
     "with_graph",
 ]
 
@@ -95,6 +97,16 @@ def replace_graph(
     inputs = tuple(info for info in graph.inputs if info.name not in dropped)
     return dataclasses.replace(graph, nodes=tuple(nodes), initializers=initializers,
                                inputs=inputs)
+
+
+def splice(
+    nodes: Iterable[Node], replacements: Mapping[int, Sequence[Node]],
+    removed: AbstractSet[int],
+) -> tuple[Node, ...]:
+    """Return `nodes` in order with each node whose id is in `replacements` replaced by its
+    nodes there, and the nodes whose id is in `removed` left out."""
+    return tuple(new for old in nodes if id(old) not in removed
+                 for new in replacements.get(id(old), (old,)))
 
 
 def with_graph(model: Model, graph: Graph) -> Model:

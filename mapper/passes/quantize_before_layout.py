@@ -25,7 +25,15 @@ import dataclasses
 import numpy as np
 
 from systolic.ir import Graph, Model, Node, Tensor
-from systolic.mapper.passes.graph_tools import Namer, constants_of, make_node, tensor
+from systolic.mapper.passes.graph_tools import (
+    Namer,
+    constants_of,
+    make_node,
+    replace_graph,
+    splice,
+    tensor,
+    with_graph,
+)
 from systolic.mapper.passes.quant_params import NotFusable, QuantParams, per_tensor_params
 from systolic.mapper.passes.report import REMOVED, PassReport
 from systolic.reference.kernels import quant
@@ -62,11 +70,7 @@ def quantize_before_layout(model: Model, report: PassReport) -> Model:
                       "layout ops before it")
     if not replaced:
         return model
-    nodes = [n for old in graph.nodes if id(old) not in removed
-             for n in replaced.get(id(old), [old])]
-    new_graph = dataclasses.replace(graph, nodes=tuple(nodes),
-                                    initializers=graph.initializers + tuple(added))
-    return dataclasses.replace(model, graph=new_graph)
+    return with_graph(model, replace_graph(graph, splice(graph.nodes, replaced, removed), added))
 
 
 def _chain(graph: Graph, q: Node, producers: dict[str, Node],

@@ -26,3 +26,11 @@ def test_a_scalar_constant_stays_a_scalar():
     from systolic.mapper.passes.graph_tools import tensor
     assert tensor("s", np.array(7, np.int64)).data.shape == ()
     assert tensor("v", np.arange(6).reshape(2, 3).T).data.flags.c_contiguous
+
+
+def test_splice_replaces_and_removes_nodes_in_order():
+    from systolic.mapper.passes.graph_tools import make_node, splice
+    a, b, c = (make_node("Relu", [f"{n}_in"], [f"{n}_out"], name=n) for n in "abc")
+    x, y = (make_node("Neg", [f"{n}_in"], [f"{n}_out"], name=n) for n in "xy")
+    assert splice([a, b, c], {id(b): [x, y]}, {id(c)}) == (a, x, y)
+    assert splice([a, b], {}, set()) == (a, b)
