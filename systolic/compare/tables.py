@@ -2,7 +2,8 @@
 
 `render_summary(results)`: one row per configuration (total cycles, stall cycles, array
 cycles, ideal cycles, ratio, utilization, the share of MACs on the array: the rest runs on
-the host, outside the cycle totals; energy per inference in uJ, docs/energy.md). `render_layers(results)`: one row per layer with,
+the host, outside the cycle totals; the share of element-wise layers on the accelerator,
+`coverage.layer_kind`; energy per inference in uJ, docs/energy.md). `render_layers(results)`: one row per layer with,
 for every configuration side by side, its cycles, stall cycles and array utilization.
 
 `to_csv(results)`: one row per (configuration, layer), then a `(total)` row per configuration
@@ -34,7 +35,7 @@ def render_summary(results: Sequence[ConfigResult], width: int | None = None) ->
     """Return the one-row-per-configuration table, fitted to `width` (`table_layout.fit`); a
     configuration that failed shows "failed", and its reason below the table."""
     header = ("configuration", "total cycles", "stalls", "array cycles", "ideal", "ratio",
-              "util", "MACs on array", "energy uJ")  # fmt: skip
+              "util", "MACs on array", "eltwise on acc", "energy uJ")  # fmt: skip
     rows = [
         (
             result.label,
@@ -45,10 +46,11 @@ def render_summary(results: Sequence[ConfigResult], width: int | None = None) ->
             f"{result.ratio_to_ideal:.3f}",
             f"{100 * result.utilization:.1f}%",
             f"{100 * coverage(result.layers).array_mac_share:.1f}%",
+            f"{100 * coverage(result.layers).elementwise_layer_share:.1f}%",
             _micro(result.energy_pj),
         )
         if not result.failed
-        else (result.label, "failed", *["-"] * 7)
+        else (result.label, "failed", *["-"] * 8)
         for result in results
     ]
     notes = [f"{printable(r.label)}: {printable(r.error)}" for r in results if r.failed]

@@ -22,7 +22,9 @@ The JSON is a stable interface (README, "simulate JSON"): keys are only ever add
   `cycles`); each layer then has `host_cycles` too (0 off the host),
 - `coverage`: {`array_macs`, `host_macs`, `array_mac_fraction`, `vector_elements`,
   `host_elements` (elements produced by elementwise layers on each unit), `host_layers`,
-  `layers`, `host_bytes` (placed tensors host layers read and write)}
+  `layers`, `host_bytes` (placed tensors host layers read and write),
+  `accelerator_elementwise_layers`, `host_elementwise_layers`, `elementwise_layer_fraction`
+  (element-wise layers: `coverage.layer_kind`)}
   (`systolic.simulation.coverage`),
 - `checks`: {`reference_bit_exact` (bool), `mismatch` (null or {layer, tile, element, expected,
   actual}), `onnxruntime_ran` (bool), and when it ran `onnxruntime_max_abs_diff`,

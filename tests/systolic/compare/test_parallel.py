@@ -54,7 +54,7 @@ def test_the_summary_names_a_failed_configuration(lenet: PreparedModel) -> None:
     bad = dataclasses.replace(good, input_width=16)
     results = sweep(lenet, [good, bad])
     lines = render_summary(results).splitlines()
-    assert lines[2].split() == [*results[1].label.split(), "failed", *["-"] * 7]
+    assert lines[2].split() == [*results[1].label.split(), "failed", *["-"] * 8]
     assert lines[3] == f"{results[1].label}: {results[1].error}"
 
 

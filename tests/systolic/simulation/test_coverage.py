@@ -8,7 +8,7 @@ import onnx
 import pytest
 
 from systolic.commands.cli import main
-from systolic.simulation.coverage import coverage
+from systolic.simulation.coverage import coverage, layer_kind
 from systolic.simulation.report import LayerResult
 
 from .test_host_operators import conv_conv_transpose
@@ -37,10 +37,29 @@ def test_coverage_sums_the_rows() -> None:
 
 def test_coverage_line() -> None:
     assert coverage(_rows()).text() == (
-        "coverage: 75.0% of MACs on the array; elementwise: 64 elements on the vector unit, "
+        "coverage: 75.0% of MACs on the array; 1 of 1 element-wise layers on the "
+        "accelerator; elementwise: 64 elements on the vector unit, "
         "4.1 k on the host; 2 of 5 layers on the host (4.1 k elements, "
         "2.5 MB to/from the host); totals are accelerator cycles only"
     )
+
+
+def test_layer_kinds_separate_elementwise_work_from_layout_and_conversions() -> None:
+    rows = [
+        *_rows(),
+        LayerResult("ln", "Sqrt", "host", macs=0, cycles=0, elements=16),
+        LayerResult("split", "Split", "host", macs=0, cycles=0, elements=64),
+        LayerResult("mm", "MatMul", "host", macs=512, cycles=0),
+        LayerResult("table", "QTable", "vector", macs=0, cycles=8, elements=64),
+    ]
+    assert [layer_kind(row) for row in rows] == [
+        "array", "elementwise", "layout", "array", "conversion", "elementwise", "layout",
+        "array", "elementwise"]
+    account = coverage(rows)
+    assert (account.accelerator_elementwise_layers, account.host_elementwise_layers) == (2, 1)
+    assert account.elementwise_layer_share == pytest.approx(2 / 3)
+    assert account.to_json()["elementwise_layer_fraction"] == pytest.approx(2 / 3, abs=1e-6)
+    assert "; 2 of 3 element-wise layers on the accelerator; " in account.text()
 
 
 def test_a_model_without_macs_is_all_on_the_array() -> None:
@@ -64,7 +83,13 @@ def test_simulate_reports_the_host_share(tmp_path: Path,
     assert account["host_bytes"] >= account["host_elements"] > 0
     share = account["array_macs"] / (account["array_macs"] + account["host_macs"])
     assert account["array_mac_fraction"] == pytest.approx(share, abs=1e-6)
-    assert f"coverage: {100 * share:.1f}% of MACs on the array; elementwise: " in out
+    assert f"coverage: {100 * share:.1f}% of MACs on the array; " in out
+    kinds = [layer_kind(LayerResult(x["name"], x["op"], x["unit"], x["macs"], x["cycles"],
+                                    note=x["note"])) for x in layers]
+    on_host = sum(kind == "elementwise" and x["unit"] == "host"
+                  for kind, x in zip(kinds, layers, strict=True))
+    assert account["host_elementwise_layers"] == on_host
+    assert account["accelerator_elementwise_layers"] == kinds.count("elementwise") - on_host
     assert f"on the host; {len(host)} of {len(layers)} layers on the host" in out
     assert "cycles (accelerator only)" in out
 
