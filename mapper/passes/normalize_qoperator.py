@@ -12,8 +12,10 @@
   QLinearSigmoid/QLinearLeakyRelu); QLinearMul -> QMul (same shapes, or one operand per
   channel [N|1, C, 1, ...] of the other); a QLinearAdd or QLinearMul with one constant
   one-value operand (x + c, x * c: GELU's + 1 and * 0.5) is a function of x alone and becomes a
-  QTable like the lookups. (QLinearSoftmax is fuse_softmax's: QSoftmax; a MatMulInteger
-  no pattern here takes is fuse_integer_matmul's: QMatMulInt.)
+  QTable like the lookups; QLinearConcat -> a requantizing QTable per input whose parameters
+  differ from the output's and a Concat (`qlinear_concat`). (QLinearSoftmax is
+  fuse_softmax's: QSoftmax; a MatMulInteger no pattern here takes is fuse_integer_matmul's:
+  QMatMulInt.)
 
 Requantization multipliers are computed in float32 in onnxruntime's order (so that the
 fixed-point (M, s), exact for a float32 multiplier, rounds the same products onnxruntime
@@ -30,6 +32,7 @@ from systolic.ir import DataType, Model, Node
 from systolic.mapper.passes.fusion_context import FusionContext
 from systolic.mapper.passes.graph_tools import attr_float, attr_int, attr_ints, attr_str
 from systolic.mapper.passes.pool_geometry import pool_geometry
+from systolic.mapper.passes.qlinear_concat import qlinear_concat
 from systolic.mapper.passes.quant_params import (
     EIGHT_BIT,
     NotFusable,
@@ -417,4 +420,5 @@ _HANDLERS: dict[tuple[str, str], Handler] = {
     ("com.microsoft", "QLinearSigmoid"): _qlinear_lookup,
     ("com.microsoft", "QLinearLeakyRelu"): _qlinear_lookup,
     ("com.microsoft", "QLinearMul"): _qlinear_mul,
+    ("com.microsoft", "QLinearConcat"): qlinear_concat,
 }
