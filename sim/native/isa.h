@@ -200,4 +200,21 @@ static inline int row_extent(int64_t ext, int64_t n0, int64_t s0, int64_t s1, in
 #define SOFTMAX_ROW_STRIDE0 224, 32, 1
 #define SOFTMAX_ROW_STRIDE1 256, 32, 1
 
+#define OP_LAYERNORM 12
+#define LAYERNORM_FLIP_SIGN 8, 1, 0
+#define LAYERNORM_LENGTH 16, 16, 0
+#define LAYERNORM_SHIFT 32, 8, 1
+#define LAYERNORM_ZERO_POINT 40, 8, 1
+#define LAYERNORM_LO 48, 8, 1
+#define LAYERNORM_HI 56, 8, 1
+#define LAYERNORM_IN_ZERO_POINT 64, 8, 1
+#define LAYERNORM_IN_ROW 96, 32, 0
+#define LAYERNORM_M 128, 32, 0
+#define LAYERNORM_MULTIPLIER 160, 32, 1
+#define LAYERNORM_EPS 192, 32, 0
+#define LAYERNORM_EXT 224, 32, 0
+#define LAYERNORM_N0 256, 32, 0
+#define LAYERNORM_ROW_STRIDE0 288, 32, 1
+#define LAYERNORM_ROW_STRIDE1 320, 32, 1
+
 #endif

@@ -8,8 +8,8 @@ ranges the in-flight table compares; `encode()` returns the 64-byte instruction 
 `decode(word)` inverts it exactly.
 
 This module is the public face of the instruction set: the classes live in `instruction_base`
-(the base class and `Unit`), `load`, `execute`, `store`, `table`, `softmax` and
-`halt`; here are every instruction class in opcode order and `decode`.
+(the base class and `Unit`), `load`, `execute`, `store`, `table`, `softmax`,
+`layernorm` and `halt`; here are every instruction class in opcode order and `decode`.
 """
 
 import dataclasses
@@ -19,6 +19,7 @@ from systolic.isa.execute import Compute, ComputeOS, Preload
 from systolic.isa.fields import INSTRUCTION_BYTES, OPCODE_BITS, InstructionError
 from systolic.isa.halt import Halt
 from systolic.isa.instruction_base import Instruction, Unit
+from systolic.isa.layernorm import LayerNorm
 from systolic.isa.load import Load, LoadTarget
 from systolic.isa.softmax import Softmax
 from systolic.isa.store import Add, Copy, Pool, PoolMode, Store
@@ -33,6 +34,7 @@ __all__ = [
     "Copy",
     "Halt",
     "Instruction",
+    "LayerNorm",
     "Load",
     "LoadTarget",
     "Pool",
@@ -58,6 +60,7 @@ INSTRUCTION_TYPES: tuple[type[Instruction], ...] = (
     Halt,
     Table,
     Softmax,
+    LayerNorm,
 )
 """Every instruction class, in opcode order."""
 

@@ -174,6 +174,7 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("systolic", "QAveragePool"): ((1, "X", "Y"),),
     ("systolic", "QConv"): ((1, "X W B?", "Y"),),
     ("systolic", "QConvInt"): ((1, "X W B?", "Y"),),
+    ("systolic", "QLayerNorm"): ((1, "X", "Y"),),
     ("systolic", "QMatMul"): ((1, "A B bias?", "Y"),),
     ("systolic", "QMatMulInt"): ((1, "A B Bias?", "Y"),),
     ("systolic", "QMaxPool"): ((1, "X", "Y"),),

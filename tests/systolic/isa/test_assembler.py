@@ -138,7 +138,7 @@ def test_code_round_trip() -> None:
             "JUMP x=1",
             (
                 "unknown instruction 'JUMP'; use one of LOAD, PRELOAD, COMPUTE, "
-                "COMPUTE.OS, STORE, POOL, ADD, COPY, HALT, TABLE, SOFTMAX"
+                "COMPUTE.OS, STORE, POOL, ADD, COPY, HALT, TABLE, SOFTMAX, LAYERNORM"
             ),
         ),
         ("COMPUTE in_row=0 m=1", "COMPUTE needs the fields acc_row"),

@@ -29,7 +29,7 @@ def _softmax(**changes: object) -> Softmax:
 
 def test_opcode_mnemonic_unit_and_place() -> None:
     assert (Softmax.OPCODE, Softmax.MNEMONIC, Softmax.UNIT) == (0x0B, "SOFTMAX", Unit.ST)
-    assert INSTRUCTION_TYPES[-1] is Softmax
+    assert INSTRUCTION_TYPES[0x0B - 1] is Softmax
 
 
 def test_fields_sit_where_the_declaration_order_puts_them() -> None:
