@@ -1,4 +1,5 @@
-"""ReduceMean over all spatial axes becomes GlobalAveragePool, so it can run on the vector unit.
+"""ReduceMean over all spatial axes becomes GlobalAveragePool, so it can run on the vector unit;
+GlobalMaxPool of a static shape becomes the MaxPool whose window is the whole spatial extent.
 
 Networks exported from PyTorch often end with `x.mean((2, 3))` instead of an adaptive
 average pool: a ReduceMean whose axes are exactly the spatial axes 2 .. rank-1 of a float
@@ -77,6 +78,16 @@ def _spatial_rank(graph: Graph, node: Node, constants: dict[str, np.ndarray]) ->
     return rank
 
 
+def _global_max_window(graph: Graph, node: Node) -> tuple[int, ...] | None:
+    """Return the spatial shape of a GlobalMaxPool's static input (rank >= 3), else None."""
+    if node.op_type != "GlobalMaxPool" or node.domain != "" or not node.inputs:
+        return None
+    info = graph.type_of(node.inputs[0])
+    if info is None or info.shape is None or not info.is_static or len(info.shape) < 3:
+        return None
+    return tuple(int(d) for d in info.shape[2:] if isinstance(d, int))
+
+
 def spatial_mean_to_pool(model: Model, report: PassReport) -> Model:
     """Return `model` with every spatial ReduceMean replaced as the module docstring says."""
     graph = model.graph
@@ -90,6 +101,12 @@ def spatial_mean_to_pool(model: Model, report: PassReport) -> Model:
     for node in graph.nodes:
         if node.label in moved_quantize:
             nodes.append(moved_quantize[node.label])
+            continue
+        window = _global_max_window(graph, node)
+        if window is not None:
+            nodes.append(make_node("MaxPool", node.inputs, node.outputs, name=node.name,
+                                   attrs={"kernel_shape": window}))
+            report.note(node.label, "a GlobalMaxPool: a max pool over the whole spatial extent")
             continue
         rank = _spatial_rank(graph, node, constants)
         if rank == 3 and _is_broadcast_back(graph, readers, node):

@@ -134,3 +134,23 @@ def test_a_conv1d_squeeze_excitation_mean_is_still_a_pool():
                   {"w": w})  # fmt: skip
     rewritten = _rewrite(model)
     assert [n.op_type for n in rewritten.graph.nodes] == ["GlobalAveragePool", "Conv", "Sigmoid", "Mul"]
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5, 4), (1, 4, 9)])
+def test_a_global_max_pool_becomes_a_max_pool_over_the_whole_extent(shape):  # type: ignore[no-untyped-def]
+    pooled = (*shape[:2], *(1 for _ in shape[2:]))
+    model = build([node("GlobalMaxPool", ["x"], ["y"], name="gmp")],
+                  [("x", np.float32, list(shape))], [("y", np.float32, list(pooled))], {})
+    rewritten = _rewrite(model)
+    assert [(n.op_type, n.attrs["kernel_shape"]) for n in rewritten.graph.nodes] == [
+        ("MaxPool", shape[2:])]
+    x = RNG.standard_normal(shape).astype(np.float32)
+    np.testing.assert_array_equal(run_model(rewritten, {"x": x})["y"],
+                                  run_model(model, {"x": x})["y"])
+
+
+def test_a_global_max_pool_of_unknown_shape_stays():  # type: ignore[no-untyped-def]
+    model = build([node("GlobalMaxPool", ["x"], ["y"], name="gmp")],
+                  [("x", np.float32, ["n", 3, "h", "w"])], [("y", np.float32, ["n", 3, 1, 1])], {})
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    assert spatial_mean_to_pool(model, report) is model
