@@ -8,7 +8,9 @@ Order (each pass one module):
  3. fold_constants      nodes computable before running (shape chains, Constant ...)
  3b. fold_if            If of constant cond -> the chosen branch's nodes (then 2 and 3
                         again, until no If of constant cond is left)
- 4. spatial_mean        ReduceMean over all spatial axes -> GlobalAveragePool (+ Reshape)
+ 4. spatial_mean        ReduceMean over all spatial axes -> GlobalAveragePool (+ Reshape);
+                        GlobalMaxPool -> MaxPool over the whole spatial extent
+ 4a. decomposed_softmax ReduceMax/Sub/Exp/ReduceSum/Div over the last axis -> Softmax
  4b. conv_transpose     ConvTranspose -> Convs over its input (polyphase: one per stride
                         phase, then their interleave) or over its zero-inserted input
  4c. fold_bias_add      Add/Sub of a per-channel constant after a float Conv -> its bias
@@ -56,6 +58,7 @@ from systolic.mapper.binding import bind_graph
 from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES
 from systolic.mapper.passes.compose_tables import compose_tables
 from systolic.mapper.passes.conv_transpose import conv_transpose_to_conv
+from systolic.mapper.passes.decomposed_softmax import decomposed_softmax
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.fold_bias_add import fold_bias_add
@@ -101,7 +104,8 @@ def run_passes(
     model = fold_constants(model, report)
     while (inlined := fold_if(model, report)) is not model:
         model = fold_constants(remove_identities(finalize(inlined), report), report)
-    for rewrite in (spatial_mean_to_pool, conv_transpose_to_conv, fold_bias_add):
+    for rewrite in (spatial_mean_to_pool, decomposed_softmax, conv_transpose_to_conv,
+                    fold_bias_add):
         rewritten = rewrite(model, report)
         if rewritten is not model:
             model = finalize(rewritten)
