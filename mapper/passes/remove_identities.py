@@ -1,5 +1,6 @@
-"""Remove nodes that compute nothing at inference: Identity, and Dropout whose mask output is
-unused (inference mode: the output is the input).
+"""Remove nodes that compute nothing at inference: Identity, Dropout whose mask output is
+unused (inference mode: the output is the input), and Cast to the type its input already has
+(exporters write float -> float Casts around slices; a Cast is exact when nothing changes).
 
 Readers of the removed node's output read its input instead. When that output is a graph
 output, the node producing the input is renamed to write the graph output directly (when the
@@ -8,23 +9,28 @@ input is itself a graph input or a constant, the node stays).
 
 import dataclasses
 
-from systolic.ir import Model, Node
+from systolic.ir import Graph, Model, Node
+from systolic.mapper.passes.graph_tools import attr_int
 from systolic.mapper.passes.report import REMOVED, PassReport
 
 __all__ = ["remove_identities"]
 
 
-def _passes_through(node: Node, read: set[str]) -> bool:
-    """True for Identity, and for Dropout whose mask output nobody reads."""
+def _passes_through(node: Node, read: set[str], graph: Graph) -> bool:
+    """True for Identity, Dropout whose mask output nobody reads, and a Cast to its input's
+    own element type."""
     if node.op_type == "Identity" and node.domain == "":
         return True
+    if node.op_type == "Cast" and node.domain == "" and node.inputs:
+        found = graph.type_of(node.inputs[0])
+        return found is not None and attr_int(node, "to", 0) == int(found.dtype)
     if node.op_type == "Dropout" and node.domain == "":
         return len(node.outputs) < 2 or not node.outputs[1] or node.outputs[1] not in read
     return False
 
 
 def remove_identities(model: Model, report: PassReport) -> Model:
-    """Return `model` without Identity and mask-less Dropout nodes."""
+    """Return `model` without Identity, mask-less Dropout and same-type Cast nodes."""
     graph = model.graph
     outputs = {info.name for info in graph.outputs}
     inputs = {info.name for info in graph.inputs} | {t.name for t in graph.initializers}
@@ -35,7 +41,7 @@ def remove_identities(model: Model, report: PassReport) -> Model:
     kept: list[Node] = []
     for node in nodes:
         node = dataclasses.replace(node, inputs=tuple(alias.get(n, n) for n in node.inputs))
-        if not _passes_through(node, read) or not node.inputs or not node.inputs[0]:
+        if not _passes_through(node, read, graph) or not node.inputs or not node.inputs[0]:
             kept.append(node)
             continue
         source, target = node.inputs[0], node.outputs[0]

@@ -31,3 +31,18 @@ def test_dropout_with_a_used_mask_stays():
                                                      ("mask", np.bool_, [4])])
     report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
     assert [n.op_type for n in remove_identities(model, report).graph.nodes] == ["Dropout"]
+
+
+def test_a_cast_to_its_own_type_is_removed_and_a_real_cast_stays():
+    nodes = [node("Relu", ["x"], ["a"], name="relu"),
+             node("Cast", ["a"], ["b"], name="same", to=1),  # float -> float
+             node("Cast", ["b"], ["c"], name="half", to=10),  # float -> float16
+             node("Cast", ["c"], ["y"], name="back", to=1)]
+    model = build(nodes, [("x", np.float32, [4])], [("y", np.float32, [4])])
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    cleaned = finalize(remove_identities(model, report))
+    assert [(n.op_type, n.name) for n in cleaned.graph.nodes] == [
+        ("Relu", "relu"), ("Cast", "half"), ("Cast", "back")]
+    assert report.fate("same").reason == "Cast is the identity at inference"
+    x = np.array([-1.5, 2.25, -3, 4.125], np.float32)
+    np.testing.assert_array_equal(run_model(cleaned, {"x": x})["y"], np.maximum(x, 0))
