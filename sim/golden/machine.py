@@ -7,10 +7,10 @@ docs/isa.md ("Memories"): external memory (a uint8 array from address 0), `spad_
 to `acc_width` bits), `params` (per-lane `bias`, `multiplier` and `shift`), the PE weights of
 a weight-stationary array (`weights` active, `shadow` preloaded) and the STORE unit's
 tables: the activation table (`table`, 256 int8 entries indexed by `y + 128`) and the exp
-table (`exp_table`, 256 u16 entries for SOFTMAX), zeros after reset. `execute` applies one
-instruction bit-exactly as docs/isa.md and docs/numeric-contract.md say; `run` executes a
-program with `execute` in program order, which is the meaning the hardware's in-flight table
-preserves while it overlaps the units. External bytes are read and written by
+table (`exp_table`, 256 u16 entries for SOFTMAX), zeros after reset (LAYERNORM uses no
+table). `execute` applies one instruction bit-exactly as docs/isa.md and
+docs/numeric-contract.md say; `run` executes a program with `execute` in program order, which
+is the meaning the hardware's in-flight table preserves while it overlaps the units. External bytes are read and written by
 `systolic.sim.golden.external`; the output stage is `systolic.isa.requant.requantize`.
 
 Instructions are checked against the configuration before they execute
@@ -33,6 +33,7 @@ from systolic.isa.instructions import (
     Copy,
     Halt,
     Instruction,
+    LayerNorm,
     Load,
     LoadTarget,
     Pool,
@@ -56,6 +57,7 @@ from systolic.isa.softmax import softmax_row_chunks
 from systolic.isa.store import RAW_BYTES
 from systolic.isa.table import TABLE_ENTRIES
 from systolic.sim.golden.external import check_external, gather_operands, read_rows, write_rows
+from systolic.sim.golden.layernorm import layernorm_rows
 from systolic.sim.golden.softmax import exp_table_from_rows, softmax_rows
 
 __all__ = ["Machine", "run_program"]
@@ -101,7 +103,8 @@ class Machine:
         self._semantics: dict[type, Callable[[Any], None]] = {
             Load: self._load, Preload: self._preload, Compute: self._compute,
             ComputeOS: self._compute_os, Store: self._store, Pool: self._pool, Add: self._add,
-            Copy: self._copy, Halt: self._halt, Table: self._table, Softmax: self._softmax}
+            Copy: self._copy, Halt: self._halt, Table: self._table, Softmax: self._softmax,
+            LayerNorm: self._layernorm}
 
     @classmethod
     def for_program(cls, program: Program, memory_size: int | None = None) -> "Machine":
@@ -225,7 +228,7 @@ class Machine:
 
     # -- STORE unit ----------------------------------------------------------------------------
 
-    def _write_rows(self, instr: Store | Pool | Add | Copy | Softmax,
+    def _write_rows(self, instr: Store | Pool | Add | Copy | Softmax | LayerNorm,
                     values: np.ndarray) -> None:
         """Write row i of `values` at row i of the instruction's row pattern, in order."""
         write_rows(self.memory, instr.MNEMONIC, instr.row_pattern, values,
@@ -307,11 +310,23 @@ class Machine:
     def _softmax(self, instr: Softmax) -> None:
         """Softmax of `m` rows of `length` int8 values (`C = ceil(length / dim)` spad_in rows
         each) through the exp table, requantized and written out."""
+        self._write_rows(instr, softmax_rows(self._rows_of(instr), self.exp_table,
+                                             instr.multiplier, instr.shift, instr.zero_point,
+                                             instr.lo, instr.hi))
+
+    def _rows_of(self, instr: Softmax | LayerNorm) -> np.ndarray:
+        """The `m` tensor rows of `length` int8 values (`C = ceil(length / dim)` spad_in rows
+        each from `in_row`) a SOFTMAX or LAYERNORM reads."""
         chunks = softmax_row_chunks(instr.length, self.config)
         rows = self.spad_in[instr.in_row : instr.in_row + instr.m * chunks]
-        x = rows.reshape(instr.m, chunks * self.config.dim)[:, : instr.length]
-        self._write_rows(instr, softmax_rows(x, self.exp_table, instr.multiplier, instr.shift,
-                                             instr.zero_point, instr.lo, instr.hi))
+        return rows.reshape(instr.m, chunks * self.config.dim)[:, : instr.length]
+
+    def _layernorm(self, instr: LayerNorm) -> None:
+        """Layer normalization of `m` rows of `length` int8 values, requantized and written
+        out."""
+        self._write_rows(instr, layernorm_rows(
+            self._rows_of(instr), instr.in_zero_point, instr.eps, instr.multiplier, instr.shift,
+            instr.zero_point, instr.lo, instr.hi))
 
 
 def run_program(

@@ -217,6 +217,14 @@ static void used_bits(uint64_t *mask, int op) {
         USE(mask, SOFTMAX_EXT); USE(mask, SOFTMAX_N0); USE(mask, SOFTMAX_ROW_STRIDE0);
         USE(mask, SOFTMAX_ROW_STRIDE1);
         break;
+    case OP_LAYERNORM:
+        USE(mask, LAYERNORM_FLIP_SIGN); USE(mask, LAYERNORM_LENGTH); USE(mask, LAYERNORM_SHIFT);
+        USE(mask, LAYERNORM_ZERO_POINT); USE(mask, LAYERNORM_LO); USE(mask, LAYERNORM_HI);
+        USE(mask, LAYERNORM_IN_ZERO_POINT); USE(mask, LAYERNORM_IN_ROW); USE(mask, LAYERNORM_M);
+        USE(mask, LAYERNORM_MULTIPLIER); USE(mask, LAYERNORM_EPS); USE(mask, LAYERNORM_EXT);
+        USE(mask, LAYERNORM_N0); USE(mask, LAYERNORM_ROW_STRIDE0);
+        USE(mask, LAYERNORM_ROW_STRIDE1);
+        break;
     case OP_HALT:
         break;
     default:
@@ -927,6 +935,20 @@ static void softmax_row(machine *mc, const int16_t *spad, int64_t length, int64_
     }
 }
 
+/* Return whether the `length` elements of each of the m tensor rows held in `chunks` spad_in
+ * rows from `in_row` (SOFTMAX's and LAYERNORM's layout) lie in -128..127 (no LOAD makes others;
+ * they are left to Python). */
+static int rows_int8(const machine *mc, int64_t in_row, int64_t m, int64_t chunks,
+                     int64_t length) {
+    for (int64_t i = 0; i < m * chunks; ++i) {
+        const int16_t *a = mc->spad_in + (in_row + i) * mc->stride;
+        int64_t lanes = (i + 1) % chunks ? mc->dim : length - (chunks - 1) * mc->dim;
+        for (int64_t j = 0; j < lanes; ++j)
+            if (a[j] < INT8_MIN || a[j] > INT8_MAX) return 0;
+    }
+    return 1;
+}
+
 /* SOFTMAX: for each of m tensor rows i (spad_in rows in_row + i C .. + C - 1, C = ceil(length /
  * dim)) write its softmax as `length` operands at the row pattern's base of row i (input_width
  * 8; an element outside -128..127, which no LOAD makes, is left to Python). */
@@ -945,17 +967,83 @@ static int exec_softmax(machine *mc, const uint64_t *w) {
     if (flip && !flip_supported(mc, mc->in_w)) return GOLDEN_INVALID;
     int status = check_write(mc, ext, n0, s0, s1, m, length * mc->ob);
     if (status) return status;
-    for (int64_t i = 0; i < m * chunks; ++i) {
-        const int16_t *a = mc->spad_in + (in_row + i) * mc->stride;
-        int64_t lanes = (i + 1) % chunks ? mc->dim : length - (chunks - 1) * mc->dim;
-        for (int64_t j = 0; j < lanes; ++j)
-            if (a[j] < INT8_MIN || a[j] > INT8_MAX) return GOLDEN_ARITHMETIC;
-    }
+    if (!rows_int8(mc, in_row, m, chunks, length)) return GOLDEN_ARITHMETIC;
     row_walk walk;
     row_walk_start(&walk, ext, n0, s0, s1);
     for (int64_t i = 0; i < m; ++i)
         softmax_row(mc, mc->spad_in + (in_row + i * chunks) * mc->stride, length, mult, shift,
                     zp, lo, hi, row_walk_next(&walk), (int)flip);
+    return GOLDEN_OK;
+}
+
+/* floor(sqrt(n)) of n < 2^62, bit by bit. */
+static uint64_t isqrt64(uint64_t n) {
+    uint64_t root = 0, bit = UINT64_C(1) << 62;
+    while (bit > n) bit >>= 2;
+    while (bit) {
+        if (n >= root + bit) {
+            n -= root + bit;
+            root = (root >> 1) + bit;
+        } else {
+            root >>= 1;
+        }
+        bit >>= 2;
+    }
+    return root;
+}
+
+/* LAYERNORM, one tensor row of `length` int8 elements (held in `chunks` spad_in rows from
+ * `spad`) to `address`: d = x - in_zp, S1 = sum d, S2 = sum d^2, V = H S2 - S1^2 + eps
+ * (< 2^49), k = max(0, ceil((bitlen(V) - 30) / 2)), Vn = V >> 2k, r = isqrt(floor(2^60 / Vn))
+ * (0 when Vn = 0), p = rhe((H d - S1) r / 2^(14 + k)) and y = clamp(rhe(p multiplier /
+ * 2^(31 + shift)) + zero_point, lo, hi), each exact (docs/isa.md, "LAYERNORM"); y_e written
+ * as `write_row` writes lanes. */
+static void layernorm_row(machine *mc, const int16_t *spad, int64_t length, int64_t in_zp,
+                          int64_t eps, int64_t mult, int64_t shift, int64_t zp, int64_t lo,
+                          int64_t hi, int64_t address, int flip) {
+    int64_t dim = mc->dim, s1 = 0, s2 = 0;
+    for (int64_t e = 0; e < length; ++e) {
+        int64_t d = spad[(e / dim) * mc->stride + e % dim] - in_zp;
+        s1 += d;
+        s2 += d * d;
+    }
+    int64_t v = length * s2 - s1 * s1 + eps;
+    int bits = v ? 64 - __builtin_clzll((uint64_t)v) : 0, k = bits > 30 ? (bits - 29) / 2 : 0;
+    uint64_t vn = (uint64_t)v >> (2 * k);
+    int64_t r = vn ? (int64_t)isqrt64((UINT64_C(1) << 60) / vn) : 0;
+    for (int64_t e = 0; e < length; ++e) {
+        int64_t t = length * (spad[(e / dim) * mc->stride + e % dim] - in_zp) - s1;
+        i128 p = round_shift((i128)t * r, 14 + k);
+        int64_t y = clamp(round_shift(p * mult, 31 + (int)shift) + zp, lo, hi);
+        write_row(mc, address + e * mc->ob, &y, 1, flip);
+    }
+}
+
+/* LAYERNORM: for each of m tensor rows i (held as SOFTMAX's) write its normalization as
+ * `length` operands at the row pattern's base of row i (input_width 8; an element outside
+ * -128..127, which no LOAD makes, is left to Python). */
+static int exec_layernorm(machine *mc, const uint64_t *w) {
+    int64_t flip = FIELD(w, LAYERNORM_FLIP_SIGN), length = FIELD(w, LAYERNORM_LENGTH);
+    int64_t shift = FIELD(w, LAYERNORM_SHIFT), zp = FIELD(w, LAYERNORM_ZERO_POINT);
+    int64_t lo = FIELD(w, LAYERNORM_LO), hi = FIELD(w, LAYERNORM_HI);
+    int64_t in_zp = FIELD(w, LAYERNORM_IN_ZERO_POINT), eps = FIELD(w, LAYERNORM_EPS);
+    int64_t in_row = FIELD(w, LAYERNORM_IN_ROW), m = FIELD(w, LAYERNORM_M);
+    int64_t mult = FIELD(w, LAYERNORM_MULTIPLIER), ext = FIELD(w, LAYERNORM_EXT);
+    int64_t n0 = FIELD(w, LAYERNORM_N0), s0 = FIELD(w, LAYERNORM_ROW_STRIDE0);
+    int64_t s1 = FIELD(w, LAYERNORM_ROW_STRIDE1);
+    if (length < 1 || m < 1 || n0 < 1 || shift < -31 || shift > 31 || lo > hi)
+        return GOLDEN_INVALID;
+    int64_t chunks = (length + mc->dim - 1) / mc->dim;
+    if (mc->in_w != 8 || in_row + m * chunks > mc->spad_depth) return GOLDEN_INVALID;
+    if (flip && !flip_supported(mc, mc->in_w)) return GOLDEN_INVALID;
+    int status = check_write(mc, ext, n0, s0, s1, m, length * mc->ob);
+    if (status) return status;
+    if (!rows_int8(mc, in_row, m, chunks, length)) return GOLDEN_ARITHMETIC;
+    row_walk walk;
+    row_walk_start(&walk, ext, n0, s0, s1);
+    for (int64_t i = 0; i < m; ++i)
+        layernorm_row(mc, mc->spad_in + (in_row + i * chunks) * mc->stride, length, in_zp, eps,
+                      mult, shift, zp, lo, hi, row_walk_next(&walk), (int)flip);
     return GOLDEN_OK;
 }
 
@@ -1099,6 +1187,7 @@ int golden_run(golden_state *st, const uint64_t *words, int64_t count, int64_t *
         case OP_COPY: status = exec_copy(&mc, w); break;
         case OP_TABLE: status = exec_table(&mc, w); break;
         case OP_SOFTMAX: status = exec_softmax(&mc, w); break;
+        case OP_LAYERNORM: status = exec_layernorm(&mc, w); break;
         case OP_HALT: mc.halted = 1; break;
         default: status = GOLDEN_INVALID; break;
         }

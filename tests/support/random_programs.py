@@ -10,7 +10,10 @@ with `mul` and `b_broadcast` (the 8-bit-only ones when input_width is 8); withou
 gives the same program as before these existed. With `softmax=True` (issue 13, second step)
 they also hold SOFTMAX layers (a random exp table LOADed and made current by TABLE `wide`,
 rows of random length LOADed, SOFTMAX; input_width 8 only) and whole GEMMs written with STORE
-`raw`; without it, a seed gives the same program as before. `synthetic_program(config,
+`raw`; without it, a seed gives the same program as before. With `layernorm=True` (issue 13,
+session 8) they also hold LAYERNORM layers (rows of random length LOADed, wide, narrow or
+constant, random zero point and eps, LAYERNORM; input_width 8 only), again without changing
+the programs of a seed when it is off. `synthetic_program(config,
 instructions)` repeats such layers until the program holds about `instructions` instructions
 (for speed measurements). Buffers are placed at random byte offsets so that every bus alignment occurs; the returned memory
 image holds random activations, weights and valid params rows.
@@ -39,6 +42,7 @@ from systolic.isa.instructions import (
     Copy,
     Halt,
     Instruction,
+    LayerNorm,
     Load,
     LoadTarget,
     Pool,
@@ -70,12 +74,14 @@ class _Builder:
     """Bump allocator over external memory plus the instruction list of one program."""
 
     def __init__(self, config: ArrayConfig, rng: np.random.Generator, *,
-                 scale: int = 1, activation: bool = False, softmax: bool = False) -> None:
+                 scale: int = 1, activation: bool = False, softmax: bool = False,
+                 layernorm: bool = False) -> None:
         self.config = config
         self.scale = scale  # layer sizes grow with it (1: tiny layers for RTL simulation)
         self.activation = activation  # issue 13's instructions and flags (off: older programs)
         self.int8 = activation and config.input_width == 8  # (TABLE, COPY lut, ADD mul)
         self.softmax = softmax  # SOFTMAX, TABLE wide and STORE raw (off: older programs)
+        self.layernorm = layernorm  # LAYERNORM (off: older programs)
         self.rng = rng
         self.ob = config.operand_bytes
         self.top = int(rng.integers(0, 64))
@@ -126,7 +132,8 @@ def _gemm(b: _Builder) -> None:
     """A tiled GEMM (or an im2col convolution) with double-buffered operands."""
     config, rng, ob = b.config, b.rng, b.ob
     rows, cols, dim = config.rows, config.cols, config.dim
-    ws = config.dataflow is Dataflow.WS
+    ws = config.dataflow is Dataflow.WS or (  # BOTH: either dataflow, per GEMM
+        config.dataflow is Dataflow.BOTH and b.flag(True))
     conv = bool(rng.integers(2))
     if conv:  # 2-D convolution over an (H, W, C) input: K = kh * kw * C
         channels, kh, kw = b.randint(1, 5 * b.scale), b.randint(1, 2), b.randint(1, 3)
@@ -322,6 +329,47 @@ def _softmax(b: _Builder) -> None:
                             row_stride1=row_stride1, flip_sign=b.flag(ob == 1)))
 
 
+def _layernorm_rows(b: _Builder, rows: int, length: int) -> bytes:
+    """`rows` spad_in rows of int8 values for LAYERNORM: uniform, narrow (a few values around a
+    random centre) or constant, the lanes beyond `length` of each tensor row random."""
+    dim, ob = b.config.dim, b.ob
+    chunks = softmax_row_chunks(length, b.config)
+    data = b.rng.integers(-128, 128, (rows // chunks, chunks * dim))
+    for row in data:
+        kind, centre = b.randint(0, 2), b.randint(-128, 127)
+        if kind:  # 1: narrow, 2: constant
+            spread = 2 if kind == 1 else 0
+            row[:length] = np.clip(centre + b.rng.integers(-spread, spread + 1, length), -128, 127)
+    values = data.astype(np.int64).reshape(-1)
+    if ob == 1:
+        return values.astype(np.int8).tobytes()
+    return values.astype("<i2").tobytes()
+
+
+def _layernorm(b: _Builder) -> None:
+    """LAYERNORM over `m` rows of random length LOADed as ceil(length / dim) spad_in rows each,
+    random in_zero_point and eps (0, small or up to 2^32 - 1), an output stage that keeps most
+    outputs unclamped (8-bit activations only; else nothing)."""
+    config, ob, dim = b.config, b.ob, b.config.dim
+    if config.input_width != 8:
+        return
+    length = b.randint(1, 3 * dim)
+    chunks = softmax_row_chunks(length, config)
+    if chunks > b.spad_in:
+        return
+    m = b.randint(1, min(4, b.spad_in // chunks))
+    x = b.alloc(m * chunks * dim * ob, _layernorm_rows(b, m * chunks, length))
+    in_row = b.randint(0, b.spad_in - m * chunks)
+    b.instrs.append(Load.dense(LoadTarget.SPAD_IN, in_row, m * chunks, x, dim * ob, dim))
+    row_stride1 = (length + b.randint(0, 2)) * ob
+    dst = b.alloc(m * row_stride1 + length * ob)
+    eps = (0, b.randint(1, 1000), int(b.rng.integers(0, 2**32)))[b.randint(0, 2)]
+    b.instrs.append(LayerNorm(in_row=in_row, m=m, length=length, in_zero_point=b.randint(-128, 127),
+                              eps=eps, multiplier=int(b.rng.integers(2**29, 2**31)),
+                              shift=b.randint(8, 14), **b.clamp(), ext=dst,
+                              row_stride1=row_stride1, flip_sign=b.flag(ob == 1)))
+
+
 _LAYERS: tuple[Callable[[_Builder], None], ...] = (_gemm, _gemm, _vector_op)
 _ACTIVATION_LAYERS: tuple[Callable[[_Builder], None], ...] = (*_LAYERS, _table)
 
@@ -337,20 +385,22 @@ def _finish(b: _Builder) -> SyntheticProgram:
 
 def _add_layer(builder: _Builder) -> None:
     """Append one random layer (a TABLE load too, with `activation`; a SOFTMAX too, with
-    `softmax`)."""
+    `softmax`; a LAYERNORM too, with `layernorm`)."""
     choices = _ACTIVATION_LAYERS if builder.activation else _LAYERS
     if builder.softmax:
         choices = (*choices, _softmax)
+    if builder.layernorm:
+        choices = (*choices, _layernorm)
     choices[int(builder.rng.integers(len(choices)))](builder)
 
 
 def random_program(config: ArrayConfig, rng: np.random.Generator, *,
-                   layers: int = 2, activation: bool = False,
-                   softmax: bool = False) -> SyntheticProgram:
+                   layers: int = 2, activation: bool = False, softmax: bool = False,
+                   layernorm: bool = False) -> SyntheticProgram:
     """Return a program of `layers` random layers (GEMM, convolution, POOL/ADD/COPY, and with
     `activation` a TABLE load, plus the `lut`, `mul` and `b_broadcast` flags; with `softmax`
-    a SOFTMAX layer and STORE `raw`)."""
-    builder = _Builder(config, rng, activation=activation, softmax=softmax)
+    a SOFTMAX layer and STORE `raw`; with `layernorm` a LAYERNORM layer)."""
+    builder = _Builder(config, rng, activation=activation, softmax=softmax, layernorm=layernorm)
     for _ in range(layers):
         _add_layer(builder)
     return _finish(builder)
@@ -358,15 +408,15 @@ def random_program(config: ArrayConfig, rng: np.random.Generator, *,
 
 def synthetic_program(config: ArrayConfig, instructions: int, *, seed: int = 0,
                       scale: int = 4, activation: bool = False,
-                      softmax: bool = False) -> Program:
+                      softmax: bool = False, layernorm: bool = False) -> Program:
     """Return a program of at least `instructions` instructions made of random layers.
 
     `scale` multiplies the layer sizes (channels, pixels, K and N): with the default the
-    layers repeat their tile shapes as a network's do. `activation` and `softmax` as for
-    `random_program`.
+    layers repeat their tile shapes as a network's do. `activation`, `softmax` and `layernorm`
+    as for `random_program`.
     """
     builder = _Builder(config, np.random.default_rng(seed), scale=scale, activation=activation,
-                       softmax=softmax)
+                       softmax=softmax, layernorm=layernorm)
     while len(builder.instrs) < instructions:
         _add_layer(builder)
     return _finish(builder).program
