@@ -55,8 +55,8 @@ from systolic.mapper.passes.recurrent_dynamic import DynamicUnroller
 from systolic.mapper.passes.recurrent_unroller import Builder, Unroller, input_name
 from systolic.mapper.passes.report import FUSED, PassReport
 
-__all__ = ["RECURRENT_OPS", "quantizes_float_recurrent", "unroll_recurrent",
-           "unroll_recurrent_region"]
+__all__ = ["DYNAMIC_LSTM", "RECURRENT_OPS", "quantizes_float_recurrent", "unroll_recurrent",
+           "unroll_recurrent_region", "unrolls"]
 
 RECURRENT_OPS = frozenset({("", "RNN"), ("", "GRU"), ("", "LSTM")})
 DYNAMIC_LSTM = ("com.microsoft", "DynamicQuantizeLSTM")
@@ -119,6 +119,12 @@ def quantizes_float_recurrent(model: Model) -> bool:
     constants = constants_of(model.graph)
     return any((node.domain, node.op_type) in RECURRENT_OPS
                and _why_not(node, model, constants) is None for node in model.graph.nodes)
+
+
+def unrolls(node: Node, model: Model) -> bool:
+    """True when `node` is a recurrent node (RNN, GRU, LSTM, DynamicQuantizeLSTM) that
+    `unroll_recurrent` unrolls."""
+    return _why_not(node, model, constants_of(model.graph)) is None
 
 
 def x_dtype(node: Node, model: Model) -> np.dtype:

@@ -9,7 +9,8 @@
    model with symbolic or unknown input dimensions gets them fixed by the input arrays;
 3. runs the mapper passes: a float model is quantized, calibrated on the input arrays when
    they come from a file (which must then be finite), else on the passes' seeded random set;
-   so are the float recurrent layers of a quantized model (`PreparedModel.partly_float`).
+   so are the float recurrent layers of a quantized model and the float parts between a
+   dynamically quantized model's products (`PreparedModel.partly_float`).
 """
 
 import dataclasses
@@ -26,6 +27,7 @@ from systolic.mapper.importer import (
     bind_inputs,
     load_model,
 )
+from systolic.mapper.passes.dynamic_island import quantizes_dynamic_island
 from systolic.mapper.passes.pipeline import run_passes
 from systolic.mapper.passes.quantize_float import is_quantized
 from systolic.mapper.passes.unroll_recurrent import quantizes_float_recurrent
@@ -52,9 +54,14 @@ class PreparedModel:
     @property
     def partly_float(self) -> bool:
         """Whether the model is quantized but holds float recurrent layers that the passes
-        quantize after training (`quantizes_float_recurrent`): its results differ from the
-        model as written by that quantization, as a float model's do."""
-        return quantizes_float_recurrent(self.original)
+        quantize after training (`quantizes_float_recurrent`), or float parts between its
+        dynamic products (`quantizes_dynamic_island`): its results differ from the model as
+        written by that quantization, as a float model's do."""
+        return _partly_float(self.original)
+
+
+def _partly_float(model: Model) -> bool:
+    return quantizes_float_recurrent(model) or quantizes_dynamic_island(model)
 
 
 def _load(model_path: str | os.PathLike[str], max_tensor_bytes: int, weightless: bool) -> Model:
@@ -80,7 +87,7 @@ def prepare_model(
         shapes = {name: tuple(array.shape) for name, array in inputs.items()}
         original = bind_inputs(original, shapes, max_tensor_bytes=max_tensor_bytes)
     calibration = None
-    quantized_here = not is_quantized(original) or quantizes_float_recurrent(original)
+    quantized_here = not is_quantized(original) or _partly_float(original)
     if quantized_here and input_path is not None:
         check_calibration_inputs(inputs, input_path)
         calibration = [inputs]

@@ -1,0 +1,194 @@
+"""The float island of a dynamically quantized model (onnxruntime's `quantize_dynamic`), and
+its post-training quantization.
+
+`quantize_dynamic` quantizes only the products with constant weights (DynamicQuantizeLinear
+-> MatMulInteger -> Cast -> Mul by the scales' product, DynamicQuantizeLSTM); everything
+between them stays float: the attention products Q.K^T and scores.V, their scaling, Softmax,
+GELU, bias and residual Adds, LayerNorm, an unrolled DynamicQuantizeLSTM's gate functions.
+This module quantizes that float part after training, as `quantize_float` quantizes a float
+model (calibrated on the calibration inputs), so that it runs on the array (QMatMul), the
+vector unit (QAdd, QMul, QSoftmax) and the activation tables (QTable). The dynamic products
+keep their dynamic semantics (`fuse_integer_matmul`: QMatMulInt on the array, the activation's
+scale and zero point computed on the host by DynamicQuantizeLinear).
+
+- The dynamic machinery stays as written: DynamicQuantizeLinear, MatMulInteger, ConvInteger,
+  Cast, every node computing from a DynamicQuantizeLinear's scale or zero point (the scales'
+  product), and each product's float epilogue: the Mul of its Cast result by the scales'
+  product, and the Add of a constant bias when that is the Mul's only reader.
+- The island (`dynamic_island`): every other node of the default domain whose results are
+  all float, except the nodes in `done` (a float recurrent island quantized already).
+- Entry border: a product's float result (after its bias) that the island reads is an
+  *entry*: the host computes it in float32 as the model does (int32 sum -> Cast -> times
+  a_scale * w_scale -> + bias) and quantizes it with static parameters calibrated on the
+  calibration inputs (a QuantizeLinear on the host: round half to even, saturate), symmetric
+  when it reaches an attention product (`quantize_float`'s rule). From there the island runs
+  on integers. A Softmax's float input (the Add of a broadcast attention mask, which stays on
+  the host) is an entry too, so that the Softmax itself runs as SOFTMAX.
+- Exit border: an island value read by a DynamicQuantizeLinear (the next product's input) is
+  quantized like any activation of the island; the DynamicQuantizeLinear (host) then reads
+  its dequantized value, computes its range and quantizes it again, as in the model. Every
+  other reader of a quantized value reads the dequantized value too.
+- What is ours: the island's quantization is not in the model (partly float,
+  `quantizes_dynamic_island`): results are compared with the model as written by cosine, as
+  a float model's are; the dynamic products' integer arithmetic is unchanged.
+"""
+
+from collections.abc import Collection, Mapping, Sequence
+
+import numpy as np
+
+from systolic.ir import DataType, Graph, Model, Node
+from systolic.mapper.passes.fuse_tables import ELEMENTWISE
+from systolic.mapper.passes.graph_tools import constants_of
+from systolic.mapper.passes.quantize_float import quantize_float
+from systolic.mapper.passes.report import PassReport
+from systolic.mapper.passes.unroll_recurrent import DYNAMIC_LSTM, unrolls
+
+__all__ = ["DynamicIsland", "dynamic_island", "quantize_dynamic_island",
+           "quantizes_dynamic_island"]
+
+_DYNAMIC_QUANTIZER = "DynamicQuantizeLinear"
+_INTEGER_PRODUCTS = frozenset({"MatMulInteger", "ConvInteger"})
+_CONVERSIONS = frozenset({"Cast", "QuantizeLinear", "DequantizeLinear", _DYNAMIC_QUANTIZER})
+
+
+class DynamicIsland:
+    """The island's node names and its entries (the float values made by the dynamic
+    machinery that it reads, in graph order)."""
+
+    def __init__(self, nodes: frozenset[str], entries: tuple[str, ...]) -> None:
+        self.nodes = nodes
+        self.entries = entries
+
+
+def dynamic_island(model: Model, done: Collection[str] = ()) -> DynamicIsland | None:
+    """Return the float island of `model` (module docstring), or None when the model holds
+    no DynamicQuantizeLinear or its island is empty."""
+    graph = model.graph
+    if not any(n.domain == "" and n.op_type == _DYNAMIC_QUANTIZER for n in graph.nodes):
+        return None
+    machinery, products = _machinery(graph)
+    nodes = frozenset(
+        node.name for node in graph.nodes
+        if node.domain == "" and node.name not in machinery and node.name not in done
+        and node.op_type not in _CONVERSIONS and _all_float(graph, node))
+    if not nodes:
+        return None
+    consumers = graph.consumers()
+    entries = [value for value in products
+               if any(reader.name in nodes for reader in consumers.get(value, []))]
+    for node in graph.nodes:
+        if node.name in nodes and node.op_type == "Softmax":
+            entries.append(node.inputs[0])  # the mask's Add stays float: quantize its result
+    return DynamicIsland(nodes, tuple(dict.fromkeys(entries)))
+
+
+def quantize_dynamic_island(
+    model: Model,
+    report: PassReport,
+    *,
+    calibration: Sequence[Mapping[str, np.ndarray]] | None = None,
+    seed: int = 0,
+    done: Collection[str] = (),
+) -> Model:
+    """Return `model` with its dynamic island quantized (`quantize_float` over the island,
+    its entries first), or `model` itself when it has none."""
+    island = dynamic_island(model, done)
+    if island is None:
+        return model
+    return quantize_float(model, report, calibration=calibration, seed=seed,
+                          region=island.nodes, entries=island.entries)
+
+
+def quantizes_dynamic_island(model: Model) -> bool:
+    """True when the passes quantize a float part of the dynamically quantized `model` (as
+    loaded, before unrolling): it holds a DynamicQuantizeLSTM that unrolls (its gate
+    functions) or a
+    DynamicQuantizeLinear beside a float node the island would make integer (a product of
+    two computed tensors, a Softmax, an element-wise function or an Add/Mul of two
+    computed tensors). Its results then differ from the model as written by that
+    quantization, as a float model's do."""
+    graph = model.graph
+    if any((n.domain, n.op_type) == DYNAMIC_LSTM and unrolls(n, model) for n in graph.nodes):
+        return True
+    island = dynamic_island(model)
+    if island is None:
+        return False
+    constants = constants_of(graph)
+    return any(_quantizable(node, constants) for node in graph.nodes if node.name in island.nodes)
+
+
+def _quantizable(node: Node, constants: Mapping[str, np.ndarray]) -> bool:
+    computed = [name for name in node.inputs if name and name not in constants]
+    if node.op_type in ("MatMul", "Add", "Mul"):
+        return len(computed) == 2
+    return node.op_type == "Softmax" or (node.op_type in ELEMENTWISE and len(computed) == 1
+                                         and node.op_type not in ("Add", "Mul", "Sub", "Div"))
+
+
+def _machinery(graph: Graph) -> tuple[set[str], list[str]]:
+    """Return the names of the dynamic machinery's nodes and the float results of the
+    dynamic products (after their bias Add), in graph order (module docstring)."""
+    constants = constants_of(graph)
+    consumers = graph.consumers()
+    producers = graph.producers()
+    machinery: set[str] = set()
+    scalar_values: set[str] = set()  # a DynamicQuantizeLinear's scale and zero point, and
+    products: list[str] = []  # what is computed from them
+    for node in graph.nodes:
+        if node.domain != "":
+            continue
+        if node.op_type == _DYNAMIC_QUANTIZER:
+            machinery.add(node.name)
+            scalar_values.update(out for out in node.outputs[1:] if out)
+        elif node.op_type in _INTEGER_PRODUCTS:
+            machinery.add(node.name)
+        elif any(name in scalar_values for name in node.inputs) and _epilogue_source(
+                node, producers) is None:
+            machinery.add(node.name)
+            scalar_values.update(out for out in node.outputs if out)
+        elif node.op_type == "Mul" and _epilogue_source(node, producers) is not None:
+            machinery.add(node.name)
+            result = node.outputs[0]
+            bias = _bias_add(result, consumers, constants)
+            if bias is not None:
+                machinery.add(bias.name)
+                result = bias.outputs[0]
+            products.append(result)
+    return machinery, products
+
+
+def _epilogue_source(node: Node, producers: Mapping[str, Node]) -> str | None:
+    """Return the Cast result an epilogue Mul scales (a Cast of a MatMulInteger or
+    ConvInteger result), or None when `node` is not such a Mul."""
+    if node.op_type != "Mul":
+        return None
+    for name in node.inputs:
+        cast = producers.get(name)
+        if cast is None or cast.op_type != "Cast" or not cast.inputs:
+            continue
+        source = producers.get(cast.inputs[0])
+        if source is not None and source.op_type in _INTEGER_PRODUCTS:
+            return name
+    return None
+
+
+def _bias_add(value: str, consumers: Mapping[str, list[Node]],
+              constants: Mapping[str, np.ndarray]) -> Node | None:
+    """The Add of a constant that is the only reader of `value`, or None."""
+    readers = consumers.get(value, [])
+    if len(readers) != 1 or readers[0].domain != "" or readers[0].op_type != "Add":
+        return None
+    others = [name for name in readers[0].inputs if name != value]
+    return readers[0] if len(others) == 1 and others[0] in constants else None
+
+
+def _all_float(graph: Graph, node: Node) -> bool:
+    outputs = [out for out in node.outputs if out]
+    if not outputs:
+        return False
+    for out in outputs:
+        found = graph.type_of(out)
+        if found is None or found.dtype != DataType.FLOAT:
+            return False
+    return True
