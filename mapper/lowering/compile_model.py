@@ -8,8 +8,9 @@ inputs, outputs, intermediate activations, constants) and turns each node into a
   `.matmul` / `.integer_matmul`: int32 results by STORE.raw) through a `LayerContext`;
 - **vector**: systolic.QMaxPool / QAveragePool (`lower_pool`), QAdd (`lower_add`), QMul
   (`lower_qmul`: ADD with `mul`) and QTable (`lower_qtable`: TABLE, then LOAD + COPY with
-  `lut`) and QSoftmax (`lower_qsoftmax`: TABLE wide with the exp table, then LOAD +
-  SOFTMAX per block of rows). A QTable whose input is made by a QConv / QMatMul for it
+  `lut`), QSoftmax (`lower_qsoftmax`: TABLE wide with the exp table, then LOAD +
+  SOFTMAX per block of rows) and QLayerNorm (`lower_qlayernorm`: LOAD + LAYERNORM per
+  block of rows). A QTable whose input is made by a QConv / QMatMul for it
   alone (not a graph output) is fused instead: that layer's STOREs go through the table and write the QTable's output
   (the QConv's own output is never placed), and the QTable's layer has no instructions;
 - **layout**: Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Identity, Concat
@@ -48,6 +49,7 @@ from systolic.mapper.lowering.conv import lower_qconv
 from systolic.mapper.lowering.integer_matmul import lower_qmatmulint
 from systolic.mapper.lowering.jobs import planning_only
 from systolic.mapper.lowering.layer_code import LayerCode
+from systolic.mapper.lowering.layernorm import lower_qlayernorm
 from systolic.mapper.lowering.layout import LAYOUT_OPS, decide_layout
 from systolic.mapper.lowering.matmul import lower_qmatmul
 from systolic.mapper.lowering.memory_plan import EIGHT_BIT, MemoryPlan, element_type
@@ -78,6 +80,7 @@ _VECTOR: dict[str, Callable[[Node, LayerContext], list[Instruction]]] = {
     "QMul": lower_qmul,
     "QTable": lower_qtable,
     "QSoftmax": lower_qsoftmax,
+    "QLayerNorm": lower_qlayernorm,
 }
 
 
@@ -162,14 +165,15 @@ def _spatial(graph: Graph) -> frozenset[str]:
 
 
 def _matrix(graph: Graph, spatial: frozenset[str]) -> frozenset[str]:
-    """Return the values a QMatMul reads or writes (A, a computed B, Y) or a QSoftmax (X, Y),
-    and those layout ops connect to them, that no spatial operator touches: of rank 4 they are
-    stored row-major (the product's and the softmax's rows contiguous), not channel-last."""
+    """Return the values a QMatMul reads or writes (A, a computed B, Y) or a QSoftmax or
+    QLayerNorm (X, Y), and those layout ops connect to them, that no spatial operator touches:
+    of rank 4 they are stored row-major (the product's and the normalized rows contiguous),
+    not channel-last."""
     names = {
         name
         for node in graph.nodes
         if node.domain == SYSTOLIC_DOMAIN and node.op_type in _ROW_MAJOR_OPS
-        for name in (node.inputs[0], node.inputs[1], node.outputs[0])
+        for name in (*node.inputs[:2], node.outputs[0])
         if graph.initializer(name) is None
     }
     # and the values the layout ops between them pass through (heads split by Reshape and
@@ -188,7 +192,7 @@ def _matrix(graph: Graph, spatial: frozenset[str]) -> frozenset[str]:
     return frozenset(names - spatial)
 
 
-_ROW_MAJOR_OPS = frozenset({"QMatMul", "QMatMulInt", "QSoftmax"})
+_ROW_MAJOR_OPS = frozenset({"QMatMul", "QMatMulInt", "QSoftmax", "QLayerNorm"})
 """Systolic ops whose operands and results are matrices (rows contiguous, row-major)."""
 
 _PASS_LAYOUT = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity"})

@@ -5,8 +5,9 @@
 emitted) and follows every original node to its outcome:
 
 - fused into a systolic op (QConv, QConvInt, QMatMul, QMatMulInt, QMaxPool, QAveragePool,
-  QAdd, QMul, QTable, QSoftmax): the unit the compiled layer runs on, `array` (QMatMulInt,
-  QConvInt: MatMulInteger, ConvInteger with int32 results) or `vector` (QSoftmax: SOFTMAX)
+  QAdd, QMul, QTable, QSoftmax, QLayerNorm): the unit the compiled layer runs on, `array`
+  (QMatMulInt, QConvInt: MatMulInteger, ConvInteger with int32 results) or `vector`
+  (QSoftmax: SOFTMAX; QLayerNorm: LAYERNORM, a layer normalization's chain of nodes)
   (or `host` when the lowering fell
   back, with the lowering's reason); BatchNormalization folded into a Conv follows that Conv;
   an elementwise function made a QTable is `vector` also when the table is fused into the
@@ -69,8 +70,12 @@ NodeUnit = tuple[str, str]
 _HOST_WHY = {
     op: f"{op} needs exponentials or divisions in float, which no accelerator unit computes: "
     "runs on the host"
-    for op in ("LogSoftmax", "Div", "LayerNormalization", "InstanceNormalization")
+    for op in ("LogSoftmax", "Div", "InstanceNormalization")
 }
+_HOST_WHY["LayerNormalization"] = (
+    "LayerNormalization in float runs on the host: between a DequantizeLinear and a "
+    "QuantizeLinear (over the last axis) it would become LAYERNORM on the vector unit"
+)
 _HOST_WHY["DynamicQuantizeLinear"] = (
     "DynamicQuantizeLinear computes the activation's scale and zero point from the tensor's "
     "range at run time: runs on the host (the MatMulInteger or ConvInteger it feeds runs on "
@@ -100,6 +105,13 @@ def _target(fate: NodeFate) -> str | None:
         return None
     name = ast.literal_eval(match.group(1))
     return name if isinstance(name, str) else None
+
+
+def _layernorm_why(fate: NodeFate) -> str:
+    """The passes' reason a node of a layer normalization stays on the host, or ""."""
+    from systolic.mapper.passes.layernorm_match import LAYERNORM_NOTE
+
+    return fate.reason if fate.reason.startswith(LAYERNORM_NOTE) else ""
 
 
 def symbols_as_one(model: Model) -> Model:
@@ -224,8 +236,8 @@ def follow_units(
         else:  # host
             found = layer_unit(name)
             op = fate.op_type.rsplit(".", 1)[-1].split(":")[0]
-            reason = (_HOST_WHY.get(op, "") or fate.reason or _TABLE_WHY.get(op, "")
-                      or _SOFTMAX_WHY.get(op, ""))
+            reason = (_layernorm_why(fate) or _HOST_WHY.get(op, "") or fate.reason
+                      or _TABLE_WHY.get(op, "") or _SOFTMAX_WHY.get(op, ""))
             reason = reason or (found[1] if found else "")
             result.append(("host", reason or "runs on the host"))
     return result

@@ -28,7 +28,7 @@ from systolic.isa.table import EXP_TABLE_BYTES, exp_table_rows
 from systolic.mapper.lowering.context import LayerContext
 from systolic.mapper.lowering.node_attrs import int_attr
 
-__all__ = ["exp_table_code", "exp_table_image", "lower_qsoftmax", "tensor_rows"]
+__all__ = ["exp_table_code", "exp_table_image", "load_rows", "lower_qsoftmax", "tensor_rows"]
 
 _FLIP = 128
 _ENTRIES = EXP_TABLE_BYTES // 2
@@ -64,18 +64,20 @@ def _exp_entries(node: Node, ctx: LayerContext) -> np.ndarray:
     return table
 
 
-def tensor_rows(place: TensorPlacement, axis: int, label: str) -> tuple[int, int, int]:
+def tensor_rows(place: TensorPlacement, axis: int, label: str,
+                op: str = "QSoftmax") -> tuple[int, int, int]:  # fmt: skip
     """Return (rows, L, row stride in bytes) of `place` flattened from `axis` on; raise
-    UnsupportedError unless each row's L elements are contiguous and the rows evenly spaced."""
+    UnsupportedError (naming `op` `label`) unless each row's L elements are contiguous and
+    the rows evenly spaced."""
     shape, strides = place.shape, place.strides
     element = place.dtype.numpy.itemsize
     length = math.prod(shape[axis:])
     step = element
     for extent, stride in zip(reversed(shape[axis:]), reversed(strides[axis:]), strict=True):
         if extent > 1 and stride != step:
-            raise UnsupportedError(f"QSoftmax {label!r}: the rows of {place.name!r} are not "
-                                   "contiguous in memory (SOFTMAX reads and writes contiguous "
-                                   "rows)")  # fmt: skip
+            raise UnsupportedError(f"{op} {label!r}: the rows of {place.name!r} are not "
+                                   "contiguous in memory (the vector unit reads and writes "
+                                   "contiguous rows)")  # fmt: skip
         step *= extent
     rows = math.prod(shape[:axis])
     grid = np.zeros((), np.int64)
@@ -84,7 +86,7 @@ def tensor_rows(place: TensorPlacement, axis: int, label: str) -> tuple[int, int
     offsets = grid.reshape(-1)
     row_stride = int(offsets[1] - offsets[0]) if rows > 1 else length * element
     if rows > 1 and not np.array_equal(offsets, offsets[0] + row_stride * np.arange(rows)):
-        raise UnsupportedError(f"QSoftmax {label!r}: the rows of {place.name!r} are not evenly "
+        raise UnsupportedError(f"{op} {label!r}: the rows of {place.name!r} are not evenly "
                                "spaced in memory")  # fmt: skip
     return rows, length, row_stride
 
@@ -123,7 +125,7 @@ def lower_qsoftmax(node: Node, ctx: LayerContext) -> list[Instruction]:
         m = min(block, rows - r0)
         spad = first + buffer * half
         buffer ^= 1
-        code += _load_rows(x.address + r0 * x_stride, x_stride, m, length, spad, config,
+        code += load_rows(x.address + r0 * x_stride, x_stride, m, length, spad, config,
                            flip_in, last=r0 + m == rows)  # fmt: skip
         code.append(Softmax(
             in_row=spad, m=m, length=length,
@@ -137,7 +139,7 @@ def lower_qsoftmax(node: Node, ctx: LayerContext) -> list[Instruction]:
     return code
 
 
-def _load_rows(address: int, stride: int, m: int, length: int, row: int, config: ArrayConfig,
+def load_rows(address: int, stride: int, m: int, length: int, row: int, config: ArrayConfig,
                flip: bool, *, last: bool) -> list[Instruction]:  # fmt: skip
     """Return the LOADs of `m` tensor rows of `length` elements (`stride` bytes apart, from
     `address`) into spad_in rows `row ..`, C = ceil(length / dim) per tensor row. With `last`

@@ -15,6 +15,9 @@ Order (each pass one module):
                         phase, then their interleave) or over its zero-inserted input
  4c. fold_bias_add      Add/Sub of a per-channel constant after a float Conv -> its bias
  5. fold_batchnorm      BatchNormalization into the preceding Conv/Gemm (float)
+ 5b. split_layernorm    LayerNormalization(x, scale, bias) of float constants over the last
+                        axis -> LayerNormalization(x, 1) -> Mul(scale) -> Add(bias): the
+                        normalized tensor becomes a value (quantized on its own below)
  6. unroll_recurrent    RNN/GRU/LSTM with a static sequence -> per-step float
                         MatMul/Add/Gather, gate functions, Mul, Concat (quantized below);
                         com.microsoft DynamicQuantizeLSTM -> DynamicQuantizeLinear +
@@ -27,6 +30,10 @@ Order (each pass one module):
  7b. quantize_before_layout  Q(layout(a, b)) -> layout(Q(a), Q(b)) (exact): the layout
                         ops then move integers (a zero-inserted ConvTranspose's fill blocks,
                         Concats of requantized inputs)
+ 7c. fuse_layernorm    DQ -> layer normalization over the last axis (LayerNormalization, or
+                        its decomposed ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div chain with
+                        any Q/DQ between its steps) -> Q -> QLayerNorm (LAYERNORM); gamma
+                        and beta stay a Mul and an Add of a last-axis constant (QMul, QAdd)
  8. normalize_qoperator QLinearConv, QGemm, QLinearAdd ... -> systolic ops
  9. fuse_integer_matmul a MatMulInteger of a constant B left by normalize_qoperator
                         (dynamic quantization) -> QMatMulInt, int32 out; a computed zero
@@ -59,7 +66,6 @@ from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES
 from systolic.mapper.passes.compose_tables import compose_tables
 from systolic.mapper.passes.conv_transpose import conv_transpose_to_conv
 from systolic.mapper.passes.decomposed_softmax import decomposed_softmax
-from systolic.mapper.passes.dynamic_island import quantize_dynamic_island
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.fold_bias_add import fold_bias_add
@@ -68,6 +74,7 @@ from systolic.mapper.passes.fold_if import fold_if
 from systolic.mapper.passes.fuse_activations import fuse_activations
 from systolic.mapper.passes.fuse_gather import fuse_gather
 from systolic.mapper.passes.fuse_integer_matmul import fuse_integer_matmul
+from systolic.mapper.passes.fuse_layernorm import fuse_layernorm, split_layernorm
 from systolic.mapper.passes.fuse_qdq import LAYOUT_OPS, fuse_qdq
 from systolic.mapper.passes.fuse_softmax import fuse_softmax
 from systolic.mapper.passes.fuse_tables import fuse_tables
@@ -111,6 +118,8 @@ def run_passes(
         if rewritten is not model:
             model = finalize(rewritten)
     model = fold_batchnorm(model, report)
+    if (split := split_layernorm(model, report)) is not model:
+        model = finalize(split)
     unrolled, island = unroll_recurrent_region(model, report)
     if unrolled is not model:
         model = finalize(unrolled)
@@ -120,11 +129,10 @@ def run_passes(
         region = recurrent_island(model, island)
         model = finalize(quantize_float(model, report, calibration=calibration, seed=seed,
                                         region=region))
-    if (dynamic := quantize_dynamic_island(model, report, calibration=calibration, seed=seed,
-                                           done=island)) is not model:
-        model = finalize(dynamic)
     if (hoisted := quantize_before_layout(model, report)) is not model:
         model = finalize(hoisted)
+    refused_norms: dict[str, str] = {}
+    model = fuse_layernorm(model, report, refused_norms)
     model = normalize_qoperator(model, report)
     model = fuse_integer_matmul(model, report)
     model = fuse_qdq(model, report)
@@ -135,6 +143,8 @@ def run_passes(
     model = compose_tables(eliminate_dead(model, report), report)
     model = eliminate_dead(model, report)
     model = finalize(model)
+    for label, why in refused_norms.items():  # the later fusions noted their own patterns
+        report.note(label, why)
     _settle_report(model, report)
     return dataclasses.replace(model, host_reasons=_host_reasons(model, report)), report
 

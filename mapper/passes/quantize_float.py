@@ -41,6 +41,12 @@ pairs that `fuse_qdq` then fuses (the same form onnxruntime's QDQ quantizer writ
   one step of the float softmax of the quantized input). A Softmax of a float value (a
   host Add of a broadcast mask) stays float: its input's range would come from the
   calibration set's masks alone (zeros for integer inputs by default).
+- Layer normalization over the last axis (`layernorm_ptq`: the decomposed ReduceMean ...
+  Div chain, or LayerNormalization(x, 1) of `split_layernorm`): its input and its normalized
+  result are quantized (calibrated like any activation), and a Mul (gamma) and an Add (beta)
+  of a float constant along the last axis after it have their results quantized and the
+  constant read through a DequantizeLinear of its int8 per-tensor quantization, so that
+  `fuse_layernorm` makes one systolic.QLayerNorm and `fuse_qdq` a QMul and a QAdd.
 - Degenerate ranges: a scale below float32's smallest normal number (0, denormal) becomes 1
   with zero point 0 (onnxruntime's quantizer does the same).
 - Calibration: the caller's feeds, or `calibration.random_calibration(graph, seed)` (8 seeded
@@ -60,10 +66,11 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 import numpy as np
 
 from systolic.errors import ModelError
-from systolic.ir import DataType, Graph, Model, Node
+from systolic.ir import DataType, Graph, Model, Node, Tensor
 from systolic.mapper.passes.calibration import calibrate, random_calibration
 from systolic.mapper.passes.fuse_tables import ELEMENTWISE
 from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of, make_node, tensor
+from systolic.mapper.passes.layernorm_ptq import layernorm_plans, quantize_vector
 from systolic.mapper.passes.ptq_regions import elementwise_region, is_product_of_computed
 from systolic.mapper.passes.quant_params import is_activation, weight_scale_floor
 from systolic.mapper.passes.recurrent_island import Params, entry_params, exit_params
@@ -108,6 +115,7 @@ class _Plan:
     symmetric: set[str] = dataclasses.field(default_factory=set)  # sources quantized symmetric
     results: dict[str, str] = dataclasses.field(default_factory=dict)  # node -> quantized output
     softmax_inputs: list[Node] = dataclasses.field(default_factory=list)  # their only reader
+    vectors: dict[str, int] = dataclasses.field(default_factory=dict)  # node -> LN gamma/beta
 
 
 def quantize_float(
@@ -117,14 +125,11 @@ def quantize_float(
     calibration: Sequence[Mapping[str, np.ndarray]] | None = None,
     seed: int = 0,
     region: Collection[str] | None = None,
-    entries: Sequence[str] = (),
 ) -> Model:
     """Return `model` with quantization inserted as QuantizeLinear/DequantizeLinear pairs;
-    `region` (node names): quantize only those nodes' float island (module docstring);
-    `entries`: float values made outside it that it reads, quantized as activations first
-    (a dynamic product's float result: `dynamic_island`)."""
+    `region` (node names): quantize only those nodes' float island (module docstring)."""
     graph = model.graph
-    plan = _plan(graph, report, region, entries)
+    plan = _plan(graph, report, region)
     if not plan.values:
         return model
     _check_finite_weights(graph, plan)
@@ -187,8 +192,7 @@ def _root(plan: _Plan, value: str) -> str:
     return value
 
 
-def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = None,
-          entries: Sequence[str] = ()) -> _Plan:
+def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = None) -> _Plan:
     constants = constants_of(graph)
     consumers = graph.consumers()
     outputs = {info.name for info in graph.outputs}
@@ -203,14 +207,18 @@ def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = Non
             if name not in dequantized:  # a DequantizeLinear's result is quantized already
                 plan.values.append(name)
 
-    for name in entries:
-        add(name)
-
     # nodes inside an element-wise region already planned, and the nodes outside `region`
     taken: set[int] = set() if region is None else {
         id(node) for node in graph.nodes if node.name not in region}
     order = {id(node): index for index, node in enumerate(graph.nodes)}
+    norms = layernorm_plans(graph, taken)
+    taken.update(id(n) for norm in norms.values() for n in norm.nodes)
     for node in graph.nodes:
+        if (norm := norms.get(id(node))) is not None:  # its last node: -> QLayerNorm
+            for name in norm.values:
+                add(name)
+            plan.vectors.update(norm.vectors)
+            continue
         if node.domain != "" or not node.inputs or not node.outputs or id(node) in taken:
             continue
         activations = (_activation_inputs(node, constants, graph)
@@ -468,6 +476,23 @@ def _check_finite_weights(graph: Graph, plan: _Plan) -> None:
             )
 
 
+def _dequantized_vector(node: Node, index: int, constants: Mapping[str, np.ndarray],
+                        namer: Namer) -> tuple[Node, Node, list[Tensor]]:  # fmt: skip
+    """Return `node` reading its constant input `index` through a DequantizeLinear of its
+    per-tensor int8 quantization (`quantize_vector`), that node and the new constants."""
+    name = node.inputs[index]
+    q, scale = quantize_vector(constants[name])
+    q_name, s_name = namer(f"{name}_quantized"), namer(f"{name}_scale")
+    z_name, dq_name = namer(f"{name}_zero_point"), namer(f"{name}_dequantized")
+    dq = make_node("DequantizeLinear", (q_name, s_name, z_name), (dq_name,),
+                   name=namer(f"{name}_DequantizeLinear"), version=QDQ_VERSION)
+    inputs = list(node.inputs)
+    inputs[index] = dq_name
+    tensors = [tensor(q_name, q), tensor(s_name, np.array(scale, np.float32)),
+               tensor(z_name, np.array(0, np.int8))]
+    return dataclasses.replace(node, inputs=tuple(inputs)), dq, tensors
+
+
 def _rewrite(graph: Graph, plan: _Plan, params: dict[str, Params]) -> Graph:
     namer = Namer(graph)
     constants = constants_of(graph)
@@ -513,6 +538,11 @@ def _rewrite(graph: Graph, plan: _Plan, params: dict[str, Params]) -> Graph:
                                    name=namer(f"{w_name}_DequantizeLinear"),
                                    version=QDQ_VERSION, attrs={"axis": axis}))
             node = dataclasses.replace(node, inputs=(node.inputs[0], dq_name, *node.inputs[2:]))
+        index = plan.vectors.get(node.name)
+        if index is not None:  # a layer normalization's gamma or beta: int8 per tensor
+            node, dq, tensors = _dequantized_vector(node, index, constants, namer)
+            nodes.append(dq)
+            new_tensors += tensors
         outs = tuple(produced_as.get(o, o) for o in node.outputs)
         nodes.append(dataclasses.replace(node, outputs=outs))
         for out in node.outputs:

@@ -1,0 +1,168 @@
+"""fuse_layernorm: the layer normalization forms (decomposed ReduceMean ... Div with Q/DQ
+between the steps, its QOperator form with QLinearAdd of eps, Mul by Reciprocal, Mul(d, d),
+LayerNormalization of opset 17) become systolic.QLayerNorm, within one output step of the
+float normalization of the quantized input; a float model's chain is quantized first (the
+normalized tensor calibrated, gamma and beta QMul and QAdd); a chain over an inner axis, one
+whose inner value is read outside it and an eps beyond LAYERNORM's field stay on the host
+with the reason."""
+
+import numpy as np
+import pytest
+
+from systolic.mapper.passes.fuse_layernorm import eps_field
+from systolic.mapper.passes.pipeline import run_passes
+from systolic.mapper.passes.quant_params import NotFusable
+from systolic.reference.executor import run_model
+
+from .table_models import make, node, op_types
+
+U8 = np.uint8
+H = 24
+SHAPE = (2, 5, H)
+
+
+def _chain(x: str, out: str, *, square: str = "Pow", divide: str = "Div", axes=(-1,),
+           qdq_variance: bool = False, qlinear_eps: bool = False) -> list:  # type: ignore[type-arg]
+    """The decomposed normalization of `x` into `out` (constants named c2, eps ...)."""
+    nodes = [node("ReduceMean", [x], ["mean"], axes=list(axes)),
+             node("Sub", [x, "mean"], ["d"])]  # fmt: skip
+    nodes.append(node("Pow", ["d", "c2"], ["sq"]) if square == "Pow"
+                 else node("Mul", ["d", "d"], ["sq"]))  # fmt: skip
+    nodes.append(node("ReduceMean", ["sq"], ["var"], axes=list(axes)))
+    var = "var"
+    if qdq_variance or qlinear_eps:
+        nodes.append(node("QuantizeLinear", ["var", "sv", "zv"], ["var_q"]))
+    if qlinear_eps:
+        nodes += [node("QLinearAdd", ["var_q", "sv", "zv", "eps_q", "se", "ze", "sve", "zv"],
+                       ["ve_q"], domain="com.microsoft"),
+                  node("DequantizeLinear", ["ve_q", "sve", "zv"], ["ve"])]  # fmt: skip
+    else:
+        if qdq_variance:
+            nodes += [node("DequantizeLinear", ["var_q", "sv", "zv"], ["var_dq"]),
+                      node("DequantizeLinear", ["eps_q", "se", "ze"], ["eps_dq"])]  # fmt: skip
+            var = "var_dq"
+        nodes.append(node("Add", [var, "eps_dq" if qdq_variance else "eps"], ["ve"]))
+    nodes.append(node("Sqrt", ["ve"], ["sd"]))
+    if divide == "Div":
+        nodes.append(node("Div", ["d", "sd"], [out]))
+    else:
+        nodes += [node("Reciprocal", ["sd"], ["rsd"]), node("Mul", ["rsd", "d"], [out])]
+    return nodes
+
+
+CONSTANTS = {"c2": np.float32(2.0), "eps": np.float32(1e-5), "sv": np.float32(0.02),
+             "zv": U8(0), "eps_q": U8(1), "se": np.float32(1e-5), "ze": U8(0),
+             "sve": np.float32(0.02)}  # fmt: skip
+
+
+def _quantized(shape=SHAPE, **chain):  # type: ignore[no-untyped-def]
+    nodes = [node("DequantizeLinear", ["x", "sx", "zx"], ["xf"]), *_chain("xf", "n", **chain),
+             node("QuantizeLinear", ["n", "sy", "zy"], ["y"])]  # fmt: skip
+    constants = {**CONSTANTS, "sx": np.float32(0.05), "zx": U8(120), "sy": np.float32(1 / 32),
+                 "zy": U8(128)}  # fmt: skip
+    ms = chain.get("qlinear_eps", False)
+    return make(nodes, [("x", U8, shape)], [("y", U8, shape)], constants, ms=ms, opset=13)
+
+
+def _feed(shape=SHAPE, seed=0):  # type: ignore[no-untyped-def]
+    return {"x": np.random.default_rng(seed).integers(40, 230, shape).astype(U8)}
+
+
+def _fates(report, op_type):  # type: ignore[no-untyped-def]
+    return [f for f in report.fates if f.op_type.split(":")[0].endswith(op_type)]
+
+
+@pytest.mark.parametrize("chain", [
+    {}, {"qdq_variance": True}, {"qlinear_eps": True}, {"square": "Mul"},
+    {"divide": "Reciprocal"}, {"axes": (2,)},
+], ids=["float-steps", "qdq-variance", "qlinear-eps", "mul-square", "reciprocal", "axis-2"])
+def test_quantized_chain_becomes_qlayernorm_within_one_step(chain):  # type: ignore[no-untyped-def]
+    _, model = _quantized(**chain)
+    fused, report = run_passes(model)
+    assert op_types(fused) == ["QLayerNorm"]
+    (div,) = [f for f in report.fates if f.node in ("Div", "Mul_1", "n")
+              or f.op_type.startswith("ai.onnx.Div")] or _fates(report, "Sqrt")
+    assert div.action == "fused" and "QLayerNorm" in div.into
+    (qln,) = fused.graph.nodes
+    assert qln.attrs["eps"] == eps_field(1e-5, H, 0.05) and qln.attrs["x_zero_point"] == 120
+    feed = _feed()
+    diff = run_model(fused, feed)["y"].astype(int) - run_model(model, feed)["y"].astype(int)
+    assert 0 < np.count_nonzero(run_model(fused, feed)["y"] - 128)
+    if not (chain.get("qdq_variance") or chain.get("qlinear_eps")):  # the model's own
+        assert np.abs(diff).max() <= 1  # quantized variance is coarser than the exact one
+
+
+def test_an_inner_axis_stays_on_the_host_with_the_reason():  # type: ignore[no-untyped-def]
+    _, model = _quantized(shape=(2, H, 5), axes=(1,))
+    fused, report = run_passes(model)
+    assert "QLayerNorm" not in op_types(fused)
+    for op in ("ReduceMean", "Sub", "Sqrt", "Div"):
+        for fate in _fates(report, op):
+            assert fate.action == "host" and "not taken over the last axis" in fate.reason
+
+
+def test_an_inner_value_read_elsewhere_keeps_the_chain_on_the_host():  # type: ignore[no-untyped-def]
+    nodes = [node("DequantizeLinear", ["x", "sx", "zx"], ["xf"]), *_chain("xf", "n"),
+             node("QuantizeLinear", ["n", "sy", "zy"], ["y"]),
+             node("QuantizeLinear", ["var", "sy", "zy"], ["v"])]  # fmt: skip
+    constants = {**CONSTANTS, "sx": np.float32(0.05), "zx": U8(120), "sy": np.float32(1 / 32),
+                 "zy": U8(128)}  # fmt: skip
+    _, model = make(nodes, [("x", U8, SHAPE)], [("y", U8, SHAPE), ("v", U8, (2, 5, 1))],
+                    constants, opset=13)  # fmt: skip
+    fused, report = run_passes(model)
+    assert "QLayerNorm" not in op_types(fused)
+    (div,) = _fates(report, "Div")
+    assert div.action == "host" and "'var' inside the layer normalization" in div.reason
+
+
+def test_eps_beyond_the_field_is_refused():  # type: ignore[no-untyped-def]
+    assert eps_field(1e-12, 64, 0.05) == 0
+    assert eps_field(1e-5, 64, 0.05) == round(64 * 64 * 1e-5 / np.float32(0.05) ** 2)
+    with pytest.raises(NotFusable, match="outside its 32-bit eps field"):
+        eps_field(10.0, 4096, 0.001)
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = a.reshape(-1).astype(np.float64), b.reshape(-1).astype(np.float64)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def _float_model(form: str, axis: int = -1):  # type: ignore[no-untyped-def]
+    """MatMul -> layer normalization (with gamma and beta) -> MatMul, float."""
+    rng = np.random.default_rng(1)
+    constants = {"w1": rng.standard_normal((H, H)).astype(np.float32) / 4,
+                 "w2": rng.standard_normal((H, 8)).astype(np.float32) / 4,
+                 "gamma": (1 + rng.standard_normal(H) / 3).astype(np.float32),
+                 "beta": (rng.standard_normal(H) / 3).astype(np.float32)}  # fmt: skip
+    if form == "LayerNormalization":
+        norm = [node("LayerNormalization", ["h", "gamma", "beta"], ["a"], axis=axis,
+                     epsilon=1e-5)]  # fmt: skip
+        opset = 17
+    else:
+        norm = [*_chain("h", "n"), node("Mul", ["n", "gamma"], ["g"]),
+                node("Add", ["g", "beta"], ["a"])]  # fmt: skip
+        constants |= {"c2": np.float32(2.0), "eps": np.float32(1e-5)}
+        opset = 13
+    nodes = [node("MatMul", ["x", "w1"], ["h"]), *norm, node("MatMul", ["a", "w2"], ["y"])]
+    return make(nodes, [("x", np.float32, (1, 6, H))], [("y", np.float32, (1, 6, 8))],
+                constants, opset=opset)  # fmt: skip
+
+
+@pytest.mark.parametrize("form", ["decomposed", "LayerNormalization"])
+def test_float_layernorm_is_quantized_and_fused(form):  # type: ignore[no-untyped-def]
+    _, model = _float_model(form)
+    rng = np.random.default_rng(7)
+    feeds = [{"x": rng.standard_normal((1, 6, H)).astype(np.float32)} for _ in range(4)]
+    fused, _ = run_passes(model, calibration=feeds)
+    assert op_types(fused) == ["QuantizeLinear", "QMatMul", "QLayerNorm", "QMul", "QAdd",
+                               "QMatMul", "DequantizeLinear"]
+    want, got = run_model(model, feeds[0])["y"], run_model(fused, feeds[0])["y"]
+    assert _cosine(want, got) > 0.995
+
+
+def test_layernormalization_over_an_inner_axis_stays_on_the_host():  # type: ignore[no-untyped-def]
+    _, model = _float_model("LayerNormalization", axis=1)
+    fused, report = run_passes(model)
+    assert "QLayerNorm" not in op_types(fused) and "LayerNormalization" in op_types(fused)
+    (norm,) = _fates(report, "LayerNormalization")
+    assert norm.action == "host" and "not over the last axis alone" in norm.reason
