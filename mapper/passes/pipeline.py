@@ -66,6 +66,7 @@ from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES
 from systolic.mapper.passes.compose_tables import compose_tables
 from systolic.mapper.passes.conv_transpose import conv_transpose_to_conv
 from systolic.mapper.passes.decomposed_softmax import decomposed_softmax
+from systolic.mapper.passes.dynamic_island import quantize_dynamic_island
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.fold_bias_add import fold_bias_add
@@ -129,6 +130,9 @@ def run_passes(
         region = recurrent_island(model, island)
         model = finalize(quantize_float(model, report, calibration=calibration, seed=seed,
                                         region=region))
+    if (dynamic := quantize_dynamic_island(model, report, calibration=calibration, seed=seed,
+                                           done=island)) is not model:
+        model = finalize(dynamic)
     if (hoisted := quantize_before_layout(model, report)) is not model:
         model = finalize(hoisted)
     refused_norms: dict[str, str] = {}

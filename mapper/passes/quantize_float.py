@@ -125,11 +125,14 @@ def quantize_float(
     calibration: Sequence[Mapping[str, np.ndarray]] | None = None,
     seed: int = 0,
     region: Collection[str] | None = None,
+    entries: Sequence[str] = (),
 ) -> Model:
     """Return `model` with quantization inserted as QuantizeLinear/DequantizeLinear pairs;
-    `region` (node names): quantize only those nodes' float island (module docstring)."""
+    `region` (node names): quantize only those nodes' float island (module docstring);
+    `entries`: float values made outside it that it reads, quantized as activations first
+    (a dynamic product's float result: `dynamic_island`)."""
     graph = model.graph
-    plan = _plan(graph, report, region)
+    plan = _plan(graph, report, region, entries)
     if not plan.values:
         return model
     _check_finite_weights(graph, plan)
@@ -192,7 +195,8 @@ def _root(plan: _Plan, value: str) -> str:
     return value
 
 
-def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = None) -> _Plan:
+def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = None,
+          entries: Sequence[str] = ()) -> _Plan:
     constants = constants_of(graph)
     consumers = graph.consumers()
     outputs = {info.name for info in graph.outputs}
@@ -206,6 +210,9 @@ def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = Non
             chosen.add(name)
             if name not in dequantized:  # a DequantizeLinear's result is quantized already
                 plan.values.append(name)
+
+    for name in entries:
+        add(name)
 
     # nodes inside an element-wise region already planned, and the nodes outside `region`
     taken: set[int] = set() if region is None else {
