@@ -5,12 +5,13 @@
   constant per-tensor zero points);
 - MatMulInteger / ConvInteger followed by Cast(float) -> Mul(constant scale) -> [Add(constant
   bias)] -> [Relu|Clip] -> QuantizeLinear -> QMatMul / QConv (other forms stay on the host);
-- com.microsoft QLinearAdd -> QAdd; QLinearGlobalAveragePool, QLinearAveragePool
+- com.microsoft QLinearAdd -> QAdd (same shapes, or one operand along the other's last axis
+  [1, ..., H], a constant included: LayerNorm's beta, a MatMul's bias); QLinearGlobalAveragePool, QLinearAveragePool
   (channels_last = 0) -> QAveragePool; MaxPool on uint8/int8 -> QMaxPool;
 - com.microsoft QLinearSigmoid, QLinearLeakyRelu -> QTable, the table computed by running the
   node itself with the reference on the 256 input values (bit-exact with the reference's
   QLinearSigmoid/QLinearLeakyRelu); QLinearMul -> QMul (same shapes, or one operand per
-  channel [N|1, C, 1, ...] of the other); a QLinearAdd or QLinearMul with one constant
+  channel [N|1, C, 1, ...] or along the last axis [1, ..., H] of the other: LayerNorm's gamma); a QLinearAdd or QLinearMul with one constant
   one-value operand (x + c, x * c: GELU's + 1 and * 0.5) is a function of x alone and becomes a
   QTable like the lookups; QLinearConcat -> a requantizing QTable per input whose parameters
   differ from the output's and a Concat (`qlinear_concat`). (QLinearSoftmax is
@@ -48,7 +49,7 @@ from systolic.mapper.passes.quant_params import (
 from systolic.mapper.passes.report import PassReport
 from systolic.mapper.passes.tables import table_of
 from systolic.reference.kernels.conv import resolve_auto_pad
-from systolic.reference.ops.op_systolic_qmul import per_channel_broadcast
+from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast, per_channel_broadcast
 
 __all__ = ["normalize_qoperator"]
 
@@ -331,14 +332,20 @@ def _qlinear_add(ctx: FusionContext, node: Node, report: PassReport) -> None:
     ap = _params(ctx, node, 1, 2, "first input")
     bp = _params(ctx, node, 4, 5, "second input")
     yp = _params(ctx, node, 6, 7, "output")
-    shape_a, shape_b = ctx.shape_of(node.inputs[0]), ctx.shape_of(node.inputs[3])
-    if shape_a is None or shape_a != shape_b:
-        raise NotFusable("the inputs do not have the same static shape (broadcasting add)")
+    a, b = node.inputs[0], node.inputs[3]
+    shape_a, shape_b = ctx.shape_of(a), ctx.shape_of(b)
+    if shape_a is None or shape_b is None:
+        raise NotFusable("the inputs do not have static shapes")
+    if shape_a != shape_b and last_axis_broadcast(shape_b, shape_a):
+        (a, ap), (b, bp) = (b, bp), (a, ap)
+    elif shape_a != shape_b and not last_axis_broadcast(shape_a, shape_b):
+        raise NotFusable("the inputs have neither the same static shape nor one along the "
+                         "other's last axis [1, ..., H] (broadcasting add)")
     ma, mb, shift = add_multipliers(float(np.float32(ap.scale) / np.float32(yp.scale)),
                                     float(np.float32(bp.scale) / np.float32(yp.scale)))
     attrs = {"a_zero_point": ap.zero_point, "b_zero_point": bp.zero_point,
              "multiplier_a": ma, "multiplier_b": mb, "shift": shift, **_stage(yp)}
-    _finish(ctx, report, "QAdd", [node.inputs[0], node.inputs[3]], [node], attrs)
+    _finish(ctx, report, "QAdd", [a, b], [node], attrs)
 
 
 def _qlinear_pool(ctx: FusionContext, node: Node, report: PassReport) -> None:
@@ -394,11 +401,14 @@ def _qlinear_mul(ctx: FusionContext, node: Node, report: PassReport) -> None:
     shape_a, shape_b = ctx.shape_of(a), ctx.shape_of(b)
     if shape_a is None or shape_b is None:
         raise NotFusable("the inputs do not have static shapes")
-    if shape_a != shape_b and per_channel_broadcast(shape_b, shape_a):
+    if shape_a != shape_b and (per_channel_broadcast(shape_b, shape_a)
+                               or last_axis_broadcast(shape_b, shape_a)):
         (a, ap, shape_a), (b, bp, shape_b) = (b, bp, shape_b), (a, ap, shape_a)
-    if shape_a != shape_b and not per_channel_broadcast(shape_a, shape_b):
+    if (shape_a != shape_b and not per_channel_broadcast(shape_a, shape_b)
+            and not last_axis_broadcast(shape_a, shape_b)):
         raise NotFusable(f"the inputs {list(shape_a)} and {list(shape_b)} are neither the "
-                         "same shape nor one per channel [N|1, C, 1, ...] of the other")
+                         "same shape nor one per channel [N|1, C, 1, ...] or along the last "
+                         "axis [1, ..., H] of the other")
     real = np.float32(np.float32(ap.scale) * np.float32(bp.scale)) / np.float32(yp.scale)
     (mult,), (shift,) = output_multipliers([float(real)])
     attrs = {"a_zero_point": ap.zero_point, "b_zero_point": bp.zero_point,

@@ -105,3 +105,28 @@ def test_qlinear_binary_with_a_scalar_constant_is_a_table(op_type, constant_firs
     got = run_model(fused, feed)["y"]
     np.testing.assert_array_equal(got, run_model(model, feed)["y"])
     assert np.abs(got.astype(int) - ort_run(proto, feed).astype(int)).max() <= 1
+
+
+@pytest.mark.parametrize("op_type", ["QLinearAdd", "QLinearMul"])
+@pytest.mark.parametrize("constant_first", [False, True])
+def test_qlinear_binary_with_a_last_axis_constant_vector(op_type, constant_first):
+    """LayerNorm's gamma (QLinearMul) and beta, a MatMul's bias (QLinearAdd, often the first
+    operand): a constant [H] along the other's last axis -> QMul / QAdd (ADD mul /
+    b_broadcast on the vector unit)."""
+    r = np.random.default_rng(4)
+    constants = {"as": np.float32(0.04), "az": np.uint8(120),
+                 "cq": r.integers(0, 256, 12).astype(np.uint8), "bs": np.float32(0.01),
+                 "bz": np.uint8(100), "ys": np.float32(0.03), "yz": np.uint8(50)}
+    a, b = (["cq", "bs", "bz"], ["aq", "as", "az"]) if constant_first else \
+        (["aq", "as", "az"], ["cq", "bs", "bz"])
+    nodes = [node(op_type, [*a, *b, "ys", "yz"], ["y"], domain="com.microsoft", name="op")]
+    proto, model = make(nodes, [("aq", np.uint8, [1, 6, 12])], [("y", np.uint8, [1, 6, 12])],
+                        constants, opset=13, ms=True)
+    fused, report = run_passes(model)
+    want = "QAdd" if op_type == "QLinearAdd" else "QMul"
+    assert op_types(fused) == [want] and fused.graph.nodes[0].inputs == ("aq", "cq")
+    assert report.fate("op").into == f"systolic.{want} 'op'"
+    feed = {"aq": r.integers(0, 256, (1, 6, 12)).astype(np.uint8)}
+    got = run_model(fused, feed)["y"].astype(int)
+    assert np.abs(got - run_model(model, feed)["y"].astype(int)).max() <= 1
+    assert np.abs(got - ort_run(proto, feed).astype(int)).max() <= 1
