@@ -51,6 +51,7 @@ from systolic.mapper.lowering.jobs import planning_only
 from systolic.mapper.lowering.layer_code import LayerCode
 from systolic.mapper.lowering.layernorm import lower_qlayernorm
 from systolic.mapper.lowering.layout import LAYOUT_OPS, decide_layout
+from systolic.mapper.lowering.layout_split import compile_split
 from systolic.mapper.lowering.matmul import lower_qmatmul
 from systolic.mapper.lowering.memory_plan import EIGHT_BIT, MemoryPlan, element_type
 from systolic.mapper.lowering.multiply import lower_qmul
@@ -487,6 +488,8 @@ class _Compiler:
 
     def compile_layout(self, index: int, node: Node) -> str | None:
         """Lower layout node `node`; return None when done, else why it needs the host."""
+        if node.op_type == "Split":
+            return compile_split(self, index, node)
         out = node.outputs[0]
         if len(node.outputs) != 1 or not node.inputs or not node.inputs[0]:
             return "the layout operator has no single data input and output"

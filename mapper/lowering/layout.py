@@ -1,5 +1,5 @@
-"""Layout operators (Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Identity, Concat, and
-Gather and Slice with constant indices, starts and ends).
+"""Layout operators (Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Identity, Concat, Split,
+nearest Resize, and Gather and Slice with constant indices, starts and ends).
 
 The element each output position takes from the input is found by running the reference
 operator on the input's array of byte addresses. Then, in order of preference:
@@ -15,8 +15,13 @@ operator on the input's array of byte addresses. Then, in order of preference:
    the output is the input's bytes with permuted strides, no instruction (the QMatMul walks
    A and B with element strides);
 4. **copy**: the addresses are strided: LOAD + COPY into the output's own placement
-   (`copy_strided`); Concat copies each input into its slice of the output;
-5. otherwise the layer runs on the host.
+   (`copy_strided`); Concat copies each input into its slice of the output; or they repeat a
+   strided view by integer factors along some axes (a nearest Resize upsampling): LOAD once,
+   one COPY per repeat (`layout_repeat`);
+5. otherwise the layer runs on the host (a Gather of computed indices: no indexed LOAD; a
+   linear Resize: `layout_resize`).
+
+Split has one output per part: `layout_split` decides each like a single-output op.
 
 The accelerator moves operand-sized (8-bit) elements only: a layout node of any other element
 type (float32, int32, ...) is an alias when it is a pure re-interpretation, else a host layer.
@@ -31,16 +36,31 @@ from systolic.ir import Node
 from systolic.isa.instructions import Instruction
 from systolic.isa.program import TensorPlacement, TensorRole
 from systolic.mapper.lowering.context import LayerContext
-from systolic.mapper.lowering.copy import copy_strided
+from systolic.mapper.lowering.layout_repeat import copy_repeated, expand_strides, split_shape
+from systolic.mapper.lowering.layout_resize import resize_reason
 from systolic.mapper.lowering.memory_plan import EIGHT_BIT
 from systolic.mapper.lowering.node_attrs import int_attr
+from systolic.mapper.passes.dequantize_after_layout import COMPUTED_INDICES
 from systolic.reference.executor import make_op
 
-__all__ = ["LAYOUT_OPS", "LayoutDecision", "address_array", "decide_layout", "strides_of"]
+__all__ = [
+    "LAYOUT_OPS",
+    "NOT_STRIDED",
+    "LayoutDecision",
+    "address_array",
+    "decide_layout",
+    "decide_view",
+    "not_addressable",
+    "output_addresses",
+    "strides_of",
+]
 
 LAYOUT_OPS = frozenset({"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Identity",
-                        "Concat", "Gather", "Slice"})
+                        "Concat", "Gather", "Slice", "Split", "Resize"})
 """Standard operators (default domain) the lowering treats as layout operators."""
+
+NOT_STRIDED = "its element order is not a strided view of its input"
+"""Why a layout op whose output no strides describe runs on the host."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,8 +83,8 @@ class LayoutDecision:
         """Return the copy instructions (none for an alias)."""
         code: list[Instruction] = []
         for src, src_strides, shape, dst, dst_strides in self.sources:
-            code += copy_strided(ctx.config, shape, src, src_strides, dst, dst_strides,
-                                 element=ctx.config.operand_bytes)  # fmt: skip
+            code += copy_repeated(ctx.config, shape, src, src_strides, dst, dst_strides,
+                                  element=ctx.config.operand_bytes)  # fmt: skip
         return code
 
 
@@ -101,7 +121,9 @@ def strides_of(addresses: np.ndarray) -> tuple[int, ...] | None:
     return tuple(strides) if np.array_equal(rebuilt, addresses) else None
 
 
-def _output_addresses(node: Node, ctx: LayerContext, opsets: Mapping[str, int]) -> np.ndarray:
+def output_addresses(node: Node, ctx: LayerContext, opsets: Mapping[str, int]) -> list[np.ndarray]:
+    """Return, per output of layout node `node`, the byte address of the input element each
+    output element takes (the reference operator run on the input's address array)."""
     op = make_op(node, opsets)
     args: list[np.ndarray | None] = []
     for position, name in enumerate(node.inputs):
@@ -111,7 +133,22 @@ def _output_addresses(node: Node, ctx: LayerContext, opsets: Mapping[str, int]) 
             args.append(address_array(ctx.placement(name)))
         else:
             args.append(np.asarray(ctx.constant(name)))
-    return np.asarray(op.run(args)[0])
+    return [np.asarray(result) for result in op.run(args)]
+
+
+def not_addressable(node: Node, ctx: LayerContext) -> str | None:
+    """Return why the elements layout node `node` selects are not known at compile time (or
+    not its input's: a linear or extrapolating Resize), else None."""
+    if node.op_type == "Resize":
+        reason = resize_reason(node)
+        if reason is not None:
+            return reason
+    missing = [n for n in node.inputs[1:] if n and ctx.graph.initializer(n) is None]
+    if node.op_type == "Gather" and node.inputs[1] in missing:
+        return COMPUTED_INDICES
+    if missing or node.inputs[0] not in ctx.plan.placements:
+        return "its shape operands are not constants"
+    return None
 
 
 def decide_layout(
@@ -133,27 +170,44 @@ def decide_layout(
     the output by the layout rules when it needs its own bytes.
     """
     out_name = node.outputs[0]
+    if node.op_type == "Concat":
+        if not _movable(ctx, out_name):
+            return LayoutDecision("host", reason=_not_movable(ctx, out_name))
+        return _concat(node, ctx, out_placement)
+    reason = not_addressable(node, ctx)
+    if reason is not None:
+        return LayoutDecision("host", reason=reason)
+    addresses = output_addresses(node, ctx, opsets)[0]
+    return decide_view(ctx, node.inputs[0], out_name, addresses, may_alias=may_alias,
+                       matmul_only=matmul_only, strided_view=strided_view,
+                       out_placement=out_placement)  # fmt: skip
+
+
+def decide_view(
+    ctx: LayerContext,
+    source_name: str,
+    out_name: str,
+    addresses: np.ndarray,
+    *,
+    may_alias: bool,
+    matmul_only: bool,
+    out_placement: Callable[[], TensorPlacement],
+    strided_view: bool = False,
+) -> LayoutDecision:
+    """Decide how output `out_name`, whose elements lie at `addresses` (in the placement of
+    `source_name`), is made: the module docstring's order, then a copy that repeats
+    elements (`layout_repeat`: a nearest Resize by integer factors), else the host."""
     dtype, shape = ctx.dtype(out_name), ctx.shape(out_name)
     element = ctx.config.operand_bytes
-    movable = dtype in EIGHT_BIT and element == 1
-    not_movable = f"the accelerator moves only 8-bit elements, not {dtype.name}"
-    if node.op_type == "Concat":
-        if not movable:
-            return LayoutDecision("host", reason=not_movable)
-        return _concat(node, ctx, out_placement)
-    missing = [n for n in node.inputs[1:] if n and ctx.graph.initializer(n) is None]
-    if missing or node.inputs[0] not in ctx.plan.placements:
-        return LayoutDecision("host", reason="its shape operands are not constants")
-    addresses = _output_addresses(node, ctx, opsets)
     strides = strides_of(addresses)
-    source = ctx.placement(node.inputs[0])
+    source = ctx.placement(source_name)
     canonical = ctx.plan.canonical(out_name, dtype, shape)
     if may_alias and strides is not None and _same_strides(strides, canonical, shape):
         placement = TensorPlacement(out_name, TensorRole.ACTIVATION, int(addresses.flat[0]),
                                     shape, source.dtype, canonical)  # fmt: skip
         return LayoutDecision("alias", placement=placement)
-    if not movable:
-        return LayoutDecision("host", reason=not_movable)
+    if not _movable(ctx, out_name):
+        return LayoutDecision("host", reason=_not_movable(ctx, out_name))
     if may_alias and matmul_only and len(shape) == 2:
         permutation = _row_permutation(addresses, element)
         if permutation is not None:
@@ -163,7 +217,17 @@ def decide_layout(
                                         (row, element))  # fmt: skip
             return LayoutDecision("permuted", placement=placement, permutation=permutation)
     if strides is None:
-        return LayoutDecision("host", reason="its element order is not a strided view of its input")
+        split = split_shape(shape, ctx.shape(source_name))
+        if split is None:
+            return LayoutDecision("host", reason=NOT_STRIDED)
+        src_strides = strides_of(addresses.reshape(split))
+        if src_strides is None:
+            return LayoutDecision("host", reason=f"{NOT_STRIDED}, nor one repeating its "
+                                  "elements by integer factors")
+        target = out_placement()
+        dst_strides = expand_strides(target.strides, shape, split)
+        move = (int(addresses.flat[0]), src_strides, split, target.address, dst_strides)
+        return LayoutDecision("copy", placement=target, sources=(move,))
     if may_alias and strided_view:
         placement = TensorPlacement(out_name, TensorRole.ACTIVATION, int(addresses.flat[0]),
                                     shape, source.dtype, strides)  # fmt: skip
@@ -171,6 +235,14 @@ def decide_layout(
     target = out_placement()
     move = (int(addresses.flat[0]), strides, shape, target.address, target.strides)
     return LayoutDecision("copy", placement=target, sources=(move,))
+
+
+def _movable(ctx: LayerContext, name: str) -> bool:
+    return ctx.dtype(name) in EIGHT_BIT and ctx.config.operand_bytes == 1
+
+
+def _not_movable(ctx: LayerContext, name: str) -> str:
+    return f"the accelerator moves only 8-bit elements, not {ctx.dtype(name).name}"
 
 
 def _same_strides(a: tuple[int, ...], b: tuple[int, ...], shape: tuple[int, ...]) -> bool:

@@ -30,6 +30,9 @@ Order (each pass one module):
  7b. quantize_before_layout  Q(layout(a, b)) -> layout(Q(a), Q(b)) (exact): the layout
                         ops then move integers (a zero-inserted ConvTranspose's fill blocks,
                         Concats of requantized inputs)
+ 7b'. dequantize_after_layout  Split/nearest Resize/Gather(computed indices)(DQ(u)) ->
+                        DQ(op(u)) (exact): they select integers; a reader Q of DQ's
+                        parameters is dropped, others requantize (QTable)
  7c. fuse_layernorm    DQ -> layer normalization over the last axis (LayerNormalization, or
                         its decomposed ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div chain with
                         any Q/DQ between its steps) -> Q -> QLayerNorm (LAYERNORM); gamma
@@ -66,6 +69,7 @@ from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES
 from systolic.mapper.passes.compose_tables import compose_tables
 from systolic.mapper.passes.conv_transpose import conv_transpose_to_conv
 from systolic.mapper.passes.decomposed_softmax import decomposed_softmax
+from systolic.mapper.passes.dequantize_after_layout import dequantize_after_layout
 from systolic.mapper.passes.dynamic_island import quantize_dynamic_island
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
@@ -135,6 +139,8 @@ def run_passes(
         model = finalize(dynamic)
     if (hoisted := quantize_before_layout(model, report)) is not model:
         model = finalize(hoisted)
+    if (selecting := dequantize_after_layout(model, report)) is not model:
+        model = finalize(selecting)
     refused_norms: dict[str, str] = {}
     model = fuse_layernorm(model, report, refused_norms)
     model = normalize_qoperator(model, report)

@@ -1,0 +1,40 @@
+"""Which Resize nodes the layout lowering can run: the nearest ones.
+
+A nearest Resize selects one input element per output element, so its addresses follow from
+the reference operator like any layout op's (`layout.output_addresses`); the lowering runs it
+when they form a strided view (a downsampling by an integer step) or repeat each element by
+integer factors (`layout_repeat`). Which coordinate_transformation_mode and nearest_mode give
+such a repetition is read off the addresses, not listed: asymmetric with floor or
+round_prefer_floor, half_pixel and pytorch_half_pixel with either round_prefer mode do for an
+integer factor; asymmetric with ceil or round_prefer_ceil and half_pixel with floor do not;
+align_corners does for some sizes (4 -> 8) and not for others (4 -> 12).
+
+A linear (bilinear) Resize is a weighted sum, not a selection: it stays on the host
+(`resize_reason`).
+"""
+
+from systolic.ir import Node
+from systolic.mapper.passes.graph_tools import attr_str
+
+__all__ = ["LINEAR_RESIZE", "resize_reason"]
+
+LINEAR_RESIZE = (
+    "a linear Resize interpolates (weighted sums in float64, rounded once by its "
+    "QuantizeLinear); on the array it would be a depthwise transposed convolution with fixed "
+    "weights, but its clamped borders need edge replication and an integer multiplier and "
+    "shift would round differently from the float result, so it would not be bit-exact with "
+    "the model: it runs on the host"
+)
+"""Why a linear Resize stays on the host."""
+
+
+def resize_reason(node: Node) -> str | None:
+    """Return why Resize `node` cannot be a layout op (None for a nearest Resize whose
+    elements all come from its input)."""
+    mode = attr_str(node, "mode", "nearest")
+    if mode != "nearest":
+        return LINEAR_RESIZE if mode == "linear" else f"a {mode} Resize interpolates"
+    if attr_str(node, "coordinate_transformation_mode", "") == "tf_crop_and_resize":
+        return ("a tf_crop_and_resize Resize writes extrapolation_value outside its box, "
+                "which is no input element")
+    return None

@@ -1,0 +1,135 @@
+"""Move a DequantizeLinear after the element-selecting layout ops it feeds, so that they
+select integers: Split, nearest Resize, and Gather of computed indices.
+
+Each output element of these ops is one element of the data input, so for per-tensor
+parameters p
+
+    op(DQ_p(u)) = DQ_p(op(u))
+
+exactly (the other inputs, split sizes, scales, sizes or indices, are unchanged). A node
+qualifies when its data input is read through a DequantizeLinear of 8-bit `u` with constant
+per-tensor parameters p, and each of its outputs is no graph output and is read only by
+QuantizeLinear nodes (default domain, constant per-tensor parameters). The op then reads `u`;
+for each output, one reader of p's own parameters is dropped (the op writes its integers
+under that reader's output name: Q_p(DQ_p(v)) = v), and every other reader Q_k reads
+DQ_p(op(u)) instead, a requantization that `fuse_tables` makes a QTable. A Resize qualifies
+only in mode "nearest" without tf_crop_and_resize (whose extrapolated elements are no input
+element); a Gather of constant indices is `fuse_gather`'s.
+
+Every 8-bit Split and Resize of the default domain, rewritten here or already on integers
+(a QOperator export), is recorded "layout": the lowering runs it (`lowering/layout.py`).
+"""
+
+import dataclasses
+
+from systolic.ir import Model, Node
+from systolic.mapper.passes.fusion_context import FusionContext
+from systolic.mapper.passes.graph_tools import attr_str, make_node
+from systolic.mapper.passes.quant_params import (
+    EIGHT_BIT,
+    NotFusable,
+    QuantParams,
+    per_tensor_params,
+)
+from systolic.mapper.passes.report import LAYOUT, REMOVED, PassReport
+
+__all__ = ["COMPUTED_INDICES", "SELECTING_LAYOUT_OPS", "dequantize_after_layout"]
+
+SELECTING_LAYOUT_OPS = frozenset({"Split", "Resize", "Gather"})
+"""The layout ops this pass moves a DequantizeLinear through."""
+
+_LAYOUT_REASON = "runs on integers (addressing or COPY)"
+
+COMPUTED_INDICES = (
+    "its indices are computed at run time: a LOAD's external address is a constant field of "
+    "its instruction word and the ISA has no indexed LOAD (row addresses read from a tensor in "
+    "memory), so the host selects the rows (of the 8-bit table when it is quantized)"
+)
+"""Why a Gather of computed indices runs on the host (the passes' note and the lowering's)."""
+
+
+def dequantize_after_layout(model: Model, report: PassReport) -> Model:
+    """Return `model` with each qualifying layout op reading the integers under its
+    DequantizeLinear (see the module docstring); `model` itself when nothing changes."""
+    ctx = FusionContext(model.graph)
+    changed = False
+    for node in model.graph.nodes:
+        if node.domain != "" or node.op_type not in SELECTING_LAYOUT_OPS:
+            continue
+        try:
+            dequantize, params = _dequantized_input(ctx, node)
+            readers = _quantize_readers(ctx, node)
+        except NotFusable as reason:
+            report.note(node.label, str(reason))
+            _record_integer(ctx, node, report)
+            continue
+        _rewrite(ctx, node, dequantize, params, readers, report)
+        changed = True
+    return dataclasses.replace(model, graph=ctx.result()) if changed else model
+
+
+def _record_integer(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    """Record an 8-bit Split or Resize left as it is (already on integers) as layout."""
+    if node.op_type != "Gather" and ctx.dtype_of(node.inputs[0]) in EIGHT_BIT:
+        report.record(node.label, LAYOUT, reason=_LAYOUT_REASON)
+
+
+def _dequantized_input(ctx: FusionContext, node: Node) -> tuple[Node, QuantParams]:
+    """Return the DequantizeLinear the node's data input comes from and its parameters."""
+    if node.op_type == "Resize":
+        if attr_str(node, "mode", "nearest") != "nearest":
+            raise NotFusable("only a nearest Resize selects input elements")
+        if attr_str(node, "coordinate_transformation_mode", "") == "tf_crop_and_resize":
+            raise NotFusable("tf_crop_and_resize writes extrapolated values")
+    if node.op_type == "Gather" and node.inputs[1] in ctx.constants:
+        raise NotFusable("a Gather of constant indices is fuse_gather's")
+    dequantize = ctx.producer(node.inputs[0], "DequantizeLinear")
+    if dequantize is None:
+        raise NotFusable("the data input is not read through a DequantizeLinear")
+    return dequantize, _params(ctx, dequantize, "input")
+
+
+def _quantize_readers(ctx: FusionContext, node: Node) -> list[list[tuple[Node, QuantParams]]]:
+    """Return, per output, its QuantizeLinear readers and their parameters."""
+    found = []
+    for name in node.outputs:
+        if not name or name in ctx.outputs:
+            raise NotFusable("an output is a graph output or omitted")
+        readers = ctx.consumers.get(name, [])
+        if not readers or any(r.op_type != "QuantizeLinear" or r.domain != "" for r in readers):
+            raise NotFusable("an output is read by other nodes than QuantizeLinear")
+        found.append([(r, _params(ctx, r, "output")) for r in readers])
+    return found
+
+
+def _params(ctx: FusionContext, node: Node, what: str) -> QuantParams:
+    zero = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
+    return per_tensor_params(ctx.constants, node.inputs[1], zero, what)
+
+
+def _rewrite(ctx: FusionContext, node: Node, dequantize: Node, params: QuantParams,
+             readers: list[list[tuple[Node, QuantParams]]], report: PassReport) -> None:  # fmt: skip
+    """Schedule the op on the integers and the readers' DequantizeLinear nodes."""
+    outputs: list[str] = []
+    added: list[Node] = []
+    removed: list[Node] = [node]
+    for name, quantizers in zip(node.outputs, readers, strict=True):
+        same = next((q for q, p in quantizers if p.same_as(params)), None)
+        integer = same.outputs[0] if same is not None else ctx.namer(f"{name}_quantized")
+        outputs.append(integer)
+        if same is not None:
+            removed.append(same)
+            report.record(same.label, REMOVED, reason=f"{node.label!r} now selects integers "
+                          "of the same parameters")
+        if any(q is not same for q, _ in quantizers):  # the float value for the others
+            added.append(make_node("DequantizeLinear", (integer, *dequantize.inputs[1:]),
+                                   (name,), name=ctx.namer(f"{name}_DequantizeLinear")))
+    data = (dequantize.inputs[0], *node.inputs[1:])
+    ctx.replace(removed, dataclasses.replace(node, inputs=data, outputs=tuple(outputs)),
+                at=node)
+    for extra in added:
+        ctx.replace((), extra, at=node)
+    if node.op_type == "Gather":
+        report.note(node.label, COMPUTED_INDICES)
+    else:
+        report.record(node.label, LAYOUT, reason=_LAYOUT_REASON)

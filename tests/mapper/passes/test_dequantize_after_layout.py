@@ -1,0 +1,189 @@
+"""dequantize_after_layout: op(DQ(u)) = DQ(op(u)) for Split, nearest Resize and Gather of
+computed indices, so they select integers; hand-made QDQ graphs (Split with and without split
+sizes, opset 13 and 18; Resize nearest by scales and by sizes) through the passes, the
+compiler and the cycle model, bit-exact with the model as written."""
+
+import numpy as np
+import pytest
+
+from systolic.config import ArrayConfig
+from systolic.isa.program import LayerUnit
+from systolic.mapper.lowering import compile_model
+from systolic.mapper.passes.dequantize_after_layout import COMPUTED_INDICES, dequantize_after_layout
+from systolic.mapper.passes.eliminate_dead import eliminate_dead
+from systolic.mapper.passes.pipeline import finalize, run_passes
+from systolic.mapper.passes.report import PassReport
+from systolic.reference.executor import run_model
+from systolic.simulation.runner import simulate
+
+from .model_builder import build, node
+
+S, Z = np.float32(0.02), np.uint8(120)
+OTHER = np.float32(0.03)  # a different output scale: a requantization
+SHAPE = [1, 6, 4, 4]
+
+
+def _qdq_front(constants):  # type: ignore[no-untyped-def]
+    constants.update({"s": S, "z": Z, "s2": OTHER})
+    return [node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q_in"),
+            node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq_in")]
+
+
+def split_model(*, opset=13, sizes=(2, 4), scales=(S, S), extra_reader=False):  # type: ignore[no-untyped-def]
+    """x -> Q -> DQ -> Split(axis 1) -> Q per part (scale `scales[k]`) -> outputs."""
+    constants: dict[str, np.ndarray] = {}
+    nodes = _qdq_front(constants)
+    parts = len(scales)
+    inputs = ["xd"]
+    attrs: dict[str, object] = {"axis": 1}
+    if sizes is not None:
+        constants["sizes"] = np.array(sizes, np.int64)
+        inputs.append("sizes")
+    elif opset >= 18:
+        attrs["num_outputs"] = parts
+    nodes.append(node("Split", inputs, [f"f{k}" for k in range(parts)], name="split", **attrs))
+    outputs = []
+    widths = sizes or [SHAPE[1] // parts] * parts
+    for k, scale in enumerate(scales):
+        name = "s" if scale == S else "s2"
+        nodes.append(node("QuantizeLinear", [f"f{k}", name, "z"], [f"y{k}"], name=f"q{k}"))
+        outputs.append((f"y{k}", np.uint8, [1, widths[k], 4, 4]))
+    if extra_reader:
+        nodes.append(node("Relu", ["f0"], ["r"], name="relu"))
+        outputs.append(("r", np.float32, [1, widths[0], 4, 4]))
+    return build(nodes, [("x", np.float32, SHAPE)], outputs, constants, opset=opset)
+
+
+def resize_model(*, scales=None, sizes=None, mode="nearest", out_scale=S, **attrs):  # type: ignore[no-untyped-def]
+    """x -> Q -> DQ -> Resize -> Q -> y."""
+    constants: dict[str, np.ndarray] = {"roi": np.zeros(0, np.float32)}
+    nodes = _qdq_front(constants)
+    constants["scales"] = np.array(scales if scales is not None else [], np.float32)
+    inputs = ["xd", "roi", "scales"]
+    if sizes is not None:
+        constants["sizes"] = np.array(sizes, np.int64)
+        inputs.append("sizes")
+    out = list(sizes) if sizes is not None else [int(d * f) for d, f in zip(SHAPE, scales)]
+    nodes += [node("Resize", inputs, ["f"], name="resize", mode=mode, **attrs),
+              node("QuantizeLinear", ["f", "s" if out_scale == S else "s2", "z"], ["y"],
+                   name="q_out")]
+    return build(nodes, [("x", np.float32, SHAPE)], [("y", np.uint8, out)], constants)
+
+
+def rewritten(model):  # type: ignore[no-untyped-def]
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    result = finalize(eliminate_dead(dequantize_after_layout(model, report), report))
+    return result, report
+
+
+def _inputs(seed: int) -> dict[str, np.ndarray]:
+    return {"x": np.random.default_rng(seed).uniform(-3, 3, SHAPE).astype(np.float32)}
+
+
+def same_outputs(a, b) -> None:  # type: ignore[no-untyped-def]
+    for seed in range(2):
+        expected = run_model(b, _inputs(seed))
+        for name, value in run_model(a, _inputs(seed)).items():
+            np.testing.assert_array_equal(value, expected[name])
+
+
+def on_the_accelerator(model, op: str):  # type: ignore[no-untyped-def]
+    """Run the whole mapper at 16x16 and the cycle model: bit-exact with the model as
+    written; return `op`'s layer."""
+    integer, _ = run_passes(model)
+    compiled = compile_model(integer, ArrayConfig(rows=16, cols=16))
+    for seed in range(2):
+        outputs = simulate(compiled, _inputs(seed), backend="model")
+        for name, value in run_model(model, _inputs(seed)).items():
+            np.testing.assert_array_equal(outputs[name], value)
+    return next(layer for layer in compiled.layers if layer.op == op)
+
+
+@pytest.mark.parametrize(("opset", "sizes"), [(13, (2, 4)), (13, None), (18, (1, 5)),
+                                              (18, None)])
+def test_a_split_of_dequantized_integers_selects_the_integers(opset, sizes):  # type: ignore[no-untyped-def]
+    model = split_model(opset=opset, sizes=sizes)
+    result, report = rewritten(model)
+    assert [n.op_type for n in result.graph.nodes] == ["QuantizeLinear", "Split"]
+    assert report.fate("split").action == "layout"
+    assert report.fate("q0").action == report.fate("q1").action == "removed"
+    same_outputs(result, model)
+    layer = on_the_accelerator(model, "Split")
+    assert layer.unit is LayerUnit.LAYOUT
+
+
+def test_a_part_of_other_parameters_is_requantized():
+    model = split_model(scales=(S, OTHER))
+    result, _ = rewritten(model)
+    assert [n.op_type for n in result.graph.nodes] == [
+        "QuantizeLinear", "Split", "DequantizeLinear", "QuantizeLinear"]
+    same_outputs(result, model)
+    assert on_the_accelerator(model, "Split").unit is LayerUnit.LAYOUT
+
+
+def test_a_part_read_by_a_float_op_stays_float():
+    model = split_model(extra_reader=True)
+    result, report = rewritten(model)
+    assert [n.op_type for n in result.graph.nodes] == [n.op_type for n in model.graph.nodes]
+    assert "other nodes than QuantizeLinear" in report.note_of("split")
+
+
+@pytest.mark.parametrize("form", [
+    {"scales": [1, 1, 2, 2], "coordinate_transformation_mode": "asymmetric",
+     "nearest_mode": "floor"},
+    {"sizes": [1, 6, 8, 12], "coordinate_transformation_mode": "half_pixel",
+     "nearest_mode": "round_prefer_floor"},
+    {"scales": [1, 1, 2, 2], "out_scale": OTHER},  # Resize-13 defaults, requantized
+])  # fmt: skip
+def test_a_nearest_resize_selects_the_integers(form):  # type: ignore[no-untyped-def]
+    model = resize_model(**form)
+    result, report = rewritten(model)
+    assert "Resize" in [n.op_type for n in result.graph.nodes]
+    assert report.fate("resize").action == "layout"
+    same_outputs(result, model)
+    assert on_the_accelerator(model, "Resize").unit is LayerUnit.LAYOUT
+
+
+def test_a_nearest_resize_that_does_not_repeat_runs_on_the_host_on_integers():
+    model = resize_model(scales=[1, 1, 2, 2], coordinate_transformation_mode="asymmetric",
+                         nearest_mode="ceil")
+    layer = on_the_accelerator(model, "Resize")
+    assert layer.unit is LayerUnit.HOST
+    assert "repeating its elements by integer factors" in layer.reason
+
+
+def test_a_linear_resize_stays_float():
+    model = resize_model(scales=[1, 1, 2, 2], mode="linear")
+    result, report = rewritten(model)
+    assert [n.op_type for n in result.graph.nodes] == [n.op_type for n in model.graph.nodes]
+    assert report.note_of("resize") == "only a nearest Resize selects input elements"
+
+
+def gather_model():  # type: ignore[no-untyped-def]
+    """An embedding lookup: DQ(table) -> Gather(ids, a graph input) -> Q -> y."""
+    rng = np.random.default_rng(4)
+    constants = {"table": rng.integers(0, 256, (20, 8)).astype(np.uint8), "s": S, "z": Z}
+    nodes = [node("DequantizeLinear", ["table", "s", "z"], ["td"], name="dq_table"),
+             node("Gather", ["td", "ids"], ["g"], name="gather"),
+             node("QuantizeLinear", ["g", "s", "z"], ["y"], name="q_out")]
+    return build(nodes, [("ids", np.int64, [1, 5])], [("y", np.uint8, [1, 5, 8])], constants)
+
+
+def test_a_gather_of_computed_indices_selects_rows_of_the_integer_table():
+    model = gather_model()
+    result, report = rewritten(model)
+    assert [n.op_type for n in result.graph.nodes] == ["Gather"]
+    assert report.note_of("gather") == COMPUTED_INDICES
+    ids = {"ids": np.array([[3, 0, 19, 7, 3]], np.int64)}
+    np.testing.assert_array_equal(run_model(result, ids)["y"], run_model(model, ids)["y"])
+
+
+def test_integer_split_and_resize_are_recorded_as_layout():
+    constants = {"sizes": np.array([2, 4], np.int64), "scales": np.array([1, 1, 2, 2], np.float32)}
+    nodes = [node("Split", ["x", "sizes"], ["a", "b"], name="split", axis=1),
+             node("Resize", ["b", "", "scales"], ["y"], name="resize", mode="nearest")]
+    model = build(nodes, [("x", np.uint8, SHAPE)],
+                  [("a", np.uint8, [1, 2, 4, 4]), ("y", np.uint8, [1, 4, 8, 8])], constants)
+    result, report = rewritten(model)
+    assert result.graph.nodes == model.graph.nodes
+    assert report.fate("split").action == report.fate("resize").action == "layout"
