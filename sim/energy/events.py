@@ -19,14 +19,17 @@ Events (docs/energy.md: "Events" defines them, "RTL counters" names each one's R
   of the instruction's segments and the aligned bus beats that carry them.
 - `output_stage_lanes`: lanes the output stage requantizes (`cols` per STORE row);
   `vector_lanes`: lanes the vector unit takes (`dim` per spad_in element read of POOL/ADD);
-  `vector_mul_lanes`: the element products of ADD with `mul` (`dim` per output row);
+  `vector_mul_lanes`: the element products of ADD with `mul` (`dim` per output row) and of
+  LAYERNORM (`dim` per chunk read: the squares of its sums pass, t * r of its outputs pass);
   `lut_lookups`: lanes the activation table maps (`dim` per row of STORE/COPY with `lut`: the
   table looks up every lane of the row, `hdl/lookup_table.py`), and SOFTMAX's exp table
   lookups (`dim` per chunk read in its sum and output passes);
   `lut_writes`: table bytes a TABLE writes (256; 512 for the exp table with `wide`).
 
 SOFTMAX reads each row's `ceil(length/dim)` chunks three times (max, sum, outputs) through
-the vector unit and writes each chunk's aligned beats on their own; STORE with `raw` bypasses
+the vector unit and writes each chunk's aligned beats on their own; LAYERNORM reads them twice
+(the sums S1 and S2, the outputs: `vector_lanes` and `vector_mul_lanes` `dim` per chunk read)
+and writes as SOFTMAX does (docs/isa.md, "LAYERNORM"); STORE with `raw` bypasses
 the output stage (its bias add is not counted). External bytes of the STORE unit's writes are
 their segments' bytes.
 """
@@ -64,7 +67,7 @@ EVENTS = (
 """Every event name, in report order."""
 
 KNOWN = ("LOAD", "PRELOAD", "COMPUTE", "COMPUTE.OS", "STORE", "COPY", "POOL", "ADD", "TABLE",
-         "SOFTMAX", "HALT")  # fmt: skip
+         "SOFTMAX", "LAYERNORM", "HALT")  # fmt: skip
 """The instructions whose events this module defines (a STORE-unit instruction not listed
 counts only its external writes)."""
 
@@ -158,11 +161,15 @@ def _reads(instr: Any, config: ArrayConfig) -> dict[str, int]:
         reads = 3 * instr.m * -(-instr.length // dim)
         return {"spad_in_reads": reads, "vector_lanes": reads * dim,
                 "lut_lookups": 2 * reads // 3 * dim}  # (exp table: sum and outputs)
+    if name == "LAYERNORM":  # every row's chunks read twice: the sums, the outputs
+        reads = 2 * instr.m * -(-instr.length // dim)
+        return {"spad_in_reads": reads, "vector_lanes": reads * dim,
+                "vector_mul_lanes": reads * dim}  # (d^2 in the sums pass, t * r in the outputs)
     return {}
 
 
 def _softmax_write_beats(instr: Any, config: ArrayConfig) -> int:
-    """SOFTMAX writes each row's chunks of `dim` outputs on their own (hdl/softmax_unit.py):
+    """SOFTMAX and LAYERNORM write each row's chunks of `dim` outputs on their own (hdl/softmax_unit.py):
     the aligned beats of every chunk (a beat a chunk boundary cuts goes out twice)."""
     chunks = [Segment(row.address + start, min(config.dim, row.length - start))
               for row in instr.segments(config) for start in range(0, row.length, config.dim)]
@@ -171,7 +178,7 @@ def _softmax_write_beats(instr: Any, config: ArrayConfig) -> int:
 
 def _store_unit(instr: Any, config: ArrayConfig, beats: BeatCounter) -> dict[str, int]:
     written, write_beats = beats.facts(instr)
-    if instr.MNEMONIC == "SOFTMAX":
+    if instr.MNEMONIC in ("SOFTMAX", "LAYERNORM"):
         write_beats = _softmax_write_beats(instr, config)
     return _reads(instr, config) | {"ext_write_bytes": written, "ext_write_beats": write_beats}
 

@@ -1,7 +1,7 @@
 /* External facts of LOAD and STORE-unit instructions for the cycle model, from their words.
  *
  * `external_facts` fills, for every instruction of the program whose opcode is LOAD, STORE,
- * POOL, ADD, COPY or SOFTMAX, its cost (LOAD: the aligned bus beats of all its segments,
+ * POOL, ADD, COPY, SOFTMAX or LAYERNORM, its cost (LOAD: the aligned bus beats of all its segments,
  * `load_timing.load_beats`; STORE unit: `store_timing.duration`) and the first and last
  * external byte of its footprint (`Instruction.footprint`'s EXTERNAL range); for TABLE (STORE
  * unit, no external range) its cost only; other rows are left as they are. The Python functions named are the specification
@@ -19,6 +19,9 @@
 #define SOFTMAX_PASSES 3     /* SOFTMAX reads a row three times: maximum, sum, outputs */
 #define SOFTMAX_ROW_CYCLES 40 /* per row: the reciprocal and the pipeline */
 #define SOFTMAX_FIXED 3
+#define LAYERNORM_PASSES 2    /* LAYERNORM reads a row twice: the sums, the outputs */
+#define LAYERNORM_ROW_CYCLES 60 /* per row: V, the division, the square root, the pipeline */
+#define LAYERNORM_FIXED 3
 
 static int64_t floor_div(int64_t a, int64_t b) {
     int64_t q = a / b;
@@ -177,23 +180,44 @@ static int64_t table_cycles(const uint64_t *w, int64_t dim) {
     return (bytes + dim - 1) / dim + 2;
 }
 
-/* SOFTMAX: its rows one after the other, each C = ceil(length / dim) spad_in rows read three
- * times, 40 cycles, then its b_i beats written: sum over rows of (3 C + 40 + b_i) + 3. */
-static int softmax_facts(const uint64_t *w, int64_t operand_bytes, int64_t bus, int64_t dim,
-                         int64_t *cost, int64_t *first, int64_t *last) {
-    int64_t rows = FIELD(w, SOFTMAX_M), length = FIELD(w, SOFTMAX_LENGTH);
-    int64_t ext = FIELD(w, SOFTMAX_EXT), n0 = FIELD(w, SOFTMAX_N0);
-    int64_t s0 = FIELD(w, SOFTMAX_ROW_STRIDE0), s1 = FIELD(w, SOFTMAX_ROW_STRIDE1);
+/* SOFTMAX and LAYERNORM: `rows` rows of `length` elements one after the other, each
+ * C = ceil(length / dim) spad_in rows read `passes` times, `row_cycles` cycles, then its b_i
+ * beats written: sum over rows of (passes C + row_cycles + b_i) + fixed. The row pattern
+ * (ext, n0, s0, s1) places the written rows. */
+static int row_unit_facts(int64_t rows, int64_t length, int64_t ext, int64_t n0, int64_t s0,
+                          int64_t s1, int64_t passes, int64_t row_cycles, int64_t fixed,
+                          int64_t operand_bytes, int64_t bus, int64_t dim, int64_t *cost,
+                          int64_t *first, int64_t *last) {
     if (rows < 1 || n0 < 1 || length < 1) return 1;
     int64_t row_bytes = length * operand_bytes, base_low, base_high;
     if (row_extent(ext, n0, s0, s1, rows, &base_low, &base_high)) return 1;
     *first = base_low;
     *last = base_high + row_bytes - 1;
-    int64_t per_row = SOFTMAX_PASSES * ((length + dim - 1) / dim) + SOFTMAX_ROW_CYCLES;
-    int64_t total = rows * per_row + SOFTMAX_FIXED;
+    int64_t total = rows * (passes * ((length + dim - 1) / dim) + row_cycles) + fixed;
     for (int64_t i = 0; i < rows; i++) total += beats(row_base(ext, n0, s0, s1, i), row_bytes, bus);
     *cost = total;
     return 0;
+}
+
+/* SOFTMAX: each row read three times (maximum, sum, outputs), 40 cycles: sum over rows of
+ * (3 C + 40 + b_i) + 3. */
+static int softmax_facts(const uint64_t *w, int64_t operand_bytes, int64_t bus, int64_t dim,
+                         int64_t *cost, int64_t *first, int64_t *last) {
+    return row_unit_facts(FIELD(w, SOFTMAX_M), FIELD(w, SOFTMAX_LENGTH), FIELD(w, SOFTMAX_EXT),
+                          FIELD(w, SOFTMAX_N0), FIELD(w, SOFTMAX_ROW_STRIDE0),
+                          FIELD(w, SOFTMAX_ROW_STRIDE1), SOFTMAX_PASSES, SOFTMAX_ROW_CYCLES,
+                          SOFTMAX_FIXED, operand_bytes, bus, dim, cost, first, last);
+}
+
+/* LAYERNORM: each row read twice (the sums, the outputs), 60 cycles: sum over rows of
+ * (2 C + 60 + b_i) + 3. */
+static int layernorm_facts(const uint64_t *w, int64_t operand_bytes, int64_t bus, int64_t dim,
+                           int64_t *cost, int64_t *first, int64_t *last) {
+    return row_unit_facts(FIELD(w, LAYERNORM_M), FIELD(w, LAYERNORM_LENGTH),
+                          FIELD(w, LAYERNORM_EXT), FIELD(w, LAYERNORM_N0),
+                          FIELD(w, LAYERNORM_ROW_STRIDE0), FIELD(w, LAYERNORM_ROW_STRIDE1),
+                          LAYERNORM_PASSES, LAYERNORM_ROW_CYCLES, LAYERNORM_FIXED,
+                          operand_bytes, bus, dim, cost, first, last);
 }
 
 /* config: operand_bytes, bus_bytes, params_row_bytes, dim. run_offsets, run_lengths: scratch of
@@ -219,6 +243,8 @@ int external_facts(const uint64_t *words, int64_t count, const int64_t *config,
             status = store_facts(w, opcode, operand_bytes, bus, cost + i, first + i, last + i);
         } else if (opcode == OP_SOFTMAX) {
             status = softmax_facts(w, operand_bytes, bus, dim, cost + i, first + i, last + i);
+        } else if (opcode == OP_LAYERNORM) {
+            status = layernorm_facts(w, operand_bytes, bus, dim, cost + i, first + i, last + i);
         } else if (opcode == OP_TABLE) {
             cost[i] = table_cycles(w, dim);
         }

@@ -1,7 +1,7 @@
 """The external facts of LOAD and STORE-unit instructions, computed by native code.
 
 `external_facts(words, config)` returns per instruction (int64 arrays) its cost (LOAD: bus
-beats, `load_timing.load_beats`; STORE, POOL, ADD, COPY, SOFTMAX, TABLE:
+beats, `load_timing.load_beats`; STORE, POOL, ADD, COPY, SOFTMAX, LAYERNORM, TABLE:
 `store_timing.duration`) and
 the first and last external byte of its footprint, from the instruction words, with the C
 code of `systolic.sim.native` (facts.c); rows of other instructions are 0, and so are the

@@ -23,6 +23,7 @@ from systolic.isa.instructions import (
     ComputeOS,
     Copy,
     Instruction,
+    LayerNorm,
     Load,
     LoadTarget,
     Pool,
@@ -59,12 +60,13 @@ _POSITIONS: dict[type[Instruction], tuple[int, tuple[str, ...]]] = {
     Copy: (ST, ("in_row", "ext")),
     Table: (ST, ("row",)),
     Softmax: (ST, ("in_row", "ext")),
+    LayerNorm: (ST, ("in_row", "ext")),
 }
 
 # Fields that change computed values but neither the footprint nor the timing.
 _VALUE_ONLY = frozenset({
     "flip_sign", "accumulate", "mode", "zero_point", "lo", "hi", "multiplier", "shift", "zp_in",
-    "zp_out", "multiplier_a", "multiplier_b", "zp_a", "zp_b",
+    "zp_out", "multiplier_a", "multiplier_b", "zp_a", "zp_b", "in_zero_point", "eps",
 })
 
 Range = tuple[int, int, int, bool]  # (memory id, first, last, write)
@@ -201,6 +203,7 @@ K_LD, K_ST, K_COMPUTE, K_PRELOAD, K_COMPUTE_OS = range(5)
 _UNIT_OF_KIND = (LD, ST, EX, EX, EX)
 _KIND_OF_TYPE: dict[type, int] = {
     Load: K_LD, Store: K_ST, Pool: K_ST, Add: K_ST, Copy: K_ST, Table: K_ST, Softmax: K_ST,
+    LayerNorm: K_ST,
     Compute: K_COMPUTE, Preload: K_PRELOAD, ComputeOS: K_COMPUTE_OS,
 }
 MEMORIES = len(MEMORY_ID)
@@ -436,7 +439,7 @@ def _unit_ranges(cls: type[Instruction], rows: np.ndarray,
     if cls is Copy:
         in_row, m = field_columns(rows, cls, ("in_row", "m"))
         return [(spad_in, in_row, in_row + m - 1, False)]
-    if cls is Softmax:
+    if cls is Softmax or cls is LayerNorm:
         in_row, m, length = field_columns(rows, cls, ("in_row", "m", "length"))
         chunks = -(-length // config.dim)
         return [(spad_in, in_row, in_row + m * chunks - 1, False)]

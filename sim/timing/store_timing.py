@@ -31,13 +31,20 @@ SOFTMAX is not of the max-plus form: its rows go one after the other, each read 
 for the reciprocal and the pipeline, then its b_i write beats; 3 more cycles complete it:
 
     duration = sum over i of (3 C + 40 + b_i) + 3
+
+LAYERNORM is SOFTMAX's sibling: its rows one after the other, each read twice (the sums S1 and
+S2, then the outputs: 2 C cycles), a fixed 60 cycles for V, the division, the square root and
+the pipeline, then its b_i write beats; 3 more cycles complete it:
+
+    duration = sum over i of (2 C + 60 + b_i) + 3
 """
 
 import functools
 from itertools import accumulate
 
 from systolic.config import ArrayConfig
-from systolic.isa.instructions import Add, Copy, Instruction, Pool, Softmax, Store, Table
+from systolic.isa.instructions import Add, Copy, Instruction, LayerNorm, Pool, Softmax, Store, Table
+from systolic.isa.layernorm import LAYERNORM_DONE_CYCLES, LAYERNORM_PASSES, LAYERNORM_ROW_CYCLES
 from systolic.isa.patterns import beats
 from systolic.isa.softmax import (
     SOFTMAX_DONE_CYCLES,
@@ -98,7 +105,7 @@ def reader_cycles(instr: Instruction) -> list[int]:
 
 def row_beats(instr: Instruction, config: ArrayConfig) -> list[int]:
     """Return, per output row, the aligned write beats it takes (b_i)."""
-    _check(instr, Softmax)
+    _check(instr, Softmax, LayerNorm)
     return [beats(segment, config.bus_bytes) for segment in instr.segments(config)]
 
 
@@ -109,6 +116,10 @@ def duration(instr: Instruction, config: ArrayConfig) -> int:
     if isinstance(instr, Softmax):
         row_cycles = SOFTMAX_PASSES * softmax_row_chunks(instr.length, config) + SOFTMAX_ROW_CYCLES
         return sum(row_cycles + b for b in row_beats(instr, config)) + SOFTMAX_DONE_CYCLES
+    if isinstance(instr, LayerNorm):
+        row_cycles = (LAYERNORM_PASSES * softmax_row_chunks(instr.length, config)
+                      + LAYERNORM_ROW_CYCLES)
+        return sum(row_cycles + b for b in row_beats(instr, config)) + LAYERNORM_DONE_CYCLES
     reads = list(accumulate(reader_cycles(instr)))
     writes = row_beats(instr, config)
     remaining = list(accumulate(reversed(writes)))[::-1]  # b_j + ... + b_last

@@ -10,6 +10,7 @@ from systolic.isa.instructions import (
     INSTRUCTION_TYPES,
     Compute,
     Halt,
+    LayerNorm,
     Load,
     LoadTarget,
     Preload,
@@ -55,7 +56,7 @@ def test_external_bytes_and_beats_are_the_segments(activation: bool) -> None:
         for instr, events in zip(program.instructions, counts, strict=True):
             segments = instr.segments(config)
             size = sum(segment.length for segment in segments)
-            if isinstance(instr, Softmax):  # each row's chunks of dim outputs on their own
+            if isinstance(instr, Softmax | LayerNorm):  # each row's chunks of dim on their own
                 segments = [Segment(row.address + k, min(config.dim, row.length - k))
                             for row in segments for k in range(0, row.length, config.dim)]
             beats = total_beats(segments, config.bus_bytes)
@@ -107,6 +108,32 @@ def test_on_chip_accesses_follow_the_fields(activation: bool) -> None:
     assert {"LOAD", "STORE", "COPY", "POOL", "ADD", "HALT"} <= seen
     if activation:
         assert {"TABLE", "SOFTMAX"} <= seen
+
+
+def test_layernorm_reads_each_chunk_twice_and_multiplies_every_lane_read() -> None:
+    """docs/isa.md, "LAYERNORM": spad_in_reads 2 C per row, vector_lanes and vector_mul_lanes
+    dim per chunk read, no table lookups; its writes as SOFTMAX's (test above)."""
+    seen = 0
+    for index, config in enumerate(CONFIGS):
+        for seed in range(4):
+            rng = np.random.default_rng(500 + 10 * index + seed)
+            program = random_program(config, rng, layers=3, activation=True,
+                                     layernorm=True).program
+            counts = program_events(program.instructions, config)
+            for instr, events in zip(program.instructions, counts, strict=True):
+                if not isinstance(instr, LayerNorm):
+                    continue
+                seen += 1
+                reads = 2 * instr.m * -(-instr.length // config.dim)
+                lanes = reads * config.dim
+                assert {k: v for k, v in events.items() if not k.startswith("ext_")} == {
+                    "spad_in_reads": reads, "vector_lanes": lanes, "vector_mul_lanes": lanes}
+                segments = [Segment(row.address + k, min(config.dim, row.length - k))
+                            for row in instr.segments(config)
+                            for k in range(0, row.length, config.dim)]
+                assert events["ext_write_beats"] == total_beats(segments, config.bus_bytes)
+                assert events["ext_write_bytes"] == instr.m * instr.length * config.operand_bytes
+    assert seen >= 3
 
 
 def test_every_instruction_has_its_events() -> None:
