@@ -22,8 +22,11 @@ scale and zero point computed on the host by DynamicQuantizeLinear).
   a_scale * w_scale -> + bias) and quantizes it with static parameters calibrated on the
   calibration inputs (a QuantizeLinear on the host: round half to even, saturate), symmetric
   when it reaches an attention product (`quantize_float`'s rule). From there the island runs
-  on integers. A Softmax's float input (the Add of a broadcast attention mask, which stays on
-  the host) is an entry too, so that the Softmax itself runs as SOFTMAX.
+  on integers. Entries too, so that the fusions take what `quantize_float`'s own rules
+  leave float (`_entries_of`): a Softmax's input; the inputs and result of an Add or Mul of
+  a tensor and one along its last axis (the attention mask added to the scores: QAdd with a
+  broadcast B); a Cast's result (an integer graph input made float) read by an element-wise
+  function of scalar constants (the mask's (1 - m) * -10000: one table).
 - Exit border: an island value read by a DynamicQuantizeLinear (the next product's input) is
   quantized like any activation of the island; the DynamicQuantizeLinear (host) then reads
   its dequantized value, computes its range and quantizes it again, as in the model. Every
@@ -43,6 +46,7 @@ from systolic.mapper.passes.graph_tools import constants_of
 from systolic.mapper.passes.quantize_float import quantize_float
 from systolic.mapper.passes.report import PassReport
 from systolic.mapper.passes.unroll_recurrent import DYNAMIC_LSTM, unrolls
+from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast
 
 __all__ = ["DynamicIsland", "dynamic_island", "quantize_dynamic_island",
            "quantizes_dynamic_island"]
@@ -77,10 +81,48 @@ def dynamic_island(model: Model, done: Collection[str] = ()) -> DynamicIsland | 
     consumers = graph.consumers()
     entries = [value for value in products
                if any(reader.name in nodes for reader in consumers.get(value, []))]
+    constants = constants_of(graph)
+    producers = graph.producers()
     for node in graph.nodes:
-        if node.name in nodes and node.op_type == "Softmax":
-            entries.append(node.inputs[0])  # the mask's Add stays float: quantize its result
+        if node.name in nodes:
+            entries += _entries_of(graph, node, constants, producers)
     return DynamicIsland(nodes, tuple(dict.fromkeys(entries)))
+
+
+def _entries_of(graph: Graph, node: Node, constants: Mapping[str, np.ndarray],
+                producers: Mapping[str, Node]) -> list[str]:
+    """The values around island node `node` that `quantize_float`'s own rules would leave
+    float but the fusions take quantized: a Softmax's input; an Add or Mul of two computed
+    tensors, one along the other's last axis (the attention mask [1, 1, 1, S] added to the
+    scores): its inputs and result (-> QAdd, QMul with a broadcast B); a Cast's result
+    (an integer input made float) that an element-wise function of scalar constants
+    reads (the mask's (1 - m) * -10000: -> one table)."""
+    computed = [name for name in node.inputs if name and name not in constants]
+    if node.op_type == "Softmax":
+        return [node.inputs[0]]
+    if node.op_type in ("Add", "Mul") and len(computed) == 2 and _broadcast(graph, *computed):
+        return [*computed, node.outputs[0]]
+    if (node.op_type in ELEMENTWISE and len(computed) == 1
+            and all(constants[name].size == 1 for name in node.inputs
+                    if name and name in constants)):
+        source = producers.get(computed[0])
+        if source is not None and source.op_type == "Cast":
+            return [computed[0]]
+    return []
+
+
+def _broadcast(graph: Graph, a: str, b: str) -> bool:
+    """True for two float tensors of static shapes of which one is along the other's last
+    axis [1, ..., H] (and not the same shape)."""
+    shapes = []
+    for name in (a, b):
+        found = graph.type_of(name)
+        if (found is None or found.dtype != DataType.FLOAT or found.shape is None
+                or not found.is_static):
+            return False
+        shapes.append(tuple(int(d) for d in found.shape if isinstance(d, int)))
+    return shapes[0] != shapes[1] and (last_axis_broadcast(shapes[0], shapes[1])
+                                       or last_axis_broadcast(shapes[1], shapes[0]))
 
 
 def quantize_dynamic_island(
