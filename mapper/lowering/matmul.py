@@ -240,9 +240,14 @@ def computed_entry(b: TensorPlacement, index: tuple[int, ...], flip: bool) -> Co
 
 
 def _constant_b(node: Node, constants: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Return a constant B minus its b_zero_point (0 as the passes write it) as int64."""
-    b = constant_input(constants, node.inputs[1], node).astype(np.int64)
-    return b - int_attr(node, "b_zero_point", 0)
+    """Return a constant B minus its b_zero_point (0 as the passes write it): B itself when
+    that is 0 and B is int8 (no int64 copies of a large fc layer's weights; the weight
+    checks and images take any integer type), else as int64."""
+    b = constant_input(constants, node.inputs[1], node)
+    zero_point = int_attr(node, "b_zero_point", 0)
+    if zero_point == 0 and b.dtype == np.int8:
+        return b
+    return b.astype(np.int64) - zero_point
 
 
 def _sides(
