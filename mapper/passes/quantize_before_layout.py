@@ -128,7 +128,8 @@ def _integer_chain(chain: list[Node], q: Node, params: QuantParams,
             else:
                 leaves[name] = namer(f"{name}_quantized")
                 nodes.append(make_node("QuantizeLinear", [name, *q.inputs[1:]],
-                                       [leaves[name]], name=namer(f"{q.label}_{name}")))
+                                       [leaves[name]], name=namer(f"{q.label}_{name}"),
+                                       version=q.version))  # the moved Q's own version
     for node in chain:
         data = set(_data_inputs(node))
         inputs = tuple(renamed.get(n, leaves.get(n, n)) if n in data else n

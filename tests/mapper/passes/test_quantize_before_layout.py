@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
-from systolic.mapper.passes.pipeline import finalize
+from systolic.mapper.passes.pipeline import finalize, run_passes
 from systolic.mapper.passes.quantize_before_layout import quantize_before_layout
 from systolic.mapper.passes.report import PassReport
 from systolic.reference.executor import run_model
@@ -69,3 +69,22 @@ def test_a_chain_value_read_elsewhere_stays_float():
     model = chain_model("dq", extra_reader=True)
     result, _ = moved(model)
     assert [n.op_type for n in result.graph.nodes] == [n.op_type for n in model.graph.nodes]
+
+
+def test_an_opset_9_float_model_gets_quantize_nodes_it_can_bind():
+    """The moved QuantizeLinear keeps the version quantize_float gave it (13), not the
+    model's opset 9, where QuantizeLinear does not exist (light_inception_v2 was refused)."""
+    rng = np.random.default_rng(0)
+    constants = {"w1": rng.standard_normal((4, 3, 3, 3)).astype(np.float32),
+                 "w2": rng.standard_normal((2, 7, 1, 1)).astype(np.float32),
+                 "scale": rng.uniform(0.5, 2, (1, 4, 1, 1)).astype(np.float32)}
+    nodes = [node("Conv", ["x", "w1"], ["a0"], pads=[1, 1, 1, 1], name="conv1"),
+             node("Mul", ["a0", "scale"], ["a1"], name="scale"),  # a float leaf of the Concat
+             node("Relu", ["a1"], ["a"], name="relu"),
+             node("Concat", ["a", "x"], ["c"], axis=1, name="cat"),
+             node("Conv", ["c", "w2"], ["y"], name="conv2")]
+    model = build(nodes, [("x", np.float32, [1, 3, 5, 5])], [("y", np.float32, [1, 2, 5, 5])],
+                  constants, opset=9)
+    integer, _ = run_passes(model, seed=0)
+    assert "QConv" in [n.op_type for n in integer.graph.nodes]
+    assert {n.version for n in integer.graph.nodes if n.op_type == "QuantizeLinear"} == {13}
