@@ -69,9 +69,11 @@ def eps_field(eps: float, length: int, x_scale: float) -> int:
     return int(value)
 
 
-def split_layernorm(model: Model, report: PassReport) -> Model:
+def split_layernorm(model: Model, report: PassReport,
+                    refused: dict[str, str] | None = None) -> Model:  # fmt: skip
     """Return `model` with LayerNormalization(x, scale, bias) of float constants over the last
-    axis split into LayerNormalization(x, 1) -> Mul(scale) -> Add(bias) (module docstring)."""
+    axis split into LayerNormalization(x, 1) -> Mul(scale) -> Add(bias) (module docstring).
+    (`refused`: taken for symmetry with the other rewrites; a split refuses nothing.)"""
     if not any(n.op_type == "LayerNormalization" for n in model.graph.nodes):
         return model
     ctx = FusionContext(model.graph)

@@ -7,8 +7,10 @@ leaves), the plan quantizes its input x and its normalized result n (calibrated 
 activation: n's range is that of the float normalized values over the calibration set);
 when n's only reader is a Mul by a float constant along the last axis (gamma, more than one
 value), its result is quantized and gamma is read through a DequantizeLinear of its per-tensor
-int8 quantization (`quantize_vector`); likewise an Add of such a constant (beta) after that
-(or after n). The chain's own nodes are left out of every other rule (its Mul(d, d), say, is
+int8 quantization (`quantize_vector`), flattened to [H] (the product's shape is n's: the
+constant has no more axes than n; [1, H] of a batch of 1 would otherwise have n's own shape,
+which the element-wise fusions take for a full tensor, not a vector); likewise an Add of such
+a constant (beta) after that (or after n). The chain's own nodes are left out of every other rule (its Mul(d, d), say, is
 no product of two computed tensors to quantize). A chain that cannot be taken (not over the
 last axis, ...) is left to the other rules; `fuse_layernorm` notes why.
 """
@@ -96,7 +98,7 @@ def _vector_op(ctx: FusionContext, value: str, op_type: str,
     constant = ctx.constants.get(node.inputs[index])
     shape = ctx.shape_of(value)
     if (node.inputs[1 - index] != value or constant is None or constant.dtype != np.float32
-            or shape is None or math.prod(constant.shape) <= 1
+            or shape is None or math.prod(constant.shape) <= 1 or constant.ndim > len(shape)
             or not last_axis_broadcast(shape, tuple(constant.shape))
             or not np.all(np.isfinite(constant))):
         return None

@@ -17,7 +17,9 @@ Order (each pass one module):
  5. fold_batchnorm      BatchNormalization into the preceding Conv/Gemm (float)
  5b. split_layernorm    LayerNormalization(x, scale, bias) of float constants over the last
                         axis -> LayerNormalization(x, 1) -> Mul(scale) -> Add(bias): the
-                        normalized tensor becomes a value (quantized on its own below)
+                        normalized tensor becomes a value (quantized on its own below);
+                        moments_layernorm: the E[x^2] - E[x]^2 form (Flax/jax2tf) over the
+                        last axis -> the decomposed ReduceMean ... Div form, then gamma, beta
  6. unroll_recurrent    RNN/GRU/LSTM with a static sequence -> per-step float
                         MatMul/Add/Gather, gate functions, Mul, Concat (quantized below);
                         com.microsoft DynamicQuantizeLSTM -> DynamicQuantizeLinear +
@@ -83,6 +85,7 @@ from systolic.mapper.passes.fuse_layernorm import fuse_layernorm, split_layernor
 from systolic.mapper.passes.fuse_qdq import LAYOUT_OPS, fuse_qdq
 from systolic.mapper.passes.fuse_softmax import fuse_softmax
 from systolic.mapper.passes.fuse_tables import fuse_tables
+from systolic.mapper.passes.layernorm_moments import moments_layernorm
 from systolic.mapper.passes.name_nodes import name_nodes
 from systolic.mapper.passes.normalize_qoperator import normalize_qoperator
 from systolic.mapper.passes.quantize_before_layout import quantize_before_layout
@@ -123,8 +126,10 @@ def run_passes(
         if rewritten is not model:
             model = finalize(rewritten)
     model = fold_batchnorm(model, report)
-    if (split := split_layernorm(model, report)) is not model:
-        model = finalize(split)
+    refused_norms: dict[str, str] = {}
+    for rewrite_norms in (split_layernorm, moments_layernorm):
+        if (normal := rewrite_norms(model, report, refused_norms)) is not model:
+            model = finalize(normal)
     unrolled, island = unroll_recurrent_region(model, report)
     if unrolled is not model:
         model = finalize(unrolled)
@@ -141,7 +146,6 @@ def run_passes(
         model = finalize(hoisted)
     if (selecting := dequantize_after_layout(model, report)) is not model:
         model = finalize(selecting)
-    refused_norms: dict[str, str] = {}
     model = fuse_layernorm(model, report, refused_norms)
     model = normalize_qoperator(model, report)
     model = fuse_integer_matmul(model, report)

@@ -485,10 +485,11 @@ def _check_finite_weights(graph: Graph, plan: _Plan) -> None:
 
 def _dequantized_vector(node: Node, index: int, constants: Mapping[str, np.ndarray],
                         namer: Namer) -> tuple[Node, Node, list[Tensor]]:  # fmt: skip
-    """Return `node` reading its constant input `index` through a DequantizeLinear of its
-    per-tensor int8 quantization (`quantize_vector`), that node and the new constants."""
+    """Return `node` reading its constant input `index` (a vector along the last axis) through
+    a DequantizeLinear of its per-tensor int8 quantization (`quantize_vector`) flattened to
+    [H], that node and the new constants."""
     name = node.inputs[index]
-    q, scale = quantize_vector(constants[name])
+    q, scale = quantize_vector(constants[name].reshape(-1))
     q_name, s_name = namer(f"{name}_quantized"), namer(f"{name}_scale")
     z_name, dq_name = namer(f"{name}_zero_point"), namer(f"{name}_dequantized")
     dq = make_node("DequantizeLinear", (q_name, s_name, z_name), (dq_name,),
