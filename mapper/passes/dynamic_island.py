@@ -11,18 +11,23 @@ vector unit (QAdd, QMul, QSoftmax) and the activation tables (QTable). The dynam
 keep their dynamic semantics (`fuse_integer_matmul`: QMatMulInt on the array, the activation's
 scale and zero point computed on the host by DynamicQuantizeLinear).
 
-- The dynamic machinery stays as written: DynamicQuantizeLinear, MatMulInteger, ConvInteger,
-  Cast, every node computing from a DynamicQuantizeLinear's scale or zero point (the scales'
-  product), and each product's float epilogue: the Mul of its Cast result by the scales'
-  product, and the Add of a constant bias when that is the Mul's only reader.
+- The dynamic machinery stays as written, on the host (with that reason in the report):
+  DynamicQuantizeLinear, MatMulInteger, ConvInteger, Cast, every node computing from a
+  DynamicQuantizeLinear's scale or zero point (the scales' product), and each product's
+  float epilogue, the Mul of its Cast result by the scales' product: the accelerator
+  requantizes with compile-time multipliers, and a_scale is known only at run time.
 - The island (`dynamic_island`): every other node of the default domain whose results are
   all float, except the nodes in `done` (a float recurrent island quantized already).
-- Entry border: a product's float result (after its bias) that the island reads is an
+- Entry border: a product's float result (the epilogue Mul's) that the island reads is an
   *entry*: the host computes it in float32 as the model does (int32 sum -> Cast -> times
-  a_scale * w_scale -> + bias) and quantizes it with static parameters calibrated on the
-  calibration inputs (a QuantizeLinear on the host: round half to even, saturate), symmetric
-  when it reaches an attention product (`quantize_float`'s rule). From there the island runs
-  on integers. Entries too, so that the fusions take what `quantize_float`'s own rules
+  a_scale * w_scale) and quantizes it with static parameters calibrated on the calibration
+  inputs (a QuantizeLinear on the host: round half to even, saturate), symmetric when it
+  reaches an attention product (`quantize_float`'s rule). From there the island runs on
+  integers. A bias Add after it (a float vector along the last axis, the epilogue's only
+  reader) is in the island: the vector is quantized int8 per tensor, symmetric
+  (`layernorm_ptq.quantize_vector`, as LayerNorm's beta), its result is an entry, and the
+  Add becomes a QAdd of a constant vector (b_broadcast). Entries too, so that the fusions
+  take what `quantize_float`'s own rules
   leave float (`_entries_of`): a Softmax's input; the inputs and result of an Add or Mul of
   a tensor and one along its last axis (the attention mask added to the scores: QAdd with a
   broadcast B); a Cast's result (an integer graph input made float) read by an element-wise
@@ -36,15 +41,17 @@ scale and zero point computed on the host by DynamicQuantizeLinear).
   a float model's are; the dynamic products' integer arithmetic is unchanged.
 """
 
+import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
 from systolic.ir import DataType, Graph, Model, Node
 from systolic.mapper.passes.fuse_tables import ELEMENTWISE
-from systolic.mapper.passes.graph_tools import constants_of
-from systolic.mapper.passes.quantize_float import quantize_float
-from systolic.mapper.passes.report import PassReport
+from systolic.mapper.passes.graph_tools import Namer, constants_of, make_node, tensor
+from systolic.mapper.passes.layernorm_ptq import quantize_vector
+from systolic.mapper.passes.quantize_float import QDQ_VERSION, quantize_float
+from systolic.mapper.passes.report import HOST, PassReport
 from systolic.mapper.passes.unroll_recurrent import DYNAMIC_LSTM, unrolls
 from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast
 
@@ -56,13 +63,16 @@ _INTEGER_PRODUCTS = frozenset({"MatMulInteger", "ConvInteger"})
 _CONVERSIONS = frozenset({"Cast", "QuantizeLinear", "DequantizeLinear", _DYNAMIC_QUANTIZER})
 
 
+@dataclasses.dataclass(frozen=True)
 class DynamicIsland:
-    """The island's node names and its entries (the float values made by the dynamic
-    machinery that it reads, in graph order)."""
+    """The island's node names, its entries (the values quantized first, in graph order),
+    its bias Adds ({node name: the index of its constant vector}) and the dynamic
+    machinery's scaling nodes that stay on the host ({node name: why})."""
 
-    def __init__(self, nodes: frozenset[str], entries: tuple[str, ...]) -> None:
-        self.nodes = nodes
-        self.entries = entries
+    nodes: frozenset[str]
+    entries: tuple[str, ...]
+    biases: Mapping[str, int]
+    host: Mapping[str, str]
 
 
 def dynamic_island(model: Model, done: Collection[str] = ()) -> DynamicIsland | None:
@@ -71,7 +81,7 @@ def dynamic_island(model: Model, done: Collection[str] = ()) -> DynamicIsland | 
     graph = model.graph
     if not any(n.domain == "" and n.op_type == _DYNAMIC_QUANTIZER for n in graph.nodes):
         return None
-    machinery, products = _machinery(graph)
+    machinery, products, biases = _machinery(graph)
     nodes = frozenset(
         node.name for node in graph.nodes
         if node.domain == "" and node.name not in machinery and node.name not in done
@@ -83,10 +93,27 @@ def dynamic_island(model: Model, done: Collection[str] = ()) -> DynamicIsland | 
                if any(reader.name in nodes for reader in consumers.get(value, []))]
     constants = constants_of(graph)
     producers = graph.producers()
+    host: dict[str, str] = {}
     for node in graph.nodes:
         if node.name in nodes:
             entries += _entries_of(graph, node, constants, producers)
-    return DynamicIsland(nodes, tuple(dict.fromkeys(entries)))
+            if node.name in biases:
+                entries.append(node.outputs[0])
+        elif node.name in machinery and node.op_type in ("Mul", "Add"):
+            host[node.label] = (_EPILOGUE_WHY if _epilogue_source(node, producers)
+                                else _SCALES_WHY)
+    return DynamicIsland(nodes, tuple(dict.fromkeys(entries)),
+                         {name: index for name, index in biases.items() if name in nodes}, host)
+
+
+_EPILOGUE_WHY = (
+    "scales MatMulInteger's int32 result by a_scale * w_scale, known only at run time "
+    "(dynamic quantization: DynamicQuantizeLinear's scale); the accelerator requantizes with "
+    "compile-time multipliers only, so this float step runs on the host (its result is "
+    "quantized for the accelerator's layers after it)")
+_SCALES_WHY = (
+    "computes from DynamicQuantizeLinear's run-time scale or zero point (dynamic "
+    "quantization: a per-inference scalar): runs on the host")
 
 
 def _entries_of(graph: Graph, node: Node, constants: Mapping[str, np.ndarray],
@@ -138,8 +165,44 @@ def quantize_dynamic_island(
     island = dynamic_island(model, done)
     if island is None:
         return model
+    for label, why in island.host.items():
+        report.record(label, HOST, reason=why)
+    model = _quantized_biases(model, island.biases)
     return quantize_float(model, report, calibration=calibration, seed=seed,
                           region=island.nodes, entries=island.entries)
+
+
+def _quantized_biases(model: Model, biases: Mapping[str, int]) -> Model:
+    """Return `model` with each bias Add of `biases` ({node name: constant input index})
+    reading its constant vector through a DequantizeLinear of its int8 per-tensor
+    quantization (`quantize_vector`: symmetric, max|b| / 127), so that the fusions make the
+    Add a QAdd of a constant vector along the last axis (b_broadcast)."""
+    if not biases:
+        return model
+    graph = model.graph
+    constants = constants_of(graph)
+    namer = Namer(graph)
+    nodes: list[Node] = []
+    tensors = []
+    for node in graph.nodes:
+        index = biases.get(node.name)
+        if index is not None:
+            name = node.inputs[index]
+            q, scale = quantize_vector(constants[name])
+            q_name, s_name = namer(f"{name}_quantized"), namer(f"{name}_scale")
+            z_name, dq_name = namer(f"{name}_zero_point"), namer(f"{name}_dequantized")
+            tensors += [tensor(q_name, q), tensor(s_name, np.array(scale, np.float32)),
+                        tensor(z_name, np.array(0, np.int8))]
+            nodes.append(make_node("DequantizeLinear", (q_name, s_name, z_name), (dq_name,),
+                                   name=namer(f"{name}_DequantizeLinear"),
+                                   version=QDQ_VERSION))
+            inputs = list(node.inputs)
+            inputs[index] = dq_name
+            node = dataclasses.replace(node, inputs=tuple(inputs))
+        nodes.append(node)
+    graph = dataclasses.replace(graph, nodes=tuple(nodes),
+                                initializers=graph.initializers + tuple(tensors))
+    return dataclasses.replace(model, graph=graph)
 
 
 def quantizes_dynamic_island(model: Model) -> bool:
@@ -168,15 +231,18 @@ def _quantizable(node: Node, constants: Mapping[str, np.ndarray]) -> bool:
                                          and node.op_type not in ("Add", "Mul", "Sub", "Div"))
 
 
-def _machinery(graph: Graph) -> tuple[set[str], list[str]]:
-    """Return the names of the dynamic machinery's nodes and the float results of the
-    dynamic products (after their bias Add), in graph order (module docstring)."""
+def _machinery(graph: Graph) -> tuple[set[str], list[str], dict[str, int]]:
+    """Return the names of the dynamic machinery's nodes, the float results of the dynamic
+    products (the epilogue Muls' results, in graph order) and their bias Adds of a constant
+    vector along the last axis ({node name: the constant's input index}; module
+    docstring)."""
     constants = constants_of(graph)
     consumers = graph.consumers()
     producers = graph.producers()
     machinery: set[str] = set()
     scalar_values: set[str] = set()  # a DynamicQuantizeLinear's scale and zero point, and
     products: list[str] = []  # what is computed from them
+    biases: dict[str, int] = {}
     for node in graph.nodes:
         if node.domain != "":
             continue
@@ -191,13 +257,12 @@ def _machinery(graph: Graph) -> tuple[set[str], list[str]]:
             scalar_values.update(out for out in node.outputs if out)
         elif node.op_type == "Mul" and _epilogue_source(node, producers) is not None:
             machinery.add(node.name)
-            result = node.outputs[0]
-            bias = _bias_add(result, consumers, constants)
+            products.append(node.outputs[0])
+            bias = _bias_add(graph, node.outputs[0], consumers, constants)
             if bias is not None:
-                machinery.add(bias.name)
-                result = bias.outputs[0]
-            products.append(result)
-    return machinery, products
+                biases[bias.name] = next(i for i, name in enumerate(bias.inputs)
+                                         if name in constants)
+    return machinery, products, biases
 
 
 def _epilogue_source(node: Node, producers: Mapping[str, Node]) -> str | None:
@@ -215,14 +280,22 @@ def _epilogue_source(node: Node, producers: Mapping[str, Node]) -> str | None:
     return None
 
 
-def _bias_add(value: str, consumers: Mapping[str, list[Node]],
+def _bias_add(graph: Graph, value: str, consumers: Mapping[str, list[Node]],
               constants: Mapping[str, np.ndarray]) -> Node | None:
-    """The Add of a constant that is the only reader of `value`, or None."""
+    """The Add of a float constant vector along `value`'s last axis (more than one value)
+    that is the only reader of `value`, or None."""
     readers = consumers.get(value, [])
     if len(readers) != 1 or readers[0].domain != "" or readers[0].op_type != "Add":
         return None
     others = [name for name in readers[0].inputs if name != value]
-    return readers[0] if len(others) == 1 and others[0] in constants else None
+    if len(others) != 1 or others[0] not in constants:
+        return None
+    bias, found = constants[others[0]], graph.type_of(value)
+    if (bias.dtype != np.float32 or bias.size < 2 or found is None or found.shape is None
+            or not found.is_static):
+        return None
+    shape = tuple(int(d) for d in found.shape if isinstance(d, int))
+    return readers[0] if last_axis_broadcast(shape, bias.shape) else None
 
 
 def _all_float(graph: Graph, node: Node) -> bool:
