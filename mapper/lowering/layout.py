@@ -1,5 +1,5 @@
 """Layout operators (Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Identity, Concat, Split,
-nearest Resize, and Gather and Slice with constant indices, starts and ends).
+nearest Resize and Upsample, and Gather and Slice with constant indices, starts and ends).
 
 The element each output position takes from the input is found by running the reference
 operator on the input's array of byte addresses. Then, in order of preference:
@@ -37,7 +37,7 @@ from systolic.isa.instructions import Instruction
 from systolic.isa.program import TensorPlacement, TensorRole
 from systolic.mapper.lowering.context import LayerContext
 from systolic.mapper.lowering.layout_repeat import copy_repeated, expand_strides, split_shape
-from systolic.mapper.lowering.layout_resize import resize_reason
+from systolic.mapper.lowering.layout_resize import RESAMPLING, resize_reason
 from systolic.mapper.lowering.memory_plan import EIGHT_BIT
 from systolic.mapper.lowering.node_attrs import int_attr
 from systolic.mapper.passes.dequantize_after_layout import COMPUTED_INDICES
@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 LAYOUT_OPS = frozenset({"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Identity",
-                        "Concat", "Gather", "Slice", "Split", "Resize"})
+                        "Concat", "Gather", "Slice", "Split", "Resize", "Upsample"})
 """Standard operators (default domain) the lowering treats as layout operators."""
 
 NOT_STRIDED = "its element order is not a strided view of its input"
@@ -139,7 +139,7 @@ def output_addresses(node: Node, ctx: LayerContext, opsets: Mapping[str, int]) -
 def not_addressable(node: Node, ctx: LayerContext) -> str | None:
     """Return why the elements layout node `node` selects are not known at compile time (or
     not its input's: a linear or extrapolating Resize), else None."""
-    if node.op_type == "Resize":
+    if node.op_type in RESAMPLING:
         reason = resize_reason(node)
         if reason is not None:
             return reason

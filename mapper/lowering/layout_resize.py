@@ -1,4 +1,4 @@
-"""Which Resize nodes the layout lowering can run: the nearest ones.
+"""Which Resize (and deprecated Upsample) nodes the layout lowering can run: the nearest ones.
 
 A nearest Resize selects one input element per output element, so its addresses follow from
 the reference operator like any layout op's (`layout.output_addresses`); the lowering runs it
@@ -16,7 +16,10 @@ A linear (bilinear) Resize is a weighted sum, not a selection: it stays on the h
 from systolic.ir import Node
 from systolic.mapper.passes.graph_tools import attr_str
 
-__all__ = ["LINEAR_RESIZE", "resize_reason"]
+__all__ = ["LINEAR_RESIZE", "RESAMPLING", "resize_reason"]
+
+RESAMPLING = frozenset({"Resize", "Upsample"})
+"""The resampling operators: layout ops when nearest (Upsample: its coordinates truncated)."""
 
 LINEAR_RESIZE = (
     "a linear Resize interpolates (weighted sums in float64, rounded once by its "
@@ -29,11 +32,12 @@ LINEAR_RESIZE = (
 
 
 def resize_reason(node: Node) -> str | None:
-    """Return why Resize `node` cannot be a layout op (None for a nearest Resize whose
-    elements all come from its input)."""
+    """Return why Resize or Upsample `node` cannot be a layout op (None for a nearest one
+    whose elements all come from its input)."""
     mode = attr_str(node, "mode", "nearest")
     if mode != "nearest":
-        return LINEAR_RESIZE if mode == "linear" else f"a {mode} Resize interpolates"
+        interpolating = mode in ("linear", "bilinear")  # Upsample-1 says bilinear
+        return LINEAR_RESIZE if interpolating else f"a {mode} {node.op_type} interpolates"
     if attr_str(node, "coordinate_transformation_mode", "") == "tf_crop_and_resize":
         return ("a tf_crop_and_resize Resize writes extrapolation_value outside its box, "
                 "which is no input element")

@@ -2,11 +2,13 @@
 
 The reference Split run on the input's address array gives every output's addresses
 (`layout.output_addresses`: split sizes from the `split` input of opset 13+, the `split`
-attribute before, `num_outputs` from opset 18, or equal parts). Each output is then an alias
-of the input's bytes (a part of contiguous rows: a split along the outermost non-trivial axis
-of its layout) or a LOAD + COPY of a strided view into its own placement (a channel split of a
-channel-last map), by `layout.decide_view`; one output that cannot be either sends the whole
-node to the host. The layer's instructions are the copies of its outputs, in output order.
+attribute before, `num_outputs` from opset 18, or equal parts). Each output is then, by
+`layout.decide_view`: an alias of the input's bytes (a part of contiguous rows: a split along
+the outermost non-trivial axis of its layout); a strided view of them when every reader copies
+it from any strides anyway (a standalone QTable, which LOADs X with its strides, or a Concat:
+the requantizations a float model's C2f blocks put after their Split); or a LOAD + COPY of the
+strided view into its own placement (a channel split of a channel-last map read by a
+convolution). One output that cannot be any sends the whole node to the host. The layer's instructions are the copies of its outputs, in output order.
 """
 
 from collections.abc import Mapping
@@ -14,7 +16,7 @@ from collections.abc import Set as AbstractSet
 from typing import Protocol
 
 from systolic.errors import ResourceError, UnsupportedError
-from systolic.ir import Node
+from systolic.ir import SYSTOLIC_DOMAIN, Node
 from systolic.isa.instructions import Instruction
 from systolic.isa.program import LayerUnit, TensorPlacement
 from systolic.mapper.lowering.context import LayerContext
@@ -47,6 +49,9 @@ class SplitCompiler(Protocol):
     @property
     def views(self) -> Mapping[str, object]: ...
 
+    @property
+    def consumers(self) -> Mapping[str, list[Node]]: ...
+
     def place(self, name: str) -> TensorPlacement | None: ...
 
     def ctx(self, node_index: int | None = None) -> LayerContext: ...
@@ -73,9 +78,10 @@ def compile_split(compiler: SplitCompiler, index: int, node: Node) -> str | None
         if not name or addresses.size == 0:
             return "an output is omitted or empty"
         may_alias = name not in compiler.outputs and name not in compiler.halos
+        in_place = _read_in_place(name, compiler.consumers.get(name, []))
         try:
             decision = decide_view(ctx, source, name, addresses, may_alias=may_alias,
-                                   matmul_only=False,
+                                   matmul_only=False, strided_view=in_place,
                                    out_placement=lambda n=name: _must_place(compiler, n))  # type: ignore[misc]  # fmt: skip
         except (UnsupportedError, ResourceError) as err:
             return str(err)
@@ -85,14 +91,26 @@ def compile_split(compiler: SplitCompiler, index: int, node: Node) -> str | None
     code: list[Instruction] = []
     for decision in decisions:
         assert decision.placement is not None
-        if decision.kind == "alias":
+        if decision.kind in ("alias", "strided"):
             compiler.plan.alias(decision.placement)
         code += decision.instructions(ctx)
-    aliased = sum(d.kind == "alias" for d in decisions)
-    reason = (f"{aliased} outputs re-interpret the bytes of {source!r}, "
-              f"{len(decisions) - aliased} copied (LOAD + COPY)")  # fmt: skip
+    kinds = [d.kind for d in decisions]
+    reason = (f"{kinds.count('alias')} outputs re-interpret the bytes of {source!r}, "
+              f"{kinds.count('strided')} are strided views of it read in place, "
+              f"{kinds.count('copy')} copied (LOAD + COPY)")  # fmt: skip
     compiler.add_layer(node, LayerUnit.LAYOUT, code, reason, 0)
     return None
+
+
+def _read_in_place(name: str, users: list[Node]) -> bool:
+    """True when every reader of Split output `name` copies it from any strides itself: a
+    standalone QTable (LOAD + COPY with lut) reading it as X, or a Concat."""
+    return bool(users) and all(
+        (u.domain == SYSTOLIC_DOMAIN and u.op_type == "QTable" and u.inputs[0] == name
+         and name not in u.inputs[1:])
+        or (u.domain == "" and u.op_type == "Concat")
+        for u in users
+    )  # fmt: skip
 
 
 def _must_place(compiler: SplitCompiler, name: str) -> TensorPlacement:

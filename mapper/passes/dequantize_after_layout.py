@@ -1,5 +1,5 @@
 """Move a DequantizeLinear after the element-selecting layout ops it feeds, so that they
-select integers: Split, nearest Resize, and Gather of computed indices.
+select integers: Split, nearest Resize (and Upsample), and Gather of computed indices.
 
 Each output element of these ops is one element of the data input, so for per-tensor
 parameters p
@@ -16,8 +16,9 @@ DQ_p(op(u)) instead, a requantization that `fuse_tables` makes a QTable. A Resiz
 only in mode "nearest" without tf_crop_and_resize (whose extrapolated elements are no input
 element); a Gather of constant indices is `fuse_gather`'s.
 
-Every 8-bit Split and Resize of the default domain, rewritten here or already on integers
-(a QOperator export), is recorded "layout": the lowering runs it (`lowering/layout.py`).
+Every 8-bit Split, Resize and Upsample of the default domain, rewritten here or already on
+integers (a QOperator export), is recorded "layout": the lowering runs it
+(`lowering/layout.py`).
 """
 
 import dataclasses
@@ -35,7 +36,7 @@ from systolic.mapper.passes.report import LAYOUT, REMOVED, PassReport
 
 __all__ = ["COMPUTED_INDICES", "SELECTING_LAYOUT_OPS", "dequantize_after_layout"]
 
-SELECTING_LAYOUT_OPS = frozenset({"Split", "Resize", "Gather"})
+SELECTING_LAYOUT_OPS = frozenset({"Split", "Resize", "Upsample", "Gather"})
 """The layout ops this pass moves a DequantizeLinear through."""
 
 _LAYOUT_REASON = "runs on integers (addressing or COPY)"
@@ -69,14 +70,14 @@ def dequantize_after_layout(model: Model, report: PassReport) -> Model:
 
 
 def _record_integer(ctx: FusionContext, node: Node, report: PassReport) -> None:
-    """Record an 8-bit Split or Resize left as it is (already on integers) as layout."""
+    """Record an 8-bit Split, Resize or Upsample left as it is (already on integers) as layout."""
     if node.op_type != "Gather" and ctx.dtype_of(node.inputs[0]) in EIGHT_BIT:
         report.record(node.label, LAYOUT, reason=_LAYOUT_REASON)
 
 
 def _dequantized_input(ctx: FusionContext, node: Node) -> tuple[Node, QuantParams]:
     """Return the DequantizeLinear the node's data input comes from and its parameters."""
-    if node.op_type == "Resize":
+    if node.op_type in ("Resize", "Upsample"):
         if attr_str(node, "mode", "nearest") != "nearest":
             raise NotFusable("only a nearest Resize selects input elements")
         if attr_str(node, "coordinate_transformation_mode", "") == "tf_crop_and_resize":

@@ -89,6 +89,32 @@ def test_split_parts_that_are_graph_outputs_get_their_own_bytes():
     assert compiled.program.tensor("bottom").address != compiled.program.tensor("p").address
 
 
+def test_parts_only_tables_and_concats_read_are_strided_views_read_in_place():
+    """Part a is read by a QTable alone, part b by a QTable and a Concat: neither is copied
+    by the Split; the QTable LOADs and the Concat's copy read the map's channels in place."""
+    split, constants = _split(("a", "b"), [2, 4], axis=1)
+    table = Tensor("T", I8, np.random.default_rng(2).integers(-128, 128, 256).astype(np.int8))
+    nodes = [node("QMaxPool", ["x"], "p", kernel_shape=(1, 1)), split,
+             node("QTable", ["a", "T"], "ta", to=int(I8)),
+             node("QTable", ["b", "T"], "tb", to=int(I8)),
+             node("Concat", ["b", "ta"], "y", domain="", axis=1),
+             node("QMaxPool", ["tb"], "z", kernel_shape=(1, 1))]
+    g = graph({"x": (I8, SHAPE)}, {"y": I8, "z": I8}, nodes, [*constants, table])
+    compiled = compile_model(g, CONFIG)
+    inputs = {"x": random_input(I8, SHAPE, 12)}
+    assert check_layers(compiled, inputs) is None
+    expected = run_graph(compiled.graph, inputs, opsets=OPSETS)
+    for backend in ("golden", "model"):
+        outputs = simulate(compiled, inputs, backend=backend)
+        for name, value in expected.items():
+            np.testing.assert_array_equal(outputs[name], value)
+    layer = next(layer for layer in compiled.layers if layer.op == "Split")
+    assert (layer.unit, layer.count) == (LayerUnit.LAYOUT, 0)
+    assert "2 are strided views of it read in place" in layer.reason
+    p, b = compiled.program.tensor("p"), compiled.program.tensor("b")
+    assert (b.address, b.strides[1:]) == (p.address + 2, p.strides[1:])  # N = 1: any stride
+
+
 def test_a_float_split_that_moves_data_runs_on_the_host():
     split = Node("Split", ("x",), ("a", "b"), domain="", version=13, name="split",
                  attrs=Attrs({"axis": 1}))

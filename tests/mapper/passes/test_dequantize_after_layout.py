@@ -187,3 +187,16 @@ def test_integer_split_and_resize_are_recorded_as_layout():
     result, report = rewritten(model)
     assert result.graph.nodes == model.graph.nodes
     assert report.fate("split").action == report.fate("resize").action == "layout"
+
+
+def test_a_nearest_upsample_10_selects_the_integers():
+    constants: dict[str, np.ndarray] = {"scales": np.array([1, 1, 2, 2], np.float32)}
+    nodes = _qdq_front(constants)
+    nodes += [node("Upsample", ["xd", "scales"], ["f"], name="upsample", mode="nearest"),
+              node("QuantizeLinear", ["f", "s", "z"], ["y"], name="q_out")]
+    model = build(nodes, [("x", np.float32, SHAPE)], [("y", np.uint8, [1, 6, 8, 8])],
+                  constants, opset=10)  # fmt: skip
+    result, report = rewritten(model)
+    assert report.fate("upsample").action == "layout"
+    same_outputs(result, model)
+    assert on_the_accelerator(model, "Upsample").unit is LayerUnit.LAYOUT
