@@ -12,7 +12,7 @@ from systolic.hdl.ports import params_row_layout
 from systolic.hdl.softmax_unit import fields_layout
 from systolic.hdl.store_state import field, pick
 from systolic.hdl.vector_unit import PRODUCT, SCALED_SUM
-from systolic.isa.instructions import Add, Copy, Pool, Softmax, Store, Table
+from systolic.isa.instructions import Add, Copy, LayerNorm, Pool, Softmax, Store, Table
 
 __all__ = ["output_rows", "table_loads", "vector_path"]
 
@@ -107,8 +107,9 @@ def table_loads(m, unit, instr, control, reads, table, softmax):
         table.i_load.payload.row.eq(reads.flags.row),
         softmax.i_load.valid.eq(loading & wide),
         softmax.i_load.payload.row.eq(reads.flags.row),
-        softmax.start.eq(control.first_cycle & instr.is_[Softmax]),
-        *(softmax.instr[name].eq(instr.field(Softmax, name))
+        softmax.start.eq(control.first_cycle & instr.row_norm),
+        softmax.layernorm.eq(instr.is_[LayerNorm]),
+        *(softmax.instr[name].eq(_row_norm_field(instr, name))
           for name in fields_layout().members),
     ]
     for i in range(unit.config.dim):
@@ -118,6 +119,14 @@ def table_loads(m, unit, instr, control, reads, table, softmax):
             softmax.spad_data[i].eq(unit.spad_read.data[i]),
         ]
     return loading & (reads.flags.row + 1 == reads.total)
+
+
+def _row_norm_field(instr, name):
+    """Return field `name` of the held SOFTMAX or LAYERNORM (LAYERNORM's own fields: of the
+    word read as LAYERNORM)."""
+    if name in {field.name for field in Softmax.FIELDS}:
+        return instr.common(name, (LayerNorm, Softmax))
+    return instr.field(LayerNorm, name)
 
 
 def _raw_row(m, response, bias, cols):

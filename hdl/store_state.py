@@ -9,11 +9,20 @@ from amaranth.lib import data
 
 from systolic.hdl.instruction_fields import TAG_WIDTH, instruction_layout
 from systolic.isa.fields import INSTRUCTION_BITS
-from systolic.isa.instructions import Add, Copy, Instruction, Pool, Softmax, Store, Table
+from systolic.isa.instructions import (
+    Add,
+    Copy,
+    Instruction,
+    LayerNorm,
+    Pool,
+    Softmax,
+    Store,
+    Table,
+)
 
 __all__ = ["CLASSES", "Control", "Reads", "StoreInstruction", "field", "pick"]
 
-CLASSES = (Store, Copy, Pool, Add, Table, Softmax)
+CLASSES = (Store, Copy, Pool, Add, Table, Softmax, LayerNorm)
 """The instruction classes the STORE unit executes."""
 
 
@@ -34,7 +43,8 @@ class StoreInstruction:
     """The instruction the STORE unit holds, from the cycle after it is taken until the next.
 
     `word` and `tag` are registers (the caller loads them); `is_[cls]` is the flag of each class
-    of `CLASSES` (`opcode == cls.OPCODE`, combinational).
+    of `CLASSES` (`opcode == cls.OPCODE`, combinational); `row_norm` is SOFTMAX's or
+    LAYERNORM's (the instructions of the row-normalisation unit, `SoftmaxUnit`).
     """
 
     def __init__(self, m: Module) -> None:
@@ -43,6 +53,8 @@ class StoreInstruction:
         self.is_: dict[type[Instruction], Signal] = {
             cls: Signal(name=f"is_{cls.MNEMONIC.lower()}") for cls in CLASSES}
         m.d.comb += [flag.eq(self.word[:8] == cls.OPCODE) for cls, flag in self.is_.items()]
+        self.row_norm = Signal(name="is_row_norm")
+        m.d.comb += self.row_norm.eq(self.is_[Softmax] | self.is_[LayerNorm])
 
     def field(self, cls: type[Instruction], name: str) -> Value:
         """Return field `name` of the word read as an instruction of class `cls`."""

@@ -1,5 +1,5 @@
-"""`StoreUnit`: executes STORE, COPY, POOL, ADD, TABLE and SOFTMAX, writing rows to external
-memory."""
+"""`StoreUnit`: executes STORE, COPY, POOL, ADD, TABLE, SOFTMAX and LAYERNORM, writing rows to
+external memory."""
 
 from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
@@ -18,12 +18,16 @@ from systolic.hdl.softmax_unit import SoftmaxUnit
 from systolic.hdl.store_datapath import output_rows, table_loads, vector_path
 from systolic.hdl.store_state import Control, Reads, StoreInstruction, field, pick
 from systolic.hdl.vector_unit import PRODUCT, VectorUnit
-from systolic.isa.instructions import Add, Copy, Pool, Softmax, Store, Table
+from systolic.isa.instructions import Add, Copy, LayerNorm, Pool, Softmax, Store, Table
 from systolic.isa.memories import PARAMS_DEPTH, Memory, depth
 
-__all__ = ["StoreUnit", "store_events_layout"]
+__all__ = ["MIN_FIFO_DEPTH", "StoreUnit", "store_events_layout"]
 
-WRITERS = (Store, Copy, Pool, Add, Softmax)
+MIN_FIFO_DEPTH = 12
+"""The fewest FIFO entries (`StoreUnit`'s `fifo_depth`): the row-normalisation unit's chunk
+credit loop is 10 cycles long, and 12 keeps it one chunk per cycle with a margin."""
+
+WRITERS = (Store, Copy, Pool, Add, Softmax, LayerNorm)
 """The classes that write rows (all but TABLE): they share the row pattern's fields."""
 
 
@@ -37,7 +41,7 @@ def store_events_layout(config: ArrayConfig) -> data.StructLayout:
 
 
 class StoreUnit(wiring.Component):
-    """The ST unit: STORE, COPY, POOL, ADD, TABLE and SOFTMAX, one at a time.
+    """The ST unit: STORE, COPY, POOL, ADD, TABLE, SOFTMAX and LAYERNORM, one at a time.
 
     Three families share one reader, one FIFO and one writer:
 
@@ -49,11 +53,12 @@ class StoreUnit(wiring.Component):
     - POOL and ADD (`store_datapath.vector_path`): `spad_in` rows or window positions through
       the `VectorUnit`; ADD `mul` runs it in PRODUCT mode, ADD `b_broadcast` reads row
       `b_row` for every output row.
-    - TABLE and SOFTMAX (`store_datapath.table_loads`): TABLE loads its ceil(256 / dim)
-      `spad_in` rows into the activation table (with `wide` its ceil(512 / dim) rows into
-      the exp table of the `SoftmaxUnit`) and writes nothing; SOFTMAX runs in the
-      `SoftmaxUnit`, which takes over the spad_in port and sends each row's chunks with their
-      own addresses (`RowWriter`'s direct mode).
+    - TABLE, SOFTMAX and LAYERNORM (`store_datapath.table_loads`): TABLE loads its
+      ceil(256 / dim) `spad_in` rows into the activation table (with `wide` its
+      ceil(512 / dim) rows into the exp table of the `SoftmaxUnit`) and writes nothing;
+      SOFTMAX and LAYERNORM run in the `SoftmaxUnit` (the row-normalisation unit), which
+      takes over the spad_in port and sends each row's chunks with their own addresses
+      (`RowWriter`'s direct mode).
 
     Here: the control (`_control`), the reader (`_reader`: one read per cycle within the FIFO
     credit) and the writer (`_write`: row i as `n` (STORE, 4·n bytes with `raw`) or `lanes`
@@ -65,8 +70,10 @@ class StoreUnit(wiring.Component):
     ----------
     config : ArrayConfig
     fifo_depth : int
-        Output rows buffered between the datapath and the writer (at least 8, so the writer
-        never waits for the pipeline once it has started).
+        Output rows buffered between the datapath and the writer (at least `MIN_FIFO_DEPTH`,
+        12, so that the writer never waits for the pipeline once it has started: a SOFTMAX or
+        LAYERNORM chunk's credit comes back 10 cycles after its read, 8 in the lanes and 2
+        through the FIFO, and their one-beat chunks leave one per cycle).
 
     Members
     -------
@@ -89,9 +96,9 @@ class StoreUnit(wiring.Component):
         An instruction has been taken and has not completed.
     o_events : ``Out(store_events_layout(config))``
         This cycle's lane events (`_events`): lanes entering the output stage (not for STORE
-        raw), the vector unit (and SOFTMAX's reads, `dim` each), PRODUCT rows (ADD `mul`,
-        `dim` per output row), table lookups (both tables, `dim` per lookup) and table bytes
-        loaded.
+        raw), the vector unit (and SOFTMAX's and LAYERNORM's reads, `dim` each), PRODUCT rows
+        (ADD `mul`, `dim` per output row; LAYERNORM's reads, whose lanes multiply, `dim`
+        each), table lookups (both tables, `dim` per lookup) and table bytes loaded.
 
     Latency, throughput and backpressure
     ------------------------------------
@@ -106,11 +113,12 @@ class StoreUnit(wiring.Component):
     formula assumes an always-ready write channel).
     """
 
-    def __init__(self, config: ArrayConfig, *, fifo_depth: int = 8):
+    def __init__(self, config: ArrayConfig, *, fifo_depth: int = 16):
         if not isinstance(config, ArrayConfig):
             raise TypeError(f"config must be an ArrayConfig, not {config!r}")
-        if not isinstance(fifo_depth, int) or fifo_depth < 8:
-            raise ValueError(f"fifo_depth must be an integer of at least 8, not {fifo_depth!r}")
+        if not isinstance(fifo_depth, int) or fifo_depth < MIN_FIFO_DEPTH:
+            raise ValueError(f"fifo_depth must be an integer of at least {MIN_FIFO_DEPTH}, "
+                             f"not {fifo_depth!r}")
         if config.operand_bytes > 2:
             raise ValueError(f"operand_bytes must be 1 or 2, not {config.operand_bytes}")
         self._config, self._fifo_depth = config, fifo_depth
@@ -173,7 +181,8 @@ class StoreUnit(wiring.Component):
                 Mux(stage.i_acc.valid & stage.i_acc.ready & ~raw, cfg.cols, 0)),
             events.vector_lanes.eq(Mux(element | softmax.spad_en, cfg.dim, 0)),
             events.vector_mul_lanes.eq(Mux(
-                element & vector.i_elem.payload.last & (vector.mode == PRODUCT), cfg.dim, 0)),
+                (element & vector.i_elem.payload.last & (vector.mode == PRODUCT))
+                | (softmax.spad_en & instr.is_[LayerNorm]), cfg.dim, 0)),
             events.lut_lookups.eq(Mux(table.i_index.valid | softmax.lookup, cfg.dim, 0)),
             events.lut_writes.eq(Mux(table.i_load.valid | wide, Mux(
                 wide, load_bytes(load_row, cfg.dim, 2), load_bytes(load_row, cfg.dim, 1)), 0)),
@@ -216,7 +225,7 @@ class StoreUnit(wiring.Component):
         walk = emit_window_walk(m, pool, control.accept, field(incoming, Pool, "pad_top"),
                                 field(incoming, Pool, "pad_left"), issue & is_[Pool])
         m.d.comb += [
-            issue.eq(control.running & ~is_[Softmax] & ~issued_all & space),
+            issue.eq(control.running & ~instr.row_norm & ~issued_all & space),
             last.eq(pick([(is_[Add], phase), (is_[Pool], walk.last)], 1)),
         ]
         broadcast = instr.field(Add, "b_broadcast")
@@ -231,7 +240,7 @@ class StoreUnit(wiring.Component):
             self.acc_read.req.payload.row.eq(instr.field(Store, "acc_row") + row_index),
             self.acc_read.resp.ready.eq(1),
             self.spad_read.en.eq((issue & ~is_[Store]) | softmax.spad_en),
-            self.spad_read.addr.eq(Mux(is_[Softmax], softmax.spad_addr, spad_addr)),
+            self.spad_read.addr.eq(Mux(instr.row_norm, softmax.spad_addr, spad_addr)),
         ]
         with m.If(control.accept):
             m.d.sync += [row_index.eq(0), issued_all.eq(0), phase.eq(0)]
@@ -263,11 +272,11 @@ class StoreUnit(wiring.Component):
         layout = _entry_layout(cfg.dim, self._row_bytes)
         entry_in, entry_out = Signal(layout, name="entry_in"), Signal(layout, name="entry_out")
         m.d.comb += [
-            entry_in.data.eq(Mux(is_[Softmax], chunk.payload.data.as_value(), row_bits)),
-            entry_in.direct.eq(is_[Softmax]),
+            entry_in.data.eq(Mux(instr.row_norm, chunk.payload.data.as_value(), row_bits)),
+            entry_in.direct.eq(instr.row_norm),
             entry_in.addr.eq(chunk.payload.addr),
             entry_in.bytes.eq(chunk.payload.bytes),
-            fifo.w_en.eq(Mux(is_[Softmax], chunk.valid, row_valid)),
+            fifo.w_en.eq(Mux(instr.row_norm, chunk.valid, row_valid)),
             fifo.w_data.eq(entry_in),
             entry_out.eq(fifo.r_data),
             writer.i_row.valid.eq(fifo.r_rdy),
@@ -283,14 +292,14 @@ class StoreUnit(wiring.Component):
         m.d.comb += [
             space.eq(pending < self._fifo_depth),
             softmax.space.eq(space),
-            softmax.written.eq(writer.row_done & is_[Softmax]),
+            softmax.written.eq(writer.row_done & instr.row_norm),
         ]
         self._pattern(m, instr, control, writer)
 
         written, done = Signal(32, name="written"), Signal(name="done")
         with m.If(control.accept):
             m.d.sync += written.eq(0)
-        with m.Elif(writer.row_done & ~is_[Softmax]):
+        with m.Elif(writer.row_done & ~instr.row_norm):
             m.d.sync += written.eq(written + 1)
             m.d.comb += done.eq(written + 1 == reads.total)
         return done

@@ -58,7 +58,7 @@ class UnitRun:
 
 
 def run_unit(config: ArrayConfig, machine: Machine, instructions: Sequence[Instruction], *,
-             fifo_depth: int = 8, gap_rng: random.Random | None = None,
+             fifo_depth: int = 16, gap_rng: random.Random | None = None,
              write_ready: float = 1.0) -> UnitRun:
     """Execute `instructions` on the RTL from `machine`'s state (not modified).
 

@@ -193,8 +193,8 @@ def test_raw_with_wide_operands() -> None:
 
 
 def test_fifo_depth_is_checked() -> None:
-    with pytest.raises(ValueError, match=r"^fifo_depth must be an integer of at least 8, not 4$"):
-        StoreUnit(CONFIGS["4x4-bus4"], fifo_depth=4)
+    with pytest.raises(ValueError, match=r"^fifo_depth must be an integer of at least 12, not 8$"):
+        StoreUnit(CONFIGS["4x4-bus4"], fifo_depth=8)
 
 
 def test_verilog() -> None:

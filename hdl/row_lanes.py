@@ -1,0 +1,177 @@
+"""The row-normalisation unit's lanes (`SoftmaxUnit`): the per-chunk statistics of SOFTMAX and
+LAYERNORM, the per-row stages' starts, and the output pipeline both modes share."""
+
+from amaranth.hdl import Module, Mux, Signal, Value, signed
+from amaranth.lib import data
+
+from systolic.hdl.layernorm_scalar import LANE_BITS, P_SHIFT
+from systolic.hdl.round_shift import round_shift_parts
+
+__all__ = ["DIVIDE", "IDLE", "OUTPUT", "PHASES", "STATS", "SUM", "WAIT", "emit_lanes"]
+
+IDLE, STATS, SUM, DIVIDE, OUTPUT, WAIT = range(6)
+"""Phases of a row: STATS is pass 1 (SOFTMAX's maximum, LAYERNORM's S1 and S2), SUM
+SOFTMAX's pass 2, DIVIDE the per-row stage, OUTPUT the last pass, WAIT the row's end."""
+PHASES = 6
+SOFTMAX_SHIFT = 31
+"""SOFTMAX's p = rhe(E r / 2^31)."""
+P_BITS = 27
+"""p's bits: SOFTMAX's p <= 2^17, LAYERNORM's |p| <= 2^24 + 1."""
+
+
+def _stage_layout(lanes: int) -> data.StructLayout:
+    return data.StructLayout({"valid": 1, "phase": range(PHASES), "first": 1, "last": 1,
+                              "mask": data.ArrayLayout(1, lanes)})
+
+
+def emit_lanes(m: Module, unit, flags: Value, base: Value, divided: Value, table, reciprocal,
+               scalar) -> None:
+    """Add the lanes to `m`: `flags` is the read's registered {valid, phase, lanes, first,
+    last} (the row on `unit.spad_data`), `base` the row's base address, `divided` the cycle
+    the row's per-row stage is done.
+
+    Pipeline from a read in cycle c: c + 1 the data (SOFTMAX's maximum; the exp table's
+    index), c + 2 `looked` (E per lane, or LAYERNORM's d = x - in_zero_point), c + 3 the
+    lane products E r, d^2 or d a (modulo 2^51), c + 4 the products minus b (LAYERNORM) and
+    the chunk sums, c + 5 p, c + 6 p * multiplier, c + 7 its rounding, c + 8 the chunk."""
+    lanes, instr, ln = len(unit.spad_data), unit.instr, unit.layernorm
+    x = unit.spad_data
+    in_lane = [Signal(name=f"lane{j}_valid") for j in range(lanes)]
+    m.d.comb += [valid.eq(j < flags.lanes) for j, valid in enumerate(in_lane)]
+    mx = _maximum(m, flags, x, in_lane)
+
+    looked = Signal(_stage_layout(lanes), name="looked")
+    d = Signal(data.ArrayLayout(signed(9), lanes), name="d")
+    m.d.comb += [table.i_index.valid.eq(flags.valid & (flags.phase != STATS) & ~ln),
+                 unit.lookup.eq(table.i_index.valid)]
+    m.d.sync += [looked.valid.eq(flags.valid), looked.phase.eq(flags.phase),
+                 looked.first.eq(flags.first), looked.last.eq(flags.last)]
+    for j in range(lanes):
+        m.d.comb += table.i_index.payload[j].eq((mx - x[j])[:8])
+        m.d.sync += [looked.mask[j].eq(in_lane[j]), d[j].eq(x[j] - instr.in_zero_point)]
+    entry = table.o_entry.payload
+
+    # c + 3: one multiplier per lane.
+    product = Signal(data.ArrayLayout(LANE_BITS, lanes), name="lane_product")
+    multiplied = Signal(_stage_layout(lanes), name="multiplied")
+    m.d.sync += multiplied.eq(looked)
+    for j in range(lanes):
+        a = Mux(ln, d[j], entry[j])
+        b = Mux(ln, Mux(looked.phase == STATS, d[j], scalar.a), reciprocal.quotient)
+        m.d.sync += product[j].eq((a * b)[:LANE_BITS])
+
+    _softmax_sum(m, looked, entry, reciprocal, scalar, ln)
+    _layernorm_sums(m, looked, multiplied, d, product, scalar, ln, instr)
+    _outputs(m, unit, looked, product, scalar, base, divided)
+
+
+def _maximum(m, flags, x, in_lane):
+    """SOFTMAX's pass 1: the row's maximum of the valid lanes (invalid lanes count as -128)."""
+    mx = Signal(signed(8), name="row_max")
+    best = Signal(signed(8), name="chunk_max")
+    result = Mux(flags.first, -128, mx)
+    for j, value in enumerate(x):
+        candidate = Mux(in_lane[j], value, -128)
+        result = Mux(candidate > result, candidate, result)
+    m.d.comb += best.eq(result)
+    with m.If(flags.valid & (flags.phase == STATS)):
+        m.d.sync += mx.eq(best)
+    return mx
+
+
+def _softmax_sum(m, looked, entry, reciprocal, scalar, ln):
+    """SOFTMAX's pass 2: S, then the divider (driven by the LAYERNORM stage in that mode)."""
+    lanes = len(looked.mask)
+    chunk_sum = Signal(16 + max(1, (lanes - 1).bit_length()), name="chunk_sum")
+    total = Signal(32, name="row_sum")
+    summed = Signal(data.StructLayout({"valid": 1, "last": 1}), name="summed")
+    finished = Signal(name="sum_finished")
+    divisor, start = Signal(32, name="softmax_divisor"), Signal(name="softmax_divide")
+    summing = looked.valid & (looked.phase == SUM)
+    m.d.sync += [
+        chunk_sum.eq(sum(Mux(looked.mask[j], entry[j], 0) for j in range(lanes))),
+        summed.valid.eq(summing), summed.last.eq(summing & looked.last),
+        finished.eq(summed.last),
+        divisor.eq(total),
+        start.eq(finished),
+    ]
+    with m.If(looked.valid & (looked.phase == STATS)):
+        m.d.sync += total.eq(0)
+    with m.Elif(summed.valid):
+        m.d.sync += total.eq(total + chunk_sum)
+    m.d.comb += [
+        reciprocal.start.eq(Mux(ln, scalar.div_start, start)),
+        reciprocal.divisor.eq(Mux(ln, scalar.div_divisor, divisor)),
+        reciprocal.wide.eq(ln),
+        scalar.div_pair_valid.eq(reciprocal.pair_valid),
+        scalar.div_pair.eq(reciprocal.pair),
+    ]
+
+
+def _layernorm_sums(m, looked, multiplied, d, product, scalar, ln, instr):
+    """LAYERNORM's pass 1: S1 and S2 of the valid lanes (c + 4), then the scalar stage."""
+    lanes = len(looked.mask)
+    extra = max(1, (lanes - 1).bit_length())
+    chunk_s1 = Signal(signed(9 + extra), name="chunk_s1")
+    late_s1 = Signal(signed(9 + extra), name="chunk_s1_late")
+    chunk_s2 = Signal(17 + extra, name="chunk_s2")
+    summed = Signal(data.StructLayout({"valid": 1, "first": 1, "last": 1}), name="ln_summed")
+    s1, s2 = Signal(signed(25), name="row_s1"), Signal(32, name="row_s2")
+    finished = Signal(name="ln_sums_finished")
+    m.d.sync += [
+        chunk_s1.eq(sum(Mux(looked.mask[j], d[j], 0) for j in range(lanes))),
+        late_s1.eq(chunk_s1),
+        chunk_s2.eq(sum(Mux(multiplied.mask[j], product[j][:17], 0) for j in range(lanes))),
+        summed.valid.eq(multiplied.valid & (multiplied.phase == STATS) & ln),
+        summed.first.eq(multiplied.first), summed.last.eq(multiplied.last),
+        finished.eq(summed.valid & summed.last),
+    ]
+    with m.If(summed.valid):
+        m.d.sync += [s1.eq(Mux(summed.first, 0, s1) + late_s1),
+                     s2.eq(Mux(summed.first, 0, s2) + chunk_s2)]
+    m.d.comb += [scalar.start.eq(finished), scalar.s1.eq(s1), scalar.s2.eq(s2),
+                 scalar.length.eq(instr.length), scalar.eps.eq(instr.eps)]
+
+
+def _outputs(m, unit, looked, product, scalar, base, divided):
+    """The output pass: p, the requantization and the chunk's address and byte count."""
+    lanes, instr, ln = len(looked.mask), unit.instr, unit.layernorm
+    stage_valid = [Signal(name=f"out_valid{k}") for k in range(3, 8)]
+    m.d.sync += [stage_valid[0].eq(looked.valid & (looked.phase == OUTPUT)),
+                 *(stage_valid[k].eq(stage_valid[k - 1]) for k in range(1, 5))]
+    diff = Signal(data.ArrayLayout(LANE_BITS, lanes), name="lane_difference")
+    p = Signal(data.ArrayLayout(signed(P_BITS), lanes), name="p")
+    scaled = Signal(data.ArrayLayout(signed(P_BITS + 32), lanes), name="p_times_multiplier")
+    rounded = Signal(data.StructLayout({"floor": data.ArrayLayout(signed(10), lanes),
+                                        "round_up": data.ArrayLayout(1, lanes)}),
+                     name="rounded")
+    out = unit.o_chunk.payload
+    amount = (instr.shift + 31).as_unsigned()[:6]
+    for j in range(lanes):
+        value = diff[j]
+        ln_floor = value[P_SHIFT:].as_signed()
+        ln_up = value[P_SHIFT - 1] & (value[:P_SHIFT - 1].any() | ln_floor[0])
+        sm_floor = value[SOFTMAX_SHIFT:]
+        sm_up = value[SOFTMAX_SHIFT - 1] & (value[:SOFTMAX_SHIFT - 1].any() | sm_floor[0])
+        q_floor, q_up = round_shift_parts(scaled[j], amount)
+        raised = Mux(q_floor < -257, -257, q_floor)
+        offset = rounded.floor[j] + rounded.round_up[j] + instr.zero_point
+        high = Mux(offset < instr.lo, instr.lo, offset)
+        m.d.sync += [
+            diff[j].eq(product[j] - Mux(ln, scalar.b, 0)),
+            p[j].eq(Mux(ln, ln_floor + ln_up, sm_floor + sm_up)),
+            scaled[j].eq(p[j] * instr.multiplier),
+            rounded.floor[j].eq(Mux(raised > 255, 255, raised)),
+            rounded.round_up[j].eq(q_up),
+            out.data[j].eq(Mux(high > instr.hi, instr.hi, high)),
+        ]
+    m.d.sync += unit.o_chunk.valid.eq(stage_valid[4])
+
+    # The chunk's place in the row's segment.
+    addr = Signal(32, name="chunk_addr")
+    left = Signal(17, name="row_bytes_left")
+    m.d.comb += [out.addr.eq(addr), out.bytes.eq(Mux(left < lanes, left, lanes))]
+    with m.If(divided):
+        m.d.sync += [addr.eq(base), left.eq(instr.length)]
+    with m.Elif(unit.o_chunk.valid):
+        m.d.sync += [addr.eq(addr + lanes), left.eq(left - lanes)]
