@@ -21,14 +21,21 @@ H = 24
 SHAPE = (2, 5, H)
 
 
+def _mean(x: str, out: str, axes, opset: int):  # type: ignore[no-untyped-def]
+    """ReduceMean over `axes`: an attribute below opset 18, the input "axes" from 18."""
+    if opset >= 18:
+        return node("ReduceMean", [x, "axes"], [out])
+    return node("ReduceMean", [x], [out], axes=list(axes))
+
+
 def _chain(x: str, out: str, *, square: str = "Pow", divide: str = "Div", axes=(-1,),
-           qdq_variance: bool = False, qlinear_eps: bool = False) -> list:  # type: ignore[type-arg]
+           qdq_variance: bool = False, qlinear_eps: bool = False,
+           opset: int = 13) -> list:  # type: ignore[type-arg]
     """The decomposed normalization of `x` into `out` (constants named c2, eps ...)."""
-    nodes = [node("ReduceMean", [x], ["mean"], axes=list(axes)),
-             node("Sub", [x, "mean"], ["d"])]  # fmt: skip
+    nodes = [_mean(x, "mean", axes, opset), node("Sub", [x, "mean"], ["d"])]
     nodes.append(node("Pow", ["d", "c2"], ["sq"]) if square == "Pow"
                  else node("Mul", ["d", "d"], ["sq"]))  # fmt: skip
-    nodes.append(node("ReduceMean", ["sq"], ["var"], axes=list(axes)))
+    nodes.append(_mean("sq", "var", axes, opset))
     var = "var"
     if qdq_variance or qlinear_eps:
         nodes.append(node("QuantizeLinear", ["var", "sv", "zv"], ["var_q"]))
@@ -59,9 +66,10 @@ def _quantized(shape=SHAPE, **chain):  # type: ignore[no-untyped-def]
     nodes = [node("DequantizeLinear", ["x", "sx", "zx"], ["xf"]), *_chain("xf", "n", **chain),
              node("QuantizeLinear", ["n", "sy", "zy"], ["y"])]  # fmt: skip
     constants = {**CONSTANTS, "sx": np.float32(0.05), "zx": U8(120), "sy": np.float32(1 / 32),
-                 "zy": U8(128)}  # fmt: skip
+                 "zy": U8(128), "axes": np.array(chain.get("axes", (-1,)), np.int64)}  # fmt: skip
     ms = chain.get("qlinear_eps", False)
-    return make(nodes, [("x", U8, shape)], [("y", U8, shape)], constants, ms=ms, opset=13)
+    return make(nodes, [("x", U8, shape)], [("y", U8, shape)], constants, ms=ms,
+                opset=chain.get("opset", 13))  # fmt: skip
 
 
 def _feed(shape=SHAPE, seed=0):  # type: ignore[no-untyped-def]
@@ -74,8 +82,9 @@ def _fates(report, op_type):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("chain", [
     {}, {"qdq_variance": True}, {"qlinear_eps": True}, {"square": "Mul"},
-    {"divide": "Reciprocal"}, {"axes": (2,)},
-], ids=["float-steps", "qdq-variance", "qlinear-eps", "mul-square", "reciprocal", "axis-2"])
+    {"divide": "Reciprocal"}, {"axes": (2,)}, {"opset": 18},
+], ids=["float-steps", "qdq-variance", "qlinear-eps", "mul-square", "reciprocal", "axis-2",
+        "axes-input"])
 def test_quantized_chain_becomes_qlayernorm_within_one_step(chain):  # type: ignore[no-untyped-def]
     _, model = _quantized(**chain)
     fused, report = run_passes(model)
