@@ -26,7 +26,8 @@ scale and zero point computed on the host by DynamicQuantizeLinear).
   integers. A bias Add after it (a float vector along the last axis, the epilogue's only
   reader) is in the island: the vector is quantized int8 per tensor, symmetric
   (`layernorm_ptq.quantize_vector`, as LayerNorm's beta), its result is an entry, and the
-  Add becomes a QAdd of a constant vector (b_broadcast). Entries too, so that the fusions
+  Add becomes a QAdd of a constant vector (b_broadcast); another bias (per channel, after
+  a ConvInteger) stays on the host with the epilogue and the entry is its result. Entries too, so that the fusions
   take what `quantize_float`'s own rules
   leave float (`_entries_of`): a Softmax's input; the inputs and result of an Add or Mul of
   a tensor and one along its last axis (the attention mask added to the scores: QAdd with a
@@ -257,11 +258,14 @@ def _machinery(graph: Graph) -> tuple[set[str], list[str], dict[str, int]]:
             scalar_values.update(out for out in node.outputs if out)
         elif node.op_type == "Mul" and _epilogue_source(node, producers) is not None:
             machinery.add(node.name)
-            products.append(node.outputs[0])
-            bias = _bias_add(graph, node.outputs[0], consumers, constants)
-            if bias is not None:
-                biases[bias.name] = next(i for i, name in enumerate(bias.inputs)
-                                         if name in constants)
+            result = node.outputs[0]
+            bias = _bias_add(result, consumers, constants)
+            if bias is not None and _along_last_axis(graph, result, constants[bias[1]]):
+                biases[bias[0].name] = bias[0].inputs.index(bias[1])
+            elif bias is not None:  # a per-channel bias of a ConvInteger: stays on the host
+                machinery.add(bias[0].name)
+                result = bias[0].outputs[0]
+            products.append(result)
     return machinery, products, biases
 
 
@@ -280,22 +284,25 @@ def _epilogue_source(node: Node, producers: Mapping[str, Node]) -> str | None:
     return None
 
 
-def _bias_add(graph: Graph, value: str, consumers: Mapping[str, list[Node]],
-              constants: Mapping[str, np.ndarray]) -> Node | None:
-    """The Add of a float constant vector along `value`'s last axis (more than one value)
-    that is the only reader of `value`, or None."""
+def _bias_add(value: str, consumers: Mapping[str, list[Node]],
+              constants: Mapping[str, np.ndarray]) -> tuple[Node, str] | None:
+    """(the Add of a constant that is the only reader of `value`, that constant's name), or
+    None."""
     readers = consumers.get(value, [])
     if len(readers) != 1 or readers[0].domain != "" or readers[0].op_type != "Add":
         return None
     others = [name for name in readers[0].inputs if name != value]
-    if len(others) != 1 or others[0] not in constants:
-        return None
-    bias, found = constants[others[0]], graph.type_of(value)
+    return (readers[0], others[0]) if len(others) == 1 and others[0] in constants else None
+
+
+def _along_last_axis(graph: Graph, value: str, bias: np.ndarray) -> bool:
+    """True for a float32 vector of more than one value along `value`'s last axis."""
+    found = graph.type_of(value)
     if (bias.dtype != np.float32 or bias.size < 2 or found is None or found.shape is None
             or not found.is_static):
-        return None
+        return False
     shape = tuple(int(d) for d in found.shape if isinstance(d, int))
-    return readers[0] if last_axis_broadcast(shape, bias.shape) else None
+    return last_axis_broadcast(shape, bias.shape)
 
 
 def _all_float(graph: Graph, node: Node) -> bool:

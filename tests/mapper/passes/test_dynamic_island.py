@@ -82,6 +82,42 @@ def product_only_model():
                  [("m1", np.float32, [ROWS, WIDTH])], constants)
 
 
+def conv_model():
+    """x -> DynamicQuantizeLinear -> ConvInteger (int8 weights) -> Cast -> Mul by the scales
+    -> Add of a per-channel bias [1, C, 1, 1] -> SiLU (x * Sigmoid(x)) -> out, as
+    quantize_dynamic writes a convolution."""
+    r = np.random.default_rng(5)
+    constants = {"w": r.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8),
+                 "w_zero": np.int8(0), "w_scale": np.float32(0.003),
+                 "b": np.linspace(-0.2, 0.2, 4, dtype=np.float32).reshape(1, 4, 1, 1)}
+    nodes = [node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"], name="dql"),
+             node("Mul", ["xs", "w_scale"], ["s"], name="scales"),
+             node("ConvInteger", ["xq", "w", "xz", "w_zero"], ["i"], pads=[1, 1, 1, 1],
+                  name="conv"),
+             node("Cast", ["i"], ["f"], to=1, name="cast"),
+             node("Mul", ["f", "s"], ["m"], name="scale"),
+             node("Add", ["m", "b"], ["c"], name="bias"),
+             node("Sigmoid", ["c"], ["g"], name="sigmoid"),
+             node("Mul", ["c", "g"], ["y"], name="silu")]
+    return build(nodes, [("x", np.float32, [1, 3, 6, 6])], [("y", np.float32, [1, 4, 6, 6])],
+                 constants)
+
+
+def test_a_per_channel_bias_stays_with_the_epilogue():
+    """A ConvInteger's bias [1, C, 1, 1] is not along the last axis: it stays on the host
+    with the epilogue, the island's entry is its result, and SiLU becomes one QTable."""
+    island = dynamic_island(conv_model())
+    assert island is not None
+    assert island.nodes == {"sigmoid", "silu"} and island.entries == ("c",)
+    assert not island.biases
+    r = np.random.default_rng(6)
+    calibration = [{"x": r.standard_normal((1, 3, 6, 6)).astype(np.float32)}
+                   for _ in range(8)]
+    integer, _ = run_passes(conv_model(), calibration=calibration)
+    ops = [n.op_type for n in integer.graph.nodes]
+    assert {"QConvInt", "QTable"} <= set(ops) and "Sigmoid" not in ops
+
+
 ISLAND = {"bias1", "bias2", "transpose", "qk", "mask_sub", "mask_mul", "mask", "softmax", "pv", "gelu_div",
           "gelu_erf", "gelu_add", "gelu_mul", "gelu_half", "residual"}
 
