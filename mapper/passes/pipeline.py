@@ -10,7 +10,8 @@ Order (each pass one module):
                         again, until no If of constant cond is left)
  4. spatial_mean        ReduceMean over all spatial axes -> GlobalAveragePool (+ Reshape);
                         GlobalMaxPool -> MaxPool over the whole spatial extent
- 4a. decomposed_softmax ReduceMax/Sub/Exp/ReduceSum/Div over the last axis -> Softmax
+ 4a. decomposed_softmax ReduceMax/Sub/Exp/ReduceSum/Div over the last axis -> Softmax;
+     decompose_lrn      float LRN -> Mul(x, x) -> banded 1x1 Conv -> Pow -> Mul
  4b. conv_transpose     ConvTranspose -> Convs over its input (polyphase: one per stride
                         phase, then their interleave) or over its zero-inserted input
  4c. fold_bias_add      Add/Sub of a per-channel constant after a float Conv -> its bias
@@ -70,6 +71,7 @@ from systolic.mapper.binding import bind_graph
 from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES
 from systolic.mapper.passes.compose_tables import compose_tables
 from systolic.mapper.passes.conv_transpose import conv_transpose_to_conv
+from systolic.mapper.passes.decompose_lrn import decompose_lrn
 from systolic.mapper.passes.decomposed_softmax import decomposed_softmax
 from systolic.mapper.passes.dequantize_after_layout import dequantize_after_layout
 from systolic.mapper.passes.dynamic_island import quantize_dynamic_island
@@ -120,8 +122,8 @@ def run_passes(
     model = fold_constants(model, report)
     while (inlined := fold_if(model, report)) is not model:
         model = fold_constants(remove_identities(finalize(inlined), report), report)
-    for rewrite in (spatial_mean_to_pool, decomposed_softmax, conv_transpose_to_conv,
-                    fold_bias_add):
+    for rewrite in (spatial_mean_to_pool, decomposed_softmax, decompose_lrn,
+                    conv_transpose_to_conv, fold_bias_add):
         rewritten = rewrite(model, report)
         if rewritten is not model:
             model = finalize(rewritten)
