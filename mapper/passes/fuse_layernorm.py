@@ -15,11 +15,13 @@ square root per row to a relative error below 2^-15, then the output stage's rou
 
 Two functions, two places in the pipeline (`pipeline.py`):
 
-- `split_layernorm` (before quantization): LayerNormalization(x, scale, bias) of float
-  constants over the last axis becomes LayerNormalization(x, 1) -> Mul(scale) -> Add(bias)
-  (Mul and Add left out for a scale of ones and a zero or missing bias), so the normalized
-  tensor is a value of its own: post-training quantization calibrates it
-  (`quantize_float`), a quantized model's own Q/DQ stay as they are;
+- `split_layernorm` (before quantization): LayerNormalization(x, scale, bias) of constants
+  (float, or read through a per-tensor DequantizeLinear: a QDQ model's) over the last axis
+  becomes LayerNormalization(x, 1) -> Mul(scale) -> Add(bias) (float constants; Mul and Add
+  left out for a scale of ones and a zero or missing bias), so the normalized tensor is a
+  value of its own: post-training quantization calibrates it (`quantize_float`; in a
+  quantized model the island `layernorm_ptq.layernorm_island` between the model's
+  DequantizeLinear and QuantizeLinear);
 - `fuse_layernorm` (on the quantized graph, before `normalize_qoperator`): every chain
   `layernorm_match.match_layernorm` finds whose input is read through a DequantizeLinear of
   an 8-bit per-tensor activation and whose result is read by one QuantizeLinear alone
@@ -34,7 +36,7 @@ import numpy as np
 
 from systolic.ir import Model, Node
 from systolic.mapper.passes.fusion_context import FusionContext
-from systolic.mapper.passes.graph_tools import make_node
+from systolic.mapper.passes.graph_tools import attr_int, make_node
 from systolic.mapper.passes.layernorm_match import (
     LAYERNORM_NOTE,
     LayerNormChain,
@@ -80,28 +82,49 @@ def split_layernorm(model: Model, report: PassReport,
     for node in model.graph.nodes:
         if node.domain != "" or node.op_type != "LayerNormalization":
             continue
-        scale = ctx.constants.get(node.inputs[1])
+        scale = _float_constant(ctx, node.inputs[1])
         bias_name = node.inputs[2] if len(node.inputs) > 2 else ""
-        bias = ctx.constants.get(bias_name) if bias_name else None
-        if (scale is None or scale.dtype != np.float32 or (bias_name and bias is None)
-                or any(o for o in node.outputs[1:])):
+        bias = _float_constant(ctx, bias_name) if bias_name else None
+        shape = ctx.shape_of(node.inputs[0])
+        if (scale is None or (bias_name and bias is None) or any(o for o in node.outputs[1:])
+                or not shape or attr_int(node, "axis", -1) % len(shape) != len(shape) - 1):
             continue
         ones = np.ones(scale.shape, np.float32)
         if np.array_equal(scale, ones) and (bias is None or not np.any(bias)):
             continue
-        _split(ctx, node, scale, bias_name if bias is not None and np.any(bias) else "")
+        _split(ctx, node, scale, bias if bias is not None and np.any(bias) else None)
     return dataclasses.replace(model, graph=ctx.result())
 
 
-def _split(ctx: FusionContext, node: Node, scale: np.ndarray, bias: str) -> None:
+def _float_constant(ctx: FusionContext, name: str) -> np.ndarray | None:
+    """Return float32 constant `name`, or the value of a DequantizeLinear of a constant with a
+    per-tensor scale and zero point (a QDQ model's gamma and beta), else None."""
+    if name in ctx.constants:
+        value = ctx.constants[name]
+        return value if value.dtype == np.float32 else None
+    dq = ctx.producer(name, "DequantizeLinear")
+    if dq is None or any(n not in ctx.constants for n in dq.inputs if n):
+        return None
+    q, scale = ctx.constants[dq.inputs[0]], ctx.constants[dq.inputs[1]]
+    zero = ctx.constants[dq.inputs[2]] if len(dq.inputs) > 2 and dq.inputs[2] else np.zeros(1)
+    if scale.size != 1 or zero.size != 1 or q.dtype.kind not in "iu":
+        return None
+    real = (q.astype(np.float64) - float(zero.reshape(-1)[0])) * float(scale.reshape(-1)[0])
+    return real.astype(np.float32)
+
+
+def _split(ctx: FusionContext, node: Node, scale: np.ndarray,
+           bias_value: np.ndarray | None) -> None:  # fmt: skip
     name = node.name or node.label
     ones = ctx.constant(f"{name}_unit_scale", np.ones(scale.shape, np.float32))
+    gamma = ctx.constant(f"{name}_gamma_value", scale)
+    bias = ctx.constant(f"{name}_beta_value", bias_value) if bias_value is not None else ""
     normalized = ctx.namer(f"{name}_normalized")
     scaled = ctx.namer(f"{name}_scaled") if bias else node.outputs[0]
     nodes = [
         dataclasses.replace(node, name=name, inputs=(node.inputs[0], ones),
                             outputs=(normalized,)),
-        make_node("Mul", (normalized, node.inputs[1]), (scaled,), name=ctx.namer(f"{name}_gamma")),
+        make_node("Mul", (normalized, gamma), (scaled,), name=ctx.namer(f"{name}_gamma")),
     ]
     if bias:
         nodes.append(make_node("Add", (scaled, bias), (node.outputs[0],),

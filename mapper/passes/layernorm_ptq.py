@@ -26,7 +26,7 @@ from systolic.mapper.passes.layernorm_match import LayerNormChain, match_layerno
 from systolic.mapper.passes.quant_params import NotFusable
 from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast
 
-__all__ = ["LayerNormPlan", "layernorm_plans", "quantize_vector"]
+__all__ = ["LayerNormPlan", "layernorm_island", "layernorm_plans", "quantize_vector"]
 
 VECTOR_MAX = 127
 
@@ -68,7 +68,8 @@ def _float(graph: Graph, name: str) -> bool:
 
 
 def _affine(ctx: FusionContext, chain: LayerNormChain, taken: set[int]) -> LayerNormPlan:
-    """Return the plan of `chain` with the gamma Mul and beta Add after it, when there."""
+    """Return the plan of `chain` with the gamma Mul and beta Add after it, when there. A
+    value a QuantizeLinear alone reads (a quantized model's own) is not planned again."""
     values, nodes, vectors = [chain.x, chain.normalized], list(chain.nodes), {}
     last = chain.normalized
     for op_type in ("Mul", "Add"):
@@ -80,7 +81,30 @@ def _affine(ctx: FusionContext, chain: LayerNormChain, taken: set[int]) -> Layer
         nodes.append(node)
         last = node.outputs[0]
         values.append(last)
+    values = [v for v in values if not _quantized_by_model(ctx, v)]
     return LayerNormPlan(chain, tuple(values), tuple(nodes), vectors)
+
+
+def _quantized_by_model(ctx: FusionContext, value: str) -> bool:
+    readers = ctx.consumers.get(value, [])
+    return (len(readers) == 1 and readers[0].op_type == "QuantizeLinear"
+            and value not in ctx.outputs)
+
+
+def layernorm_island(graph: Graph) -> frozenset[str]:
+    """Return the node names of the float layer normalizations of a quantized model that
+    read a DequantizeLinear's result and whose normalized value the model does not quantize
+    (a QDQ LayerNormalization `split_layernorm` split): `quantize_float`'s `region` for
+    them, so their normalized value (and gamma's result) is calibrated and quantized."""
+    producers = graph.producers()
+    names: set[str] = set()
+    for plan in layernorm_plans(graph, set()).values():
+        source = producers.get(plan.chain.x)
+        if source is None or source.op_type != "DequantizeLinear":
+            continue
+        if plan.chain.normalized in plan.values:
+            names.update(n.name for n in plan.nodes)
+    return frozenset(names)
 
 
 def _vector_op(ctx: FusionContext, value: str, op_type: str,

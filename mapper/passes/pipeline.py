@@ -29,7 +29,10 @@ Order (each pass one module):
                         quantization, expressed as QuantizeLinear/DequantizeLinear pairs
                         (types are inferred again afterwards); quantized models: the same
                         for the float island of their unrolled RNN/GRU/LSTM layers only
-                        (recurrent_island: its borders take the model's own parameters)
+                        (recurrent_island: its borders take the model's own parameters),
+                        then (dynamic_island) a dynamic model's float part, then
+                        (layernorm_island) a QDQ model's split LayerNormalization: its
+                        normalized value and gamma's result
  7b. quantize_before_layout  Q(layout(a, b)) -> layout(Q(a), Q(b)) (exact): the layout
                         ops then move integers (a zero-inserted ConvTranspose's fill blocks,
                         Concats of requantized inputs)
@@ -88,6 +91,7 @@ from systolic.mapper.passes.fuse_qdq import LAYOUT_OPS, fuse_qdq
 from systolic.mapper.passes.fuse_softmax import fuse_softmax
 from systolic.mapper.passes.fuse_tables import fuse_tables
 from systolic.mapper.passes.layernorm_moments import moments_layernorm
+from systolic.mapper.passes.layernorm_ptq import layernorm_island
 from systolic.mapper.passes.name_nodes import name_nodes
 from systolic.mapper.passes.normalize_qoperator import normalize_qoperator
 from systolic.mapper.passes.quantize_before_layout import quantize_before_layout
@@ -144,6 +148,9 @@ def run_passes(
     if (dynamic := quantize_dynamic_island(model, report, calibration=calibration, seed=seed,
                                            done=island)) is not model:
         model = finalize(dynamic)
+    if norms := layernorm_island(model.graph):  # a QDQ model's split LayerNormalization
+        model = finalize(quantize_float(model, report, calibration=calibration, seed=seed,
+                                        region=norms))
     if (hoisted := quantize_before_layout(model, report)) is not model:
         model = finalize(hoisted)
     if (selecting := dequantize_after_layout(model, report)) is not model:

@@ -175,3 +175,34 @@ def test_layernormalization_over_an_inner_axis_stays_on_the_host():  # type: ign
     (norm,) = _fates(report, "LayerNormalization")
     assert norm.action == "host" and "not over the last axis alone" in norm.reason
 
+
+
+def test_qdq_layernormalization_from_onnxruntime_is_fused(tmp_path):  # type: ignore[no-untyped-def]
+    """onnxruntime's QDQ quantizer keeps LayerNormalization float between DQ(x) and Q(y),
+    gamma and beta read through DequantizeLinear: split, its normalized value and gamma's
+    result calibrated (layernorm_island), it becomes QLayerNorm, QMul and QAdd."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    from systolic.mapper.importer import load_model
+
+    proto, float_model = _float_model("LayerNormalization")
+    rng = np.random.default_rng(9)
+    feeds = [{"x": rng.standard_normal((1, 6, H)).astype(np.float32)} for _ in range(8)]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.feeds = iter(feeds)
+
+        def get_next(self):  # type: ignore[no-untyped-def]
+            return next(self.feeds, None)
+
+    (tmp_path / "f.onnx").write_bytes(proto.SerializeToString())
+    quantize_static(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), Reader(),
+                    quant_format=QuantFormat.QDQ)  # fmt: skip
+    model = load_model(str(tmp_path / "q.onnx"))
+    assert "LayerNormalization" in op_types(model)
+    fused, _ = run_passes(model, calibration=feeds)
+    assert op_types(fused) == ["QuantizeLinear", "QMatMul", "QLayerNorm", "QMul", "QAdd",
+                               "QMatMul", "DequantizeLinear"]
+    want, got = run_model(float_model, feeds[0])["y"], run_model(fused, feeds[0])["y"]
+    assert _cosine(want, got) > 0.99
