@@ -5,7 +5,13 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from systolic.hdl.range_overlap import footprint_layout, footprints_conflict
+from systolic.hdl.range_overlap import (
+    compact_conflict,
+    compact_footprint,
+    compact_layout,
+    footprint_layout,
+    footprints_conflict,
+)
 
 __all__ = ["Dispatcher"]
 
@@ -44,6 +50,13 @@ class Dispatcher(wiring.Component):
         Ranges per footprint, at least 1.
     addr_width : int
         Width of `first` and `last`, at least 1.
+    onchip_width : int or None
+        None (default): ranges are compared at full width. An integer from 1 to `addr_width`:
+        the table keeps footprints compact (`range_overlap.compact_layout`): on-chip ranges
+        with their `onchip_width` low address bits, the external range apart at full width.
+        The instructions must then satisfy `range_overlap.compact_contract_holds` (at most one
+        external range; on-chip rows below 2**onchip_width), as every instruction's footprint
+        does for `range_overlap.onchip_addr_width(config)`; hazards are then the same.
     payload_shape : shape-castable
         The instruction word, passed through to the unit unchanged.
 
@@ -78,22 +91,29 @@ class Dispatcher(wiring.Component):
     only. `o_issue[u].valid` and `idle` come from registers (through muxes); `i_complete` is
     always ready. Free entries are allocated lowest index first.
 
-    Cost (N entries, R ranges, A = addr_width)
-    ------------------------------------------
-    Registers: N * (1 + unit bits + R * (2A + 5) + N) for the table, plus one SyncFIFO of
-    queue_depth x (payload + tag) bits per unit. Logic: N * R * R range comparisons (2 A-bit
-    magnitude comparators each). Critical path: `i_instr` footprint -> A-bit comparator ->
+    Cost (N entries, R ranges, A = addr_width, W = onchip_width or A)
+    ----------------------------------------------------------------
+    Registers: N * (1 + unit bits + R * (2W + 5) + N) for the table (compact: 2A + 2 more per
+    entry), plus one SyncFIFO of queue_depth x (payload + tag) bits per unit. Logic: N * R * R
+    range comparisons (2 W-bit magnitude comparators each; compact: N more of 2 A-bit ones
+    for the external ranges). Critical path: `i_instr` footprint -> A-bit comparator ->
     OR of R * R terms -> mask register; issue side: queue head tag -> N:1 mux of the
     per-entry "mask is zero" bits.
     """
 
     def __init__(self, *, units: int = 3, table_entries: int = 16, queue_depth: int = 4,
-                 ranges: int = 3, addr_width: int = 32, payload_shape):
+                 ranges: int = 3, addr_width: int = 32, onchip_width: int | None = None,
+                 payload_shape):
         _check_count("units", units, 1)
         _check_count("table_entries", table_entries, 1)
         _check_count("queue_depth", queue_depth, 1)
         _check_count("ranges", ranges, 1)
         _check_count("addr_width", addr_width, 1)
+        if onchip_width is not None:
+            _check_count("onchip_width", onchip_width, 1)
+            if onchip_width > addr_width:
+                raise ValueError(f"onchip_width must be at most addr_width ({addr_width}), "
+                                 f"not {onchip_width}")
         try:
             Shape.cast(payload_shape)
         except TypeError:
@@ -107,6 +127,9 @@ class Dispatcher(wiring.Component):
         self._addr_width = addr_width
         self.tag_shape = _index_shape(table_entries)
         self.footprint_layout = footprint_layout(ranges, addr_width)
+        self._onchip_width = onchip_width
+        self.entry_layout = (self.footprint_layout if onchip_width is None
+                             else compact_layout(ranges, onchip_width, addr_width))
         self.instr_layout = data.StructLayout({
             "unit": _index_shape(units),
             "ranges": self.footprint_layout,
@@ -139,7 +162,7 @@ class Dispatcher(wiring.Component):
 
         valid = Signal(n)
         entry_unit = [Signal(self.instr_layout["unit"].shape, name=f"unit{e}") for e in range(n)]
-        entry_ranges = [Signal(self.footprint_layout, name=f"ranges{e}") for e in range(n)]
+        entry_ranges = [Signal(self.entry_layout, name=f"ranges{e}") for e in range(n)]
         entry_waits = [Signal(n, name=f"waits{e}") for e in range(n)]
 
         # Entries whose completion is transferred this cycle.
@@ -175,11 +198,16 @@ class Dispatcher(wiring.Component):
             m.d.comb += complete.ready.eq(1)
 
         # Hazards of the incoming instruction against in-flight entries of other units.
+        if self._onchip_width is None:
+            new_ranges, conflict = new.ranges, footprints_conflict
+        else:
+            new_ranges, conflict = Signal(self.entry_layout, name="new_ranges"), compact_conflict
+            compact_footprint(m, new.ranges, new_ranges)
         waits = Signal(n)
         for e in range(n):
             m.d.comb += waits[e].eq(
                 valid[e] & ~completing[e] & (entry_unit[e] != new.unit)
-                & footprints_conflict(new.ranges, entry_ranges[e])
+                & conflict(new_ranges, entry_ranges[e])
             )
 
         allocated = Signal(n)
@@ -189,7 +217,7 @@ class Dispatcher(wiring.Component):
             with m.If(allocated[e]):
                 m.d.sync += [
                     entry_unit[e].eq(new.unit),
-                    entry_ranges[e].eq(new.ranges),
+                    entry_ranges[e].eq(new_ranges),
                     entry_waits[e].eq(waits),
                 ]
             with m.Else():

@@ -14,7 +14,7 @@ from amaranth.back import verilog
 from amaranth.sim import Simulator
 
 from systolic.hdl.dispatcher import Dispatcher
-from systolic.hdl.range_overlap import MEMORY_IDS
+from systolic.hdl.range_overlap import MEMORY_IDS, compact_contract_holds
 from systolic.isa.memories import Access, Memory
 from systolic.sim.timing.dispatch_model import (
     MEMORY_ID,
@@ -31,6 +31,7 @@ PAYLOAD_WIDTH = 16
 TIMEOUT = 20_000
 
 SPAD_IN, SPAD_WT, ACC, EXTERNAL = Memory.SPAD_IN, Memory.SPAD_WT, Memory.ACC, Memory.EXTERNAL
+PARAMS = Memory.PARAMS
 
 
 def w(memory: Memory, first: int, last: int) -> Access:
@@ -55,10 +56,12 @@ def instr_beat(dut: Dispatcher, index: int, job: Job, ranges: int) -> int:
 
 
 def run_rtl(jobs: list[Job], *, units: int = 3, table_entries: int = 16, queue_depth: int = 4,
-            ranges: int = 3, addr_width: int = 32) -> tuple[list[JobTimes], list[int]]:
+            ranges: int = 3, addr_width: int = 32,
+            onchip_width: int | None = None) -> tuple[list[JobTimes], list[int]]:
     """Simulate the RTL; return each job's times and `idle` in every cycle until the end."""
     dut = Dispatcher(units=units, table_entries=table_entries, queue_depth=queue_depth,
-                     ranges=ranges, addr_width=addr_width, payload_shape=PAYLOAD_WIDTH)
+                     ranges=ranges, addr_width=addr_width, onchip_width=onchip_width,
+                     payload_shape=PAYLOAD_WIDTH)
     beats = [instr_beat(dut, index, job, ranges) for index, job in enumerate(jobs)]
     dispatched: dict[int, int] = {}
     issued: dict[int, tuple[int, int]] = {}
@@ -138,7 +141,7 @@ def expected_idle(times: list[JobTimes], cycles: int) -> list[int]:
 
 def check(jobs: list[Job], **params: int) -> list[JobTimes]:
     """Assert that the RTL and the model agree on every job and on `idle`; return the times."""
-    model_params = {k: v for k, v in params.items() if k != "addr_width"}
+    model_params = {k: v for k, v in params.items() if k not in ("addr_width", "onchip_width")}
     model = DispatchModel(**model_params).run(jobs)
     rtl, idle = run_rtl(jobs, **params)
     assert rtl == model
@@ -268,6 +271,67 @@ def test_random_programs_match_the_model(config, seed):
     check(jobs, **config)
 
 
+def random_compact_jobs(rng: random.Random, count: int, *, units: int, ranges: int,
+                        onchip_width: int, addr_width: int) -> list[Job]:
+    """Random footprints that keep the compact contract: on-chip rows below 2**onchip_width
+    (crowded in a small window), at most one external range (anywhere in the address space,
+    often in one small window so that LOADs and STOREs overlap)."""
+    onchip_space = 1 << onchip_width
+    window = rng.choice([0, 2**addr_width - 64])
+    jobs, arrival = [], 0
+    for _ in range(count):
+        footprint: list[Access] = []
+        external = False
+        for _ in range(rng.randint(0, ranges)):
+            if not external and rng.random() < 0.3:
+                external = True
+                first = window + rng.randrange(64) if rng.random() < 0.8 else rng.randrange(
+                    2**addr_width)
+                last = min(first + rng.randrange(32), 2**addr_width - 1)
+                footprint.append(Access(EXTERNAL, first, last, rng.random() < 0.5))
+                continue
+            first = rng.randrange(onchip_space)
+            last = min(first + rng.randrange(max(1, onchip_space // 4)), onchip_space - 1)
+            memory = rng.choice([SPAD_IN, SPAD_WT, ACC, PARAMS])
+            footprint.append(Access(memory, first, last, rng.random() < 0.5))
+        assert compact_contract_holds(footprint, onchip_width)
+        if rng.random() < 0.15:
+            arrival += rng.randint(1, 12)
+        jobs.append(Job(rng.randrange(units), footprint, random_timing(rng), arrival))
+    return jobs
+
+
+COMPACT_CONFIGS = [
+    {"units": 3, "table_entries": 16, "queue_depth": 4, "ranges": 3, "addr_width": 32,
+     "onchip_width": 9},
+    {"units": 3, "table_entries": 5, "queue_depth": 2, "ranges": 3, "addr_width": 32,
+     "onchip_width": 3},
+    {"units": 2, "table_entries": 4, "queue_depth": 1, "ranges": 2, "addr_width": 12,
+     "onchip_width": 12},
+]
+
+
+@pytest.mark.parametrize("config", COMPACT_CONFIGS, ids=lambda c: "-".join(map(str, c.values())))
+@pytest.mark.parametrize("seed", range(4))
+def test_compact_tables_match_the_model(config, seed):
+    rng = random.Random(seed * 37 + config["onchip_width"])
+    jobs = random_compact_jobs(rng, 60, units=config["units"], ranges=config["ranges"],
+                               onchip_width=config["onchip_width"],
+                               addr_width=config["addr_width"])
+    check(jobs, **config)
+
+
+def test_compact_table_compares_external_ranges_at_full_width():
+    jobs = [
+        Job(0, [w(SPAD_IN, 0, 3), r(EXTERNAL, 2**32 - 8, 2**32 - 1)], 9),
+        Job(2, [r(ACC, 0, 3), w(EXTERNAL, 2**31 - 8, 2**31 - 1)], 1),  # low bits overlap
+        Job(2, [r(PARAMS, 511, 511), w(EXTERNAL, 2**32 - 1, 2**32 - 1)], 1),
+        Job(1, [r(SPAD_IN, 4, 511), w(ACC, 4, 4)], 1),
+    ]
+    times = check(jobs, onchip_width=9)
+    assert cycles(times) == [(0, 1, 10), (1, 2, 3), (2, 11, 12), (3, 4, 5)]
+
+
 # -- parameters and conversion -----------------------------------------------------------------
 
 
@@ -277,6 +341,9 @@ def test_random_programs_match_the_model(config, seed):
     ({"queue_depth": 1.5}, r"^queue_depth must be an integer of at least 1, not 1\.5$"),
     ({"ranges": 0}, r"^ranges must be an integer of at least 1, not 0$"),
     ({"addr_width": True}, r"^addr_width must be an integer of at least 1, not True$"),
+    ({"onchip_width": 0}, r"^onchip_width must be an integer of at least 1, not 0$"),
+    ({"addr_width": 8, "onchip_width": 9},
+     r"^onchip_width must be at most addr_width \(8\), not 9$"),
     ({"payload_shape": "word"},
      r"^payload_shape must be a shape \(a width or a layout\), not 'word'$"),
 ])
@@ -291,8 +358,10 @@ def test_memory_ids_agree_with_the_model():
     }
 
 
-def test_verilog_conversion():
-    text = verilog.convert(Dispatcher(payload_shape=32), name="dispatcher")
+@pytest.mark.parametrize("onchip_width", [None, 9])
+def test_verilog_conversion(onchip_width):
+    text = verilog.convert(Dispatcher(payload_shape=32, onchip_width=onchip_width),
+                           name="dispatcher")
     assert "module dispatcher" in text
     for port in ("i_instr__ready", "o_issue__0__valid", "i_complete__2__payload", "idle"):
         assert port in text
