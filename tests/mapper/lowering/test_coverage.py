@@ -1,6 +1,7 @@
 """`node_units` and `systolic inspect`'s unit column on the 12 models of tests/models: every
 Conv/Gemm/MatMul goes to the array, pools and adds to the vector unit, the graph's own
-Quantize/Dequantize to the host, and a Softmax to the host with its reason."""
+Quantize/Dequantize to the host, and a Softmax to the host with its reason; a LayerNorm's
+chain to the vector unit (QLayerNorm), or to the host with the LayerNorm's reason."""
 
 import json
 from pathlib import Path
@@ -144,3 +145,41 @@ def test_a_quantized_sigmoid_after_a_conv_is_vector_work_in_its_stores(tmp_path:
     assert unit == "vector"
     assert reason == ("fused into systolic.QTable 'sigmoid', itself fused into the STOREs of "
                       "'conv' (STORE with lut)")  # fmt: skip
+
+
+def _layernorm_model(axis: int, shape: tuple[int, ...]) -> onnx.ModelProto:
+    """DQ -> decomposed LayerNorm over `axis` (Q/DQ of the variance between) -> Q."""
+    def mean(x: str, out: str, name: str) -> onnx.NodeProto:
+        return helper.make_node("ReduceMean", [x], [out], name=name, axes=[axis])
+
+    nodes = [helper.make_node("DequantizeLinear", ["x", "sx", "zx"], ["xf"], name="dq"),
+             mean("xf", "mean", "mean"), helper.make_node("Sub", ["xf", "mean"], ["d"], name="sub"),
+             helper.make_node("Mul", ["d", "d"], ["sq"], name="square"), mean("sq", "var", "var"),
+             helper.make_node("Add", ["var", "eps"], ["ve"], name="add"),
+             helper.make_node("Sqrt", ["ve"], ["sd"], name="sqrt"),
+             helper.make_node("Div", ["d", "sd"], ["n"], name="div"),
+             helper.make_node("QuantizeLinear", ["n", "sy", "zy"], ["y"], name="q")]  # fmt: skip
+    constants = {"sx": np.float32(0.05), "zx": np.uint8(120), "eps": np.float32(1e-5),
+                 "sy": np.float32(1 / 32), "zy": np.uint8(128)}  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "ln", [helper.make_tensor_value_info("x", onnx.TensorProto.UINT8, shape)],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.UINT8, shape)],
+        [onnx.numpy_helper.from_array(np.asarray(v), k) for k, v in constants.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_a_layernorm_runs_on_the_vector_unit_or_says_why_not(axis: int, tmp_path: Path) -> None:
+    path = tmp_path / "ln.onnx"
+    onnx.save(_layernorm_model(axis, (2, 16, 5) if axis == 1 else (2, 5, 16)), path)
+    model = load_model(path)
+    units = dict(zip((n.name for n in model.graph.nodes), node_units(model, ArrayConfig()),
+                     strict=True))  # fmt: skip
+    chain = ("mean", "sub", "square", "var", "add", "sqrt", "div")
+    for name in chain + (("q",) if axis == -1 else ()):  # a refused chain's Q stays a Q
+        unit, reason = units[name]
+        if axis == -1:
+            assert (unit, reason) == ("vector", "fused into systolic.QLayerNorm 'div'")
+        else:  # Div's own host reason (a float division) gives way to the LayerNorm's
+            assert unit == "host" and reason.startswith("LayerNorm: the mean is not taken "
+                                                         "over the last axis")  # fmt: skip

@@ -62,11 +62,12 @@ CONSTANTS = {"c2": np.float32(2.0), "eps": np.float32(1e-5), "sv": np.float32(0.
              "sve": np.float32(0.02)}  # fmt: skip
 
 
-def _quantized(shape=SHAPE, **chain):  # type: ignore[no-untyped-def]
+def _quantized(shape=SHAPE, eps=1e-5, **chain):  # type: ignore[no-untyped-def]
     nodes = [node("DequantizeLinear", ["x", "sx", "zx"], ["xf"]), *_chain("xf", "n", **chain),
              node("QuantizeLinear", ["n", "sy", "zy"], ["y"])]  # fmt: skip
     constants = {**CONSTANTS, "sx": np.float32(0.05), "zx": U8(120), "sy": np.float32(1 / 32),
-                 "zy": U8(128), "axes": np.array(chain.get("axes", (-1,)), np.int64)}  # fmt: skip
+                 "zy": U8(128), "axes": np.array(chain.get("axes", (-1,)), np.int64),
+                 "eps": np.float32(eps)}  # fmt: skip
     ms = chain.get("qlinear_eps", False)
     return make(nodes, [("x", U8, shape)], [("y", U8, shape)], constants, ms=ms,
                 opset=chain.get("opset", 13))  # fmt: skip
@@ -128,6 +129,15 @@ def test_eps_beyond_the_field_is_refused():  # type: ignore[no-untyped-def]
     assert eps_field(1e-5, 64, 0.05) == round(64 * 64 * 1e-5 / np.float32(0.05) ** 2)
     with pytest.raises(NotFusable, match="outside its 32-bit eps field"):
         eps_field(10.0, 4096, 0.001)
+
+
+def test_an_eps_beyond_the_field_keeps_the_chain_on_the_host_with_the_reason():  # type: ignore[no-untyped-def]
+    _, model = _quantized(eps=1e5)  # H^2 eps / s_x^2 = 576e5 / 0.0025 > 2^32
+    fused, report = run_passes(model)
+    assert "QLayerNorm" not in op_types(fused)
+    (div,) = _fates(report, "Div")
+    assert div.action == "host" and "outside its 32-bit eps field" in div.reason
+    assert dict(fused.host_reasons)[div.node] == div.reason
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
