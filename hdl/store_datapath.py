@@ -1,7 +1,7 @@
 """The STORE unit's datapaths per instruction family, added to its module by `StoreUnit`:
 POOL and ADD through the vector unit (`vector_path`); the finished rows of STORE, COPY, POOL
-and ADD with the activation table and STORE raw (`output_rows`); TABLE's loads and SOFTMAX's
-start (`table_loads`). Each takes the unit (`unit`: its ports and configuration), the held
+and ADD with the activation table and STORE raw (`output_rows`); TABLE's loads and the start
+of SOFTMAX and LAYERNORM (`table_loads`). Each takes the unit (`unit`: its ports and configuration), the held
 instruction and the reader's strobes (`systolic.hdl.store_state`)."""
 
 from amaranth.hdl import Cat, Mux, Signal, signed
@@ -98,8 +98,8 @@ def _params(m, unit, control):
 
 
 def table_loads(m, unit, instr, control, reads, table, softmax):
-    """TABLE's row loads (the activation table, or with `wide` the exp table) and SOFTMAX's
-    start and fields; return TABLE's finish (its last row loads now)."""
+    """TABLE's row loads (the activation table, or with `wide` the exp table) and the start,
+    mode and fields of SOFTMAX or LAYERNORM; return TABLE's finish (its last row loads now)."""
     wide = instr.field(Table, "wide")
     loading = reads.valid & instr.is_[Table]
     m.d.comb += [

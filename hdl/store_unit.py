@@ -208,9 +208,9 @@ class StoreUnit(wiring.Component):
         return Control(accept, first_cycle, running, finish)
 
     def _reader(self, m, instr, control, space, softmax):
-        """Issue one read per cycle while there is `space` (all but SOFTMAX, whose unit drives
-        the spad_in port itself): acc rows (STORE), spad_in rows (COPY, TABLE; ADD's a and b),
-        POOL's window positions; the read's flags follow it by one cycle."""
+        """Issue one read per cycle while there is `space` (all but SOFTMAX and LAYERNORM, whose
+        unit drives the spad_in port itself): acc rows (STORE), spad_in rows (COPY, TABLE; ADD's
+        a and b), POOL's window positions; the read's flags follow it by one cycle."""
         dim, is_ = self._config.dim, instr.is_
         incoming = self.i_instr.payload.payload
         pool = {name: instr.field(Pool, name) for name in (
@@ -264,9 +264,9 @@ class StoreUnit(wiring.Component):
         return Reads(issue, last, valid, flags, total)
 
     def _write(self, m, instr, control, reads, row, fifo, writer, softmax, space):
-        """Send `row` (bits, valid) or SOFTMAX's chunks (at their own addresses) through the
-        FIFO to the writer, which walks the row pattern; keep the FIFO credit; return the
-        finish of a row-writing instruction (its last row written)."""
+        """Send `row` (bits, valid) or SOFTMAX's and LAYERNORM's chunks (at their own addresses)
+        through the FIFO to the writer, which walks the row pattern; keep the FIFO credit;
+        return the finish of a row-writing instruction (its last row written)."""
         cfg, is_ = self._config, instr.is_
         chunk, (row_bits, row_valid) = softmax.o_chunk, row
         layout = _entry_layout(cfg.dim, self._row_bytes)
@@ -322,7 +322,7 @@ class StoreUnit(wiring.Component):
 
 
 def _entry_layout(dim, width):
-    """Return one FIFO entry: a row of `width` bytes or, `direct`, a SOFTMAX chunk with its
-    byte address and byte count."""
+    """Return one FIFO entry: a row of `width` bytes or, `direct`, a SOFTMAX or LAYERNORM chunk
+    with its byte address and byte count."""
     return data.StructLayout({"data": 8 * width, "direct": 1, "addr": 32,
                               "bytes": range(dim + 1)})
