@@ -41,6 +41,7 @@ from systolic.mapper.passes.layernorm_match import (
     LAYERNORM_NOTE,
     LayerNormChain,
     match_layernorm,
+    may_hold_layernorm,
 )
 from systolic.mapper.passes.quant_params import (
     EIGHT_BIT,
@@ -139,6 +140,8 @@ def fuse_layernorm(model: Model, report: PassReport,
     systolic.QLayerNorm (module docstring). The nodes of a chain that stays are noted with
     the reason, and put in `refused` (label -> reason) when given: later passes note their
     own patterns on the same nodes, the pipeline notes these again at the end."""
+    if not may_hold_layernorm(model.graph):
+        return model
     ctx = FusionContext(model.graph)
     for node in model.graph.nodes:
         if ctx.is_scheduled(node):
@@ -148,10 +151,13 @@ def fuse_layernorm(model: Model, report: PassReport,
             if chain is not None:
                 _fuse(ctx, chain, report)
         except NotFusable as reason:
+            why = str(reason)
+            if not why.startswith(LAYERNORM_NOTE):  # a parameter check's own words
+                why = f"{LAYERNORM_NOTE}: {why}: the layer normalization runs on the host"
             for member in _members(ctx, node):
-                report.note(member.label, str(reason))
+                report.note(member.label, why)
                 if refused is not None:
-                    refused[member.label] = str(reason)
+                    refused[member.label] = why
     return dataclasses.replace(model, graph=ctx.result())
 
 

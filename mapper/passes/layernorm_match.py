@@ -27,12 +27,12 @@ import dataclasses
 
 import numpy as np
 
-from systolic.ir import Node
+from systolic.ir import Graph, Node
 from systolic.mapper.passes.fusion_context import FusionContext
 from systolic.mapper.passes.graph_tools import attr_float, attr_int, attr_ints
 from systolic.mapper.passes.quant_params import NotFusable
 
-__all__ = ["LAYERNORM_NOTE", "LayerNormChain", "last_axis", "match_layernorm"]
+__all__ = ["LAYERNORM_NOTE", "LayerNormChain", "last_axis", "match_layernorm", "may_hold_layernorm"]
 
 LAYERNORM_NOTE = "LayerNorm"
 """How the reasons this module and `fuse_layernorm` give begin."""
@@ -100,6 +100,12 @@ class _Walk:
         self.nodes.append(dq)
         return float((np.int64(q.reshape(-1)[0]) - np.int64(np.reshape(zero, -1)[0]))
                      * np.float64(np.reshape(scale, -1)[0]))
+
+
+def may_hold_layernorm(graph: Graph) -> bool:
+    """False when `graph` cannot hold a layer normalization `match_layernorm` finds (no Sqrt
+    and no LayerNormalization): the passes skip it without building their context."""
+    return any(node.op_type in ("Sqrt", "LayerNormalization") for node in graph.nodes)
 
 
 def last_axis(ctx: FusionContext, node: Node, rank: int) -> bool:

@@ -22,7 +22,11 @@ import numpy as np
 
 from systolic.ir import DataType, Graph, Node
 from systolic.mapper.passes.fusion_context import FusionContext
-from systolic.mapper.passes.layernorm_match import LayerNormChain, match_layernorm
+from systolic.mapper.passes.layernorm_match import (
+    LayerNormChain,
+    match_layernorm,
+    may_hold_layernorm,
+)
 from systolic.mapper.passes.quant_params import NotFusable
 from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast
 
@@ -46,6 +50,8 @@ class LayerNormPlan:
 def layernorm_plans(graph: Graph, taken: set[int]) -> dict[int, LayerNormPlan]:
     """Return the plan of every float layer normalization none of whose nodes is in `taken`
     (ids), by id of the chain's last node."""
+    if not may_hold_layernorm(graph):
+        return {}
     ctx = FusionContext(graph)
     plans: dict[int, LayerNormPlan] = {}
     for node in graph.nodes:
