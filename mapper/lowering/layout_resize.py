@@ -13,10 +13,12 @@ A linear (bilinear) Resize is a weighted sum, not a selection: it stays on the h
 (`resize_reason`).
 """
 
-from systolic.ir import Node
+import math
+
+from systolic.ir import Graph, Node
 from systolic.mapper.passes.graph_tools import attr_str
 
-__all__ = ["LINEAR_RESIZE", "RESAMPLING", "resize_reason"]
+__all__ = ["LINEAR_RESIZE", "RESAMPLING", "enlarging_resample", "resize_reason"]
 
 RESAMPLING = frozenset({"Resize", "Upsample"})
 """The resampling operators: layout ops when nearest (Upsample: its coordinates truncated)."""
@@ -42,3 +44,17 @@ def resize_reason(node: Node) -> str | None:
         return ("a tf_crop_and_resize Resize writes extrapolation_value outside its box, "
                 "which is no input element")
     return None
+
+
+def enlarging_resample(node: Node, graph: Graph) -> bool:
+    """True for a nearest Resize/Upsample whose output has more elements than its input: it
+    is never an alias of its input (a copy on the accelerator, or a host layer), so it may
+    write its output straight into its slice of a Concat's output."""
+    if node.domain != "" or node.op_type not in RESAMPLING or resize_reason(node) is not None:
+        return False
+    before, after = graph.type_of(node.inputs[0]), graph.type_of(node.outputs[0])
+    if before is None or after is None or before.shape is None or after.shape is None:
+        return False
+    if not (before.is_static and after.is_static):
+        return False
+    return math.prod(after.shape) > math.prod(before.shape)  # type: ignore[arg-type]

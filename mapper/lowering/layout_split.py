@@ -97,7 +97,7 @@ def compile_split(compiler: SplitCompiler, index: int, node: Node) -> str | None
     kinds = [d.kind for d in decisions]
     reason = (f"{kinds.count('alias')} outputs re-interpret the bytes of {source!r}, "
               f"{kinds.count('strided')} are strided views of it read in place, "
-              f"{kinds.count('copy')} copied (LOAD + COPY)")  # fmt: skip
+              f"{kinds.count('copy')} copied")  # fmt: skip
     compiler.add_layer(node, LayerUnit.LAYOUT, code, reason, 0)
     return None
 

@@ -12,7 +12,9 @@ per-tensor parameters p, and each of its outputs is no graph output and is read 
 QuantizeLinear nodes (default domain, constant per-tensor parameters). The op then reads `u`;
 for each output, one reader of p's own parameters is dropped (the op writes its integers
 under that reader's output name: Q_p(DQ_p(v)) = v), and every other reader Q_k reads
-DQ_p(op(u)) instead, a requantization that `fuse_tables` makes a QTable. A Resize qualifies
+DQ_p(op(u)) instead, a requantization that `fuse_tables` makes a QTable. An enlarging Resize
+read by one Q_k of other parameters requantizes first instead: op(Q_k(DQ_p(u))), the table
+on the input's elements rather than the output's. A Resize qualifies
 only in mode "nearest" without tf_crop_and_resize (whose extrapolated elements are no input
 element); a Gather of constant indices is `fuse_gather`'s.
 
@@ -22,6 +24,7 @@ integers (a QOperator export), is recorded "layout": the lowering runs it
 """
 
 import dataclasses
+import math
 
 from systolic.ir import Model, Node
 from systolic.mapper.passes.fusion_context import FusionContext
@@ -64,7 +67,8 @@ def dequantize_after_layout(model: Model, report: PassReport) -> Model:
             report.note(node.label, str(reason))
             _record_integer(ctx, node, report)
             continue
-        _rewrite(ctx, node, dequantize, params, readers, report)
+        if not _requantize_first(ctx, node, params, readers, report):
+            _rewrite(ctx, node, dequantize, params, readers, report)
         changed = True
     return dataclasses.replace(model, graph=ctx.result()) if changed else model
 
@@ -106,6 +110,60 @@ def _quantize_readers(ctx: FusionContext, node: Node) -> list[list[tuple[Node, Q
 def _params(ctx: FusionContext, node: Node, what: str) -> QuantParams:
     zero = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
     return per_tensor_params(ctx.constants, node.inputs[1], zero, what)
+
+
+def _requantize_first(ctx: FusionContext, node: Node, params: QuantParams,
+                      readers: list[list[tuple[Node, QuantParams]]], report: PassReport) -> bool:  # fmt: skip
+    """For an enlarging Resize/Upsample whose output is requantized to other parameters by
+    one QuantizeLinear (directly, or after a Q -> DQ pair of its own parameters: a QDQ
+    export's Resize -> Q -> DQ -> Concat's Q), schedule that requantization before it and the
+    op on the requantized integers under the last Q's output name (nearest resampling
+    commutes with any element-wise function): the table then runs on the input's elements,
+    not on the f-times-larger output. Return whether it did."""
+    if node.op_type not in ("Resize", "Upsample") or len(readers[0]) != 1:
+        return False
+    before, after = ctx.shape_of(node.inputs[0]), ctx.shape_of(node.outputs[0])
+    if before is None or after is None or math.prod(after) <= math.prod(before):
+        return False
+    chain = _requantizing_chain(ctx, readers[0][0], params)
+    if chain is None:
+        return False
+    quantize = chain[-1]
+    requantized = ctx.namer(f"{node.inputs[0]}_requantized")
+    first = make_node("QuantizeLinear", (node.inputs[0], *quantize.inputs[1:]), (requantized,),
+                      name=ctx.namer(f"{quantize.label}_before_{node.label}"))
+    ctx.replace((node, *chain), first, at=node)
+    ctx.replace((), dataclasses.replace(node, inputs=(requantized, *node.inputs[1:]),
+                                        outputs=quantize.outputs[:1]), at=node)  # fmt: skip
+    for moved in chain:
+        report.record(moved.label, REMOVED, reason=f"the requantization moved before "
+                      f"{node.label!r}, onto its input's elements")
+    report.record(node.label, LAYOUT, reason=_LAYOUT_REASON)
+    return True
+
+
+def _requantizing_chain(ctx: FusionContext, reader: tuple[Node, QuantParams],
+                        params: QuantParams) -> list[Node] | None:  # fmt: skip
+    """Return [Q] when the reader Q has other parameters than `params`, [Q_p, DQ_p, Q] when
+    it has the same ones and its integers go on only through a DQ of them to one Q of other
+    parameters; else None."""
+    quantize, theirs = reader
+    if not theirs.same_as(params):
+        return [quantize]
+    try:
+        dequantize = ctx.sole_reader(quantize.outputs[0])
+        if dequantize.op_type != "DequantizeLinear" or dequantize.domain != "":
+            return None
+        if not _params(ctx, dequantize, "input").same_as(params):
+            return None
+        last = ctx.sole_reader(dequantize.outputs[0])
+        if last.op_type != "QuantizeLinear" or last.domain != "":
+            return None
+        if _params(ctx, last, "output").same_as(params):
+            return None
+    except NotFusable:
+        return None
+    return [quantize, dequantize, last]
 
 
 def _rewrite(ctx: FusionContext, node: Node, dequantize: Node, params: QuantParams,

@@ -55,11 +55,15 @@ def _macs_per_unit(model: Model, units: list[tuple[str, str]]) -> Counter[str]:
 
 def _comparable(row: tuple[str, str]) -> tuple[str, str]:
     """A row as inspect and compile must agree on it: the unit, and the reason except how
-    many of a Concat's inputs are written in place (`ASSUMED_RANGES`: equal assumed scales
-    need no requantization before the Concat, so an input read elsewhere too is copied)."""
+    many of a Concat's inputs are written in place or a Split's outputs read in place
+    (`ASSUMED_RANGES`: equal assumed scales need no requantization before the Concat, so an
+    input read elsewhere too is copied), and the name of a table an activation is composed
+    into (a requantization moved before an upsampling composes with it when scales differ)."""
     unit, reason = row
     if reason.startswith("layout: ") and reason.endswith(" copied"):
-        return unit, "layout: a Concat"
+        return unit, "layout: a Concat or Split"
+    if reason.startswith("fused into systolic.QTable ") and ", itself" in reason:
+        return unit, "fused into a QTable" + reason[reason.index(", itself"):]
     return row
 
 

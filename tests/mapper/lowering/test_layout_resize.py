@@ -154,3 +154,25 @@ def test_a_row_major_rank_3_resize_repeats_elements_too():
                 coordinate_transformation_mode="asymmetric", nearest_mode="floor")
     _, layer = _run(g, shape=(2, 3, 5))
     assert layer.unit is LayerUnit.LAYOUT
+
+
+def test_an_upsampling_read_only_by_a_concat_writes_into_its_slice():
+    scales = Tensor("scales", DataType.FLOAT, np.array([1, 1, 2, 2], np.float32))
+    attrs = Attrs({"mode": "nearest", "nearest_mode": "floor",
+                   "coordinate_transformation_mode": "asymmetric"})
+    nodes = [node("QMaxPool", ["x"], "p", kernel_shape=(1, 1)),
+             Node("Resize", ("p", "", "scales"), ("r",), domain="", version=13, name="resize",
+                  attrs=attrs),
+             node("QMaxPool", ["w"], "q", kernel_shape=(1, 1)),
+             node("Concat", ["q", "r"], "c", domain="", axis=1),
+             node("QMaxPool", ["c"], "y", kernel_shape=(1, 1))]
+    g = graph({"x": (I8, (1, 3, 2, 3)), "w": (I8, (1, 2, 4, 6))}, {"y": I8}, nodes, [scales])
+    compiled = compile_model(g, CONFIG)
+    inputs = {"x": random_input(I8, (1, 3, 2, 3), 6), "w": random_input(I8, (1, 2, 4, 6), 7)}
+    assert check_layers(compiled, inputs) is None
+    expected = run_graph(compiled.graph, inputs, opsets=OPSETS)["y"]
+    np.testing.assert_array_equal(simulate(compiled, inputs, backend="model")["y"], expected)
+    concat = next(layer for layer in compiled.layers if layer.op == "Concat")
+    assert (concat.count, concat.reason) == (0, "2 inputs written in place, 0 copied")
+    c, r = compiled.program.tensor("c"), compiled.program.tensor("r")
+    assert (r.address, r.strides[1:]) == (c.address + 2, c.strides[1:])  # channels 2..4 of c

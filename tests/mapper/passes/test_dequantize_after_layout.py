@@ -200,3 +200,34 @@ def test_a_nearest_upsample_10_selects_the_integers():
     assert report.fate("upsample").action == "layout"
     same_outputs(result, model)
     assert on_the_accelerator(model, "Upsample").unit is LayerUnit.LAYOUT
+
+
+def test_an_upsampling_requantizes_before_it():
+    """Q_other(Resize(DQ(u))) = Resize(Q_other(DQ(u))): the table runs on the input's
+    elements, the Resize writes the requantized integers."""
+    model = resize_model(scales=[1, 1, 2, 2], out_scale=OTHER, nearest_mode="floor",
+                         coordinate_transformation_mode="asymmetric")
+    result, report = rewritten(model)
+    assert [n.op_type for n in result.graph.nodes] == [
+        "QuantizeLinear", "DequantizeLinear", "QuantizeLinear", "Resize"]
+    assert report.fate("q_out").action == "removed"
+    same_outputs(result, model)
+
+
+def test_a_qdq_exports_requantization_after_a_q_dq_pair_moves_before_the_upsampling():
+    """Resize -> Q_p -> DQ_p -> Q_other (a QDQ export's Resize before a Concat of other
+    parameters) becomes Q_other(DQ_p(u)) -> Resize."""
+    constants: dict[str, np.ndarray] = {"scales": np.array([1, 1, 2, 2], np.float32)}
+    nodes = _qdq_front(constants)
+    nodes += [node("Resize", ["xd", "", "scales"], ["f"], name="resize", mode="nearest"),
+              node("QuantizeLinear", ["f", "s", "z"], ["fq"], name="q_same"),
+              node("DequantizeLinear", ["fq", "s", "z"], ["fd"], name="dq_same"),
+              node("QuantizeLinear", ["fd", "s2", "z"], ["y"], name="q_other")]
+    model = build(nodes, [("x", np.float32, SHAPE)], [("y", np.uint8, [1, 6, 8, 8])],
+                  constants)  # fmt: skip
+    result, report = rewritten(model)
+    assert [n.op_type for n in result.graph.nodes] == [
+        "QuantizeLinear", "DequantizeLinear", "QuantizeLinear", "Resize"]
+    assert {report.fate(n).action for n in ("q_same", "dq_same", "q_other")} == {"removed"}
+    same_outputs(result, model)
+    assert on_the_accelerator(model, "Resize").unit is LayerUnit.LAYOUT
