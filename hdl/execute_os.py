@@ -11,7 +11,7 @@ each chunk is at least `m` columns wide (a chunk is streamed while the next one 
 Exact cycles: `systolic.sim.timing.execute_timing`.
 """
 
-from amaranth import Module, Mux, Signal, signed
+from amaranth import Module, Mux, Signal, Value, signed
 from amaranth.lib import data, fifo
 
 from systolic.hdl.instruction_fields import instruction_layout
@@ -20,8 +20,9 @@ from systolic.isa.instructions import ComputeOS
 __all__ = ["elaborate_os"]
 
 
-def elaborate_os(m: Module, unit, array) -> None:
-    """Write the output-stationary sequencer of `unit` (an `ExecuteUnit`) into `m`."""
+def elaborate_os(m: Module, unit, array) -> Value:
+    """Write the output-stationary sequencer of `unit` (an `ExecuteUnit`, or the view of its
+    OS half) into `m`; return its idle signal: nothing loaded, streamed or in the array."""
     cfg = unit.config
     rows, dim = cfg.rows, cfg.dim
     tag = unit.i_instr.payload.tag
@@ -167,3 +168,6 @@ def elaborate_os(m: Module, unit, array) -> None:
         unit.o_events.spad_in_read.eq(l_issue),
         unit.o_events.spad_wt_read.eq(s_issue),
     ]
+    idle = Signal(name="os_idle")
+    m.d.comb += idle.eq(~(l_busy | lw_valid | full[0] | full[1] | as_valid | tile_fifo.r_rdy))
+    return idle

@@ -1,15 +1,17 @@
-"""`ExecuteUnit`: PRELOAD / COMPUTE (weight-stationary) and COMPUTE.OS on the systolic array.
+"""`ExecuteUnit`: PRELOAD / COMPUTE (weight-stationary) and COMPUTE.OS on the systolic array
+(one family, or both on an array of `Dataflow.BOTH`).
 
 The exact cycle of every acceptance and completion is `systolic.sim.timing.execute_timing`
 (docs/hardware.md, "EXECUTE unit", states the rules).
 """
 
-from amaranth import Module, Mux, Signal
+from amaranth import Module, Mux, Signal, Value
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.hdl.accumulator import write_payload_layout
+from systolic.hdl.execute_both import elaborate_both
 from systolic.hdl.execute_os import elaborate_os
 from systolic.hdl.execute_ports import done_layout
 from systolic.hdl.instruction_fields import INSTRUCTION_STREAM_LAYOUT, instruction_layout
@@ -47,7 +49,8 @@ class ExecuteUnit(wiring.Component):
     the new weights. Two PRELOADs in a row: the dummy activates the first one's weights, which no
     COMPUTE can observe before the second one's replace them.
 
-    Output-stationary: see `execute_os.elaborate_os`.
+    Output-stationary: see `execute_os.elaborate_os`. Both dataflows (`Dataflow.BOTH`): both
+    sequencers on one array of `BothPE`s, the instruction choosing (`execute_both`).
 
     Members
     -------
@@ -98,14 +101,18 @@ class ExecuteUnit(wiring.Component):
         m = Module()
         m.submodules.array = array = SystolicArray(self.config)
         if self.config.dataflow is Dataflow.WS:
-            self._elaborate_ws(m, array)
-        else:
+            self._elaborate_ws(m, array, self)
+        elif self.config.dataflow is Dataflow.OS:
             elaborate_os(m, self, array)
+        else:
+            elaborate_both(m, self, array, self._elaborate_ws)
         return m
 
-    def _elaborate_ws(self, m: Module, array: SystolicArray) -> None:
+    def _elaborate_ws(self, m: Module, array: SystolicArray, ports: "ExecuteUnit") -> Value:
+        """Write the weight-stationary sequencer driving `ports` (this unit, or its WS half's
+        view); return its idle signal (see `_elaborate_both`)."""
         cfg = self.config
-        word, tag = self.i_instr.payload.payload, self.i_instr.payload.tag
+        word, tag = ports.i_instr.payload.payload, ports.i_instr.payload.tag
         preload = data.View(instruction_layout(Preload), word)
         compute = data.View(instruction_layout(Compute), word)
         is_preload = preload.opcode == Preload.OPCODE
@@ -113,7 +120,7 @@ class ExecuteUnit(wiring.Component):
 
         # Weight engine: issue stage (w_*) and read stage (ws_*), `rows` beats per tile.
         w_busy = Signal(init=1)  # the zero tile after reset
-        w_addr = Signal.like(self.spad_wt.addr)
+        w_addr = Signal.like(ports.spad_wt.addr)
         w_beat = Signal(range(cfg.rows))
         w_k = Signal(16)
         w_n = Signal(16)
@@ -129,7 +136,7 @@ class ExecuteUnit(wiring.Component):
         # Activation engine: items (a COMPUTE of m rows, or a one-row dummy) wait in `nxt`,
         # then issue from `act`, one row read per cycle.
         item = data.StructLayout({
-            "addr": len(self.spad_in.addr), "count": 32, "dummy": 1, "close": 1, "acc_row": 32,
+            "addr": len(ports.spad_in.addr), "count": 32, "dummy": 1, "close": 1, "acc_row": 32,
             "accumulate": 1, "tag": self.tag_width, "macs": range(cfg.pes + 1)})
         act = Signal(item, init={"count": 1, "dummy": 1})  # activates the zero tile after reset
         a_busy = Signal(init=1)
@@ -137,7 +144,7 @@ class ExecuteUnit(wiring.Component):
         n_valid = Signal()
         pending = Signal()  # a PRELOAD no COMPUTE has used yet
         meta = data.StructLayout({  # the accumulator takes only the low bits of a row number
-            "acc_row": len(self.o_acc.payload.row), "accumulate": 1, "write": 1, "final": 1,
+            "acc_row": len(ports.o_acc.payload.row), "accumulate": 1, "write": 1, "final": 1,
             "tag": self.tag_width})
         as_valid = Signal()
         as_last = Signal()
@@ -156,10 +163,10 @@ class ExecuteUnit(wiring.Component):
             a_free.eq(~a_busy | ((act.count == 1) & a_advance)),
             n_free.eq(~n_valid | a_free),
             needs_dummy.eq(pending | ~(n_valid | a_busy)),
-            self.i_instr.ready.eq(Mux(is_preload, w_free & (~needs_dummy | n_free),
+            ports.i_instr.ready.eq(Mux(is_preload, w_free & (~needs_dummy | n_free),
                                       is_compute & n_free)),
-            take_preload.eq(self.i_instr.valid & self.i_instr.ready & is_preload),
-            take_compute.eq(self.i_instr.valid & self.i_instr.ready & is_compute),
+            take_preload.eq(ports.i_instr.valid & ports.i_instr.ready & is_preload),
+            take_compute.eq(ports.i_instr.valid & ports.i_instr.ready & is_compute),
             close_tail.eq(take_preload & ~needs_dummy),
             close_now.eq(act.close | (close_tail & ~n_valid)),
         ]
@@ -167,13 +174,13 @@ class ExecuteUnit(wiring.Component):
         # -- weight engine
         m.d.comb += [
             w_advance.eq(~ws_valid | array.i_weights.ready),
-            self.spad_wt.addr.eq(w_addr),
-            self.spad_wt.en.eq(w_advance),
+            ports.spad_wt.addr.eq(w_addr),
+            ports.spad_wt.en.eq(w_advance),
             array.i_weights.valid.eq(ws_valid),
         ]
         for j in range(cfg.cols):
             m.d.comb += array.i_weights.payload.data[j].eq(
-                Mux(ws_zero | (j >= ws_n), 0, self.spad_wt.data[j]))
+                Mux(ws_zero | (j >= ws_n), 0, ports.spad_wt.data[j]))
         with m.If(w_advance):
             m.d.sync += ws_valid.eq(w_busy)
             with m.If(w_busy):
@@ -195,21 +202,21 @@ class ExecuteUnit(wiring.Component):
                 w_tag.eq(tag), w_report.eq(1), pending.eq(1),
             ]
         m.d.comb += [
-            self.o_preload_done.valid.eq(
+            ports.o_preload_done.valid.eq(
                 ws_valid & array.i_weights.ready & ws_last & ws_report),
-            self.o_preload_done.tag.eq(ws_tag),
+            ports.o_preload_done.tag.eq(ws_tag),
         ]
 
         # -- activation engine
         m.d.comb += [
             a_advance.eq(~as_valid | array.i_a.ready),
-            self.spad_in.addr.eq(act.addr),
-            self.spad_in.en.eq(a_advance),
+            ports.spad_in.addr.eq(act.addr),
+            ports.spad_in.en.eq(a_advance),
             array.i_a.valid.eq(as_valid),
             array.i_a.payload.last.eq(as_last),
         ]
         for r in range(cfg.rows):
-            m.d.comb += array.i_a.payload.data[r].eq(Mux(as_dummy, 0, self.spad_in.data[r]))
+            m.d.comb += array.i_a.payload.data[r].eq(Mux(as_dummy, 0, ports.spad_in.data[r]))
         with m.If(a_advance):
             m.d.sync += as_valid.eq(a_busy)
             with m.If(a_busy):
@@ -245,10 +252,10 @@ class ExecuteUnit(wiring.Component):
             ]
         beat = array.i_a.valid & array.i_a.ready & ~as_dummy
         m.d.comb += [
-            self.o_events.beat.eq(beat),
-            self.o_events.macs.eq(Mux(beat, as_macs, 0)),
-            self.o_events.spad_in_read.eq(a_advance & a_busy & ~act.dummy),
-            self.o_events.spad_wt_read.eq(w_advance & w_busy & (w_beat < w_k)),
+            ports.o_events.beat.eq(beat),
+            ports.o_events.macs.eq(Mux(beat, as_macs, 0)),
+            ports.o_events.spad_in_read.eq(a_advance & a_busy & ~act.dummy),
+            ports.o_events.spad_wt_read.eq(w_advance & w_busy & (w_beat < w_k)),
         ]
 
         # -- results: one metadata entry per activation beat, in order
@@ -259,20 +266,24 @@ class ExecuteUnit(wiring.Component):
             meta_fifo.w_data.eq(as_meta),
             meta_fifo.w_en.eq(as_valid & array.i_a.ready),
         ]
-        self._connect_results(m, array, meta_fifo, entry)
+        self._connect_results(m, array, meta_fifo, entry, ports)
+        idle = Signal(name="ws_idle")
+        m.d.comb += idle.eq(~(w_busy | ws_valid | a_busy | n_valid | as_valid | meta_fifo.r_rdy))
+        return idle
 
-    def _connect_results(self, m: Module, array: SystolicArray, meta_fifo: fifo.SyncFIFO,
-                         entry: data.View) -> None:
+    @staticmethod
+    def _connect_results(m: Module, array: SystolicArray, meta_fifo: fifo.SyncFIFO,
+                         entry: data.View, ports: "ExecuteUnit") -> None:
         """Write result beats to the accumulator per their metadata entries; report the last."""
-        row_bits = len(self.o_acc.payload.row)
+        row_bits = len(ports.o_acc.payload.row)
         m.d.comb += [
-            self.o_acc.valid.eq(array.o_c.valid & entry.write),
-            self.o_acc.payload.row.eq(entry.acc_row[:row_bits]),
-            self.o_acc.payload.accumulate.eq(entry.accumulate),
-            self.o_acc.payload.data.eq(array.o_c.payload.data),
-            array.o_c.ready.eq(self.o_acc.ready | ~entry.write),
+            ports.o_acc.valid.eq(array.o_c.valid & entry.write),
+            ports.o_acc.payload.row.eq(entry.acc_row[:row_bits]),
+            ports.o_acc.payload.accumulate.eq(entry.accumulate),
+            ports.o_acc.payload.data.eq(array.o_c.payload.data),
+            array.o_c.ready.eq(ports.o_acc.ready | ~entry.write),
             meta_fifo.r_en.eq(array.o_c.valid & array.o_c.ready),
-            self.o_compute_done.valid.eq(array.o_c.valid & array.o_c.ready & entry.final),
-            self.o_compute_done.tag.eq(entry.tag),
+            ports.o_compute_done.valid.eq(array.o_c.valid & array.o_c.ready & entry.final),
+            ports.o_compute_done.tag.eq(entry.tag),
         ]
 

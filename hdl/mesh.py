@@ -22,6 +22,7 @@ from systolic.hdl.pe import (
     weight_lane_layout,
     ws_west_layout,
 )
+from systolic.hdl.pe_both import BothPE
 
 __all__ = ["Mesh"]
 
@@ -45,10 +46,16 @@ class Mesh(wiring.Component):
     one row per cycle. The drain chain holds `rows` results per column, so the ends of two
     tiles must enter at least `rows` cycles apart.
 
+    Both (`Dataflow.BOTH`): `BothPE`s with the WS ports (`ws_west_layout`, whose flag is `flip`
+    in WS and `last` in OS; `weight_lane_layout`, whose `data` is the OS weight with `valid`
+    0) and `i_os`, the mode of every PE: each cycle the grid behaves as the WS or the OS mesh
+    above, with the timing above; change `i_os` only when no operand of the other dataflow is
+    in the grid.
+
     Parameters
     ----------
     dataflow:
-        `Dataflow.WS` or `Dataflow.OS`.
+        `Dataflow.WS`, `Dataflow.OS` or `Dataflow.BOTH`.
     rows, cols:
         Size of the grid.
     input_width, weight_width, acc_width:
@@ -64,6 +71,8 @@ class Mesh(wiring.Component):
         WS, a weight (`signed(weight_width)`) in OS.
     o_south: Out(data.ArrayLayout(signed(acc_width), cols))
         Registered bottom-row outputs: partial sums (WS) or the drain chain (OS).
+    i_os: In(1)
+        BOTH only: 1 runs the output-stationary dataflow, 0 the weight-stationary one.
 
     No flow control: every register advances every cycle (stall the mesh with `EnableInserter`).
     """
@@ -80,24 +89,29 @@ class Mesh(wiring.Component):
         self.dataflow = dataflow
         self.rows, self.cols = rows, cols
         self.input_width, self.weight_width, self.acc_width = input_width, weight_width, acc_width
-        if dataflow is Dataflow.WS:
-            west: object = ws_west_layout(input_width)
-            north: object = weight_lane_layout(weight_width, rows)
+        if dataflow is Dataflow.OS:
+            west: object = os_west_layout(input_width)
+            north: object = signed(weight_width)
         else:
-            west = os_west_layout(input_width)
-            north = signed(weight_width)
-        super().__init__({
+            west = ws_west_layout(input_width)
+            north = weight_lane_layout(weight_width, rows)
+        ports = {
             "i_west": In(data.ArrayLayout(west, rows)),
             "i_north": In(data.ArrayLayout(north, cols)),
             "o_south": Out(data.ArrayLayout(signed(acc_width), cols)),
-        })
+        }
+        if dataflow is Dataflow.BOTH:
+            ports["i_os"] = In(1)
+        super().__init__(ports)
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
         if self.dataflow is Dataflow.WS:
             bottom = self._elaborate_ws(m)
-        else:
+        elif self.dataflow is Dataflow.OS:
             bottom = self._elaborate_os(m)
+        else:
+            bottom = self._elaborate_both(m)
         m.d.comb += self.o_south.as_value().eq(Cat(*bottom))
         return m
 
@@ -135,3 +149,22 @@ class Mesh(wiring.Component):
                 north[j] = out.b
                 drains[j] = out.drain
         return drains
+
+    def _elaborate_both(self, m: Module) -> list[Value]:
+        west = [(self.i_west[k].data, self.i_west[k].flip) for k in range(self.rows)]
+        lanes = [(self.i_north[n].valid, self.i_north[n].row, self.i_north[n].data)
+                 for n in range(self.cols)]
+        souths: list[Value] = [Const(0, signed(self.acc_width))] * self.cols
+        for k in range(self.rows):
+            for n in range(self.cols):
+                a, flag = west[k]
+                lane_valid, lane_row, lane_data = lanes[n]
+                out = BothPE.emit(
+                    m, f"pe_{k}_{n}", row=k, weight_width=self.weight_width,
+                    acc_width=self.acc_width, os=self.i_os, a=a, flag=flag, south=souths[n],
+                    lane_valid=lane_valid, lane_row=lane_row, lane_data=lane_data,
+                )
+                west[k] = (out.a, out.flag)
+                lanes[n] = (out.lane_valid, out.lane_row, out.lane_data)
+                souths[n] = out.south
+        return souths

@@ -10,7 +10,9 @@ so results are exact for any pattern of `valid` and `ready`, and the pipeline dr
 tile without further input.
 """
 
-from amaranth import Cat, Module, Mux, Signal, Value, signed
+from typing import NamedTuple
+
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.hdl import EnableInserter
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -49,15 +51,29 @@ def c_payload_layout(config: ArrayConfig) -> data.StructLayout:
     """Return the `o_c` payload: `cols` sums and `last`; in OS also `row`, the row of C."""
     fields: dict[str, object] = {
         "data": data.ArrayLayout(signed(config.acc_width), config.cols), "last": 1}
-    if config.dataflow is Dataflow.OS:
+    if config.dataflow.output_stationary:
         fields["row"] = row_index_shape(config.rows)
     return data.StructLayout(fields)
 
 
-def _pack(layout: data.StructLayout, **fields: Value) -> Value:
-    """Return the bits of a `layout` struct whose fields are the given values."""
+class _Control(NamedTuple):
+    """What one dataflow's control drives: the skews' inputs, `i_a.ready` and the `o_c` beat
+    (`row`: output-stationary only)."""
+
+    west: Value
+    north: Value
+    a_ready: Value
+    valid: Value
+    last: Value
+    row: Value | None = None
+
+
+def _pack(layout: data.StructLayout, **fields: Value | int) -> Value:
+    """Return the bits of a `layout` struct whose fields are the given values (integers as
+    constants of the field's width)."""
     parts = sorted((field.offset, name, field.width) for name, field in layout)
-    return Cat(*(Value.cast(fields[name])[:width] for _, name, width in parts))
+    return Cat(*(Const(fields[name], width) if isinstance(fields[name], int)
+                 else Value.cast(fields[name])[:width] for _, name, width in parts))
 
 
 class SystolicArray(wiring.Component):
@@ -88,6 +104,13 @@ class SystolicArray(wiring.Component):
     taken at least `rows` cycles apart (other beats are never held back), so fed continuously
     a tile of `K` beats occupies the array for `max(K, rows)` cycles.
 
+    **Both** (`Dataflow.BOTH`). Every port of both dataflows and `i_os`, the mode: while it
+    is 0 the array is the weight-stationary one above (`i_b` is not taken), while it is 1 the
+    output-stationary one (`i_weights` is not taken), with the same timing. One mesh of
+    `BothPE`s serves both. Change `i_os` only when the array holds no beat of the other
+    dataflow: the last `o_c` beat of the other dataflow has been taken and no input of it was
+    taken since; the WS weights and the open tile are kept while the array runs OS.
+
     Backpressure: `advance = ~o_c.valid | o_c.ready`; while it is low every register holds and
     no input is taken. Input `ready` depends combinationally on `o_c.ready` (both dataflows), on
     `i_a.valid` (`i_weights.ready`, WS), on the other operand's `valid` and on
@@ -100,14 +123,16 @@ class SystolicArray(wiring.Component):
 
     Members
     -------
+    i_os: In(1)
+        BOTH only: the mode (1 output-stationary).
     i_weights: In(stream.Signature(weights_payload_layout(config)))
-        WS only: weight tile rows `B[k, 0:cols]`, `rows` beats per tile.
+        WS (and BOTH) only: weight tile rows `B[k, 0:cols]`, `rows` beats per tile.
     i_a: In(stream.Signature(a_payload_layout(config)))
         Activations, `rows` wide, and `last`.
     i_b: In(stream.Signature(b_payload_layout(config)))
-        OS only: weight rows `B[k, 0:cols]`, one per `i_a` beat.
+        OS (and BOTH) only: weight rows `B[k, 0:cols]`, one per `i_a` beat.
     o_c: Out(stream.Signature(c_payload_layout(config)))
-        Result rows, `cols` wide, with `last` (and `row` in OS).
+        Result rows, `cols` wide, with `last` (and `row` in OS and BOTH).
     """
 
     def __init__(self, config: ArrayConfig) -> None:
@@ -119,10 +144,12 @@ class SystolicArray(wiring.Component):
             "i_a": In(stream.Signature(a_payload_layout(config))),
             "o_c": Out(stream.Signature(c_payload_layout(config))),
         }
-        if config.dataflow is Dataflow.WS:
+        if config.dataflow.weight_stationary:
             ports["i_weights"] = In(stream.Signature(weights_payload_layout(config)))
-        else:
+        if config.dataflow.output_stationary:
             ports["i_b"] = In(stream.Signature(b_payload_layout(config)))
+        if config.dataflow is Dataflow.BOTH:
+            ports["i_os"] = In(1)
         super().__init__(ports)
 
     def elaborate(self, platform: object) -> Module:
@@ -133,10 +160,10 @@ class SystolicArray(wiring.Component):
         mesh = Mesh(cfg.dataflow, rows=cfg.rows, cols=cfg.cols, input_width=cfg.input_width,
                     weight_width=cfg.weight_width, acc_width=cfg.acc_width)
         deskew = Deskew(signed(cfg.acc_width), cfg.cols)
-        west_layout = (ws_west_layout if cfg.dataflow is Dataflow.WS else os_west_layout)(
+        west_layout = (os_west_layout if cfg.dataflow is Dataflow.OS else ws_west_layout)(
             cfg.input_width)
-        north_layout = (weight_lane_layout(cfg.weight_width, cfg.rows)
-                        if cfg.dataflow is Dataflow.WS else signed(cfg.weight_width))
+        north_layout = (signed(cfg.weight_width) if cfg.dataflow is Dataflow.OS
+                        else weight_lane_layout(cfg.weight_width, cfg.rows))
         west_skew = Skew(west_layout, cfg.rows)
         north_skew = Skew(north_layout, cfg.cols)
         for name, part in [("west_skew", west_skew), ("north_skew", north_skew), ("mesh", mesh),
@@ -149,10 +176,38 @@ class SystolicArray(wiring.Component):
             self.o_c.payload.data.eq(deskew.o),
         ]
         if cfg.dataflow is Dataflow.WS:
-            self._elaborate_ws(m, advance, west_skew, north_skew)
+            control = self._elaborate_ws(m, advance, self.i_a.valid, zero_bubbles=False)
+        elif cfg.dataflow is Dataflow.OS:
+            control = self._elaborate_os(m, advance, self.i_a.valid)
         else:
-            self._elaborate_os(m, advance, west_skew, north_skew)
+            control = self._elaborate_both(m, advance, mesh)
+        m.d.comb += [
+            west_skew.i.as_value().eq(control.west),
+            north_skew.i.as_value().eq(control.north),
+            self.i_a.ready.eq(control.a_ready),
+            self.o_c.valid.eq(control.valid),
+            self.o_c.payload.last.eq(control.last),
+        ]
+        if control.row is not None:
+            m.d.comb += self.o_c.payload.row.eq(control.row)
         return m
+
+    def _elaborate_both(self, m: Module, advance: Signal, mesh: Mesh) -> _Control:
+        """Both controls, each seeing `i_a` only in its mode; the skews' inputs, `i_a.ready`
+        and the `o_c` beat follow the mode."""
+        cfg = self.config
+        os = self.i_os
+        m.d.comb += mesh.i_os.eq(os)
+        ws = self._elaborate_ws(m, advance, self.i_a.valid & ~os, zero_bubbles=True)
+        os_control = self._elaborate_os(m, advance, self.i_a.valid & os)
+        lane = weight_lane_layout(cfg.weight_width, cfg.rows)
+        b_lanes = Cat(*(_pack(lane, valid=0, row=0, data=self.i_b.payload.data[n])
+                        for n in range(cfg.cols)))
+        return _Control(
+            west=Mux(os, os_control.west, ws.west), north=Mux(os, b_lanes, ws.north),
+            a_ready=Mux(os, os_control.a_ready, ws.a_ready),
+            valid=ws.valid | os_control.valid, last=Mux(os, os_control.last, ws.last),
+            row=os_control.row)
 
     @staticmethod
     def _delay(m: Module, advance: Signal, value: Value, cycles: int, name: str) -> Value:
@@ -164,7 +219,10 @@ class SystolicArray(wiring.Component):
             value = register
         return value
 
-    def _elaborate_ws(self, m: Module, advance: Signal, west_skew: Skew, north_skew: Skew) -> None:
+    def _elaborate_ws(self, m: Module, advance: Signal, a_valid: Value, *,
+                      zero_bubbles: bool) -> _Control:
+        """The weight-stationary control, taking `i_a` beats while `a_valid`; with
+        `zero_bubbles` the activations of cycles that take no beat enter as zeros."""
         cfg = self.config
         a_first = Signal(init=1)  # the next i_a beat starts a tile
         loaded = Signal()  # a whole weight tile waits in the shadow registers
@@ -173,9 +231,10 @@ class SystolicArray(wiring.Component):
         flip = Signal()
         w_take = Signal()
         w_done = Signal()
+        a_ready = Signal(name="ws_a_ready")
         m.d.comb += [
-            self.i_a.ready.eq(advance & (~a_first | loaded)),
-            a_take.eq(self.i_a.valid & self.i_a.ready),
+            a_ready.eq(advance & (~a_first | loaded)),
+            a_take.eq(a_valid & a_ready),
             flip.eq(a_take & a_first),
             self.i_weights.ready.eq(advance & (~loaded | flip)),
             w_take.eq(self.i_weights.valid & self.i_weights.ready),
@@ -190,28 +249,31 @@ class SystolicArray(wiring.Component):
 
         west = ws_west_layout(cfg.input_width)
         lane = weight_lane_layout(cfg.weight_width, cfg.rows)
-        m.d.comb += [
-            west_skew.i.as_value().eq(Cat(*(
-                _pack(west, data=self.i_a.payload.data[k], flip=flip) for k in range(cfg.rows)))),
-            north_skew.i.as_value().eq(Cat(*(
-                _pack(lane, valid=w_take, row=w_row, data=self.i_weights.payload.data[n])
-                for n in range(cfg.cols)))),
-        ]
+        a_data = self.i_a.payload.data.as_value()
+        if zero_bubbles:
+            a_data = Mux(a_take, a_data, 0)
+        width = cfg.input_width
+        west_bits = Cat(*(_pack(west, data=a_data[k * width:(k + 1) * width], flip=flip)
+                          for k in range(cfg.rows)))
+        north_bits = Cat(*(_pack(lane, valid=w_take, row=w_row, data=self.i_weights.payload.data[n])
+                           for n in range(cfg.cols)))
         meta = self._delay(m, advance, Cat(a_take, self.i_a.payload.last),
                            cfg.rows + cfg.cols - 1, "meta")
-        m.d.comb += [self.o_c.valid.eq(meta[0]), self.o_c.payload.last.eq(meta[1])]
+        return _Control(west_bits, north_bits, a_ready, meta[0], meta[1])
 
-    def _elaborate_os(self, m: Module, advance: Signal, west_skew: Skew, north_skew: Skew) -> None:
+    def _elaborate_os(self, m: Module, advance: Signal, a_valid: Value) -> _Control:
+        """The output-stationary control, taking `i_a` beats while `a_valid`."""
         cfg = self.config
         gap = Signal(range(cfg.rows + 1), init=cfg.rows)  # cycles since a tile end, saturating
         may_end = Signal()
         take = Signal()
         tile_end = Signal()
+        a_ready = Signal(name="os_a_ready")
         m.d.comb += [
             may_end.eq(advance & (~self.i_a.payload.last | (gap == cfg.rows))),
-            self.i_a.ready.eq(may_end & self.i_b.valid),
-            self.i_b.ready.eq(may_end & self.i_a.valid),
-            take.eq(self.i_a.valid & self.i_a.ready),
+            a_ready.eq(may_end & self.i_b.valid),
+            self.i_b.ready.eq(may_end & a_valid),
+            take.eq(a_valid & a_ready),
             tile_end.eq(take & self.i_a.payload.last),
         ]
         with m.If(advance):
@@ -223,20 +285,18 @@ class SystolicArray(wiring.Component):
         west = os_west_layout(cfg.input_width)
         a_bits = Mux(take, self.i_a.payload.data.as_value(), 0)
         width = cfg.input_width
-        m.d.comb += [
-            west_skew.i.as_value().eq(Cat(*(
-                _pack(west, data=a_bits[i * width:(i + 1) * width], last=tile_end)
-                for i in range(cfg.rows)))),
-            north_skew.i.eq(self.i_b.payload.data),
-        ]
+        west_bits = Cat(*(_pack(west, data=a_bits[i * width:(i + 1) * width], last=tile_end)
+                          for i in range(cfg.rows)))
 
         ended = self._delay(m, advance, tile_end, cfg.rows + cfg.cols - 1, "tile_end")
         row = Signal(row_index_shape(cfg.rows))
+        valid = Signal(name="os_valid")
         with m.If(advance):
             with m.If(ended):
-                m.d.sync += [self.o_c.valid.eq(1), row.eq(cfg.rows - 1)]
-            with m.Elif(self.o_c.valid & (row != 0)):
+                m.d.sync += [valid.eq(1), row.eq(cfg.rows - 1)]
+            with m.Elif(valid & (row != 0)):
                 m.d.sync += row.eq(row - 1)
             with m.Else():
-                m.d.sync += self.o_c.valid.eq(0)
-        m.d.comb += [self.o_c.payload.row.eq(row), self.o_c.payload.last.eq(row == 0)]
+                m.d.sync += valid.eq(0)
+        return _Control(west_bits, self.i_b.payload.data.as_value(), a_ready, valid, row == 0,
+                        row)

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from systolic.proto import onnx_ir_pb2 as systolic_dot_proto_dot_onnx__ir__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1csystolic/proto/program.proto\x12\x10systolic.program\x1a\x1csystolic/proto/onnx_ir.proto\"\xac\x02\n\x10\x41rrayConfigProto\x12\x0c\n\x04rows\x18\x01 \x01(\r\x12\x0c\n\x04\x63ols\x18\x02 \x01(\r\x12=\n\x08\x64\x61taflow\x18\x03 \x01(\x0e\x32+.systolic.program.ArrayConfigProto.Dataflow\x12\x13\n\x0binput_width\x18\x04 \x01(\r\x12\x14\n\x0cweight_width\x18\x05 \x01(\r\x12\x11\n\tacc_width\x18\x06 \x01(\r\x12\x10\n\x08spad_kib\x18\x07 \x01(\r\x12\x0f\n\x07\x61\x63\x63_kib\x18\x08 \x01(\r\x12\x11\n\tbus_bytes\x18\t \x01(\r\x12\x13\n\x0bmem_latency\x18\n \x01(\r\"4\n\x08\x44\x61taflow\x12\x18\n\x14\x44\x41TAFLOW_UNSPECIFIED\x10\x00\x12\x06\n\x02WS\x10\x01\x12\x06\n\x02OS\x10\x02\"3\n\x12MemorySegmentProto\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\"\x9e\x04\n\x14TensorPlacementProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x39\n\x04role\x18\x02 \x01(\x0e\x32+.systolic.program.TensorPlacementProto.Role\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\x04\x12\r\n\x05shape\x18\x04 \x03(\x03\x12\x41\n\x05\x64type\x18\x05 \x01(\x0e\x32\x32.systolic.program.TensorPlacementProto.ElementType\x12\x0f\n\x07strides\x18\x06 \x03(\x03\x12\r\n\x05scale\x18\x07 \x03(\x01\x12\x12\n\nzero_point\x18\x08 \x03(\x03\x12\x11\n\x04\x61xis\x18\t \x01(\x05H\x00\x88\x01\x01\"c\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\t\n\x05INPUT\x10\x01\x12\n\n\x06OUTPUT\x10\x02\x12\x0c\n\x08\x43ONSTANT\x10\x03\x12\x0e\n\nACTIVATION\x10\x04\x12\x10\n\x0cINPUT_OUTPUT\x10\x05\"\xa4\x01\n\x0b\x45lementType\x12\r\n\tUNDEFINED\x10\x00\x12\t\n\x05\x46LOAT\x10\x01\x12\t\n\x05UINT8\x10\x02\x12\x08\n\x04INT8\x10\x03\x12\n\n\x06UINT16\x10\x04\x12\t\n\x05INT16\x10\x05\x12\t\n\x05INT32\x10\x06\x12\t\n\x05INT64\x10\x07\x12\x08\n\x04\x42OOL\x10\t\x12\x0b\n\x07\x46LOAT16\x10\n\x12\n\n\x06\x44OUBLE\x10\x0b\x12\n\n\x06UINT32\x10\x0c\x12\n\n\x06UINT64\x10\rB\x07\n\x05_axis\"\x97\x02\n\nLayerProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02op\x18\x02 \x01(\t\x12/\n\x04unit\x18\x03 \x01(\x0e\x32!.systolic.program.LayerProto.Unit\x12\x19\n\x11\x66irst_instruction\x18\x04 \x01(\r\x12\x19\n\x11instruction_count\x18\x05 \x01(\r\x12\x0c\n\x04macs\x18\x06 \x01(\x04\x12\x0e\n\x06inputs\x18\x07 \x03(\t\x12\x0f\n\x07outputs\x18\x08 \x03(\t\x12\x0e\n\x06reason\x18\t \x01(\t\"I\n\x04Unit\x12\x14\n\x10UNIT_UNSPECIFIED\x10\x00\x12\t\n\x05\x41RRAY\x10\x01\x12\n\n\x06VECTOR\x10\x02\x12\n\n\x06LAYOUT\x10\x03\x12\x08\n\x04HOST\x10\x04\"\x86\x01\n\rHostStepProto\x12\r\n\x05layer\x18\x01 \x01(\r\x12&\n\x04node\x18\x02 \x01(\x0b\x32\x18.systolic.onnx.NodeProto\x12\x0f\n\x07version\x18\x03 \x01(\r\x12-\n\tconstants\x18\x04 \x03(\x0b\x32\x1a.systolic.onnx.TensorProto\"\xd7\x02\n\x0cProgramProto\x12\x16\n\x0e\x66ormat_version\x18\x01 \x01(\r\x12\x32\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\".systolic.program.ArrayConfigProto\x12\x19\n\x11instruction_bytes\x18\x03 \x01(\r\x12\x0c\n\x04\x63ode\x18\x04 \x01(\x0c\x12\x36\n\x08segments\x18\x05 \x03(\x0b\x32$.systolic.program.MemorySegmentProto\x12\x37\n\x07tensors\x18\x06 \x03(\x0b\x32&.systolic.program.TensorPlacementProto\x12,\n\x06layers\x18\x07 \x03(\x0b\x32\x1c.systolic.program.LayerProto\x12\x33\n\nhost_steps\x18\x08 \x03(\x0b\x32\x1f.systolic.program.HostStepProtob\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1csystolic/proto/program.proto\x12\x10systolic.program\x1a\x1csystolic/proto/onnx_ir.proto\"\xb6\x02\n\x10\x41rrayConfigProto\x12\x0c\n\x04rows\x18\x01 \x01(\r\x12\x0c\n\x04\x63ols\x18\x02 \x01(\r\x12=\n\x08\x64\x61taflow\x18\x03 \x01(\x0e\x32+.systolic.program.ArrayConfigProto.Dataflow\x12\x13\n\x0binput_width\x18\x04 \x01(\r\x12\x14\n\x0cweight_width\x18\x05 \x01(\r\x12\x11\n\tacc_width\x18\x06 \x01(\r\x12\x10\n\x08spad_kib\x18\x07 \x01(\r\x12\x0f\n\x07\x61\x63\x63_kib\x18\x08 \x01(\r\x12\x11\n\tbus_bytes\x18\t \x01(\r\x12\x13\n\x0bmem_latency\x18\n \x01(\r\">\n\x08\x44\x61taflow\x12\x18\n\x14\x44\x41TAFLOW_UNSPECIFIED\x10\x00\x12\x06\n\x02WS\x10\x01\x12\x06\n\x02OS\x10\x02\x12\x08\n\x04\x42OTH\x10\x03\"3\n\x12MemorySegmentProto\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\"\x9e\x04\n\x14TensorPlacementProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x39\n\x04role\x18\x02 \x01(\x0e\x32+.systolic.program.TensorPlacementProto.Role\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\x04\x12\r\n\x05shape\x18\x04 \x03(\x03\x12\x41\n\x05\x64type\x18\x05 \x01(\x0e\x32\x32.systolic.program.TensorPlacementProto.ElementType\x12\x0f\n\x07strides\x18\x06 \x03(\x03\x12\r\n\x05scale\x18\x07 \x03(\x01\x12\x12\n\nzero_point\x18\x08 \x03(\x03\x12\x11\n\x04\x61xis\x18\t \x01(\x05H\x00\x88\x01\x01\"c\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\t\n\x05INPUT\x10\x01\x12\n\n\x06OUTPUT\x10\x02\x12\x0c\n\x08\x43ONSTANT\x10\x03\x12\x0e\n\nACTIVATION\x10\x04\x12\x10\n\x0cINPUT_OUTPUT\x10\x05\"\xa4\x01\n\x0b\x45lementType\x12\r\n\tUNDEFINED\x10\x00\x12\t\n\x05\x46LOAT\x10\x01\x12\t\n\x05UINT8\x10\x02\x12\x08\n\x04INT8\x10\x03\x12\n\n\x06UINT16\x10\x04\x12\t\n\x05INT16\x10\x05\x12\t\n\x05INT32\x10\x06\x12\t\n\x05INT64\x10\x07\x12\x08\n\x04\x42OOL\x10\t\x12\x0b\n\x07\x46LOAT16\x10\n\x12\n\n\x06\x44OUBLE\x10\x0b\x12\n\n\x06UINT32\x10\x0c\x12\n\n\x06UINT64\x10\rB\x07\n\x05_axis\"\x97\x02\n\nLayerProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02op\x18\x02 \x01(\t\x12/\n\x04unit\x18\x03 \x01(\x0e\x32!.systolic.program.LayerProto.Unit\x12\x19\n\x11\x66irst_instruction\x18\x04 \x01(\r\x12\x19\n\x11instruction_count\x18\x05 \x01(\r\x12\x0c\n\x04macs\x18\x06 \x01(\x04\x12\x0e\n\x06inputs\x18\x07 \x03(\t\x12\x0f\n\x07outputs\x18\x08 \x03(\t\x12\x0e\n\x06reason\x18\t \x01(\t\"I\n\x04Unit\x12\x14\n\x10UNIT_UNSPECIFIED\x10\x00\x12\t\n\x05\x41RRAY\x10\x01\x12\n\n\x06VECTOR\x10\x02\x12\n\n\x06LAYOUT\x10\x03\x12\x08\n\x04HOST\x10\x04\"\x86\x01\n\rHostStepProto\x12\r\n\x05layer\x18\x01 \x01(\r\x12&\n\x04node\x18\x02 \x01(\x0b\x32\x18.systolic.onnx.NodeProto\x12\x0f\n\x07version\x18\x03 \x01(\r\x12-\n\tconstants\x18\x04 \x03(\x0b\x32\x1a.systolic.onnx.TensorProto\"\xd7\x02\n\x0cProgramProto\x12\x16\n\x0e\x66ormat_version\x18\x01 \x01(\r\x12\x32\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\".systolic.program.ArrayConfigProto\x12\x19\n\x11instruction_bytes\x18\x03 \x01(\r\x12\x0c\n\x04\x63ode\x18\x04 \x01(\x0c\x12\x36\n\x08segments\x18\x05 \x03(\x0b\x32$.systolic.program.MemorySegmentProto\x12\x37\n\x07tensors\x18\x06 \x03(\x0b\x32&.systolic.program.TensorPlacementProto\x12,\n\x06layers\x18\x07 \x03(\x0b\x32\x1c.systolic.program.LayerProto\x12\x33\n\nhost_steps\x18\x08 \x03(\x0b\x32\x1f.systolic.program.HostStepProtob\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,23 +33,23 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'systolic.proto.program_pb2'
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_ARRAYCONFIGPROTO']._serialized_start=81
-  _globals['_ARRAYCONFIGPROTO']._serialized_end=381
+  _globals['_ARRAYCONFIGPROTO']._serialized_end=391
   _globals['_ARRAYCONFIGPROTO_DATAFLOW']._serialized_start=329
-  _globals['_ARRAYCONFIGPROTO_DATAFLOW']._serialized_end=381
-  _globals['_MEMORYSEGMENTPROTO']._serialized_start=383
-  _globals['_MEMORYSEGMENTPROTO']._serialized_end=434
-  _globals['_TENSORPLACEMENTPROTO']._serialized_start=437
-  _globals['_TENSORPLACEMENTPROTO']._serialized_end=979
-  _globals['_TENSORPLACEMENTPROTO_ROLE']._serialized_start=704
-  _globals['_TENSORPLACEMENTPROTO_ROLE']._serialized_end=803
-  _globals['_TENSORPLACEMENTPROTO_ELEMENTTYPE']._serialized_start=806
-  _globals['_TENSORPLACEMENTPROTO_ELEMENTTYPE']._serialized_end=970
-  _globals['_LAYERPROTO']._serialized_start=982
-  _globals['_LAYERPROTO']._serialized_end=1261
-  _globals['_LAYERPROTO_UNIT']._serialized_start=1188
-  _globals['_LAYERPROTO_UNIT']._serialized_end=1261
-  _globals['_HOSTSTEPPROTO']._serialized_start=1264
-  _globals['_HOSTSTEPPROTO']._serialized_end=1398
-  _globals['_PROGRAMPROTO']._serialized_start=1401
-  _globals['_PROGRAMPROTO']._serialized_end=1744
+  _globals['_ARRAYCONFIGPROTO_DATAFLOW']._serialized_end=391
+  _globals['_MEMORYSEGMENTPROTO']._serialized_start=393
+  _globals['_MEMORYSEGMENTPROTO']._serialized_end=444
+  _globals['_TENSORPLACEMENTPROTO']._serialized_start=447
+  _globals['_TENSORPLACEMENTPROTO']._serialized_end=989
+  _globals['_TENSORPLACEMENTPROTO_ROLE']._serialized_start=714
+  _globals['_TENSORPLACEMENTPROTO_ROLE']._serialized_end=813
+  _globals['_TENSORPLACEMENTPROTO_ELEMENTTYPE']._serialized_start=816
+  _globals['_TENSORPLACEMENTPROTO_ELEMENTTYPE']._serialized_end=980
+  _globals['_LAYERPROTO']._serialized_start=992
+  _globals['_LAYERPROTO']._serialized_end=1271
+  _globals['_LAYERPROTO_UNIT']._serialized_start=1198
+  _globals['_LAYERPROTO_UNIT']._serialized_end=1271
+  _globals['_HOSTSTEPPROTO']._serialized_start=1274
+  _globals['_HOSTSTEPPROTO']._serialized_end=1408
+  _globals['_PROGRAMPROTO']._serialized_start=1411
+  _globals['_PROGRAMPROTO']._serialized_end=1754
 # @@protoc_insertion_point(module_scope)

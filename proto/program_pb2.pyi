@@ -15,9 +15,11 @@ class ArrayConfigProto(_message.Message):
         DATAFLOW_UNSPECIFIED: _ClassVar[ArrayConfigProto.Dataflow]
         WS: _ClassVar[ArrayConfigProto.Dataflow]
         OS: _ClassVar[ArrayConfigProto.Dataflow]
+        BOTH: _ClassVar[ArrayConfigProto.Dataflow]
     DATAFLOW_UNSPECIFIED: ArrayConfigProto.Dataflow
     WS: ArrayConfigProto.Dataflow
     OS: ArrayConfigProto.Dataflow
+    BOTH: ArrayConfigProto.Dataflow
     ROWS_FIELD_NUMBER: _ClassVar[int]
     COLS_FIELD_NUMBER: _ClassVar[int]
     DATAFLOW_FIELD_NUMBER: _ClassVar[int]

@@ -19,16 +19,27 @@ class Dataflow(enum.Enum):
 
     WS = "ws"  #: weight-stationary: a tile of B is preloaded, A streams, partial sums flow down
     OS = "os"  #: output-stationary: A and B stream, each PE keeps its own accumulator
+    BOTH = "both"  #: either one, chosen by each EXECUTE instruction (PRELOAD/COMPUTE or COMPUTE.OS)
+
+    @property
+    def weight_stationary(self) -> bool:
+        """True when the array runs PRELOAD and COMPUTE (WS or BOTH)."""
+        return self is not Dataflow.OS
+
+    @property
+    def output_stationary(self) -> bool:
+        """True when the array runs COMPUTE.OS (OS or BOTH)."""
+        return self is not Dataflow.WS
 
     @classmethod
     def parse(cls, text: str) -> "Dataflow":
-        """Return the dataflow named `text` ("ws" or "os", any case)."""
+        """Return the dataflow named `text` ("ws", "os" or "both", any case)."""
         try:
             return cls(text.strip().lower())
         except ValueError:
             raise ConfigError(
-                f"unknown dataflow {text!r}: use 'ws' (weight-stationary) "
-                f"or 'os' (output-stationary)"
+                f"unknown dataflow {text!r}: use 'ws' (weight-stationary), "
+                f"'os' (output-stationary) or 'both' (either, per instruction)"
             ) from None
 
 
@@ -51,7 +62,8 @@ class ArrayConfig:
     rows, cols:
         Processing elements in the array, each 1 to 128.
     dataflow:
-        `Dataflow.WS` or `Dataflow.OS`.
+        `Dataflow.WS`, `Dataflow.OS` or `Dataflow.BOTH` (an array that runs either dataflow,
+        chosen per EXECUTE instruction).
     input_width, weight_width:
         Signed operand widths in bits, 4 to 16 (default 8).
     acc_width:
@@ -85,7 +97,7 @@ class ArrayConfig:
                 raise ConfigError(f"{name} must be an integer from 1 to 128, not {value!r}")
         if not isinstance(self.dataflow, Dataflow):
             raise ConfigError(
-                f"dataflow must be Dataflow.WS or Dataflow.OS, not {self.dataflow!r}"
+                f"dataflow must be Dataflow.WS, Dataflow.OS or Dataflow.BOTH, not {self.dataflow!r}"
             )
         for name in ("input_width", "weight_width"):
             value = getattr(self, name)
@@ -193,7 +205,7 @@ class ArrayConfig:
         return rows, cols
 
     def to_dict(self) -> dict[str, object]:
-        """Return the fields as plain JSON-ready values (dataflow as "ws"/"os")."""
+        """Return the fields as plain JSON-ready values (dataflow as "ws"/"os"/"both")."""
         fields = dataclasses.asdict(self)
         fields["dataflow"] = self.dataflow.value
         return fields

@@ -29,8 +29,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from systolic.config import ArrayConfig
-from systolic.errors import ModelError, ResourceError, UnsupportedError
+from systolic.config import ArrayConfig, Dataflow
+from systolic.errors import ConfigError, ModelError, ResourceError, UnsupportedError
 from systolic.ir import SYSTOLIC_DOMAIN, Graph, Model, Node, Tensor
 from systolic.isa.instructions import Halt, Instruction
 from systolic.isa.program import (
@@ -46,12 +46,12 @@ from systolic.mapper.lowering.add import lower_add
 from systolic.mapper.lowering.compiled import CompiledModel, MemoryView
 from systolic.mapper.lowering.context import LayerContext
 from systolic.mapper.lowering.conv import lower_qconv
+from systolic.mapper.lowering.dataflow_choice import LayerCycles, lower_either
 from systolic.mapper.lowering.integer_matmul import lower_qmatmulint
 from systolic.mapper.lowering.jobs import planning_only
 from systolic.mapper.lowering.layer_code import LayerCode
 from systolic.mapper.lowering.layernorm import lower_qlayernorm
 from systolic.mapper.lowering.layout import LAYOUT_OPS, decide_layout
-from systolic.mapper.lowering.layout_resize import enlarging_resample
 from systolic.mapper.lowering.layout_split import compile_split
 from systolic.mapper.lowering.matmul import lower_qmatmul
 from systolic.mapper.lowering.memory_plan import EIGHT_BIT, MemoryPlan, element_type
@@ -231,11 +231,12 @@ class _Compiler:
         self.views: dict[str, MemoryView] = {}
         self.slices = self._concat_slices()
         self.fused: dict[str, str] = {}  # QTable label -> the array layer whose STOREs apply it
+        self.layer_cycles: LayerCycles | None = None  # (BOTH's per-layer choice)
 
     def _concat_slices(self) -> dict[str, tuple[str, int, int]]:
         """Map each value written straight into its slice of a Concat's output to (output,
         offset along the axis, axis): values only that Concat reads, made by an accelerator or
-        host node (a layout node may alias: only an upsampling copies), laid out like the output."""
+        host node (not a layout node, which may alias), laid out like the output."""
         producers = self.graph.producers()
         slices: dict[str, tuple[str, int, int]] = {}
         for node in self.graph.nodes:
@@ -258,8 +259,7 @@ class _Compiler:
                     break
                 ok = (
                     producer is not None
-                    and (layer_unit(producer) is not LayerUnit.LAYOUT
-                         or enlarging_resample(producer, self.graph))
+                    and layer_unit(producer) is not LayerUnit.LAYOUT
                     and len([o for o in producer.outputs if o]) == 1
                     and [u.label for u in self.consumers.get(name, [])] == [node.label]
                     and name not in self.outputs
@@ -475,18 +475,27 @@ class _Compiler:
             y = dataclasses.replace(ctx.placement(table.outputs[0]), name=node.outputs[0],
                                     dtype=ctx.dtype(node.outputs[0]))  # fmt: skip
         alloc = _PlanAllocator(self.plan)
-        if node.op_type in _CONV_OPS:
-            halo = self.halos.get(node.inputs[0], (0, 0))[0]
-            x_halo = (halo,) * (2 * (len(x.shape) - 2)) if halo else ()
-            code = lowering(node, x, y, x_halo, self.config, alloc, constants=constants,
-                            activation=activation)  # fmt: skip
-        else:
+
+        def lower(config: ArrayConfig) -> LayerCode:  # (BOTH: per dataflow, dataflow_choice)
+            if node.op_type in _CONV_OPS:
+                halo = self.halos.get(node.inputs[0], (0, 0))[0]
+                x_halo = (halo,) * (2 * (len(x.shape) - 2)) if halo else ()
+                return lowering(node, x, y, x_halo, config, alloc, constants=constants,
+                                activation=activation)  # fmt: skip
             b_name = node.inputs[1]
             b = None if b_name in constants else ctx.placement(b_name)
-            code = lowering(node, x, y, self.config, alloc, constants=constants, b=b,
+            return lowering(node, x, y, config, alloc, constants=constants, b=b,
                             activation=activation)  # fmt: skip
+
+        previous = self.last_code() if self.config.dataflow is Dataflow.BOTH else []
+        code = lower_either(lower, self.config, self.plan, self.layer_cycles, previous)
         self.plan.segments.extend(code.segments)
         return list(code.instructions), int(code.stats.macs)
+
+    def last_code(self) -> list[Instruction]:
+        """Return the instructions of the last layer that has any (none at the start)."""
+        last = next((layer for layer in reversed(self.layers) if layer.count), None)
+        return [] if last is None else self.instructions[last.first:last.first + last.count]
 
     def compile_layout(self, index: int, node: Node) -> str | None:
         """Lower layout node `node`; return None when done, else why it needs the host."""
@@ -596,17 +605,26 @@ def compile_model(
     *,
     opsets: Mapping[str, int] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    layer_cycles: LayerCycles | None = None,
 ) -> CompiledModel:
     """Compile an integer graph (or a model holding one) for `config`; see the module docstring.
 
     `progress(done, total)`, when given, is called after each of the graph's `total` nodes
-    (for a progress bar: large models take tens of seconds).
+    (for a progress bar: large models take tens of seconds). `layer_cycles` times a layer
+    alone (`systolic.sim.timing.layer_cycles.layer_cycles`): `Dataflow.BOTH` needs it to
+    choose each array layer's dataflow (`dataflow_choice.lower_either`).
 
     Raises UnsupportedError for a configuration the lowering cannot target (operands must be
     8-bit) or a value it cannot place, ModelError for values without static shapes,
     ResourceError when the model does not fit the 32-bit external address space.
     """
-    return _compiler(model, config, opsets).run(progress)
+    if config.dataflow is Dataflow.BOTH and layer_cycles is None:
+        raise ConfigError(
+            "dataflow both chooses each layer's dataflow with the cycle model: compile with "
+            "layer_cycles=systolic.sim.timing.layer_cycles.layer_cycles")
+    compiler = _compiler(model, config, opsets)
+    compiler.layer_cycles = layer_cycles
+    return compiler.run(progress)
 
 
 def plan_layers(

@@ -37,6 +37,8 @@ from systolic.sim.native.build import load_library
 
 __all__ = ["NativeStatus", "native_execute", "run_native"]
 
+_DATAFLOW_CODE = {Dataflow.WS: 0, Dataflow.OS: 1, Dataflow.BOTH: 2}
+"""golden.c's `output_stationary`: 0 runs PRELOAD/COMPUTE, 1 COMPUTE.OS, 2 either."""
 
 
 class NativeStatus:
@@ -151,7 +153,7 @@ def native_execute(config: ArrayConfig, words: np.ndarray, memory: np.ndarray,
     exp_table = _int64_array(machine, "exp_table", (TABLE_ENTRIES,))
     state = _State(
         config.rows, cols, config.input_width, config.weight_width, config.acc_width,
-        int(config.dataflow is Dataflow.OS), spad_depth, config.acc_depth,
+        _DATAFLOW_CODE[config.dataflow], spad_depth, config.acc_depth,
         memory.size, memory.ctypes.data,
         spad_in.size, spad_in.ctypes.data, spad_wt.ctypes.data,
         acc.size, acc.ctypes.data,

@@ -434,7 +434,7 @@ static void tile_extent(tile *t, int rows, int cols, int wpad) {
 
 static int exec_preload(machine *mc, const uint64_t *w) {
     int64_t k = FIELD(w, PRELOAD_K), n = FIELD(w, PRELOAD_N), row = FIELD(w, PRELOAD_ROW);
-    if (mc->os || k < 1 || n < 1 || k > mc->rows || n > mc->cols || row + k > mc->spad_depth)
+    if (mc->os == 1 || k < 1 || n < 1 || k > mc->rows || n > mc->cols || row + k > mc->spad_depth)
         return GOLDEN_INVALID;
     tile *t = &mc->shadow;
     memset(t->w, 0, sizeof(int32_t) * (size_t)mc->rows * (size_t)mc->wpad);
@@ -573,7 +573,7 @@ SIMD_CLONES static void ws_dispatch64(const int16_t *in, int64_t stride, int64_t
 static int exec_compute(machine *mc, const uint64_t *w) {
     int64_t accumulate = FIELD(w, COMPUTE_ACCUMULATE), in_row = FIELD(w, COMPUTE_IN_ROW);
     int64_t m = FIELD(w, COMPUTE_M), acc_row = FIELD(w, COMPUTE_ACC_ROW);
-    if (mc->os || m < 1 || in_row + m > mc->spad_depth || acc_row + m > mc->acc_depth)
+    if (mc->os == 1 || m < 1 || in_row + m > mc->spad_depth || acc_row + m > mc->acc_depth)
         return GOLDEN_INVALID;
     if (mc->has_shadow) { /* the shadow weights become active for this COMPUTE */
         tile swap = mc->active;
@@ -648,7 +648,7 @@ SIMD_CLONES static int exec_compute_os(machine *mc, const uint64_t *w) {
     int64_t n = FIELD(w, COMPUTE_OS_N), k = FIELD(w, COMPUTE_OS_K);
     int64_t in_row = FIELD(w, COMPUTE_OS_IN_ROW), a_stride = FIELD(w, COMPUTE_OS_A_STRIDE);
     int64_t wt_row = FIELD(w, COMPUTE_OS_WT_ROW), acc_row = FIELD(w, COMPUTE_OS_ACC_ROW);
-    if (!mc->os || m < 1 || n < 1 || k < 1 || m > mc->rows || n > mc->cols) return GOLDEN_INVALID;
+    if (mc->os == 0 || m < 1 || n < 1 || k < 1 || m > mc->rows || n > mc->cols) return GOLDEN_INVALID;
     int64_t chunks = (k + mc->dim - 1) / mc->dim;
     if (chunks == 1 && a_stride != 0) return GOLDEN_INVALID;
     if (chunks > 1 && a_stride < m) return GOLDEN_INVALID;
@@ -1142,7 +1142,7 @@ int golden_run(golden_state *st, const uint64_t *words, int64_t count, int64_t *
     mc.wt_w = (int)st->weight_width;
     mc.acc_w = (int)st->acc_width;
     mc.ob = ((mc.in_w > mc.wt_w ? mc.in_w : mc.wt_w) + 7) / 8;
-    mc.os = st->output_stationary != 0;
+    mc.os = (int)st->output_stationary; /* 0: ws, 1: os, 2: both (either per instruction) */
     mc.spad_depth = st->spad_depth;
     mc.acc_depth = st->acc_depth;
     mc.mem = st->memory;

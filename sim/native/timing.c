@@ -57,8 +57,9 @@ enum {
 typedef struct {
     i64 last_taken, w_free, w_last, loaded, activated, a_free, a_last, newest, slot_free;
     i64 closed, pending, loader_free, bank0, bank1, beat_taken, tile_end, chunks;
+    i64 both, mode_os; /* both dataflows: the family the array runs now (1: COMPUTE.OS) */
 } Execute;
-#define EXECUTE_FIELDS 17
+#define EXECUTE_FIELDS 19
 
 /* An EXECUTE strobe of the merge window (`[cycle, key, index, delivered, announced]`); in a
    checkpoint also the instruction's reader and completion then. */
@@ -495,6 +496,18 @@ int timing_pass(i64 n, const i64 *kinds, const i64 *units, const i64 *masks, con
             Execute *x = &s.ex;
             const i64 kind = kinds[index];
             i64 earliest = x->last_taken + 1, taken, raw, key;
+            if (x->both && x->mode_os != (kind == K_COMPUTE_OS)) {
+                /* a change of dataflow waits until the array has drained the other family */
+                i64 gate;
+                if (kind == K_COMPUTE_OS) {
+                    gate = x->w_last + 1;
+                    if (x->a_last + array_latency + 1 > gate) gate = x->a_last + array_latency + 1;
+                } else {
+                    gate = x->tile_end + os_drain + 1;
+                }
+                if (gate > earliest) earliest = gate;
+                x->mode_os = kind == K_COMPUTE_OS;
+            }
             ready_from = earliest;
             if (clear > earliest) earliest = clear;
             if (kind == K_COMPUTE) {

@@ -51,12 +51,20 @@ column is taken no earlier than `rows` cycles after the previous tile's last col
 completes `2 * rows + cols - 1` cycles after its last column is taken (row 0 of the array's
 drain). Back to back, tiles follow with no idle cycle when every chunk has at least `m` columns:
 a tile of `k` steps then occupies the array for `max(k, rows)` cycles.
+
+Both dataflows (`Dataflow.BOTH`): the unit keeps both schedules above and a mode, weight-
+stationary after reset (the zero tile). An instruction of the other family is taken no
+earlier than the cycle after the current family has drained its array: for COMPUTE.OS after
+weight-stationary work, `max(D + 1, T_last + L + 1)` (`D`: the newest weight tile's last
+beat; `T_last`: the newest activation item's last row, dummies included); for PRELOAD or
+COMPUTE after COMPUTE.OS, the cycle after the last tile's completion. The mode switches when
+it is taken; each schedule otherwise continues from its own state.
 """
 
 import dataclasses
 from typing import NamedTuple
 
-from systolic.config import ArrayConfig, Dataflow
+from systolic.config import ArrayConfig
 from systolic.isa.instructions import Compute, ComputeOS, Instruction, Preload
 
 __all__ = ["ExecuteState", "ExecuteTiming", "InstructionTiming"]
@@ -78,7 +86,8 @@ class ExecuteState(NamedTuple):
     the newest weight tile was loaded in (D) and the one before activated in (F), the newest
     activation, the slot's free cycle, and `closed`/`pending` as 0 or 1. Output-stationary:
     the loader's free cycle, each bank's free cycle, the streamer's last column, the last tile
-    end and the chunk count. The other dataflow's fields are 0.
+    end and the chunk count. The other dataflow's fields are 0. Both dataflows: `both` 1 and
+    `mode_os` the current mode (0 weight-stationary, 1 output-stationary); else both 0.
     """
 
     last_taken: int
@@ -98,6 +107,8 @@ class ExecuteState(NamedTuple):
     beat_taken: int
     tile_end: int
     chunks: int
+    both: int = 0
+    mode_os: int = 0
 
 
 @dataclasses.dataclass(slots=True)
@@ -124,12 +135,14 @@ class ExecuteTiming:
         self.config = config
         self._latency = config.rows + config.cols - 1
         self._last_taken = -1
-        self._ws = config.dataflow is Dataflow.WS
+        self._ws = config.dataflow.weight_stationary  # runs PRELOAD and COMPUTE
+        self._os = config.dataflow.output_stationary  # runs COMPUTE.OS
+        self._mode_os = not self._ws  # the family the array runs now (BOTH: WS after reset)
         self._rows, self._dim = config.rows, config.dim
         self._os_drain = 2 * config.rows + config.cols - 1
         if self._ws:
             self._init_ws()
-        else:
+        if self._os:
             self._loader_free = _NEVER  # cycle the loader issues its instruction's last read
             self._bank_free = [_NEVER, _NEVER]  # first cycle the loader may fill each bank
             self._chunks = 0  # chunks loaded so far (chunk g uses bank g % 2)
@@ -156,7 +169,7 @@ class ExecuteTiming:
             return self.preload(available)
         if isinstance(instr, Compute) and self._ws:
             return self.compute(available, instr.m)
-        if isinstance(instr, ComputeOS) and not self._ws:
+        if isinstance(instr, ComputeOS) and self._os:
             return self.compute_os(available, instr.m, instr.k)
         raise ValueError(
             f"{instr.MNEMONIC} is not an EXECUTE instruction of a "
@@ -169,21 +182,41 @@ class ExecuteTiming:
         if self._ws:
             clone._weights = _Engine(self._weights.free, self._weights.last_take)
             clone._acts = _Engine(self._acts.free, self._acts.last_take)
-        else:
+        if self._os:
             clone._bank_free = list(self._bank_free)
         return clone
 
     def state(self) -> ExecuteState:
         """Return the schedule's state (see `ExecuteState`)."""
+        ws: tuple[int, ...] = (0,) * 10
+        os: tuple[int, ...] = (0,) * 6
         if self._ws:
             weights, acts = self._weights, self._acts
-            return ExecuteState(
-                self._last_taken, weights.free, weights.last_take, self._loaded,
-                self._activated, acts.free, acts.last_take, self._newest_activated,
-                self._slot_free, int(self._closed), int(self._pending), 0, 0, 0, 0, 0, 0)
-        bank0, bank1 = self._bank_free
-        return ExecuteState(self._last_taken, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, self._loader_free,
-                            bank0, bank1, self._beat_taken, self._tile_end, self._chunks)
+            ws = (weights.free, weights.last_take, self._loaded, self._activated, acts.free,
+                  acts.last_take, self._newest_activated, self._slot_free, int(self._closed),
+                  int(self._pending))
+        if self._os:
+            os = (self._loader_free, *self._bank_free, self._beat_taken, self._tile_end,
+                  self._chunks)
+        both = self._ws and self._os
+        return ExecuteState._make(
+            (self._last_taken, *ws, *os, int(both), int(both and self._mode_os)))
+
+    def _switch_gate(self, to_os: bool) -> int:
+        """Return the first cycle an instruction of the family `to_os` may be taken in because
+        of a change of dataflow (a very early cycle when the array already runs it)."""
+        if to_os == self._mode_os:
+            return _NEVER
+        if to_os:  # the weight-stationary engines and the array have drained
+            return max(self._weights.last_take + 1, self._acts.last_take + self._latency + 1)
+        return self._tile_end + self._os_drain + 1  # the last tile has left the array
+
+    def _enter(self, to_os: bool, available: int) -> int:
+        """Switch to the family `to_os` for an instruction offered from `available`; return
+        the cycle it is offered from once the array may run it."""
+        gate = self._switch_gate(to_os)
+        self._mode_os = to_os
+        return max(available, gate)
 
     def ready_from(self, cls: type[Instruction]) -> int:
         """Return the first cycle the unit would take an instruction of class `cls` (PRELOAD,
@@ -192,7 +225,7 @@ class ExecuteTiming:
         This is the unit's `i_instr.ready` for it (it stays high once it rises, until the
         unit takes an instruction); the state is not changed.
         """
-        earliest = self._last_taken + 1
+        earliest = max(self._last_taken + 1, self._switch_gate(issubclass(cls, ComputeOS)))
         if issubclass(cls, ComputeOS):
             return max(earliest, self._loader_free)
         if issubclass(cls, Preload):
@@ -202,6 +235,7 @@ class ExecuteTiming:
 
     def preload(self, available: int) -> InstructionTiming:
         """Take a PRELOAD (weight-stationary) offered from cycle `available`."""
+        available = self._enter(False, available)
         taken = max(self._weights.free, self._last_taken + 1, available)
         if self._pending and self._slot_free > taken:
             taken = self._slot_free
@@ -216,6 +250,7 @@ class ExecuteTiming:
 
     def compute(self, available: int, m: int) -> InstructionTiming:
         """Take a COMPUTE of `m` rows (weight-stationary) offered from cycle `available`."""
+        available = self._enter(False, available)
         taken = max(self._slot_free, self._last_taken + 1, available)
         first = self._start_item(taken, m)
         self._closed = False
@@ -224,6 +259,7 @@ class ExecuteTiming:
 
     def compute_os(self, available: int, m: int, k: int) -> InstructionTiming:
         """Take a COMPUTE.OS of `m` rows and `k` steps offered from cycle `available`."""
+        available = self._enter(True, available)
         taken = max(self._loader_free, self._last_taken + 1, available)
         load_start = taken + 1
         for chunk in range(-(-k // self._dim)):

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from systolic.config import ArrayConfig
+from systolic.config import ArrayConfig, Dataflow
 from systolic.isa.encode_batch import CLASS_OF_OPCODE, WORDS, encode_words, field_columns, opcodes
 from systolic.isa.instructions import (
     Add,
@@ -256,7 +256,8 @@ class ProgramFacts:
         kind_table = np.zeros(256, dtype=np.int64)
         for op, cls in classes.items():
             kind = kind_table[op] = _kind_of(cls)
-            if kind >= K_COMPUTE and (kind == K_COMPUTE_OS) == ws:  # the unit refuses it
+            if kind >= K_COMPUTE and (kind == K_COMPUTE_OS) == ws and (
+                    describer.config.dataflow is not Dataflow.BOTH):  # the unit refuses it
                 raise ValueError(
                     f"{cls.MNEMONIC} is not an EXECUTE instruction of a "
                     f"{describer.config.dataflow.value} array")

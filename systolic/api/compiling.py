@@ -78,8 +78,9 @@ def compile(
     from systolic.mapper.importer import load_model
     from systolic.mapper.lowering import compile_model
     from systolic.mapper.passes.pipeline import run_passes
+    from systolic.sim.timing.layer_cycles import layer_cycles
 
     config = config if config is not None else ArrayConfig()
     loaded = model if isinstance(model, Model) else load_model(model_source(model)[0])
     integer, _ = run_passes(loaded, seed=seed)
-    return Compiled(compile_model(integer, config), config)
+    return Compiled(compile_model(integer, config, layer_cycles=layer_cycles), config)

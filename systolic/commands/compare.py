@@ -72,8 +72,9 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     grid = parser.add_argument_group("configurations (comma-separated lists; every combination)")
     grid.add_argument("--array", metavar="RxC,...", default=_DEFAULT.shape_text,
                       help=f"array sizes (default {_DEFAULT.shape_text})")  # fmt: skip
-    grid.add_argument("--dataflow", metavar="ws,os", default="ws,os",
-                      help="dataflows (default ws,os)")  # fmt: skip
+    grid.add_argument("--dataflow", metavar="ws,os,both", default="ws,os",
+                      help="dataflows (default ws,os; both: an array that runs either, "
+                           "chosen per layer)")  # fmt: skip
     for name, help_text in (
         ("spad_kib", "scratchpad sizes in KiB"),
         ("acc_kib", "accumulator memory sizes in KiB"),

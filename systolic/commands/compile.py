@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from systolic.commands.output_paths import check_output_file
     from systolic.mapper.importer import bind_inputs
     from systolic.mapper.lowering import compile_model
+    from systolic.sim.timing.layer_cycles import layer_cycles
 
     config = config_from_args(args)
     limit = parse_size(args.max_memory)
@@ -107,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
     model = integer_model(model)
     bar = ProgressBar(len(model.graph.nodes), "compiling layers")
     try:
-        compiled = compile_model(model, config, progress=lambda done, _: bar.update(done))
+        compiled = compile_model(model, config, progress=lambda done, _: bar.update(done),
+                                 layer_cycles=layer_cycles)
     finally:
         bar.close()
     compiled.save(args.output)

@@ -1,6 +1,6 @@
 """The command-line options that describe an accelerator configuration (`ArrayConfig`).
 
-`add_config_arguments(parser)` adds `--array RxC`, `--dataflow ws|os`, `--spad-kib`,
+`add_config_arguments(parser)` adds `--array RxC`, `--dataflow ws|os|both`, `--spad-kib`,
 `--acc-kib`, `--bus-bytes` and `--mem-latency` (with `widths=True` also `--input-width`,
 `--weight-width` and `--acc-width`); `config_from_args(args)` builds the checked
 configuration. A value that is not a whole number, or an impossible configuration, is a
@@ -43,8 +43,9 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, widths: bool = Fals
         help=f"array rows x columns (default {_DEFAULT.shape_text})",
     )  # fmt: skip
     group.add_argument(
-        "--dataflow", metavar="ws|os", default=_DEFAULT.dataflow.value,
-        help="weight-stationary (ws, default) or output-stationary (os)",
+        "--dataflow", metavar="ws|os|both", default=_DEFAULT.dataflow.value,
+        help="weight-stationary (ws, default), output-stationary (os), or both: an array "
+             "that runs either, chosen per layer by the cycle model",
     )  # fmt: skip
     for field, meaning in (_WIDTH_OPTIONS if widths else ()) + _SIZE_OPTIONS:
         group.add_argument(

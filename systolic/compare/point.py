@@ -18,6 +18,7 @@ from systolic.errors import SystolicError
 from systolic.ir import Graph, Model
 from systolic.mapper.lowering import compile_model
 from systolic.sim.energy.table import EnergyTable
+from systolic.sim.timing.layer_cycles import layer_cycles
 from systolic.simulation.energy import layer_energies
 from systolic.simulation.layer_rows import layer_rows
 
@@ -40,7 +41,7 @@ def run_config(
 ) -> ConfigResult:
     """Compile `integer` for `config`, run it on `backend` and return its results, with every
     layer's energy on `energy_table` (default: the bundled 45 nm table)."""
-    compiled = compile_model(integer, config)
+    compiled = compile_model(integer, config, layer_cycles=layer_cycles)
     runs = accelerator_runs(compiled, backend, inputs or {})
     energies = layer_energies(compiled, energy_table or EnergyTable.default())
     layers = tuple(layer_rows(compiled, runs, energies))

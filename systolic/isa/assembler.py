@@ -51,12 +51,16 @@ def assemble_code(instructions: Iterable[Instruction]) -> bytes:
     return words
 
 
+_DATAFLOW_TO_PROTO = {Dataflow.WS: ArrayConfigProto.WS, Dataflow.OS: ArrayConfigProto.OS,
+                      Dataflow.BOTH: ArrayConfigProto.BOTH}
+
+
 def config_to_proto(config: ArrayConfig) -> ArrayConfigProto:
     """Return the message form of `config`."""
     return ArrayConfigProto(
         rows=config.rows,
         cols=config.cols,
-        dataflow=ArrayConfigProto.WS if config.dataflow is Dataflow.WS else ArrayConfigProto.OS,
+        dataflow=_DATAFLOW_TO_PROTO[config.dataflow],
         input_width=config.input_width,
         weight_width=config.weight_width,
         acc_width=config.acc_width,

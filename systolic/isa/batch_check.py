@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from systolic.config import ArrayConfig, Dataflow
+from systolic.config import ArrayConfig
 from systolic.isa.encode_batch import CLASS_OF_OPCODE, field_columns, opcodes
 from systolic.isa.execute import Compute, ComputeOS, Preload
 from systolic.isa.instruction_base import Instruction
@@ -137,7 +137,7 @@ def _row_extent(ext: np.ndarray, n0: np.ndarray, stride0: np.ndarray, stride1: n
 
 def _preload(c: Columns, config: ArrayConfig) -> np.ndarray:
     """Preload.check's conditions."""
-    if config.dataflow is not Dataflow.WS:
+    if not config.dataflow.weight_stationary:
         return np.zeros(len(c["k"]), dtype=bool)
     return ((c["k"] <= config.rows) & (c["n"] <= config.cols)
             & (c["row"] + c["k"] <= depth(config, Memory.SPAD_WT)))  # fmt: skip
@@ -145,7 +145,7 @@ def _preload(c: Columns, config: ArrayConfig) -> np.ndarray:
 
 def _compute(c: Columns, config: ArrayConfig) -> np.ndarray:
     """Compute.check's conditions."""
-    if config.dataflow is not Dataflow.WS:
+    if not config.dataflow.weight_stationary:
         return np.zeros(len(c["m"]), dtype=bool)
     return ((c["in_row"] + c["m"] <= depth(config, Memory.SPAD_IN))
             & (c["acc_row"] + c["m"] <= depth(config, Memory.ACC)))  # fmt: skip
@@ -154,7 +154,7 @@ def _compute(c: Columns, config: ArrayConfig) -> np.ndarray:
 def _compute_os(c: Columns, config: ArrayConfig) -> np.ndarray:
     """ComputeOS.check's conditions."""
     m, k, a_stride = c["m"], c["k"], c["a_stride"]
-    if config.dataflow is not Dataflow.OS:
+    if not config.dataflow.output_stationary:
         return np.zeros(len(m), dtype=bool)
     dim, spad = config.dim, depth(config, Memory.SPAD_IN)
     chunks = -(-k // dim)

@@ -55,9 +55,10 @@ def decode_code(code: bytes) -> tuple[Instruction, ...]:
 
 def config_from_proto(message: ArrayConfigProto) -> ArrayConfig:
     """Return the configuration a message describes (ConfigError if it is impossible)."""
-    dataflows = {ArrayConfigProto.WS: Dataflow.WS, ArrayConfigProto.OS: Dataflow.OS}
+    dataflows = {ArrayConfigProto.WS: Dataflow.WS, ArrayConfigProto.OS: Dataflow.OS,
+                 ArrayConfigProto.BOTH: Dataflow.BOTH}
     if message.dataflow not in dataflows:
-        raise ProgramError("the program's configuration names no dataflow (ws or os)")
+        raise ProgramError("the program's configuration names no dataflow (ws, os or both)")
     return ArrayConfig(
         rows=message.rows,
         cols=message.cols,

@@ -29,7 +29,7 @@ class Preload(Instruction):
     n: int
 
     def check(self, config: ArrayConfig) -> None:
-        if config.dataflow is not Dataflow.WS:
+        if not config.dataflow.weight_stationary:
             self._need_dataflow(config, Dataflow.WS)
         if self.k > config.rows:
             self._need_at_most("k", self.k, config.rows, "the array's rows")
@@ -63,7 +63,7 @@ class Compute(Instruction):
     accumulate: bool = False
 
     def check(self, config: ArrayConfig) -> None:
-        if config.dataflow is not Dataflow.WS:
+        if not config.dataflow.weight_stationary:
             self._need_dataflow(config, Dataflow.WS)
         self._need_rows(
             "in_row + m", self.in_row + self.m, depth(config, Memory.SPAD_IN), "spad_in", config
@@ -114,7 +114,7 @@ class ComputeOS(Instruction):
         return self.in_row + (self.chunks(config) - 1) * self.a_stride + self.m - 1
 
     def check(self, config: ArrayConfig) -> None:
-        if config.dataflow is not Dataflow.OS:
+        if not config.dataflow.output_stationary:
             self._need_dataflow(config, Dataflow.OS)
         if self.m > config.rows:
             self._need_at_most("m", self.m, config.rows, "the array's rows")

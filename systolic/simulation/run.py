@@ -40,6 +40,7 @@ from systolic.mapper.lowering.compiled import AcceleratorStep, CompiledModel
 from systolic.reference.executor import run_model
 from systolic.sim.progress import watching
 from systolic.sim.result import RunResult
+from systolic.sim.timing.layer_cycles import layer_cycles
 from systolic.simulation.engine import engine_name
 from systolic.simulation.layer_check import LayerComparison, reference_values
 from systolic.simulation.layer_rows import layer_rows
@@ -115,7 +116,8 @@ def _check_options(backend: str, vcd: str | os.PathLike[str] | None) -> None:
 def _compile(integer: Model, config: ArrayConfig, make_bar: ProgressMaker) -> CompiledModel:
     bar = make_bar(len(integer.graph.nodes), "compiling layers")
     try:
-        return compile_model(integer, config, progress=lambda done, _: bar.update(done))
+        return compile_model(integer, config, progress=lambda done, _: bar.update(done),
+                             layer_cycles=layer_cycles)
     finally:
         bar.close()
 

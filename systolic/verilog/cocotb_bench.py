@@ -25,6 +25,7 @@ from systolic.mapper.lowering import compile_model
 from systolic.sim.result import RunResult
 from systolic.sim.rtl.commands import encode_program
 from systolic.sim.run.backends import run_program
+from systolic.sim.timing.layer_cycles import layer_cycles
 from systolic.simulation.prepare import prepare_model
 from systolic.simulation.runner import run_compiled
 
@@ -41,7 +42,7 @@ def _first_run(model_path: str | os.PathLike[str], config: ArrayConfig,
     backend). The images are copied as the run starts and ends: the host steps after it
     change the runner's image in place."""
     prepared = prepare_model(model_path, seed=seed)
-    compiled = compile_model(prepared.integer, config)
+    compiled = compile_model(prepared.integer, config, layer_cycles=layer_cycles)
     runs: list[tuple[Program, bytes, bytes, int]] = []
 
     def capture(program: Program, memory: bytearray) -> RunResult:

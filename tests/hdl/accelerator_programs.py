@@ -191,3 +191,16 @@ def golden_image(program: Program, image: bytes | bytearray) -> bytes:
 def with_latency(config: ArrayConfig, mem_latency: int) -> ArrayConfig:
     """Return `config` with another external read latency."""
     return dataclasses.replace(config, mem_latency=mem_latency)
+
+
+def mixed_gemm_program(config: ArrayConfig, a: np.ndarray, b: np.ndarray,
+                       rng: np.random.Generator, *, y_offset: int = 0x800) -> Program:
+    """Return, for a `Dataflow.BOTH` configuration, Y = requant(A @ B) computed weight-
+    stationary (outputs at `Y_ADDR`), then output-stationary (outputs `y_offset` bytes further),
+    then weight-stationary again (over the first outputs): three changes of dataflow."""
+    ws = gemm_program(dataclasses.replace(config, dataflow=Dataflow.WS), a, b, rng)
+    os = gemm_program(dataclasses.replace(config, dataflow=Dataflow.OS), a, b, rng)
+    os_body = [dataclasses.replace(i, ext=i.ext + y_offset) if isinstance(i, Store) else i
+               for i in os.instructions[:-1]]
+    body = (*ws.instructions[:-1], *os_body, *ws.instructions[:-1])
+    return Program(config, (*body, Halt()), ws.segments)

@@ -1,6 +1,6 @@
 """Drive a `SystolicArray` with whole tiles and return its results and cycle stamps.
 
-`run_ws` and `run_os` feed the operand streams from separate producers and collect `o_c` with a
+`run_ws` and `run_os` (also on a `Dataflow.BOTH` array, in that mode) feed the operand streams from separate producers and collect `o_c` with a
 consumer, all started at cycle 0, and reassemble the output beats into one C tile per input
 tile. `expected_ws_cycles` and `expected_os_cycles` state, independently of the RTL, the cycle
 in which each beat is taken and each result leaves when the streams are always valid and
@@ -79,6 +79,10 @@ def _simulate(dut: SystolicArray, inputs: dict[str, list[int]], count: int, seed
 
     sim = Simulator(dut)
     sim.add_clock(1e-6)
+    if dut.config.dataflow is Dataflow.BOTH and "i_b" in inputs:
+        async def output_stationary(ctx):  # type: ignore[no-untyped-def]
+            ctx.set(dut.i_os, 1)  # (before the first clock edge)
+        sim.add_testbench(output_stationary)
     for name, beats in inputs.items():
         sim.add_testbench(producer(name, beats, random.Random(rng.random())))
     sim.add_testbench(consumer)

@@ -1,7 +1,7 @@
 """Run an `ExecuteUnit` on a random EX program and compare it with the golden machine.
 
 `random_program` builds a seeded sequence of EX instructions (ragged tiles, K-chunk
-accumulation, PRELOAD reuse and replacement) with random availability cycles; `run_rtl` runs it
+accumulation, PRELOAD reuse and replacement; runs of both families for `Dataflow.BOTH`) with random availability cycles; `run_rtl` runs it
 on the unit with scratchpad memories and an accumulator model fed from `o_acc`, and returns the
 accumulator contents and the cycle each instruction was taken and completed;
 `run_golden` executes the same instructions on `systolic.sim.golden.machine.Machine`.
@@ -51,8 +51,11 @@ def random_program(config: ArrayConfig, rng: random.Random, count: int,
     in_depth, wt_depth = depth(config, Mem.SPAD_IN), depth(config, Mem.SPAD_WT)
     acc_depth = config.acc_depth
     program: list[Instruction] = []
+    output_stationary = config.dataflow is Dataflow.OS
     for _ in range(count):
-        if config.dataflow is Dataflow.WS:
+        if config.dataflow is Dataflow.BOTH and rng.random() < 0.25:
+            output_stationary = not output_stationary  # (BOTH: runs of either family)
+        if not output_stationary:
             if rng.random() < 0.45:
                 k, n = rng.randint(1, config.rows), rng.randint(1, config.cols)
                 program.append(Preload(row=rng.randint(0, wt_depth - k), k=k, n=n))

@@ -30,6 +30,7 @@ from .accelerator_programs import (
     Y_ADDR,
     gemm_program,
     golden_image,
+    mixed_gemm_program,
     operands,
     params_segment,
     program_image,
@@ -139,6 +140,19 @@ def test_gemm_matches_golden(dataflow, rows, cols, latency, bus, mkn) -> None:
     rng = np.random.default_rng([rows, cols, latency, *mkn, dataflow is WS])
     a, b = operands(rng, *mkn)
     run_and_check(gemm_program(config, a, b, rng))
+
+
+@pytest.mark.parametrize(("rows", "cols", "latency", "bus", "mkn"), [
+    pytest.param(2, 2, 1, 4, (3, 5, 3)),
+    pytest.param(4, 4, 8, 8, (9, 10, 6), marks=pytest.mark.slow),
+])
+def test_both_dataflows_in_one_program(rows, cols, latency, bus, mkn) -> None:
+    """`Dataflow.BOTH`: WS, then OS, then WS again in one program: bit-exact, exact timing
+    (the EXECUTE unit drains the array at each change of dataflow, `ExecuteTiming`)."""
+    config = small_config(rows, cols, Dataflow.BOTH, mem_latency=latency, bus_bytes=bus)
+    rng = np.random.default_rng([rows, cols, latency, *mkn, 2])
+    a, b = operands(rng, *mkn)
+    run_and_check(mixed_gemm_program(config, a, b, rng))
 
 
 @pytest.mark.parametrize("dataflow", [WS, OS])

@@ -62,6 +62,25 @@ def test_os_back_to_back(rows: int, cols: int) -> None:
     check(small_config(rows, cols, Dataflow.OS), 7, 20, gap=0)
 
 
+@pytest.mark.parametrize(("rows", "cols", "seed"), [
+    (2, 2, 1), (4, 4, 2), pytest.param(1, 1, 2, marks=pytest.mark.slow),
+    pytest.param(2, 3, 3, marks=pytest.mark.slow), pytest.param(8, 8, 1, marks=pytest.mark.slow)])
+def test_both_dataflows_random_programs(rows: int, cols: int, seed: int) -> None:
+    """`Dataflow.BOTH`: runs of PRELOAD/COMPUTE and COMPUTE.OS in one program; at each change
+    the unit drains the array first (`ExecuteTiming`'s switch rule), cycle for cycle."""
+    program, available = random_program(small_config(rows, cols, Dataflow.BOTH),
+                                        random.Random(seed), 30)
+    assert {type(i) for i in program} == {Preload, Compute, ComputeOS}
+    check_program(small_config(rows, cols, Dataflow.BOTH), seed, program, available)
+
+
+@pytest.mark.parametrize("gap", [0, 6])
+def test_both_dataflows_back_to_back_and_backpressure(gap: int) -> None:
+    config = small_config(4, 4, Dataflow.BOTH)
+    program, available = random_program(config, random.Random(7), 24, gap=gap)
+    check_program(config, 7, program, available, ready_probability=1.0 if gap else 0.6)
+
+
 @pytest.mark.parametrize("dataflow", [Dataflow.WS, Dataflow.OS])
 def test_long_tiles(dataflow: Dataflow) -> None:
     """A few hundred rows (WS `m`) or k steps (OS `k`) per instruction."""
@@ -114,7 +133,7 @@ def test_rejects_a_non_config() -> None:
         ExecuteUnit(3)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("dataflow", [Dataflow.WS, Dataflow.OS])
+@pytest.mark.parametrize("dataflow", list(Dataflow))
 def test_verilog_conversion(dataflow: Dataflow) -> None:
     text = verilog.convert(ExecuteUnit(small_config(2, 3, dataflow)), name="execute_unit")
     assert "module execute_unit" in text

@@ -194,3 +194,29 @@ def test_streams_follow_the_dataflow() -> None:
     assert set(os_.signature.members) == {"i_a", "i_b", "o_c"}
     assert set(os_.o_c.payload.shape().members) == {"data", "last", "row"}
     assert set(ws.o_c.payload.shape().members) == {"data", "last"}
+
+
+@pytest.mark.parametrize("mode", DATAFLOWS, ids=lambda d: d.value)
+@pytest.mark.parametrize(("rows", "cols"), [(1, 1), (2, 3), (4, 4)], ids=lambda s: str(s))
+def test_an_array_of_both_dataflows_runs_each_as_its_own(mode: Dataflow, rows: int,
+                                                          cols: int) -> None:
+    """`Dataflow.BOTH` with `i_os` held at the mode: the same results and cycles as the array
+    of that dataflow, also under random valid/ready."""
+    config = ArrayConfig(rows=rows, cols=cols, dataflow=Dataflow.BOTH)
+    own = ArrayConfig(rows=rows, cols=cols, dataflow=mode)
+    lengths = [1, rows + 3, 2, rows, 1]
+    tiles = random_tiles(np.random.default_rng(rows * 10 + cols), own, lengths)
+    run = (run_ws if mode is Dataflow.WS else run_os)(config, tiles)
+    _check_results(own, tiles, run.results)
+    taken, out_cycles = _expected_cycles(own, lengths)
+    assert run.taken["i_a"] == taken and run.out_cycles == out_cycles
+    stalled = (run_ws if mode is Dataflow.WS else run_os)(
+        config, tiles, seed=5, valid_probability=0.7, ready_probability=0.6)
+    _check_results(own, tiles, stalled.results)
+
+
+def test_an_array_of_both_dataflows_has_every_port() -> None:
+    both = SystolicArray(ArrayConfig(rows=2, cols=3, dataflow=Dataflow.BOTH))
+    Fragment.get(both, None)
+    assert set(both.signature.members) == {"i_weights", "i_a", "i_b", "o_c", "i_os"}
+    assert set(both.o_c.payload.shape().members) == {"data", "last", "row"}

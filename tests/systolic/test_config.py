@@ -37,7 +37,7 @@ def test_config_error_is_a_value_error():
         ({"rows": 2.5}, r"^rows must be an integer from 1 to 128, not 2\.5$"),
         (
             {"dataflow": "ws"},
-            r"^dataflow must be Dataflow\.WS or Dataflow\.OS, not 'ws'$",
+            r"^dataflow must be Dataflow\.WS, Dataflow\.OS or Dataflow\.BOTH, not 'ws'$",
         ),
         ({"input_width": 3}, r"^input_width must be an integer from 4 to 16 bits, not 3$"),
         ({"weight_width": 17}, r"^weight_width must be an integer from 4 to 16 bits, not 17$"),
@@ -94,8 +94,17 @@ def test_parse_shape_rejects_malformed_text(text):
 def test_dataflow_parse():
     assert Dataflow.parse("WS") is Dataflow.WS
     assert Dataflow.parse("os") is Dataflow.OS
-    with pytest.raises(ConfigError, match=r"^unknown dataflow 'is': use 'ws' .* or 'os' .*$"):
+    assert Dataflow.parse(" Both ") is Dataflow.BOTH
+    with pytest.raises(ConfigError, match=r"^unknown dataflow 'is': use 'ws' .*, 'os' .* or "
+                                          r"'both' .*$"):
         Dataflow.parse("is")
+
+
+def test_dataflow_families():
+    """BOTH runs the instructions of either dataflow; WS and OS only their own."""
+    assert [(d.weight_stationary, d.output_stationary) for d in Dataflow] == [
+        (True, False), (False, True), (True, True)]
+    assert ArrayConfig(dataflow=Dataflow.BOTH).to_dict()["dataflow"] == "both"
 
 
 def test_to_dict_is_json_ready():

@@ -119,3 +119,22 @@ def test_state_after_reset_and_after_instructions() -> None:
     assert os.state() == ExecuteState(-1, *[0] * 10, *[_NEVER] * 5, 0)
     os.issue(ComputeOS(in_row=0, m=2, n=3, k=4, wt_row=0, acc_row=0, a_stride=2), 0)
     assert os.state() == ExecuteState(0, *[0] * 10, 4, 6, 7, 8, 8, 2)  # (test_os_chunks_by_hand)
+
+
+def test_both_dataflows_drain_the_array_at_each_change_by_hand() -> None:
+    # 2x3 BOTH after reset runs the WS zero tile: its weights are taken in 1, 2 (D = 2) and
+    # its dummy row in 3 (T_last), so COMPUTE.OS waits for max(D + 1, T_last + L + 1) = 8
+    # (L = 4). That tile (k 4 after reading m = 2 rows in 9, 10) streams from 12, its last
+    # column taken in 15 + 1 = 16 and row 0 in 16 + 6 = 22: a COMPUTE is taken in 23.
+    both = ExecuteTiming(config(2, 3, Dataflow.BOTH))
+    assert both.state().both == 1 and both.state().mode_os == 0
+    assert both.ready_from(ComputeOS) == 8
+    tile = both.issue(ComputeOS(in_row=0, m=2, n=3, k=4, wt_row=0, acc_row=0), 0)
+    assert tile == (8, 22) and both.state().mode_os == 1
+    assert both.ready_from(Compute) == both.ready_from(Preload) == 23
+    compute = both.issue(Compute(in_row=0, m=3, acc_row=0), 0)
+    assert compute.taken == 23 and both.state().mode_os == 0
+    # The same COMPUTE on a WS array: the unit's own rules, 23 cycles later.
+    ws = ExecuteTiming(config(2, 3, Dataflow.WS))
+    assert ws.issue(Compute(in_row=0, m=3, acc_row=0), 23) == compute
+    assert ExecuteTiming(config(2, 3, Dataflow.WS)).state().both == 0

@@ -20,6 +20,7 @@ from systolic.errors import SystolicError
 from systolic.mapper.lowering import compile_model
 from systolic.sim.native.build import unavailable_reason
 from systolic.sim.timing import program_model
+from systolic.sim.timing.layer_cycles import layer_cycles
 from systolic.sim.timing.native_pass import native_pass, timing_library
 from systolic.sim.timing.program_facts import ProgramFacts
 from systolic.sim.timing.program_model import ProgramModel
@@ -67,6 +68,20 @@ def assert_same(native: ProgramTiming | None, python: ProgramTiming | None) -> N
     assert native.total_cycles == python.total_cycles
     assert native.counters == python.counters
     assert list(native.counters) == list(python.counters)
+
+
+def test_random_programs_of_both_dataflows() -> None:
+    """`Dataflow.BOTH`: GEMMs of either dataflow in one program."""
+    mixed = 0
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        config = random_config(rng, Dataflow.BOTH, largest=int(rng.choice([2, 4, 8])))
+        case = random_program(config, rng, layers=int(rng.integers(1, 5)))
+        kinds = {type(i).__name__ for i in case.program.instructions}
+        mixed += {"Compute", "ComputeOS"} <= kinds
+        native, python, _ = both_passes(config, case.program.instructions)
+        assert_same(native, python)
+    assert mixed > 50
 
 
 def test_random_programs_over_configurations_and_sizes() -> None:
@@ -142,7 +157,8 @@ def test_compiled_test_models(path: Path, dataflow: Dataflow) -> None:
     for size in (4, 8):
         config = ArrayConfig(rows=size, cols=size, dataflow=dataflow)
         try:
-            program = compile_model(integer_model(load_user_model(path)), config).program
+            program = compile_model(integer_model(load_user_model(path)), config,
+                                    layer_cycles=layer_cycles).program
         except SystolicError as error:
             pytest.skip(f"{path.name} does not compile: {error}")
         native, python, _ = both_passes(config, program.instructions)

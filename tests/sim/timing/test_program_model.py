@@ -13,6 +13,7 @@ from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import SimulationError
 from systolic.isa.instructions import (
     Compute,
+    ComputeOS,
     Copy,
     Halt,
     Load,
@@ -76,6 +77,22 @@ def assert_same_as_rtl(case: SyntheticProgram) -> None:
 )  # 12 in the default run (about 5 s each on the Amaranth simulator), all 50 in the slow set
 def test_random_programs_match_the_rtl(seed: int) -> None:
     assert_same_as_rtl(small_case(seed))
+
+
+@pytest.mark.parametrize("seed", [3, pytest.param(4, marks=pytest.mark.slow),
+                                  pytest.param(5, marks=pytest.mark.slow)])
+def test_programs_of_both_dataflows_match_the_rtl(seed: int) -> None:
+    """`Dataflow.BOTH`: GEMMs of either dataflow in one program (the EXECUTE unit drains the
+    array at each change)."""
+    rng = np.random.default_rng(seed)
+    config = random_config(rng, Dataflow.BOTH)
+    while True:
+        case = random_program(config, rng, layers=3)
+        kinds = {type(i) for i in case.program.instructions}
+        if (len(case.program.instructions) <= 2 * MAX_RTL_INSTRUCTIONS
+                and Compute in kinds and ComputeOS in kinds):
+            break
+    assert_same_as_rtl(case)
 
 
 @pytest.mark.parametrize("wanted", [1, pytest.param(3, marks=pytest.mark.slow)])

@@ -24,6 +24,7 @@ from systolic.isa.instructions import (
     ComputeOS,
     Copy,
     Halt,
+    Instruction,
     Load,
     LoadTarget,
     Pool,
@@ -41,10 +42,11 @@ CONFIG = ArrayConfig(rows=4, cols=4, spad_kib=16, acc_kib=4)
 
 def sample_program(config: ArrayConfig = CONFIG) -> Program:
     params = pack_params(np.arange(4), np.full(4, 2**30), np.array([-1, 0, 1, 2]))
-    if config.dataflow is Dataflow.WS:
-        compute = [Preload(row=0, k=4, n=4), Compute(in_row=0, m=6, acc_row=0, accumulate=True)]
-    else:
-        compute = [ComputeOS(in_row=0, m=4, n=4, k=8, wt_row=0, acc_row=0, a_stride=6)]
+    compute: list[Instruction] = []
+    if config.dataflow.weight_stationary:
+        compute += [Preload(row=0, k=4, n=4), Compute(in_row=0, m=6, acc_row=0, accumulate=True)]
+    if config.dataflow.output_stationary:  # (BOTH: both families in one program)
+        compute += [ComputeOS(in_row=0, m=4, n=4, k=8, wt_row=0, acc_row=0, a_stride=6)]
     instructions = (
         Load.dense(LoadTarget.SPAD_IN, 0, 6, 0, 8, 4, flip_sign=True),
         Load.dense(LoadTarget.SPAD_WT, 0, 8, 64, 4, 4),
@@ -101,7 +103,7 @@ def sample_program(config: ArrayConfig = CONFIG) -> Program:
     )
 
 
-@pytest.mark.parametrize("dataflow", [Dataflow.WS, Dataflow.OS])
+@pytest.mark.parametrize("dataflow", list(Dataflow))
 def test_program_round_trips_through_protobuf(dataflow: Dataflow) -> None:
     program = sample_program(dataclasses.replace(CONFIG, dataflow=dataflow))
     data = assemble(program).SerializeToString()

@@ -22,6 +22,7 @@ CONFIGS = (
     ArrayConfig(rows=8, cols=4, dataflow=Dataflow.OS, spad_kib=2, acc_kib=1),
     ArrayConfig(rows=4, cols=8, input_width=16, spad_kib=2, acc_kib=1),
     ArrayConfig(rows=4, cols=4, dataflow=Dataflow.OS, weight_width=12, spad_kib=2, acc_kib=1),
+    ArrayConfig(rows=4, cols=8, dataflow=Dataflow.BOTH, spad_kib=2, acc_kib=1),
 )
 
 

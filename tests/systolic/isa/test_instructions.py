@@ -31,6 +31,17 @@ from ...support.random_programs import random_instruction
 
 WS = ArrayConfig(rows=8, cols=8)
 OS = dataclasses.replace(WS, dataflow=Dataflow.OS)
+BOTH = dataclasses.replace(WS, dataflow=Dataflow.BOTH)
+
+
+def test_an_array_of_both_dataflows_runs_every_execute_instruction() -> None:
+    """BOTH accepts PRELOAD, COMPUTE and COMPUTE.OS with each one's own limits."""
+    for instr in (Preload(0, 8, 8), Compute(0, 4, 0), ComputeOS(0, 4, 8, 16, 0, 0, a_stride=4)):
+        instr.check(BOTH)
+    with pytest.raises(InstructionError, match=r"^PRELOAD k must not exceed 8 \(the array"):
+        Preload(0, 9, 8).check(BOTH)
+    with pytest.raises(InstructionError, match=r"^COMPUTE.OS a_stride must be at least m"):
+        ComputeOS(0, 4, 8, 16, 0, 0, a_stride=2).check(BOTH)
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "isa.md"
 
 
