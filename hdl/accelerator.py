@@ -24,7 +24,7 @@ from systolic.hdl.execute_unit import ExecuteUnit
 from systolic.hdl.instruction_fields import TAG_WIDTH
 from systolic.hdl.load_unit import LoadUnit
 from systolic.hdl.ports import params_row_layout, spad_row_layout, write_beat_layout
-from systolic.hdl.range_overlap import footprint_layout
+from systolic.hdl.range_overlap import footprint_layout, onchip_addr_width
 from systolic.hdl.run_counters import RunCounters
 from systolic.hdl.store_unit import StoreUnit, store_events_layout
 from systolic.isa.fields import INSTRUCTION_BITS
@@ -173,7 +173,8 @@ class Accelerator(wiring.Component):
         cfg = self.config
         m.submodules.dispatcher = disp = Dispatcher(
             units=UNITS, table_entries=TABLE_ENTRIES, queue_depth=QUEUE_DEPTH, ranges=RANGES,
-            addr_width=ADDR_WIDTH, payload_shape=INSTRUCTION_BITS)
+            addr_width=ADDR_WIDTH, onchip_width=onchip_addr_width(cfg),
+            payload_shape=INSTRUCTION_BITS)
         m.submodules.load = ld = LoadUnit(cfg, mem_latency=cfg.mem_latency)
         m.submodules.execute = ex = ExecuteUnit(cfg)
         m.submodules.store = st = StoreUnit(cfg)

@@ -207,7 +207,12 @@ class LoadUnit(wiring.Component):
         with m.If(walker.i_job.ready):
             m.d.sync += job_valid.eq(0)
         with m.If(self.i_instr.valid & self.i_instr.ready):
-            m.d.sync += [job_valid.eq(1), job.eq(decoded)]
+            m.d.sync += job_valid.eq(1)
+        # The job register loads whatever is offered while it holds no job for the walker (an
+        # instruction is only taken then: `o_almost_idle` is low while `job_valid` is high and
+        # the walker does not take the job): its enable does not wait for `i_instr.ready`.
+        with m.If(~job_valid | walker.i_job.ready):
+            m.d.sync += job.eq(decoded)
         m.d.comb += [walker.i_job.valid.eq(job_valid), walker.i_job.payload.eq(job)]
 
         wiring.connect(m, wiring.flipped(self.o_req), walker.o_req)

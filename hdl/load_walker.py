@@ -188,11 +188,14 @@ class SegmentWalker(wiring.Component):
         need = ~seg_valid | (issue & final_beat)
         starting = need & ~more & self.i_job.valid
 
+        # The segment step reads the offered job whenever no job is active (`more` low): what
+        # it computes is only kept when a job starts, so the choice needs no `i_job.valid` and
+        # the offered job's valid bit stays off the step's long paths.
         src_pos = Signal.like(pos)
         src_k = Signal.like(consts)
         m.d.comb += [
-            src_pos.eq(Mux(starting, job.start, pos)),
-            src_k.eq(Mux(starting, job.consts, consts)),
+            src_pos.eq(Mux(more, pos, job.start)),
+            src_k.eq(Mux(more, consts, job.consts)),
             self.i_job.ready.eq(need & ~more),
         ]
         segment, after, ends_row = self._next(m, src_pos, src_k)
