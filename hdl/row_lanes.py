@@ -54,10 +54,14 @@ def emit_lanes(m: Module, unit, flags: Value, base: Value, divided: Value, table
     # c + 3: one multiplier per lane.
     product = Signal(data.ArrayLayout(LANE_BITS, lanes), name="lane_product")
     multiplied = Signal(_stage_layout(lanes), name="multiplied")
+    shared = Signal(signed(LANE_BITS + 1), name="row_operand")  # r, or LAYERNORM's a
+    squares = Signal(name="squares")  # LAYERNORM's pass 1: d * d
+    m.d.comb += [shared.eq(Mux(ln, scalar.a, reciprocal.quotient)),
+                 squares.eq(ln & (looked.phase == STATS))]
     m.d.sync += multiplied.eq(looked)
     for j in range(lanes):
         a = Mux(ln, d[j], entry[j])
-        b = Mux(ln, Mux(looked.phase == STATS, d[j], scalar.a), reciprocal.quotient)
+        b = Mux(squares, d[j], shared)
         m.d.sync += product[j].eq((a * b)[:LANE_BITS])
 
     _softmax_sum(m, looked, entry, reciprocal, scalar, ln)
