@@ -52,6 +52,7 @@ from systolic.mapper.lowering.jobs import planning_only
 from systolic.mapper.lowering.layer_code import LayerCode
 from systolic.mapper.lowering.layernorm import lower_qlayernorm
 from systolic.mapper.lowering.layout import LAYOUT_OPS, decide_layout
+from systolic.mapper.lowering.layout_resize import enlarging_resample
 from systolic.mapper.lowering.layout_split import compile_split
 from systolic.mapper.lowering.matmul import lower_qmatmul
 from systolic.mapper.lowering.memory_plan import EIGHT_BIT, MemoryPlan, element_type
@@ -236,7 +237,7 @@ class _Compiler:
     def _concat_slices(self) -> dict[str, tuple[str, int, int]]:
         """Map each value written straight into its slice of a Concat's output to (output,
         offset along the axis, axis): values only that Concat reads, made by an accelerator or
-        host node (not a layout node, which may alias), laid out like the output."""
+        host node (a layout node may alias: only an upsampling copies), laid out like the output."""
         producers = self.graph.producers()
         slices: dict[str, tuple[str, int, int]] = {}
         for node in self.graph.nodes:
@@ -259,7 +260,8 @@ class _Compiler:
                     break
                 ok = (
                     producer is not None
-                    and layer_unit(producer) is not LayerUnit.LAYOUT
+                    and (layer_unit(producer) is not LayerUnit.LAYOUT
+                         or enlarging_resample(producer, self.graph))
                     and len([o for o in producer.outputs if o]) == 1
                     and [u.label for u in self.consumers.get(name, [])] == [node.label]
                     and name not in self.outputs

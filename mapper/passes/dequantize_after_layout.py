@@ -1,12 +1,12 @@
 """Move a DequantizeLinear after the element-selecting layout ops it feeds, so that they
-select integers: Split, nearest Resize (and Upsample), and Gather of computed indices.
+select integers: Split, Slice, nearest Resize (and Upsample), and Gather of computed indices.
 
 Each output element of these ops is one element of the data input, so for per-tensor
 parameters p
 
     op(DQ_p(u)) = DQ_p(op(u))
 
-exactly (the other inputs, split sizes, scales, sizes or indices, are unchanged). A node
+exactly (the other inputs, split sizes, bounds, scales, sizes or indices, are unchanged). A node
 qualifies when its data input is read through a DequantizeLinear of 8-bit `u` with constant
 per-tensor parameters p, and each of its outputs is no graph output and is read only by
 QuantizeLinear nodes (default domain, constant per-tensor parameters). The op then reads `u`;
@@ -14,12 +14,12 @@ for each output, one reader of p's own parameters is dropped (the op writes its 
 under that reader's output name: Q_p(DQ_p(v)) = v), and every other reader Q_k reads
 DQ_p(op(u)) instead, a requantization that `fuse_tables` makes a QTable. An enlarging Resize
 read by one Q_k of other parameters requantizes first instead: op(Q_k(DQ_p(u))), the table
-on the input's elements rather than the output's. A Resize qualifies
-only in mode "nearest" without tf_crop_and_resize (whose extrapolated elements are no input
-element); a Gather of constant indices is `fuse_gather`'s.
+on the input's elements rather than the output's. A Resize qualifies only in mode "nearest"
+without tf_crop_and_resize (whose extrapolated elements are no input element); a Gather of
+constant indices is `fuse_gather`'s.
 
-Every 8-bit Split, Resize and Upsample of the default domain, rewritten here or already on
-integers (a QOperator export), is recorded "layout": the lowering runs it
+Every 8-bit Split, Slice, Resize and Upsample of the default domain, rewritten here or
+already on integers (a QOperator export), is recorded "layout": the lowering runs it
 (`lowering/layout.py`).
 """
 
@@ -39,7 +39,7 @@ from systolic.mapper.passes.report import LAYOUT, REMOVED, PassReport
 
 __all__ = ["COMPUTED_INDICES", "SELECTING_LAYOUT_OPS", "dequantize_after_layout"]
 
-SELECTING_LAYOUT_OPS = frozenset({"Split", "Resize", "Upsample", "Gather"})
+SELECTING_LAYOUT_OPS = frozenset({"Split", "Slice", "Resize", "Upsample", "Gather"})
 """The layout ops this pass moves a DequantizeLinear through."""
 
 _LAYOUT_REASON = "runs on integers (addressing or COPY)"
@@ -74,7 +74,8 @@ def dequantize_after_layout(model: Model, report: PassReport) -> Model:
 
 
 def _record_integer(ctx: FusionContext, node: Node, report: PassReport) -> None:
-    """Record an 8-bit Split, Resize or Upsample left as it is (already on integers) as layout."""
+    """Record an 8-bit Split, Slice, Resize or Upsample left as it is (on integers already)
+    as layout."""
     if node.op_type != "Gather" and ctx.dtype_of(node.inputs[0]) in EIGHT_BIT:
         report.record(node.label, LAYOUT, reason=_LAYOUT_REASON)
 

@@ -3,12 +3,16 @@ computed indices, so they select integers; hand-made QDQ graphs (Split with and 
 sizes, opset 13 and 18; Resize nearest by scales and by sizes) through the passes, the
 compiler and the cycle model, bit-exact with the model as written."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig
 from systolic.isa.program import LayerUnit
+from systolic.mapper.importer import load_model
 from systolic.mapper.lowering import compile_model
+from systolic.mapper.lowering.compile_model import plan_layers
 from systolic.mapper.passes.dequantize_after_layout import COMPUTED_INDICES, dequantize_after_layout
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.pipeline import finalize, run_passes
@@ -231,3 +235,30 @@ def test_a_qdq_exports_requantization_after_a_q_dq_pair_moves_before_the_upsampl
     assert {report.fate(n).action for n in ("q_same", "dq_same", "q_other")} == {"removed"}
     same_outputs(result, model)
     assert on_the_accelerator(model, "Resize").unit is LayerUnit.LAYOUT
+
+
+def test_a_slice_of_dequantized_integers_selects_the_integers():
+    constants: dict[str, np.ndarray] = {"starts": np.array([1], np.int64),
+                                        "ends": np.array([4], np.int64),
+                                        "axes": np.array([1], np.int64)}
+    nodes = _qdq_front(constants)
+    nodes += [node("Slice", ["xd", "starts", "ends", "axes"], ["f"], name="slice"),
+              node("QuantizeLinear", ["f", "s", "z"], ["y"], name="q_out")]
+    model = build(nodes, [("x", np.float32, SHAPE)], [("y", np.uint8, [1, 3, 4, 4])],
+                  constants)  # fmt: skip
+    result, report = rewritten(model)
+    assert [n.op_type for n in result.graph.nodes] == ["QuantizeLinear", "Slice"]
+    assert report.fate("slice").action == "layout"
+    same_outputs(result, model)
+    assert on_the_accelerator(model, "Slice").unit is LayerUnit.LAYOUT
+
+
+REALISTIC = Path(__file__).parents[2] / "models" / "realistic"
+
+
+@pytest.mark.parametrize("form", ["qdq", "float", "qop"])
+def test_the_realistic_yolo_block_runs_its_split_and_resize_on_the_accelerator(form):  # type: ignore[no-untyped-def]
+    integer, _ = run_passes(load_model(REALISTIC / f"yolo_block_{form}.onnx"))
+    layers = plan_layers(integer, ArrayConfig(rows=16, cols=16))
+    units = {layer.op: layer.unit for layer in layers if layer.op in ("Split", "Resize")}
+    assert units == {"Split": LayerUnit.LAYOUT, "Resize": LayerUnit.LAYOUT}
