@@ -4,8 +4,13 @@ products as onnxruntime computes them (systolic/reference/ops/op_dynamic_quantiz
 - X·W_k: DynamicQuantizeLinear of X (once, every step: uint8, scale, zero point),
   MatMulInteger(X_q, W[d][:, k-th hidden columns], x_zp, w_zp), Cast to float32, Mul by
   x_scale·w_scale (a float32 Mul of the scalar and the gate's scales);
-- H·R_k: the same with DynamicQuantizeLinear of H_{t-1} (once per step, shared by the gates);
-  a zero state has no product (onnxruntime's adds exactly 0);
+- H·R: the same with DynamicQuantizeLinear of H_{t-1} (once per step, shared by the gates),
+  one product of all the gates' columns R[d] [hidden, 4·hidden] per step (one MatMulInteger,
+  one zero point correction and one Mul on the host instead of four), each gate's columns
+  then taken by a Gather of constant indices along the last axis (which the island's
+  quantization keeps as a layout op on the integers: every element is the same int32 sum and
+  the same float32 product as in a gate's own product); a zero state has no product
+  (onnxruntime's adds exactly 0);
 - the scale product a_scale·w_scale is one Mul per activation scale and weight scale: the
   four gates of a per-tensor W (R) share it.
 
@@ -32,6 +37,7 @@ class DynamicUnroller(Unroller):
         self.r_scale, self.r_zp = constants[inputs[10]], constants[inputs[11]]
         self.x_quantized: tuple[str, str, str] | None = None
         self.h_quantized: dict[str, tuple[str, str, str]] = {}
+        self.h_products: dict[tuple[str, int], str] = {}
         self.multipliers: dict[tuple[str, bytes, tuple[int, ...]], str] = {}
         return self.w_q.shape[0], self.r_q.shape[1]
 
@@ -44,9 +50,14 @@ class DynamicUnroller(Unroller):
         if h is None:
             return None
         name = self.b.value(h)
-        if name not in self.h_quantized:
-            self.h_quantized[name] = self._quantize(name)
-        return self._product(self.h_quantized[name], self.r_q, self.r_scale, self.r_zp, d, rows)
+        if (name, d) not in self.h_products:
+            if name not in self.h_quantized:
+                self.h_quantized[name] = self._quantize(name)
+            self.h_products[name, d] = self._product(self.h_quantized[name], self.r_q,
+                                                     self.r_scale, self.r_zp, d, slice(None))
+        columns = np.arange(rows.start, rows.stop, dtype=np.int64)
+        return self.b.op("Gather", [self.h_products[name, d],
+                                    self.b.const(columns, np.dtype(np.int64))], axis=-1)
 
     def _quantize(self, value: str) -> tuple[str, str, str]:
         """DynamicQuantizeLinear of `value`: (quantized, scale, zero point)."""

@@ -1,5 +1,6 @@
 """unroll_recurrent on com.microsoft DynamicQuantizeLSTM: the unrolled graph (DynamicQuantizeLinear,
-MatMulInteger, Cast, Mul per gate; float gates) computes what the reference's
+MatMulInteger, Cast, Mul per gate of X, one per step of H with a Gather of each gate's
+columns; float gates) computes what the reference's
 DynamicQuantizeLSTM computes, to float32 rounding (1e-5 absolute stated; the float additions
 group differently and the gate functions run in float32 instead of float64)."""
 
@@ -99,22 +100,28 @@ def test_peepholes_clip_input_forget():
 
 
 def test_one_quantization_of_x_and_one_of_h_per_step():
+    """X: one product per gate over every step; H: one product of every gate's columns per
+    step, each gate's columns a Gather along the last axis."""
     model, feeds = dynamic_lstm(initial="input")
     unrolled = assert_unrolled_close(model, feeds)
     quantizations = [n for n in unrolled.graph.nodes if n.op_type == "DynamicQuantizeLinear"]
     assert len(quantizations) == 1 + SEQ
     products = [n for n in unrolled.graph.nodes if n.op_type == "MatMulInteger"]
-    assert len(products) == 4 * (1 + SEQ)
+    assert len(products) == 4 + SEQ
+    columns = [n for n in unrolled.graph.nodes
+               if n.op_type == "Gather" and n.attrs.get("axis") == -1]
+    assert len(columns) == 4 * SEQ
 
 
-@pytest.mark.parametrize(("per_column", "per_product"), [(False, 1), (True, 4)])
-def test_gates_share_the_scale_product_of_a_per_tensor_weight(per_column, per_product):
+@pytest.mark.parametrize(("per_column", "per_gate"), [(False, 1), (True, 4)])
+def test_gates_share_the_scale_product_of_a_per_tensor_weight(per_column, per_gate):
     """a_scale·w_scale is one Mul per quantized value (X once, H per step) when W and R are
-    quantized per tensor, one per gate when per column."""
+    quantized per tensor; X's products take one per gate when per column (H's one product
+    per step always one)."""
     model, feeds = dynamic_lstm(initial="input", per_column=per_column)
     unrolled = assert_unrolled_close(model, feeds)
     quantized = [n for n in unrolled.graph.nodes if n.op_type == "DynamicQuantizeLinear"]
     scales = {n.outputs[1] for n in quantized}
     scale_products = [n for n in unrolled.graph.nodes
                       if n.op_type == "Mul" and n.inputs[0] in scales]
-    assert len(scale_products) == per_product * len(quantized)
+    assert len(scale_products) == per_gate + SEQ
