@@ -32,7 +32,9 @@ def _model(nodes: list[onnx.NodeProto], x_shape: list[int], y_shape: list[int],
 
 
 def conv_resize_conv(r: np.random.Generator) -> tuple[onnx.ModelProto, list[int]]:
-    """Conv -> Relu -> Resize (nearest, scale 2) -> Conv, opset 13."""
+    """Conv -> Relu -> Resize (nearest, scale 2) -> Conv, opset 13: the Resize selects the
+    8-bit integers (dequantize_after_layout) and runs as a layout layer on the accelerator
+    (LOAD once, one COPY per repeat: lowering/layout_repeat.py)."""
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c1"], ["r1"]),
@@ -42,7 +44,7 @@ def conv_resize_conv(r: np.random.Generator) -> tuple[onnx.ModelProto, list[int]
     inits = [_weights(r, "w1", (4, 3, 3, 3)), _weights(r, "b1", (4,)),
              _weights(r, "w2", (4, 4, 3, 3)), _weights(r, "b2", (4,)),
              numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
-    return _model(nodes, [1, 3, 6, 6], [1, 4, 12, 12], inits, 13), ["Resize"]
+    return _model(nodes, [1, 3, 6, 6], [1, 4, 12, 12], inits, 13), []
 
 
 def conv_conv_transpose(r: np.random.Generator, opset: int = 13
@@ -107,6 +109,8 @@ def test_host_operators_simulate_end_to_end(name: str, tmp_path: Path,
     units = {layer["op"]: layer["unit"] for layer in report["layers"]}
     for op in host_ops:
         assert units[op] == "host", units
+    if name == "conv_resize_conv":
+        assert units["Resize"] == "vector", units  # a layout layer (LOAD + COPY)
     if name == "conv_conv_transpose":  # rewritten into Convs: every MAC on the array
         assert "ConvTranspose" not in units and report["coverage"]["host_macs"] == 0
     assert "array" in units.values() and any(
