@@ -52,7 +52,6 @@ from systolic.mapper.lowering.jobs import planning_only
 from systolic.mapper.lowering.layer_code import LayerCode
 from systolic.mapper.lowering.layernorm import lower_qlayernorm
 from systolic.mapper.lowering.layout import LAYOUT_OPS, decide_layout
-from systolic.mapper.lowering.layout_split import compile_split
 from systolic.mapper.lowering.layout_resize import enlarging_resample
 from systolic.mapper.lowering.layout_split import compile_split
 from systolic.mapper.lowering.matmul import lower_qmatmul
