@@ -176,3 +176,21 @@ def test_an_upsampling_read_only_by_a_concat_writes_into_its_slice():
     assert (concat.count, concat.reason) == (0, "2 inputs written in place, 0 copied")
     c, r = compiled.program.tensor("c"), compiled.program.tensor("r")
     assert (r.address, r.strides[1:]) == (c.address + 2, c.strides[1:])  # channels 2..4 of c
+
+
+def test_a_uint8_upsampling_keeps_its_bytes():
+    """A QOperator export resizes uint8 integers: moved as bytes (no sign flip needed)."""
+    u8 = DataType.UINT8
+    scales = Tensor("scales", DataType.FLOAT, np.array([1, 1, 3, 2], np.float32))
+    nodes = [node("QMaxPool", ["x"], "p", kernel_shape=(1, 1)),
+             Node("Resize", ("p", "", "scales"), ("r",), domain="", version=13, name="resize",
+                  attrs=Attrs({"mode": "nearest", "nearest_mode": "floor",
+                               "coordinate_transformation_mode": "asymmetric"})),
+             node("QMaxPool", ["r"], "y", kernel_shape=(1, 1))]
+    g = graph({"x": (u8, (1, 3, 2, 3))}, {"y": u8}, nodes, [scales])
+    compiled = compile_model(g, CONFIG)
+    inputs = {"x": random_input(u8, (1, 3, 2, 3), 8)}
+    assert check_layers(compiled, inputs) is None
+    expected = run_graph(compiled.graph, inputs, opsets=OPSETS)["y"]
+    np.testing.assert_array_equal(simulate(compiled, inputs, backend="model")["y"], expected)
+    assert next(layer for layer in compiled.layers if layer.op == "Resize").unit is LayerUnit.LAYOUT

@@ -81,6 +81,12 @@ def test_split_18_with_num_outputs():
     assert layer.unit is LayerUnit.LAYOUT
 
 
+def test_split_11_with_the_split_attribute():
+    split, constants = _split(("a", "b"), None, version=11, axis=1, split=(4, 2))
+    _, layer = _compile_and_check(split, constants)
+    assert layer.unit is LayerUnit.LAYOUT
+
+
 def test_split_parts_that_are_graph_outputs_get_their_own_bytes():
     split, constants = _split(("top", "bottom"), [2, 1], axis=2)
     compiled, layer = _compile_and_check(split, constants, pooled=False)
