@@ -113,8 +113,9 @@ def _bert_feed() -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("form", ["float", "qdq", "qop", "dynamic"])
 def test_bert_tiny_layernorms_run_on_the_accelerator(form):  # type: ignore[no-untyped-def]
     """Every form of bert_tiny's five LayerNorms (decomposed, opset 13) becomes QLayerNorm,
-    gamma and beta QMul and QAdd; the program at 16x16 is bit-exact with the reference and
-    within cosine 0.997 of the float model under onnxruntime."""
+    gamma and beta QMul and QAdd; the program at 16x16 is bit-exact with the reference,
+    within cosine 0.997 of the float model under onnxruntime, and no farther from it than
+    onnxruntime's run of a quantized form itself."""
     path = REALISTIC / f"bert_tiny_{form}.onnx"
     feed = _bert_feed()
     fused, report = run_passes(load_model(str(path)), calibration=[feed])
@@ -130,3 +131,8 @@ def test_bert_tiny_layernorms_run_on_the_accelerator(form):  # type: ignore[no-u
                                    providers=["CPUExecutionProvider"])
     want = session.run(["output"], feed)[0]
     assert cosine(want, got) > 0.997
+    # the quantized forms under onnxruntime quantize the variance to 8 bits between the
+    # steps (qdq, qop) where LAYERNORM sums exactly: the program is the closer to float
+    if form != "float":
+        own = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        assert cosine(want, got) >= cosine(want, own.run(["output"], feed)[0])
