@@ -1,9 +1,11 @@
 """Unroll com.microsoft DynamicQuantizeLSTM: the LSTM of recurrent_unroller.py with its two
 products as onnxruntime computes them (systolic/reference/ops/op_dynamic_quantize_lstm.py):
 
-- X·W_k: DynamicQuantizeLinear of X (once, every step: uint8, scale, zero point),
-  MatMulInteger(X_q, W[d][:, k-th hidden columns], x_zp, w_zp), Cast to float32, Mul by
-  x_scale·w_scale (a float32 Mul of the scalar and the gate's scales);
+- X·W: DynamicQuantizeLinear of X (once, every step: uint8, scale, zero point),
+  MatMulInteger(X_q, W[d] [input, 4·hidden], x_zp, w_zp), Cast to float32, Mul by
+  x_scale·w_scale (a float32 Mul of the scalar and the scales), + B (Wb + Rb of every gate),
+  then each gate's columns by a Gather along the last axis: one product, one zero point
+  correction and one scaling Mul on the host for the four gates;
 - H·R: the same with DynamicQuantizeLinear of H_{t-1} (once per step, shared by the gates),
   one product of all the gates' columns R[d] [hidden, 4·hidden] per step (one MatMulInteger,
   one zero point correction and one Mul on the host instead of four), each gate's columns
@@ -41,10 +43,21 @@ class DynamicUnroller(Unroller):
         self.multipliers: dict[tuple[str, bytes, tuple[int, ...]], str] = {}
         return self.w_q.shape[0], self.r_q.shape[1]
 
-    def _input_product(self, d: int, rows: slice) -> str:
+    def _projections(self, d: int, wb: np.ndarray, rb: np.ndarray) -> list[str]:
+        """X·W[d] + (Wb + Rb) over every step and all the gates' columns at once, then each
+        gate's columns (a Gather along the last axis)."""
         if self.x_quantized is None:
             self.x_quantized = self._quantize(self.node.inputs[0])
-        return self._product(self.x_quantized, self.w_q, self.w_scale, self.w_zp, d, rows)
+        product = self._product(self.x_quantized, self.w_q, self.w_scale, self.w_zp, d,
+                                slice(None))
+        biased = self.b.op("Add", [product, self.b.const(wb + rb)])
+        n = self.hidden
+        return [self._columns(biased, slice(k * n, (k + 1) * n)) for k in range(self.gates)]
+
+    def _columns(self, value: str, rows: slice) -> str:
+        """The gate's columns `rows` of `value` (a Gather along the last axis)."""
+        columns = np.arange(rows.start, rows.stop, dtype=np.int64)
+        return self.b.op("Gather", [value, self.b.const(columns, np.dtype(np.int64))], axis=-1)
 
     def _recurrent_product(self, d: int, rows: slice, h: State) -> State:
         if h is None:
@@ -55,9 +68,7 @@ class DynamicUnroller(Unroller):
                 self.h_quantized[name] = self._quantize(name)
             self.h_products[name, d] = self._product(self.h_quantized[name], self.r_q,
                                                      self.r_scale, self.r_zp, d, slice(None))
-        columns = np.arange(rows.start, rows.stop, dtype=np.int64)
-        return self.b.op("Gather", [self.h_products[name, d],
-                                    self.b.const(columns, np.dtype(np.int64))], axis=-1)
+        return self._columns(self.h_products[name, d], rows)
 
     def _quantize(self, value: str) -> tuple[str, str, str]:
         """DynamicQuantizeLinear of `value`: (quantized, scale, zero point)."""

@@ -160,14 +160,7 @@ class Unroller:
         n = self.hidden
         specs = self.specs[d * len(self.specs) // self.directions:]
         wb, rb = self.bias[d, : self.gates * n], self.bias[d, self.gates * n :]
-        projections = []
-        for k in range(self.gates):
-            rows = slice(k * n, (k + 1) * n)
-            bias_k = wb[rows] + rb[rows]
-            if self.op_type == "GRU" and k == 2 and self.linear_before_reset:
-                bias_k = wb[rows]
-            product = self._input_product(d, rows)
-            projections.append(self.b.op("Add", [product, self.b.const(bias_k)]))
+        projections = self._projections(d, wb, rb)
         h: State = self._initial(5, d)
         c: State = self._initial(6, d)
         steps = range(self.seq - 1, -1, -1) if self.reverse[d] else range(self.seq)
@@ -179,6 +172,20 @@ class Unroller:
             assert isinstance(h, str)
             h_by_time[t] = h
         return [h_by_time[t] for t in range(self.seq)], (h, c)
+
+    def _projections(self, d: int, wb: np.ndarray, rb: np.ndarray) -> list[str]:
+        """Per gate k: X·W_k^T + (Wb_k + Rb_k) over every step (GRU's h gate with
+        `linear_before_reset`: + Wb_h only)."""
+        n = self.hidden
+        projections = []
+        for k in range(self.gates):
+            rows = slice(k * n, (k + 1) * n)
+            bias_k = wb[rows] + rb[rows]
+            if self.op_type == "GRU" and k == 2 and self.linear_before_reset:
+                bias_k = wb[rows]
+            product = self._input_product(d, rows)
+            projections.append(self.b.op("Add", [product, self.b.const(bias_k)]))
+        return projections
 
     def _initial(self, index: int, d: int) -> State:
         name = input_name(self.node, index)

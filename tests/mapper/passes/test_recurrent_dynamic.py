@@ -1,6 +1,6 @@
 """unroll_recurrent on com.microsoft DynamicQuantizeLSTM: the unrolled graph (DynamicQuantizeLinear,
-MatMulInteger, Cast, Mul per gate of X, one per step of H with a Gather of each gate's
-columns; float gates) computes what the reference's
+MatMulInteger, Cast, Mul for X once and for H once per step, all the gates' columns at once,
+then a Gather of each gate's columns; float gates) computes what the reference's
 DynamicQuantizeLSTM computes, to float32 rounding (1e-5 absolute stated; the float additions
 group differently and the gate functions run in float32 instead of float64)."""
 
@@ -100,28 +100,27 @@ def test_peepholes_clip_input_forget():
 
 
 def test_one_quantization_of_x_and_one_of_h_per_step():
-    """X: one product per gate over every step; H: one product of every gate's columns per
-    step, each gate's columns a Gather along the last axis."""
+    """X: one product of every gate's columns over every step; H: one per step; each gate's
+    columns a Gather along the last axis."""
     model, feeds = dynamic_lstm(initial="input")
     unrolled = assert_unrolled_close(model, feeds)
     quantizations = [n for n in unrolled.graph.nodes if n.op_type == "DynamicQuantizeLinear"]
     assert len(quantizations) == 1 + SEQ
     products = [n for n in unrolled.graph.nodes if n.op_type == "MatMulInteger"]
-    assert len(products) == 4 + SEQ
+    assert len(products) == 1 + SEQ
     columns = [n for n in unrolled.graph.nodes
                if n.op_type == "Gather" and n.attrs.get("axis") == -1]
-    assert len(columns) == 4 * SEQ
+    assert len(columns) == 4 * (1 + SEQ)
 
 
-@pytest.mark.parametrize(("per_column", "per_gate"), [(False, 1), (True, 4)])
-def test_gates_share_the_scale_product_of_a_per_tensor_weight(per_column, per_gate):
-    """a_scale·w_scale is one Mul per quantized value (X once, H per step) when W and R are
-    quantized per tensor; X's products take one per gate when per column (H's one product
-    per step always one)."""
+@pytest.mark.parametrize("per_column", [False, True])
+def test_one_scale_product_per_quantized_value(per_column):
+    """a_scale·w_scale is one Mul per quantized value (X once, H per step), of a scalar or of
+    the per-column scales of every gate."""
     model, feeds = dynamic_lstm(initial="input", per_column=per_column)
     unrolled = assert_unrolled_close(model, feeds)
     quantized = [n for n in unrolled.graph.nodes if n.op_type == "DynamicQuantizeLinear"]
     scales = {n.outputs[1] for n in quantized}
     scale_products = [n for n in unrolled.graph.nodes
                       if n.op_type == "Mul" and n.inputs[0] in scales]
-    assert len(scale_products) == per_gate + SEQ
+    assert len(scale_products) == 1 + SEQ == len(quantized)
