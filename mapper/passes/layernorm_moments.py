@@ -16,12 +16,14 @@ float rounding only), so the rewrite
     mean' = ReduceMean(x, [axis]), d = x - mean', var' = ReduceMean(d*d, [axis]),
     n = d / Sqrt(var' + eps), y = n * gamma [+ beta]
 
-computes the same function (the float rounding differs). It is done only over the last axis
-alone (what LAYERNORM normalizes) with gamma and beta constants along it; a moments form over
-another axis stays as it is, its nodes noted with the reason. The new nodes keep the names
-of the nodes they replace where one replaces one (ReduceSum -> ReduceMean, the Sub, the
-Sqrt, Reciprocal -> Div, the gamma Mul, the beta Add); the others are recorded fused into
-the Div.
+computes the same function (the float rounding differs). It is done over one axis, with
+gamma and beta constants of one value per element of it (made [H] vectors): the last axis
+directly (what LAYERNORM normalizes), another one (magika's first LayerNorm: the 512
+channels of [N, 512, 256]) moved last by a Transpose before and back by one after beta (the
+layout ops run on the integers). A moments form over several axes stays as it is, its nodes
+noted with the reason. The new nodes keep the names of the nodes they replace where one
+replaces one (ReduceSum -> ReduceMean, the Sub, the Sqrt, Reciprocal -> Div, the gamma Mul,
+the beta Add); the others are recorded fused into the Div.
 """
 
 import dataclasses
@@ -54,9 +56,9 @@ class _Moments:
 
 def moments_layernorm(model: Model, report: PassReport,
                       refused: dict[str, str] | None = None) -> Model:  # fmt: skip
-    """Return `model` with every moments-form layer normalization over the last axis
-    rewritten as the decomposed form (module docstring); `refused` collects the reason
-    (by node label) for one over another axis."""
+    """Return `model` with every moments-form layer normalization over one axis rewritten as
+    the decomposed form over the last axis (module docstring); `refused` collects the reason
+    (by node label) for one that is not."""
     if not any(n.op_type == "ReduceSum" for n in model.graph.nodes):
         return model
     ctx = FusionContext(model.graph)
@@ -67,19 +69,31 @@ def moments_layernorm(model: Model, report: PassReport,
         found = _match(ctx, node)
         if found is None:
             continue
-        rank = len(ctx.shape_of(found.x) or ())
-        if tuple(sorted(a % rank for a in found.axes)) != (rank - 1,):
+        shape = ctx.shape_of(found.x) or ()
+        axes = sorted({a % len(shape) for a in found.axes}) if shape else []
+        if len(axes) != 1 or not _vectors_fit(ctx, found, shape, axes[0]):
             why = (f"{LAYERNORM_NOTE}: a layer normalization (moments form) over axes "
-                   f"{sorted(a % rank for a in found.axes)} of a rank-{rank} tensor, not the "
-                   "last axis alone (LAYERNORM normalizes rows of the last axis): it runs on "
-                   "the host")
+                   f"{axes} of a rank-{len(shape)} tensor, not one axis with gamma and beta "
+                   "along it (LAYERNORM normalizes rows of one axis): it runs on the host")
             for member in found.nodes:
                 report.note(member.label, why)
                 if refused is not None:
                     refused[member.label] = why
             continue
-        _rewrite(ctx, found, opset, report)
+        _rewrite(ctx, found, (axes[0], len(shape), opset), report)
     return dataclasses.replace(model, graph=ctx.result())
+
+
+def _vectors_fit(ctx: FusionContext, found: _Moments, shape: tuple[int, ...],
+                 axis: int) -> bool:  # fmt: skip
+    """True when gamma and beta (when there) hold one value per element of `axis` and no
+    more axes than x (they become [H] vectors along the normalized axis)."""
+    for name in (found.gamma, found.beta):
+        value = ctx.constants.get(name) if name else None
+        if value is not None and (value.size != shape[axis] or value.ndim > len(shape)
+                                  or (value.ndim == len(shape) and value.shape[axis] != shape[axis])):
+            return False
+    return True
 
 
 def _producer(ctx: FusionContext, name: str, *op_types: str) -> Node | None:
@@ -242,28 +256,27 @@ def _closed(ctx: FusionContext, found: _Moments) -> bool:
     return True
 
 
-def _rewrite(ctx: FusionContext, found: _Moments, opset: int, report: PassReport) -> None:
+def _rewrite(ctx: FusionContext, found: _Moments, where: tuple[int, int, int],
+             report: PassReport) -> None:
+    """Replace the form by the decomposed one over `axis` (`where`: axis, rank, opset); an
+    axis before the last is moved last by a Transpose first and back by one after beta."""
+    axis, rank, opset = where
     names = {role: node.name or node.label for role, node in found.named.items()}
     value = ctx.namer
-    mean, d, sq, var, ve, sd = (value(f"{names['div']}_{s}") for s in
-                                ("mean", "deviation", "square", "variance", "plus_eps", "root"))
-    eps = ctx.constant(f"{names['div']}_eps", np.array(found.eps, np.float32))
-    axis = (found.axes[0],)
-    n = value(f"{names['div']}_normalized") if found.gamma or found.beta else found.end.outputs[0]
-    nodes = [_reduce_mean(ctx, found.x, mean, names["mean"], axis, opset),
-             make_node("Sub", (found.x, mean), (d,), name=names["sub"]),
-             make_node("Mul", (d, d), (sq,), name=value(f"{names['div']}_square")),
-             _reduce_mean(ctx, sq, var, names["var"], axis, opset),
-             make_node("Add", (var, eps), (ve,), name=names["add"]),
-             make_node("Sqrt", (ve,), (sd,), name=names["sqrt"]),
-             make_node("Div", (d, sd), (n,), name=names["div"])]
-    last = n
-    if found.gamma:
-        last = found.end.outputs[0] if not found.beta else value(f"{names['div']}_scaled")
-        nodes.append(make_node("Mul", (n, found.gamma), (last,), name=names["gamma"]))
-    if found.beta:
-        nodes.append(make_node("Add", (last, found.beta), (found.end.outputs[0],),
-                               name=names["beta"]))
+    base = names["div"]
+    perm = [a for a in range(rank) if a != axis] + [axis]
+    moved = perm != list(range(rank))
+    x, out = found.x, found.end.outputs[0]
+    nodes = []
+    if moved:
+        x, out = value(f"{base}_moved"), value(f"{base}_result_moved")
+        nodes.append(make_node("Transpose", (found.x,), (x,), name=value(f"{base}_to_last"),
+                               attrs={"perm": tuple(perm)}))
+    nodes += _decomposed(ctx, found, names, (x, out, opset))
+    if moved:
+        back = tuple(int(a) for a in np.argsort(perm))
+        nodes.append(make_node("Transpose", (out,), (found.end.outputs[0],),
+                               name=value(f"{base}_from_last"), attrs={"perm": back}))
     kept = {id(found.named[role]) for role in names}
     for node in found.nodes:
         if id(node) not in kept:
@@ -271,6 +284,34 @@ def _rewrite(ctx: FusionContext, found: _Moments, opset: int, report: PassReport
                           "(moments form rewritten as its decomposed form)")
     for new in nodes:
         ctx.replace(found.nodes, new, at=found.end)
+
+
+def _decomposed(ctx: FusionContext, found: _Moments, names: dict[str, str],
+                io: tuple[str, str, int]) -> list[Node]:  # fmt: skip
+    """The decomposed nodes over the last axis of `x` into `out` (`io`: x, out, opset), gamma
+    and beta as [H] vectors."""
+    x, out, opset = io
+    value, base = ctx.namer, names["div"]
+    mean, d, sq, var, ve, sd = (value(f"{base}_{s}") for s in
+                                ("mean", "deviation", "square", "variance", "plus_eps", "root"))
+    eps = ctx.constant(f"{base}_eps", np.array(found.eps, np.float32))
+    n = value(f"{base}_normalized") if found.gamma or found.beta else out
+    nodes = [_reduce_mean(ctx, x, mean, names["mean"], (-1,), opset),
+             make_node("Sub", (x, mean), (d,), name=names["sub"]),
+             make_node("Mul", (d, d), (sq,), name=value(f"{base}_square")),
+             _reduce_mean(ctx, sq, var, names["var"], (-1,), opset),
+             make_node("Add", (var, eps), (ve,), name=names["add"]),
+             make_node("Sqrt", (ve,), (sd,), name=names["sqrt"]),
+             make_node("Div", (d, sd), (n,), name=base)]
+    last = n
+    if found.gamma:
+        gamma = ctx.constant(f"{base}_gamma", ctx.constants[found.gamma].reshape(-1))
+        last = out if not found.beta else value(f"{base}_scaled")
+        nodes.append(make_node("Mul", (n, gamma), (last,), name=names["gamma"]))
+    if found.beta:
+        beta = ctx.constant(f"{base}_beta", ctx.constants[found.beta].reshape(-1))
+        nodes.append(make_node("Add", (last, beta), (out,), name=names["beta"]))
+    return nodes
 
 
 def _reduce_mean(ctx: FusionContext, x: str, out: str, name: str, axes: tuple[int, ...],
