@@ -1,11 +1,12 @@
 """Lower QAdd (residual connections) to LOAD A, LOAD B, ADD.
 
-A, B and Y have one shape (or B is along A's last axis, below); each is seen as images of pixels (`feature_map`), possibly with
+A, B and Y have one shape (or B is broadcast, below); each is seen as images of pixels (`feature_map`), possibly with
 different strides (halos). Per image and chunk of `dim` channels, blocks of whole image rows
 are loaded, A and B into two of four spad_in quarters (double-buffered), and added with one ADD
 that writes the block of Y. A B along A's last axis (A [..., H] row-major, B [H], [1, H] ...:
 LayerNorm's beta) is loaded as one row per chunk of `dim` lanes and read for every row of the
-block (`b_broadcast`).
+block (`b_broadcast`); so is a per-channel B (A [N, C, *spatial] channel-last, B [N or 1, C,
+1, ...]: a batch norm's shift), one row per channel chunk read for every pixel, as QMul's.
 """
 
 import numpy as np
@@ -19,6 +20,7 @@ from systolic.mapper.lowering.feature_map import feature_map, load_pixels
 from systolic.mapper.lowering.multiply import (
     broadcast_form,
     broadcast_row,
+    check_lanes_are_channels,
     check_lanes_are_last_axis,
 )
 from systolic.mapper.lowering.node_attrs import int_attr
@@ -36,8 +38,11 @@ def lower_add(node: Node, ctx: LayerContext) -> list[Instruction]:
     shape = ctx.shape(y_name)
     types = [ctx.dtype(n) for n in (a_name, b_name, y_name)]
     flips = [_FLIP if t == DataType.UINT8 else 0 for t in types]
-    form = broadcast_form(ctx.shape(a_name), ctx.shape(b_name), "QAdd", per_channel=False)
-    if form is not None:
+    b_shape = ctx.shape(b_name)
+    form = broadcast_form(ctx.shape(a_name), b_shape, "QAdd")
+    if form == "channel":
+        check_lanes_are_channels(node, ctx, (a_name, y_name))
+    elif form == "last":
         check_lanes_are_last_axis(node, ctx, (a_name, y_name))
     a_map, b_map, y_map = (
         None if form is not None and n == b_name
@@ -62,8 +67,10 @@ def lower_add(node: Node, ctx: LayerContext) -> list[Instruction]:
         code.append(load_pixels(a_map, t.image, t.y0, t.rows, t.c0, t.lanes, a_row,
                                 flip_sign=bool(flips[0])))  # fmt: skip
         if b_map is None:
-            code.append(broadcast_row(ctx.placement(b_name), "last", 0, t.c0, t.lanes, b_row,
-                                      bool(flips[1])))  # fmt: skip
+            assert form is not None
+            b_image = t.image if form == "channel" and b_shape[0] > 1 else 0  # B [N, C, 1, ..]
+            code.append(broadcast_row(ctx.placement(b_name), form, b_image, t.c0, t.lanes,
+                                      b_row, bool(flips[1])))  # fmt: skip
         else:
             code.append(load_pixels(b_map, t.image, t.y0, t.rows, t.c0, t.lanes, b_row,
                                     flip_sign=bool(flips[1])))  # fmt: skip

@@ -23,7 +23,13 @@ from systolic.mapper.lowering.node_attrs import int_attr
 from systolic.mapper.lowering.vector_tiles import VectorTile, vector_tiles
 from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast, per_channel_broadcast
 
-__all__ = ["broadcast_form", "broadcast_row", "check_lanes_are_last_axis", "lower_qmul"]
+__all__ = [
+    "broadcast_form",
+    "broadcast_row",
+    "check_lanes_are_channels",
+    "check_lanes_are_last_axis",
+    "lower_qmul",
+]
 
 _FLIP = 128
 
@@ -82,6 +88,15 @@ def check_lanes_are_last_axis(node: Node, ctx: LayerContext, names: tuple[str, .
                                "and Y stored row-major (last axis contiguous)")
 
 
+def check_lanes_are_channels(node: Node, ctx: LayerContext, names: tuple[str, ...]) -> None:
+    """UnsupportedError unless every value of `names` has its channels as the scratchpad lanes
+    (a matrix [N, C], or stored channel-last), as a per-channel broadcast needs."""
+    shape = ctx.shape(node.outputs[0])
+    if len(shape) != 2 and not all(ctx.plan.channel_last(n, ctx.dtype(n), shape) for n in names):
+        raise UnsupportedError(f"{node.op_type} {node.label!r}: a per-channel B needs A and Y "
+                               "stored with their channels contiguous (channel-last)")
+
+
 def _add(node: Node, ctx: LayerContext, t: VectorTile, y_map: FeatureMap, rows: tuple[int, int],
          flips: list[int], broadcast: bool) -> Add:  # fmt: skip
     info = np.iinfo(ctx.dtype(node.outputs[0]).numpy)
@@ -120,12 +135,7 @@ def lower_qmul(node: Node, ctx: LayerContext) -> list[Instruction]:
                     for n, t in ((a_name, types[0]), (y_name, types[2])))  # fmt: skip
     b_map = None
     if form == "channel":
-        lanes_are_channels = len(shape) == 2 or all(
-            ctx.plan.channel_last(n, t, shape) for n, t in ((a_name, types[0]), (y_name, types[2]))
-        )
-        if not lanes_are_channels:
-            raise UnsupportedError(f"QMul {node.label!r}: a per-channel B needs A and Y stored "
-                                   "with their channels contiguous (channel-last)")  # fmt: skip
+        check_lanes_are_channels(node, ctx, (a_name, y_name))
     elif form == "last":
         check_lanes_are_last_axis(node, ctx, (a_name, y_name))
     else:

@@ -9,12 +9,13 @@ the systolic integer ops (section C of the shared contracts).
   terms when they are not 0 in the int8 domain, see `lowering/asymmetric_product.py`)
 - DQ(a), DQ(b) -> Add (or a two-input Sum) -> [Relu|Clip] -> Q  becomes  QAdd: a and b
   computed, of the same shape, or b an 8-bit constant vector along a's last axis ([H], [1, H],
-  [1, 1, H] ... of more than one element: LayerNorm's beta; the constant goes to memory)
+  [1, 1, H] ... of more than one element: LayerNorm's beta; the constant goes to memory) or
+  per channel ([1, C, 1, ...]: a batch norm's shift, `channel_affine`)
 - DQ(a), DQ(b) -> Mul -> [Relu|Clip] -> Q  becomes  QMul: a and b computed, of the same
   shape, one per channel [N|1, C, 1, ...] of the other [N, C, *spatial] (squeeze-excitation
   scaling) or one along the other's last axis [1, ..., H]; or b an 8-bit constant vector
-  along a's last axis (LayerNorm's gamma); multiplier and shift of s_a * s_b / s_y (float64)
-  as the output stage's. A scalar constant is refused (it goes into a table)
+  along a's last axis (LayerNorm's gamma) or per channel [1, C, 1, ...]; multiplier and
+  shift of s_a * s_b / s_y (float64) as the output stage's. A scalar constant is refused (it goes into a table)
 - DQ(x) -> MaxPool -> [Relu|Clip] -> Q (same scale and zero point)  becomes  QMaxPool
 - DQ(x) -> AveragePool / GlobalAveragePool -> Q  becomes  QAveragePool
 - DQ(x) -> Flatten/Reshape/Transpose/Squeeze/Unsqueeze/Concat -> Q (same parameters)
@@ -325,18 +326,21 @@ def _output_chain_with_bias(ctx: FusionContext, node: Node) -> tuple[Node | None
 def _constant_vector(ctx: FusionContext, a: tuple[str, str], b: tuple[str, str],
                      op: str) -> bool:
     """Order check for an element-wise op's operands (quantized source, float input): True
-    when b is a constant along a's last axis (more than one element: LayerNorm's gamma or
-    beta), False when neither is a constant; NotFusable for any other constant."""
+    when b is a constant along a's last axis or per channel [1, C, 1, ...] (more than one
+    element: LayerNorm's gamma or beta, a batch norm's scale or shift), False when neither
+    is a constant; NotFusable for any other constant."""
     constants = [q in ctx.constants for q, _ in (a, b)]
     if not any(constants):
         return False
     shape_a, shape_b = ctx.shape_of(a[1]), ctx.shape_of(b[1])
     if (constants[0] or shape_a is None or shape_b is None or shape_a == shape_b
-            or math.prod(shape_b) <= 1 or not last_axis_broadcast(shape_a, shape_b)
+            or math.prod(shape_b) <= 1
+            or not (last_axis_broadcast(shape_a, shape_b)
+                    or per_channel_broadcast(shape_a, shape_b) and shape_b[0] == 1)
             or ctx.constants[b[0]].dtype not in (np.int8, np.uint8)):
         raise NotFusable(f"a{'n' if op == 'Add' else ''} {op} of a constant is fused only "
-                         "with a vector along the other input's last axis (a scalar "
-                         "constant goes into a table)")
+                         "with a vector along the other input's last axis or per channel "
+                         "(a scalar constant goes into a table)")
     return True
 
 

@@ -15,6 +15,9 @@ Order (each pass one module):
  4b. conv_transpose     ConvTranspose -> Convs over its input (polyphase: one per stride
                         phase, then their interleave) or over its zero-inserted input
  4c. fold_bias_add      Add/Sub of a per-channel constant after a float Conv -> its bias
+ 4d. channel_affine     a chain of per-channel affine ops (BatchNormalization, Mul/Add/Sub/
+                        Div of a per-channel constant) -> one BatchNormalization after a
+                        Conv/Gemm (folded next), else Mul(s[1, C, 1, 1]) -> Add(t) (QMul, QAdd)
  5. fold_batchnorm      BatchNormalization into the preceding Conv/Gemm (float)
  5b. split_layernorm    LayerNormalization(x, scale, bias) of float constants over the last
                         axis -> LayerNormalization(x, 1) -> Mul(scale) -> Add(bias): the
@@ -72,6 +75,7 @@ import numpy as np
 from systolic.ir import SYSTOLIC_DOMAIN, DataType, Model
 from systolic.mapper.binding import bind_graph
 from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES
+from systolic.mapper.passes.channel_affine import channel_affine
 from systolic.mapper.passes.compose_tables import compose_tables
 from systolic.mapper.passes.conv_transpose import conv_transpose_to_conv
 from systolic.mapper.passes.decompose_lrn import decompose_lrn
@@ -127,7 +131,7 @@ def run_passes(
     while (inlined := fold_if(model, report)) is not model:
         model = fold_constants(remove_identities(finalize(inlined), report), report)
     for rewrite in (spatial_mean_to_pool, decomposed_softmax, decompose_lrn,
-                    conv_transpose_to_conv, fold_bias_add):
+                    conv_transpose_to_conv, fold_bias_add, channel_affine):
         rewritten = rewrite(model, report)
         if rewritten is not model:
             model = finalize(rewritten)

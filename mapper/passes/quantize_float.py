@@ -47,6 +47,11 @@ pairs that `fuse_qdq` then fuses (the same form onnxruntime's QDQ quantizer writ
   of a float constant along the last axis after it have their results quantized and the
   constant read through a DequantizeLinear of its int8 per-tensor quantization, so that
   `fuse_layernorm` makes one systolic.QLayerNorm and `fuse_qdq` a QMul and a QAdd.
+- A per-channel affine op (`channel_affine_ptq`: `channel_affine`'s Mul or Add of a float
+  [1, C, 1, 1] constant on a rank-4 activation, pre-activation batch norm): its input and
+  result are quantized (a Relu or Clip reading only the result absorbed) and the constant
+  read through a DequantizeLinear of its int8 per-tensor quantization, shape kept, so that
+  `fuse_qdq` makes a QMul or a QAdd with a per-channel B.
 - Degenerate ranges: a scale below float32's smallest normal number (0, denormal) becomes 1
   with zero point 0 (onnxruntime's quantizer does the same).
 - Calibration: the caller's feeds, or `calibration.random_calibration(graph, seed)` (8 seeded
@@ -68,6 +73,7 @@ import numpy as np
 from systolic.errors import ModelError
 from systolic.ir import DataType, Graph, Model, Node, Tensor
 from systolic.mapper.passes.calibration import calibrate, random_calibration
+from systolic.mapper.passes.channel_affine_ptq import channel_vector_index, keeps_shape
 from systolic.mapper.passes.fuse_tables import ELEMENTWISE
 from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of, make_node, tensor
 from systolic.mapper.passes.layernorm_ptq import layernorm_plans, quantize_vector
@@ -271,6 +277,16 @@ def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = Non
             add(node.outputs[0])  # DQ -> Softmax -> Q: a QSoftmax (fuse_softmax)
             if len(consumers.get(node.inputs[0], [])) == 1 and node.inputs[0] not in outputs:
                 plan.softmax_inputs.append(node)
+        elif (index := channel_vector_index(node, graph, constants)) is not None:
+            add(node.inputs[1 - index])  # -> QMul / QAdd of a per-channel B
+            plan.vectors[node.name] = index
+            result = node.outputs[0]
+            readers = consumers.get(result, [])
+            if (len(readers) == 1 and result not in outputs
+                    and is_activation(readers[0], constants)):
+                taken.add(id(readers[0]))
+                result = readers[0].outputs[0]
+            add(result)
         elif node.op_type in ELEMENTWISE:
             _plan_region(graph, node, (constants, consumers, order), chosen, add, taken,
                          report)
@@ -485,11 +501,14 @@ def _check_finite_weights(graph: Graph, plan: _Plan) -> None:
 
 def _dequantized_vector(node: Node, index: int, constants: Mapping[str, np.ndarray],
                         namer: Namer) -> tuple[Node, Node, list[Tensor]]:  # fmt: skip
-    """Return `node` reading its constant input `index` (a vector along the last axis) through
-    a DequantizeLinear of its per-tensor int8 quantization (`quantize_vector`) flattened to
-    [H], that node and the new constants."""
+    """Return `node` reading its constant input `index` (a vector along the last axis, or per
+    channel [1, C, 1, 1]) through a DequantizeLinear of its per-tensor int8 quantization
+    (`quantize_vector`) flattened to [H] (a per-channel one keeps its shape), that node and
+    the new constants."""
     name = node.inputs[index]
     q, scale = quantize_vector(constants[name].reshape(-1))
+    if keeps_shape(constants[name]):  # per channel [1, C, 1, 1] (channel_affine_ptq)
+        q = q.reshape(constants[name].shape)
     q_name, s_name = namer(f"{name}_quantized"), namer(f"{name}_scale")
     z_name, dq_name = namer(f"{name}_zero_point"), namer(f"{name}_dequantized")
     dq = make_node("DequantizeLinear", (q_name, s_name, z_name), (dq_name,),

@@ -7,13 +7,18 @@ import numpy as np
 
 from systolic.ir import SYSTOLIC_DOMAIN
 from systolic.isa.requant import MULTIPLIER_BITS
-from systolic.reference.ops._elementwise_pair import ElementwisePair, last_axis_broadcast
+from systolic.reference.ops._elementwise_pair import (
+    ElementwisePair,
+    last_axis_broadcast,
+    per_channel_broadcast,
+)
 from systolic.reference.ops._systolic import round_shift
 
 
 class QAdd(ElementwisePair):
     """systolic.QAdd-1: Y = QAdd(A, B), A and B uint8/int8 of the same shape, or B broadcast
-    along A's last axis (A [..., H], B [H], [1, H], [1, 1, H] ...: LayerNorm's beta).
+    per channel (A [N, C, *spatial], B [N|1, C, 1, ...]: a batch norm's shift) or along A's
+    last axis (A [..., H], B [H], [1, H], [1, 1, H] ...: LayerNorm's beta).
 
     Attributes: a_zero_point, b_zero_point (in A's and B's types), multiplier_a,
     multiplier_b (signed int32), shift (-31..31), y_zero_point, y_type, y_lo, y_hi.
@@ -32,9 +37,11 @@ class QAdd(ElementwisePair):
     multiplier_b: int
 
     def check_shapes(self, a: Sequence[int], b: Sequence[int]) -> None:
-        if tuple(a) != tuple(b) and not last_axis_broadcast(a, b):
+        if (tuple(a) != tuple(b) and not per_channel_broadcast(a, b)
+                and not last_axis_broadcast(a, b)):
             raise self.error(f"A {list(a)} and B {list(b)} must have the same shape, or B be "
-                             "along A's last axis [1, ..., H]")
+                             "per channel [N or 1, C, 1, ...] or along A's last axis "
+                             "[1, ..., H]")
 
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
         a, b = inputs

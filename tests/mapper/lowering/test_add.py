@@ -107,3 +107,44 @@ def test_add_of_a_constant_beta():
     assert check_layers(compiled, inputs) is None
     expected = run_graph(compiled.graph, inputs, opsets=OPSETS)["y"]
     np.testing.assert_array_equal(simulate(compiled, inputs)["y"], expected)
+
+
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS.keys())
+@pytest.mark.parametrize("shapes", [((2, 19, 3, 4), (1, 19, 1, 1)), ((2, 6, 5, 3), (2, 6, 1, 1)),
+                                    ((4, 21), (1, 21))],
+                         ids=["n1", "per-image", "matrix"])  # fmt: skip
+def test_add_of_a_per_channel_vector(config, shapes):  # type: ignore[no-untyped-def]
+    """A batch norm's shift: B [N or 1, C, 1, 1] over channel-last A, one row per channel
+    chunk read for every pixel (b_broadcast), with a Relu's clamp."""
+    a_shape, b_shape = shapes
+    g = graph({"a": (U8, a_shape), "b": (I8, b_shape)}, {"y": U8},
+              [_add(U8, I8, U8, shift=-1, y_lo=128)])  # fmt: skip
+    compiled = compile_model(g, config)
+    assert [layer.unit for layer in compiled.layers] == [LayerUnit.VECTOR]
+    adds = [i for i in compiled.program.instructions if isinstance(i, Add)]
+    assert adds and all(i.b_broadcast and not i.mul for i in adds)
+    inputs = {"a": random_input(U8, a_shape, 10), "b": random_input(I8, b_shape, 11)}
+    assert check_layers(compiled, inputs) is None
+    expected = run_graph(compiled.graph, inputs, opsets=OPSETS)["y"]
+    np.testing.assert_array_equal(simulate(compiled, inputs)["y"], expected)
+
+
+def test_add_of_a_constant_per_channel_shift():
+    """B an int8 constant [1, C, 1, 1] (channel_affine's shift) is placed in memory and read
+    one channel chunk at a time."""
+    shift = Tensor("b", DataType.INT8, np.arange(-5, 6, dtype=np.int8).reshape(1, 11, 1, 1))
+    g = graph({"a": (U8, (1, 11, 5, 6))}, {"y": U8}, [_add(U8, I8, U8)], [shift])
+    compiled = compile_model(g, ArrayConfig(rows=4, cols=4))
+    assert [layer.unit for layer in compiled.layers] == [LayerUnit.VECTOR]
+    inputs = {"a": random_input(U8, (1, 11, 5, 6), 12)}
+    assert check_layers(compiled, inputs) is None
+    expected = run_graph(compiled.graph, inputs, opsets=OPSETS)["y"]
+    np.testing.assert_array_equal(simulate(compiled, inputs)["y"], expected)
+
+
+def test_per_channel_add_of_a_row_major_tensor_runs_on_the_host():
+    """[N, C, W] that no 1-D operator touches is row-major: its lanes are not channels."""
+    g = graph({"a": (U8, (2, 5, 6)), "b": (U8, (1, 5, 1))}, {"y": U8}, [_add(U8, U8, U8)])
+    compiled = compile_model(g, CONFIGS["4x4"])
+    assert compiled.layers[0].unit is LayerUnit.HOST
+    assert "channel-last" in compiled.layers[0].reason

@@ -55,6 +55,25 @@ def test_b_along_the_last_axis_is_broadcast():
     np.testing.assert_array_equal(y, expected.astype(np.int8))
 
 
+@pytest.mark.parametrize("b_shape", [(1, 3, 1, 1), (2, 3, 1, 1)])
+def test_b_per_channel_is_broadcast(b_shape):
+    """A batch norm's shift: B [N or 1, C, 1, 1] added to every pixel of its channel."""
+    attrs = {"a_zero_point": 3, "b_zero_point": -2, "multiplier_a": 2**30,
+             "multiplier_b": 2**29, "shift": 0, "y_type": 3, "y_lo": -100}
+    a = np.arange(-60, 60, 2, dtype=np.int8).reshape(2, 3, 2, 5)
+    b = np.arange(-9, -9 + 5 * int(np.prod(b_shape)), 5, dtype=np.int8).reshape(b_shape)
+    y = run("QAdd", attrs, a, b)
+    exact = (a.astype(np.int64) - 3) / 2 + (b.astype(np.int64) + 2) / 4
+    expected = np.clip(np.round(exact), -100, 127)  # round half to even, like rhe
+    np.testing.assert_array_equal(y, expected.astype(np.int8))
+
+
+def test_rejects_b_per_channel_with_a_spatial_extent():
+    attrs = {"multiplier_a": 1, "multiplier_b": 1, "shift": 0, "y_type": 3}
+    with pytest.raises(ModelError, match=r"per channel"):
+        run("QAdd", attrs, np.zeros((1, 3, 2, 2), np.int8), np.zeros((1, 3, 2, 1), np.int8))
+
+
 def test_rejects_missing_shift():
     with pytest.raises(ModelError, match=r"required attribute 'shift' is missing"):
         run("QAdd", {"multiplier_a": 1, "multiplier_b": 1, "y_type": 3},

@@ -1,0 +1,48 @@
+"""What post-training quantization quantizes around a per-channel affine op, so that
+`fuse_qdq` makes it a QMul or a QAdd with a per-channel B (`channel_affine`'s Mul(x, s) and
+Add(t) of [1, C, 1, 1] constants: pre-activation batch norm).
+
+A Mul or Add (ai.onnx) of a float activation x [N, C, H, W] (rank 4: stored channel-last, so
+the vector unit broadcasts one row of B per channel chunk over every pixel) and a float32
+constant [1, C, 1, 1] of more than one element, finite, whose result is float: x and the
+result are quantized (calibrated like any activation; a Relu or Clip that is the result's
+only reader is absorbed), and the constant is read through a DequantizeLinear of its int8
+per-tensor quantization (`layernorm_ptq.quantize_vector`), keeping its shape [1, C, 1, 1]
+(the per-channel form `fuse_qdq` and the QMul/QAdd lowerings take).
+"""
+
+import numpy as np
+
+from systolic.ir import DataType, Graph, Node
+from systolic.reference.ops.op_systolic_qmul import per_channel_broadcast
+
+__all__ = ["channel_vector_index", "keeps_shape"]
+
+
+def channel_vector_index(node: Node, graph: Graph,
+                         constants: dict[str, np.ndarray]) -> int | None:  # fmt: skip
+    """Return the input index of the per-channel constant of a Mul/Add `node` as the module
+    docstring describes, or None when `node` is no such op."""
+    if (node.op_type not in ("Mul", "Add") or node.domain != "" or len(node.inputs) != 2
+            or len(node.outputs) != 1):
+        return None
+    index = 1 if node.inputs[1] in constants else 0
+    x, c = node.inputs[1 - index], constants.get(node.inputs[index])
+    x_type, y_type = graph.type_of(x), graph.type_of(node.outputs[0])
+    if (c is None or x in constants or x_type is None or y_type is None
+            or x_type.dtype != DataType.FLOAT or y_type.dtype != DataType.FLOAT
+            or x_type.shape is None or len(x_type.shape) != 4 or y_type.shape != x_type.shape):
+        return None
+    shape = x_type.shape
+    if (c.dtype != np.float32 or c.ndim != 4 or c.shape[0] != 1 or c.size <= 1
+            or not all(isinstance(d, int) for d in shape)
+            or not per_channel_broadcast([int(d) for d in shape if isinstance(d, int)], c.shape)
+            or not np.all(np.isfinite(c))):
+        return None
+    return index
+
+
+def keeps_shape(constant: np.ndarray) -> bool:
+    """True for a per-channel constant [1, C, 1, 1] whose quantization keeps that shape (a
+    layer normalization's vector is flattened to [H] instead)."""
+    return constant.ndim == 4 and constant.shape[0] == 1 and constant.shape[-1] == 1

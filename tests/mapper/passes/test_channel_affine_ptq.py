@@ -1,0 +1,83 @@
+"""Pre-activation batch norm of a float model: channel_affine's Mul and Add of [1, C, 1, 1]
+constants are quantized (channel_affine_ptq) into a QMul and a QAdd with a per-channel B,
+the Relu after the Add absorbed, and run on the vector unit bit-exact."""
+
+import numpy as np
+
+from systolic.config import ArrayConfig
+from systolic.isa.program import LayerUnit
+from systolic.mapper.lowering import compile_model
+from systolic.mapper.passes.channel_affine_ptq import channel_vector_index, keeps_shape
+from systolic.mapper.passes.graph_tools import constants_of
+from systolic.mapper.passes.pipeline import run_passes
+from systolic.reference.executor import run_model
+from systolic.simulation.layer_check import check_layers
+
+from .model_builder import build, node
+
+RNG = np.random.default_rng(3)
+C = 6
+
+
+def _pre_activation_model():  # type: ignore[no-untyped-def]
+    """x -> Conv -> Relu -> Concat(., x) -> BN -> Relu -> Conv -> y (DenseNet's pattern)."""
+    constants = {
+        "w1": RNG.standard_normal((C - 3, 3, 3, 3)).astype(np.float32),
+        "w2": RNG.standard_normal((4, C, 1, 1)).astype(np.float32),
+        "gamma": RNG.uniform(0.5, 2, C).astype(np.float32),
+        "beta": RNG.standard_normal(C).astype(np.float32),
+        "mean": RNG.standard_normal(C).astype(np.float32),
+        "var": RNG.uniform(0.2, 2, C).astype(np.float32),
+    }
+    nodes = [node("Conv", ["x", "w1"], ["a"], name="conv1", pads=[1, 1, 1, 1]),
+             node("Relu", ["a"], ["r"], name="relu1"),
+             node("Concat", ["r", "x"], ["c"], name="concat", axis=1),
+             node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["b"],
+                  name="bn"),
+             node("Relu", ["b"], ["p"], name="relu2"),
+             node("Conv", ["p", "w2"], ["y"], name="conv2")]
+    return build(nodes, [("x", np.float32, [1, 3, 5, 5])], [("y", np.float32, [1, 4, 5, 5])],
+                 constants)
+
+
+def _feeds(count):  # type: ignore[no-untyped-def]
+    return [{"x": RNG.standard_normal((1, 3, 5, 5)).astype(np.float32)} for _ in range(count)]
+
+
+def test_pre_activation_batch_norm_runs_on_the_vector_unit():
+    model = _pre_activation_model()
+    integer, report = run_passes(model, calibration=_feeds(8))
+    ops = [n.op_type for n in integer.graph.nodes]
+    assert ops.count("QConv") == 2 and ops.count("QMul") == 1 and ops.count("QAdd") == 1
+    assert "BatchNormalization" not in ops and "Relu" not in ops
+    qmul, qadd = (next(n for n in integer.graph.nodes if n.op_type == t) for t in ("QMul", "QAdd"))
+    constants = constants_of(integer.graph)
+    for op in (qmul, qadd):
+        b = constants.get(op.inputs[1])
+        assert b is not None and b.shape == (1, C, 1, 1) and b.dtype == np.int8
+    assert qadd.attrs["y_lo"] == qadd.attrs["y_zero_point"]  # the Relu, absorbed
+    assert report.fate("relu2").into.startswith("systolic.QAdd")
+    compiled = compile_model(integer, ArrayConfig(rows=4, cols=4))
+    units = {layer.op: layer.unit for layer in compiled.layers}
+    assert units["QMul"] == units["QAdd"] == LayerUnit.VECTOR
+    feed = _feeds(1)[0]
+    assert check_layers(compiled, feed, backend="model") is None
+    y_int = run_model(integer, feed)["y"]
+    y_float = run_model(model, feed)["y"]
+    cosine = float(np.sum(y_int * y_float) / np.linalg.norm(y_int) / np.linalg.norm(y_float))
+    assert cosine > 0.99
+
+
+def test_the_channel_vector_index():
+    model = build([node("Relu", ["x"], ["a"]), node("Mul", ["c", "a"], ["y"]),
+                   node("Add", ["a", "d"], ["z"])],
+                  [("x", np.float32, [1, 4, 2, 2])],
+                  [("y", np.float32, [1, 4, 2, 2]), ("z", np.float32, [1, 4, 2, 2])],
+                  {"c": np.ones((1, 4, 1, 1), np.float32), "d": np.ones((4, 1, 1), np.float32)})
+    graph = model.graph
+    constants = constants_of(graph)
+    relu, mul, add = graph.nodes
+    assert channel_vector_index(mul, graph, constants) == 0
+    assert channel_vector_index(add, graph, constants) is None  # [C, 1, 1]: not canonical
+    assert channel_vector_index(relu, graph, constants) is None
+    assert keeps_shape(np.zeros((1, 4, 1, 1))) and not keeps_shape(np.zeros((1, 1, 1, 8)))
