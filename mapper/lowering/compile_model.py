@@ -46,7 +46,7 @@ from systolic.mapper.lowering.add import lower_add
 from systolic.mapper.lowering.compiled import CompiledModel, MemoryView
 from systolic.mapper.lowering.context import LayerContext
 from systolic.mapper.lowering.conv import lower_qconv
-from systolic.mapper.lowering.dataflow_choice import LayerCycles, lower_either
+from systolic.mapper.lowering.dataflow_choice import DataflowChooser, LayerCycles
 from systolic.mapper.lowering.integer_matmul import lower_qmatmulint
 from systolic.mapper.lowering.jobs import planning_only
 from systolic.mapper.lowering.layer_code import LayerCode
@@ -232,7 +232,7 @@ class _Compiler:
         self.views: dict[str, MemoryView] = {}
         self.slices = self._concat_slices()
         self.fused: dict[str, str] = {}  # QTable label -> the array layer whose STOREs apply it
-        self.layer_cycles: LayerCycles | None = None  # (BOTH's per-layer choice)
+        self.chooser = DataflowChooser(config)  # (BOTH: each array layer's dataflow)
 
     def _concat_slices(self) -> dict[str, tuple[str, int, int]]:
         """Map each value written straight into its slice of a Concat's output to (output,
@@ -359,6 +359,8 @@ class _Compiler:
     def run(self, progress: Callable[[int, int], None] | None = None) -> CompiledModel:
         """Compile every node in order (`compile_nodes`) into the program."""
         self.compile_nodes(progress)
+        self.instructions, self.layers = self.chooser.settle(self.layers, self.instructions,
+                                                             self.plan.segments)
         tensors = tuple(p for name, p in self.plan.placements.items() if name not in self.views)
         program = Program(
             config=self.config,
@@ -489,15 +491,9 @@ class _Compiler:
             return lowering(node, x, y, config, alloc, constants=constants, b=b,
                             activation=activation)  # fmt: skip
 
-        previous = self.last_code() if self.config.dataflow is Dataflow.BOTH else []
-        code = lower_either(lower, self.config, self.plan, self.layer_cycles, previous)
+        code = self.chooser.lower(node.label, lower)
         self.plan.segments.extend(code.segments)
         return list(code.instructions), int(code.stats.macs)
-
-    def last_code(self) -> list[Instruction]:
-        """Return the instructions of the last layer that has any (none at the start)."""
-        last = next((layer for layer in reversed(self.layers) if layer.count), None)
-        return [] if last is None else self.instructions[last.first:last.first + last.count]
 
     def compile_layout(self, index: int, node: Node) -> str | None:
         """Lower layout node `node`; return None when done, else why it needs the host."""
@@ -612,9 +608,9 @@ def compile_model(
     """Compile an integer graph (or a model holding one) for `config`; see the module docstring.
 
     `progress(done, total)`, when given, is called after each of the graph's `total` nodes
-    (for a progress bar: large models take tens of seconds). `layer_cycles` times a layer
-    alone (`systolic.sim.timing.layer_cycles.layer_cycles`): `Dataflow.BOTH` needs it to
-    choose each array layer's dataflow (`dataflow_choice.lower_either`).
+    (for a progress bar: large models take tens of seconds). `layer_cycles` times a program
+    (`systolic.sim.timing.layer_cycles.layer_cycles`): `Dataflow.BOTH` needs it to choose each
+    array layer's dataflow (`dataflow_choice.DataflowChooser`).
 
     Raises UnsupportedError for a configuration the lowering cannot target (operands must be
     8-bit) or a value it cannot place, ModelError for values without static shapes,
@@ -625,7 +621,7 @@ def compile_model(
             "dataflow both chooses each layer's dataflow with the cycle model: compile with "
             "layer_cycles=systolic.sim.timing.layer_cycles.layer_cycles")
     compiler = _compiler(model, config, opsets)
-    compiler.layer_cycles = layer_cycles
+    compiler.chooser = DataflowChooser(config, layer_cycles)
     return compiler.run(progress)
 
 

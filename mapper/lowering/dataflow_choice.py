@@ -1,20 +1,28 @@
 """Per-layer dataflow for an array that runs both (`Dataflow.BOTH`).
 
-`lower_either(lower, config, plan, layer_cycles, previous)` lowers one array layer. For a WS or
-OS configuration it is `lower(config)`. For `Dataflow.BOTH` it lowers the layer twice, as the
-weight-stationary and as the output-stationary array of the same size and memories would
-(`lower(variant)`, each from the same free address of the memory plan), times each lowering
-after `previous` (the instructions of the layer before it, already chosen) with
-`layer_cycles(previous + instructions, config)` (the cycle model of that program on the BOTH
-array: `systolic.sim.timing.layer_cycles.layer_cycles`, injected by the caller because the
-mapper sits below the simulators), and keeps the one that ends sooner: the fewer cycles from
-the previous layer's end to its own, as the per-layer table counts them, including the overlap
-with the previous layer and the drain of the array when the dataflow changes. On a tie it
-keeps the weight-stationary one (the default dataflow). The discarded lowering's constants are given
-back to the plan (its addresses were never used). A variant the lowering refuses
-(UnsupportedError, ResourceError) leaves the other; when both refuse, the weight-stationary
-refusal is raised. Inside `jobs.planning_only()` (no instructions to time) only the
-weight-stationary lowering runs, unless it refuses.
+`DataflowChooser(config, layer_cycles)` serves one compilation. Its `lower(name, lower)`
+lowers one array layer: for a WS or OS configuration it is `lower(config)`. For `Dataflow.BOTH`
+it lowers the layer twice, as the weight-stationary and as the output-stationary array of the
+same size and memories would (`lower(variant)`; the two sets of constants get disjoint
+addresses, only the kept one's bytes enter the image), keeps both and returns the
+weight-stationary instructions as the layer's placeholder, without constants.
+
+`settle(layers, instructions, segments)` then chooses, once every layer is compiled, in
+program order. For each array layer it times, with `layer_cycles(program, config)` (the cycle
+model on the BOTH array: `systolic.sim.timing.layer_cycles.layer_cycles`, injected by the
+caller because the mapper sits below the simulators), the program made of the layers since
+the previous array layer (as chosen), the layer in either dataflow, the layers up to the next
+array layer and that one in either dataflow: four programs. It keeps the dataflow of the
+fastest of them (on a tie weight-stationary, the default): the choice sees the overlap with
+the layer before, the drain of the array when the dataflow changes, and what the layer's
+order of results does to the vector layers that read them and to the next array layer. It
+returns the instructions and layers with the chosen code and adds the chosen constants to
+`segments`.
+
+A variant the lowering refuses (UnsupportedError, ResourceError) leaves the other; when both
+refuse, the weight-stationary refusal is raised. Inside `jobs.planning_only()` (no
+instructions) only the weight-stationary lowering runs, unless it refuses. Lowering a BOTH
+layer without `layer_cycles` raises ConfigError.
 """
 
 import dataclasses
@@ -23,45 +31,83 @@ from collections.abc import Callable, Sequence
 from systolic.config import ArrayConfig, Dataflow
 from systolic.errors import ConfigError, ResourceError, UnsupportedError
 from systolic.isa.instructions import Instruction
+from systolic.isa.program import MemorySegment, ProgramLayer
 from systolic.mapper.lowering.layer_code import LayerCode
-from systolic.mapper.lowering.memory_plan import MemoryPlan
 
-__all__ = ["LayerCycles", "lower_either"]
+__all__ = ["DataflowChooser", "LayerCycles"]
 
 LayerCycles = Callable[[Sequence[Instruction], ArrayConfig], int]
-"""The cycles of a program made of one layer's instructions (HALT added) on a configuration."""
+"""The cycles of a program made of some layers' instructions (HALT added) on a configuration."""
+
+_FAMILIES = (Dataflow.WS, Dataflow.OS)  # (the order is the tie rule)
 
 
-def lower_either(lower: Callable[[ArrayConfig], LayerCode], config: ArrayConfig,
-                 plan: MemoryPlan, layer_cycles: LayerCycles | None,
-                 previous: Sequence[Instruction] = ()) -> LayerCode:
-    """Return the layer lowered for `config`, under `Dataflow.BOTH` the faster of its two
-    dataflows (module docstring). Raises ConfigError when `config` is BOTH and no
-    `layer_cycles` is given."""
-    if config.dataflow is not Dataflow.BOTH:
-        return lower(config)
-    start = plan.next_free
-    options: list[tuple[int, int, LayerCode, int]] = []  # (cycles, order, code, next_free)
-    refusal: UnsupportedError | ResourceError | None = None
-    for order, dataflow in enumerate((Dataflow.WS, Dataflow.OS)):
-        variant = dataclasses.replace(config, dataflow=dataflow)
-        plan.next_free = start
-        try:
-            code = lower(variant)
-        except (UnsupportedError, ResourceError) as err:
-            refusal = refusal or err
-            continue
-        if not code.instructions:  # planning only: the decision needs no timing
-            return code
-        if layer_cycles is None:
-            raise ConfigError(
-                "dataflow both chooses each layer's dataflow with the cycle model: compile "
-                "with layer_cycles=systolic.sim.timing.layer_cycles.layer_cycles")
-        cycles = layer_cycles([*previous, *code.instructions], config)
-        options.append((cycles, order, code, plan.next_free))
-    if not options:
-        assert refusal is not None
-        raise refusal
-    _, _, code, next_free = min(options, key=lambda option: option[:2])
-    plan.next_free = next_free
-    return code
+class DataflowChooser:
+    """The per-layer choice of one compilation (module docstring)."""
+
+    def __init__(self, config: ArrayConfig, layer_cycles: LayerCycles | None = None) -> None:
+        self.config = config
+        self.layer_cycles = layer_cycles
+        self.candidates: dict[str, tuple[LayerCode, ...]] = {}  # layer name -> WS, OS
+
+    def lower(self, name: str, lower: Callable[[ArrayConfig], LayerCode]) -> LayerCode:
+        """Return layer `name` lowered for the configuration (module docstring)."""
+        if self.config.dataflow is not Dataflow.BOTH:
+            return lower(self.config)
+        codes: list[LayerCode] = []
+        refusal: UnsupportedError | ResourceError | None = None
+        for dataflow in _FAMILIES:
+            try:
+                code = lower(dataclasses.replace(self.config, dataflow=dataflow))
+            except (UnsupportedError, ResourceError) as err:
+                refusal = refusal or err
+                continue
+            if not code.instructions:  # planning only: nothing to choose between
+                return code
+            if self.layer_cycles is None:
+                raise ConfigError(
+                    "dataflow both chooses each layer's dataflow with the cycle model: "
+                    "compile with layer_cycles=systolic.sim.timing.layer_cycles.layer_cycles")
+            codes.append(code)
+        if not codes:
+            assert refusal is not None
+            raise refusal
+        self.candidates[name] = tuple(codes)
+        return dataclasses.replace(codes[0], segments=())
+
+    def settle(self, layers: Sequence[ProgramLayer], instructions: Sequence[Instruction],
+               segments: list[MemorySegment]
+               ) -> tuple[list[Instruction], list[ProgramLayer]]:
+        """Choose every array layer's lowering; return the program's instructions and layers
+        (module docstring), the chosen constants added to `segments`."""
+        if not self.candidates:
+            return list(instructions), list(layers)
+        layer_cycles = self.layer_cycles
+        assert layer_cycles is not None  # (checked when the candidates were made)
+        options = [[list(code.instructions) for code in self.candidates[layer.name]]
+                   if layer.name in self.candidates
+                   else [list(instructions[layer.first:layer.first + layer.count])]
+                   for layer in layers]  # fmt: skip
+        chosen = [0] * len(layers)
+        choices = [i for i, layer in enumerate(layers) if layer.name in self.candidates]
+        for position, index in enumerate(choices):
+            start = choices[position - 1] if position else 0
+            after = choices[position + 1] if position + 1 < len(choices) else None
+            before = [i for k in range(start, index) for i in options[k][chosen[k]]]
+            between = [i for k in range(index + 1, len(layers) if after is None else after)
+                       for i in options[k][0]]
+            nexts = options[after] if after is not None else [[]]
+            timed = [(layer_cycles([*before, *mine, *between, *following], self.config),
+                      family, following_family)
+                     for family, mine in enumerate(options[index])
+                     for following_family, following in enumerate(nexts)]
+            chosen[index] = min(timed)[1]
+        out: list[Instruction] = []
+        settled = []
+        for layer, layer_options, family in zip(layers, options, chosen, strict=True):
+            settled.append(dataclasses.replace(layer, first=len(out),
+                                               count=len(layer_options[family])))
+            out += layer_options[family]
+            if layer.name in self.candidates:
+                segments.extend(self.candidates[layer.name][family].segments)
+        return out, settled

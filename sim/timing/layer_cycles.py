@@ -1,9 +1,10 @@
-"""The cycles of one layer's instructions run alone: the mapper's per-layer dataflow choice.
+"""The cycles of some layers' instructions run alone: the mapper's per-layer dataflow choice.
 
-`layer_cycles(instructions, config)` is the cycle model's total (`ProgramModel`, the cycle
+`layer_cycles(instructions, config)` is the cycle model's total (`ProgramModel`: the cycle
 HALT is accepted in) of a program made of `instructions` and a HALT, from reset. The mapper
-(`systolic.mapper.lowering.dataflow_choice`) takes it as its `LayerCycles` to compare a
-layer's weight-stationary and output-stationary lowerings under `Dataflow.BOTH`.
+(`systolic.mapper.lowering.dataflow_choice.DataflowChooser`) takes it as its `LayerCycles` to
+compare a layer's weight-stationary and output-stationary lowerings under `Dataflow.BOTH`,
+each between its neighbour layers.
 """
 
 from collections.abc import Sequence

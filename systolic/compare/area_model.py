@@ -26,7 +26,7 @@ import numpy as np
 from systolic.config import ArrayConfig, Dataflow
 
 __all__ = [
-    "COEFFICIENTS_PATH", "DATA_PATH", "DENSITY", "FEATURES", "FIGURES",
+    "BOTH_FACTORS", "COEFFICIENTS_PATH", "DATA_PATH", "DENSITY", "FEATURES", "FIGURES",
     "HELD_OUT_COMPONENT_ERROR", "HELD_OUT_TOTAL_ERROR", "Point", "area_mm2",
     "estimate", "evaluate", "fit", "load_coefficients", "load_points", "relative_errors",
     "save_coefficients",
@@ -72,7 +72,19 @@ FEATURES: dict[str, tuple[str, ...]] = {
 skew and deskew registers' triangles, rows(rows-1)/2 + cols(cols-1)/2; cols output lanes;
 dim = the array's larger side, the width of a scratchpad row; memory bits). The operand widths
 and the dataflow are not features: the points are weight-stationary with 8-bit operands and
-32-bit accumulators, and other widths or output-stationary get the same estimate."""
+32-bit accumulators, and other widths or output-stationary get the same estimate; an array of
+both dataflows gets its PE array and EXECUTE control scaled by `BOTH_FACTORS`."""
+
+BOTH_FACTORS: dict[str, dict[str, float]] = {
+    "pe_array": {"cells": 424 / 244, "flip_flops": 2375 / 1214},
+    "execute_control": {"cells": 411 / 181, "flip_flops": 1161 / 303, "memory_bits": 614 / 190},
+}
+"""`Dataflow.BOTH` against the weight-stationary points the model is fitted on, per component
+and figure: the ratio of the two synthesized 4x4 accelerators (`systolic verilog --array 4x4
+--dataflow both --report` over `--dataflow ws`, bench/README.md "Both dataflows in one array").
+The PEs keep both dataflows' registers and add the multiplexers of the shared multiplier and
+adder (the multipliers themselves are shared: 16 in both); the EXECUTE unit holds both
+sequencers."""
 
 DENSITY = {"sram_um2_per_bit": 0.3, "flip_flop_um2": 4.5, "cell_um2": 40.0}
 """The area assumptions of `area_mm2`, roughly a 45 nm process: an SRAM bit cell with its
@@ -128,13 +140,16 @@ def load_coefficients(path: Path = COEFFICIENTS_PATH) -> dict[str, dict[str, lis
 
 def estimate(config: ArrayConfig, coefficients: dict[str, dict[str, list[float]]] | None = None,
              ) -> dict[str, dict[str, float]]:
-    """Return the predicted figures per component (never below 0)."""
+    """Return the predicted figures per component (never below 0; `BOTH_FACTORS` applied to an
+    array of both dataflows)."""
     table = coefficients if coefficients is not None else load_coefficients()
     values = _features(config)
+    both = config.dataflow is Dataflow.BOTH
     return {
         component: {
             figure: max(0.0, sum(c * values[n] for c, n in zip(
                 table[component][figure], FEATURES[component], strict=True)))
+            * (BOTH_FACTORS.get(component, {}).get(figure, 1.0) if both else 1.0)
             for figure in FIGURES
         }
         for component in FEATURES

@@ -6,6 +6,7 @@ import dataclasses
 import pytest
 
 from systolic.compare.area_model import (
+    BOTH_FACTORS,
     FIGURES,
     HELD_OUT_COMPONENT_ERROR,
     HELD_OUT_TOTAL_ERROR,
@@ -16,7 +17,7 @@ from systolic.compare.area_model import (
     load_points,
     relative_errors,
 )
-from systolic.config import ArrayConfig
+from systolic.config import ArrayConfig, Dataflow
 
 
 def test_stored_coefficients_are_the_fit_of_the_stored_fit_points() -> None:
@@ -54,3 +55,17 @@ def test_predictions_grow_with_the_array_and_the_memories() -> None:
     assert big["pe_array"]["cells"] > 10 * small["pe_array"]["cells"]  # about 16x the PEs
     assert big["scratchpad"]["memory_bits"] == pytest.approx(256 * 8192, rel=1e-6)
     assert all(v >= 0 for figures in big.values() for v in figures.values())
+
+
+def test_an_array_of_both_dataflows_costs_its_measured_factors() -> None:
+    """BOTH: the PE array and EXECUTE control scaled by `BOTH_FACTORS` (synthesized 4x4
+    ratios), the other components as the single-dataflow estimate."""
+    ws = ArrayConfig(rows=16, cols=16)
+    both = dataclasses.replace(ws, dataflow=Dataflow.BOTH)
+    single, either = estimate(ws), estimate(both)
+    for component, figures in single.items():
+        for figure, value in figures.items():
+            factor = BOTH_FACTORS.get(component, {}).get(figure, 1.0)
+            assert either[component][figure] == pytest.approx(value * factor)
+    assert either["pe_array"]["cells"] > single["pe_array"]["cells"]
+    assert area_mm2(both) > area_mm2(ws) == area_mm2(dataclasses.replace(ws, dataflow=Dataflow.OS))
