@@ -60,11 +60,14 @@ def dequantize_after_layout(model: Model, report: PassReport) -> Model:
     for node in model.graph.nodes:
         if node.domain != "" or node.op_type not in SELECTING_LAYOUT_OPS:
             continue
+        computed = node.op_type == "Gather" and node.inputs[1] not in ctx.constants
+        if node.op_type == "Gather" and not computed:
+            continue  # a Gather of constant indices is fuse_gather's
         try:
             dequantize, params = _dequantized_input(ctx, node)
             readers = _quantize_readers(ctx, node)
         except NotFusable as reason:
-            report.note(node.label, str(reason))
+            report.note(node.label, COMPUTED_INDICES if computed else str(reason))
             _record_integer(ctx, node, report)
             continue
         if not _requantize_first(ctx, node, params, readers, report):
@@ -87,8 +90,6 @@ def _dequantized_input(ctx: FusionContext, node: Node) -> tuple[Node, QuantParam
             raise NotFusable("only a nearest Resize selects input elements")
         if attr_str(node, "coordinate_transformation_mode", "") == "tf_crop_and_resize":
             raise NotFusable("tf_crop_and_resize writes extrapolated values")
-    if node.op_type == "Gather" and node.inputs[1] in ctx.constants:
-        raise NotFusable("a Gather of constant indices is fuse_gather's")
     dequantize = ctx.producer(node.inputs[0], "DequantizeLinear")
     if dequantize is None:
         raise NotFusable("the data input is not read through a DequantizeLinear")

@@ -182,6 +182,16 @@ def test_a_gather_of_computed_indices_selects_rows_of_the_integer_table():
     np.testing.assert_array_equal(run_model(result, ids)["y"], run_model(model, ids)["y"])
 
 
+def test_a_gather_of_a_float_table_by_computed_indices_notes_the_missing_indexed_load():
+    rng = np.random.default_rng(4)
+    nodes = [node("Gather", ["table", "ids"], ["y"], name="gather")]
+    model = build(nodes, [("ids", np.int64, [1, 5])], [("y", np.float32, [1, 5, 8])],
+                  {"table": rng.standard_normal((20, 8)).astype(np.float32)})
+    result, report = rewritten(model)
+    assert result.graph.nodes == model.graph.nodes
+    assert report.note_of("gather") == COMPUTED_INDICES
+
+
 def test_integer_split_and_resize_are_recorded_as_layout():
     constants = {"sizes": np.array([2, 4], np.int64), "scales": np.array([1, 1, 2, 2], np.float32)}
     nodes = [node("Split", ["x", "sizes"], ["a", "b"], name="split", axis=1),
