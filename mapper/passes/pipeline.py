@@ -39,9 +39,10 @@ Order (each pass one module):
  7b. quantize_before_layout  Q(layout(a, b)) -> layout(Q(a), Q(b)) (exact): the layout
                         ops then move integers (a zero-inserted ConvTranspose's fill blocks,
                         Concats of requantized inputs)
- 7b'. dequantize_after_layout  Split/nearest Resize/Gather(computed indices)(DQ(u)) ->
-                        DQ(op(u)) (exact): they select integers; a reader Q of DQ's
-                        parameters is dropped, others requantize (QTable)
+ 7b'. dequantize_after_layout  Split/Slice/nearest Resize and Upsample/Gather(computed
+                        indices)(DQ(u)) -> DQ(op(u)) (exact): they select integers; a reader
+                        Q of DQ's parameters is dropped, others requantize (a QTable; before
+                        an upsampling, on its input's elements)
  7c. fuse_layernorm    DQ -> layer normalization over the last axis (LayerNormalization, or
                         its decomposed ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div chain with
                         any Q/DQ between its steps) -> Q -> QLayerNorm (LAYERNORM); gamma
