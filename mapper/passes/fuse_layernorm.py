@@ -162,17 +162,24 @@ def fuse_layernorm(model: Model, report: PassReport,
 
 
 def _members(ctx: FusionContext, end: Node) -> list[Node]:
-    """The nodes a refused chain ending at `end` takes: the ones up to its Sub and Sqrt."""
-    found, todo = [end], [end]
-    kinds = ("Sub", "Pow", "Mul", "ReduceMean", "Add", "Sqrt", "Reciprocal", "QLinearAdd")
-    while todo:
-        for name in todo.pop().inputs:
-            producer = ctx.producers.get(name)
-            if (producer is not None and producer.op_type in kinds
-                    and all(producer is not f for f in found)):
-                found.append(producer)
-                todo.append(producer)
-    return found
+    """The nodes a refused chain ending at `end` takes: those of the chain's kinds before it,
+    up to its input (the value its Subs subtract from: its producer is not the chain's)."""
+    kinds = ("Sub", "Pow", "Mul", "ReduceMean", "GlobalAveragePool", "Add", "Sqrt",
+             "Reciprocal", "QLinearAdd", "QuantizeLinear", "DequantizeLinear")
+
+    def walk(stop: set[str]) -> list[Node]:
+        found, todo = [end], [end]
+        while todo:
+            for name in todo.pop().inputs:
+                producer = ctx.producers.get(name)
+                if (producer is not None and name not in stop and producer.op_type in kinds
+                        and all(producer is not f for f in found)):
+                    found.append(producer)
+                    todo.append(producer)
+        return found
+
+    inputs = {n.inputs[0] for n in walk(set()) if n.op_type == "Sub" and n.inputs}
+    return [n for n in walk(inputs) if n.op_type not in ("QuantizeLinear", "DequantizeLinear")]
 
 
 def _fuse(ctx: FusionContext, chain: LayerNormChain, report: PassReport) -> None:
