@@ -48,12 +48,16 @@ from collections.abc import Collection, Mapping, Sequence
 import numpy as np
 
 from systolic.ir import DataType, Graph, Model, Node
+from systolic.mapper.binding import bind_graph
+from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES
 from systolic.mapper.passes.fuse_tables import ELEMENTWISE
 from systolic.mapper.passes.graph_tools import Namer, constants_of, make_node, tensor
 from systolic.mapper.passes.layernorm_ptq import quantize_vector
+from systolic.mapper.passes.merge_dynamic_products import merge_dynamic_products
 from systolic.mapper.passes.quantize_float import QDQ_VERSION, quantize_float
 from systolic.mapper.passes.report import HOST, PassReport
 from systolic.mapper.passes.unroll_recurrent import DYNAMIC_LSTM, unrolls
+from systolic.mapper.shape_inference import infer_shapes
 from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast
 
 __all__ = ["DynamicIsland", "dynamic_island", "quantize_dynamic_island",
@@ -161,8 +165,12 @@ def quantize_dynamic_island(
     seed: int = 0,
     done: Collection[str] = (),
 ) -> Model:
-    """Return `model` with its dynamic island quantized (`quantize_float` over the island,
-    its entries first), or `model` itself when it has none."""
+    """Return `model` with the dynamic products of one DynamicQuantizeLinear's result merged
+    (`merge_dynamic_products`) and its dynamic island quantized (`quantize_float` over the
+    island, its entries first), or `model` itself when neither applies."""
+    merged = merge_dynamic_products(model, report)
+    if merged is not model:
+        model = _typed(merged)
     island = dynamic_island(model, done)
     if island is None:
         return model
@@ -171,6 +179,14 @@ def quantize_dynamic_island(
     model = _quantized_biases(model, island.biases)
     return quantize_float(model, report, calibration=calibration, seed=seed,
                           region=island.nodes, entries=island.entries)
+
+
+def _typed(model: Model) -> Model:
+    """`model` with its nodes bound to their operator versions and its types inferred again
+    (the pipeline's `finalize`, which this module cannot import: the pipeline imports it)."""
+    graph, ops = bind_graph(dataclasses.replace(model.graph, value_info=()), dict(model.opsets))
+    graph = infer_shapes(graph, ops, max_tensor_bytes=DEFAULT_MAX_TENSOR_BYTES)
+    return dataclasses.replace(model, graph=graph)
 
 
 def _quantized_biases(model: Model, biases: Mapping[str, int]) -> Model:

@@ -2,7 +2,10 @@
 MatMulInteger -> Cast -> Mul) runs its products on the array as systolic.QMatMulInt (int32
 results, the run-time zero point's part added on the host), bit-exact with the reference on
 the original model on `simulate --backend model`, every MAC on the array; a constant zero
-point folds into the bias (no host nodes). ConvInteger likewise becomes QConvInt."""
+point folds into the bias (no host nodes). ConvInteger likewise becomes QConvInt. These
+tests run the passes with `dynamic_island` off (`as_written`): the float part between the
+products stays as the model writes it, so the integer graph computes exactly what the model
+does (test_dynamic_island.py covers the default, which quantizes that part too)."""
 
 from pathlib import Path
 
@@ -13,8 +16,10 @@ from onnx import helper, numpy_helper
 
 from systolic.config import ArrayConfig, Dataflow
 from systolic.mapper.importer import load_model
+from systolic.mapper.passes import pipeline
 from systolic.mapper.passes.pipeline import run_passes
 from systolic.reference.executor import run_model
+from systolic.simulation import prepare
 from systolic.simulation.run import simulate_model
 
 from .table_models import make, node, op_types
@@ -36,6 +41,13 @@ def _float_mlp(path: Path) -> None:
                                 ir_version=8), path)  # fmt: skip
 
 
+@pytest.fixture
+def as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dynamic_island off: no product merged, the float part kept as written."""
+    monkeypatch.setattr(pipeline, "quantize_dynamic_island", lambda model, *_, **__: model)
+    monkeypatch.setattr(prepare, "quantizes_dynamic_island", lambda model: False)
+
+
 @pytest.fixture(scope="module")
 def dynamic_mlp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     quantization = pytest.importorskip("onnxruntime.quantization")
@@ -46,7 +58,7 @@ def dynamic_mlp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "dynamic.onnx"
 
 
-def test_matmul_integer_becomes_qmatmulint(dynamic_mlp: Path) -> None:
+def test_matmul_integer_becomes_qmatmulint(dynamic_mlp: Path, as_written: None) -> None:
     model = load_model(dynamic_mlp)
     fused, report = run_passes(model)
     types = op_types(fused)
@@ -62,7 +74,7 @@ def test_matmul_integer_becomes_qmatmulint(dynamic_mlp: Path) -> None:
                                     ArrayConfig(rows=4, cols=4, dataflow=Dataflow.OS),
                                     ArrayConfig(rows=16, cols=16)], ids=["8x8", "4x4-os", "16x16"])
 def test_dynamic_mlp_runs_bit_exact_on_the_array(dynamic_mlp: Path, config: ArrayConfig,
-                                                 tmp_path: Path) -> None:  # fmt: skip
+                                                 tmp_path: Path, as_written: None) -> None:  # fmt: skip
     x = np.random.default_rng(5).normal(0, 1, (4, 32)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
     outcome = simulate_model(dynamic_mlp, config, backend="model", input_path=tmp_path / "x.npy",
@@ -105,8 +117,8 @@ def _float_cnn(path: Path) -> None:
 @pytest.mark.parametrize("config", [ArrayConfig(rows=8, cols=8),
                                     ArrayConfig(rows=4, cols=4, dataflow=Dataflow.OS)],
                          ids=["8x8", "4x4-os"])  # fmt: skip
-def test_dynamic_convolutions_run_bit_exact_on_the_array(config: ArrayConfig,
-                                                         tmp_path: Path) -> None:  # fmt: skip
+def test_dynamic_convolutions_run_bit_exact_on_the_array(config: ArrayConfig, tmp_path: Path,
+                                                         as_written: None) -> None:  # fmt: skip
     """ConvInteger -> QConvInt: a padded 3x3 (the run-time zero point's part per output
     position, from the taps inside the image) and an unpadded 1x1 (per channel)."""
     quantization = pytest.importorskip("onnxruntime.quantization")
