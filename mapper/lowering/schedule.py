@@ -40,7 +40,13 @@ from systolic.isa.instructions import (
 from systolic.isa.memories import PARAMS_DEPTH, Memory, depth, params_row_bytes
 from systolic.isa.store import RAW_BYTES
 from systolic.isa.table import table_rows
-from systolic.mapper.lowering.gemm import ComputedWeights, GemmJob, RowPiece, split_rows
+from systolic.mapper.lowering.gemm import (
+    ComputedWeights,
+    GemmJob,
+    RowBlock,
+    RowPiece,
+    split_rows,
+)
 from systolic.mapper.lowering.table import table_code
 from systolic.mapper.lowering.tiling import OsPlan, WsPlan, plan_os, plan_ws
 
@@ -178,6 +184,9 @@ _HOIST = {"in": 2, "wt": 4}
 """How many steps early a tile's LOAD may run, at most, per scratchpad (when rows allow)."""
 
 
+_LOAD_FIELDS = tuple(field for field in dataclasses.fields(Load) if field.init)
+
+
 def _per_tile(load: Instruction) -> list[Instruction]:
     """Return a weight LOAD of several column tiles (n0 rows each) as one LOAD per tile.
 
@@ -187,11 +196,12 @@ def _per_tile(load: Instruction) -> list[Instruction]:
     """
     if not isinstance(load, Load) or load.n0 >= load.count or load.count % load.n0:
         return [load]
+    fields = {field.name: getattr(load, field.name) for field in _LOAD_FIELDS}
+    n0, step = load.n0, load.row_stride1
     return [
-        dataclasses.replace(load, row=load.row + t * load.n0, count=load.n0,
-                            ext=load.ext + t * load.row_stride1)
-        for t in range(load.count // load.n0)
-    ]  # fmt: skip
+        Load(**{**fields, "row": load.row + t * n0, "count": n0, "ext": load.ext + t * step})
+        for t in range(load.count // n0)
+    ]  # (dataclasses.replace, with the fields read once)
 
 
 def _spread(step: _Step, ahead: list[Instruction]) -> list[Instruction]:
@@ -238,6 +248,7 @@ class Scheduler:
         self._params_in_use: list[tuple[int, int]] = []  # this group's and the previous one's
         self._made: dict[tuple[object, ...], Instruction] = {}  # EXECUTEs by class and fields
         self._rows: dict[tuple[object, ...], list[Instruction]] = {}  # (`_cached`)
+        self._pieces: dict[tuple[int, int, int], list[RowPiece]] = {}  # (`_split`, this job's)
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -277,6 +288,15 @@ class Scheduler:
         `row` into acc rows `acc + i·m` for tile i."""
         return self._cached((Compute, row, m, acc, accumulate, tiles), lambda: [
             self._instr(Compute, row, m, acc + i * m, accumulate) for i in range(tiles)])  # fmt: skip
+
+    def _split(self, rows: tuple[RowBlock, ...], start: int, stop: int) -> list[RowPiece]:
+        """Return `split_rows(rows, start, stop)` for the current job's A or Y rows, made once
+        (every column tile's STOREs and every K chunk's LOADs cover the same row tiles)."""
+        key = (id(rows), start, stop)
+        pieces = self._pieces.get(key)
+        if pieces is None:
+            pieces = self._pieces[key] = split_rows(rows, start, stop)
+        return pieces
 
     def _cached(self, key: tuple[object, ...], make: Callable[[], list[Instruction]]
                 ) -> list[Instruction]:  # fmt: skip
@@ -425,7 +445,7 @@ class Scheduler:
         cols = self.config.cols
         ob = RAW_BYTES if job.raw else self.config.operand_bytes
         n = min(cols, job.n - t * cols)
-        for piece in split_rows(job.y_rows, start, stop):
+        for piece in self._split(job.y_rows, start, stop):
             out.append(
                 Store(
                     acc_row + piece.offset, piece.count, n, param_row, job.zero_point, job.lo,
@@ -467,6 +487,7 @@ class Scheduler:
     def emit(self, job: GemmJob, image: JobImage) -> None:
         """Add the instructions computing `job` (its constants at `image`)."""
         self._jobs += 1
+        self._pieces.clear()  # (keyed by the identity of the job's row blocks)
         if self.config.dataflow is Dataflow.WS:
             self._emit_ws(job, image, plan_ws(job, self.config))
         else:
@@ -482,7 +503,7 @@ class Scheduler:
         for start in range(0, total, m_size):
             stop = min(total, start + m_size)
             m = stop - start
-            a_pieces = split_rows(job.a_rows, start, stop)
+            a_pieces = self._split(job.a_rows, start, stop)
             for t0 in range(0, tiles_n, plan.group):
                 tiles = min(plan.group, tiles_n - t0)
                 widths = [min(cols, n_total - t * cols) for t in range(t0, t0 + tiles)]
@@ -544,7 +565,7 @@ class Scheduler:
                         a_key = (self._jobs, "a", start, s0)
                         a_row, hoist = self._span(self.spad_in, "in", a_key, chunks * m)
                         if hoist is not None:
-                            pieces = split_rows(job.a_rows, start, stop)
+                            pieces = self._split(job.a_rows, start, stop)
                             for ch in range(chunks):
                                 k0 = s0 + ch * dim
                                 length = min(dim, s0 + ks - k0)

@@ -166,22 +166,50 @@ def _pipeline(steps: list[tuple[int, float, float]], w_ahead: int, a_ahead: int)
     them in program order, each once the array has finished the step before the one it sits
     in (dispatch has reached it), and the array runs each step once its LOADs are done.
     """
-    loads = sorted(
-        [(max(i - w_ahead, 0), i, 0, w) for i, (_, _, w) in enumerate(steps) if w]
-        + [(max(i - a_ahead, 0), i, 1, a) for i, (_, a, _) in enumerate(steps)]
-    )
-    done = [0.0] * len(steps)
+    count = len(steps)
+    # The LOADs sitting in each step, in program order: by step, a step's weights before its A.
+    placed: list[list[tuple[int, float]]] = [[] for _ in range(count)]
+    for i, (_, a, w) in enumerate(steps):
+        if w:
+            placed[max(i - w_ahead, 0)].append((i, w))
+        placed[max(i - a_ahead, 0)].append((i, a))
+    done = [0.0] * count
     ends: list[float] = []
-    free = 0.0
-    cursor = 0
-    for i, (array, _, _) in enumerate(steps):
-        while cursor < len(loads) and loads[cursor][0] <= i:
-            place, step, _, cycles = loads[cursor]
-            free = max(free, ends[place - 1] if place else 0.0) + cycles
-            done[step] = free
-            cursor += 1
-        ends.append(max(ends[-1] if ends else 0.0, done[i]) + array)
+    free = end = 0.0
+    for i, loads in enumerate(placed):
+        if loads:  # dispatch reaches them once the array has finished step i - 1
+            start = end
+            for step, cycles in loads:
+                free = max(free, start) + cycles
+                done[step] = free
+        end = max(end, done[i]) + steps[i][0]
+        ends.append(end)
     return ends
+
+
+_EXACT_UNIT = 2.0**16
+_EXACT_LIMIT = 2.0**36
+"""When every cycle figure of a plan is a multiple of 1/_EXACT_UNIT and all of them together
+stay below _EXACT_LIMIT, no float addition of the pipeline rounds: sums taken in any order
+are equal bit for bit, and bounds computed from them are exact (`plan_os` prunes with them)."""
+
+
+def _exact(runs: list[tuple[int, int, float, float]]) -> bool:
+    """Whether every sum the pipeline of `runs` can form is exact in float64."""
+    total = 0.0
+    for count, array, a, w in runs:
+        for value in (array, a, w):
+            if value < 0 or not float(value * _EXACT_UNIT).is_integer():
+                return False
+        total += count * (array + a) + w
+    return total < _EXACT_LIMIT
+
+
+def _steps(runs: list[tuple[int, int, float, float]]) -> list[tuple[int, float, float]]:
+    """Return the steps `runs` stand for: each run (count, array cycles, A LOAD cycles, weight
+    LOAD cycles of its first step) is `count` steps, the later ones without a weight LOAD."""
+    return [step for count, array, a, w in runs
+            for step in [(array, a, w)] + [(array, a, 0)] * (count - 1)]  # fmt: skip
 
 
 def _split(total: int, most: int) -> list[int]:
@@ -232,7 +260,7 @@ def plan_os(job: GemmJob, config: ArrayConfig) -> OsPlan:
             tile_cache[ks] = _os_tile_cycles(m, ks, config)
         return tile_cache[ks]
 
-    best: tuple[tuple[float, float], OsPlan] | None = None
+    candidates: list[tuple[list[tuple[int, int, float, float]], int, OsPlan]] = []
     tried: set[tuple[int, int]] = set()
     for group in range(1, min(tiles_n, _MAX_GROUP) + 1):
         block_tiles = acc_half // group // m
@@ -254,20 +282,45 @@ def plan_os(job: GemmJob, config: ArrayConfig) -> OsPlan:
                 reload = not resident and len(passes) > 1  # a group's slabs per block
                 # spad_wt holds `fit` slabs: one in use, and up to 4 loading ahead (_HOIST)
                 fit = wt_depth // (group * k_super)
-                steps = []
-                for g in groups:
-                    for index, b in enumerate(blocks):
-                        for s0, ks in passes:
-                            w_load = g * ks * w_beats + overhead if reload or index == 0 else 0
-                            array = g * tile(ks)
-                            steps += [(array, a_pass(s0, ks), w_load)] + [
-                                (array, a_pass(s0, ks), 0)
-                            ] * (b - 1)
-                time = _pipeline(steps, max(0, min(4, fit - 2)), 2)[-1]
-                moved = sum(a + w for _, a, w in steps)
-                key = (max(time, store), moved)
-                if best is None or key < best[0]:
-                    best = (key, OsPlan(group, min(tiles_m, block_tiles) * m, k_super))
-    if best is None:
+                runs = [
+                    (b, g * tile(ks), a_pass(s0, ks),
+                     g * ks * w_beats + overhead if reload or index == 0 else 0)
+                    for g in groups for index, b in enumerate(blocks) for s0, ks in passes
+                ]  # fmt: skip
+                plan = OsPlan(group, min(tiles_m, block_tiles) * m, k_super)
+                candidates.append((runs, max(0, min(4, fit - 2)), plan))
+    if not candidates:
         raise AssertionError("no output-stationary plan; ArrayConfig guarantees one")
+    return _cheapest(candidates, store)
+
+
+def _cheapest(candidates: list[tuple[list[tuple[int, int, float, float]], int, OsPlan]],
+              store: float) -> OsPlan:  # fmt: skip
+    """Return the plan of the candidate (the steps' `runs`, how far ahead its weight LOADs
+    sit, the plan) with the least (max(`_pipeline` time, store), LOAD cycles), the first of
+    equal ones.
+
+    When the figures are exact (`_exact`), candidates are simulated in the order of a bound
+    below their time (the array's cycles alone, the LOAD unit's alone, the STORE unit's), and
+    one whose bound exceeds the best time found is not simulated: the same plan comes out.
+    """
+    order = list(range(len(candidates)))
+    bounds = [0.0] * len(candidates)
+    exact = all(_exact(runs) for runs, _, _ in candidates)
+    if exact:
+        bounds = [max(sum(count * array for count, array, _, _ in runs),
+                      sum(count * a + w for count, _, a, w in runs), store)
+                  for runs, _, _ in candidates]  # fmt: skip
+        order.sort(key=lambda index: bounds[index])
+    best: tuple[tuple[float, float, int], OsPlan] | None = None
+    for index in order:
+        if best is not None and bounds[index] > best[0][0]:
+            continue  # (bounds are 0 unless exact)
+        runs, w_ahead, plan = candidates[index]
+        steps = _steps(runs)
+        time = _pipeline(steps, w_ahead, 2)[-1]
+        key = (max(time, store), sum(a + w for _, a, w in steps), index)
+        if best is None or key < best[0]:
+            best = (key, plan)
+    assert best is not None
     return best[1]
