@@ -9,14 +9,25 @@ result are quantized (calibrated like any activation; a Relu or Clip that is the
 only reader is absorbed), and the constant is read through a DequantizeLinear of its int8
 per-tensor quantization (`layernorm_ptq.quantize_vector`), keeping its shape [1, C, 1, 1]
 (the per-channel form `fuse_qdq` and the QMul/QAdd lowerings take).
+
+In a quantized model (QDQ: a batch norm left float between DequantizeLinear and
+QuantizeLinear, which `channel_affine` made a Mul and an Add), `channel_island` names those
+nodes for `quantize_float`'s `region`: the values they read from a DequantizeLinear are
+quantized already, a result a QuantizeLinear reads takes that node's parameters, and the
+product between them is calibrated (a value a QuantizeLinear alone reads is not quantized
+again: `quantized_by_model`).
 """
+
+from collections.abc import Collection, Mapping
 
 import numpy as np
 
 from systolic.ir import DataType, Graph, Node
+from systolic.mapper.passes.graph_tools import constants_of
+from systolic.mapper.passes.quant_params import is_activation
 from systolic.reference.ops.op_systolic_qmul import per_channel_broadcast
 
-__all__ = ["channel_vector_index", "keeps_shape"]
+__all__ = ["channel_island", "channel_vector_index", "keeps_shape", "quantized_by_model"]
 
 
 def channel_vector_index(node: Node, graph: Graph,
@@ -46,3 +57,29 @@ def keeps_shape(constant: np.ndarray) -> bool:
     """True for a per-channel constant [1, C, 1, 1] whose quantization keeps that shape (a
     layer normalization's vector is flattened to [H] instead)."""
     return constant.ndim == 4 and constant.shape[0] == 1 and constant.shape[-1] == 1
+
+
+def channel_island(graph: Graph) -> frozenset[str]:
+    """Return the names of the float per-channel Mul/Add nodes of `graph`
+    (`channel_vector_index`) and of a Relu or Clip that alone reads one's result: the region
+    `quantize_float` quantizes in a quantized model."""
+    constants = constants_of(graph)
+    consumers = graph.consumers()
+    names: set[str] = set()
+    for node in graph.nodes:
+        if channel_vector_index(node, graph, constants) is None:
+            continue
+        names.add(node.name)
+        readers = consumers.get(node.outputs[0], [])
+        if len(readers) == 1 and is_activation(readers[0], constants):
+            names.add(readers[0].name)
+    return frozenset(names)
+
+
+def quantized_by_model(value: str, consumers: Mapping[str, list[Node]],
+                       outputs: Collection[str]) -> bool:  # fmt: skip
+    """True when `value`'s only reader is a QuantizeLinear (a quantized model's own) and it
+    is no graph output."""
+    readers = consumers.get(value, [])
+    return (len(readers) == 1 and readers[0].op_type == "QuantizeLinear"
+            and readers[0].domain == "" and value not in outputs)

@@ -35,7 +35,8 @@ Order (each pass one module):
                         (recurrent_island: its borders take the model's own parameters),
                         then (dynamic_island) a dynamic model's float part, then
                         (layernorm_island) a QDQ model's split LayerNormalization: its
-                        normalized value and gamma's result
+                        normalized value and gamma's result; then (channel_island) a
+                        quantized model's per-channel Mul/Add (its float batch norm)
  7b. quantize_before_layout  Q(layout(a, b)) -> layout(Q(a), Q(b)) (exact): the layout
                         ops then move integers (a zero-inserted ConvTranspose's fill blocks,
                         Concats of requantized inputs)
@@ -77,6 +78,7 @@ from systolic.ir import SYSTOLIC_DOMAIN, DataType, Model
 from systolic.mapper.binding import bind_graph
 from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES
 from systolic.mapper.passes.channel_affine import channel_affine
+from systolic.mapper.passes.channel_affine_ptq import channel_island
 from systolic.mapper.passes.compose_tables import compose_tables
 from systolic.mapper.passes.conv_transpose import conv_transpose_to_conv
 from systolic.mapper.passes.decompose_lrn import decompose_lrn
@@ -144,7 +146,8 @@ def run_passes(
     unrolled, island = unroll_recurrent_region(model, report)
     if unrolled is not model:
         model = finalize(unrolled)
-    if not is_quantized(model):
+    quantized = is_quantized(model)
+    if not quantized:
         model = finalize(quantize_float(model, report, calibration=calibration, seed=seed))
     elif island:
         region = recurrent_island(model, island)
@@ -156,6 +159,9 @@ def run_passes(
     if norms := layernorm_island(model.graph):  # a QDQ model's split LayerNormalization
         model = finalize(quantize_float(model, report, calibration=calibration, seed=seed,
                                         region=norms))
+    if quantized and (channels := channel_island(model.graph)):  # a QDQ model's float BN
+        model = finalize(quantize_float(model, report, calibration=calibration, seed=seed,
+                                        region=channels))
     if (hoisted := quantize_before_layout(model, report)) is not model:
         model = finalize(hoisted)
     if (selecting := dequantize_after_layout(model, report)) is not model:

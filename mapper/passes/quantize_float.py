@@ -73,7 +73,11 @@ import numpy as np
 from systolic.errors import ModelError
 from systolic.ir import DataType, Graph, Model, Node, Tensor
 from systolic.mapper.passes.calibration import calibrate, random_calibration
-from systolic.mapper.passes.channel_affine_ptq import channel_vector_index, keeps_shape
+from systolic.mapper.passes.channel_affine_ptq import (
+    channel_vector_index,
+    keeps_shape,
+    quantized_by_model,
+)
 from systolic.mapper.passes.fuse_tables import ELEMENTWISE
 from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of, make_node, tensor
 from systolic.mapper.passes.layernorm_ptq import layernorm_plans, quantize_vector
@@ -286,7 +290,8 @@ def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = Non
                     and is_activation(readers[0], constants)):
                 taken.add(id(readers[0]))
                 result = readers[0].outputs[0]
-            add(result)
+            if not quantized_by_model(result, consumers, outputs):
+                add(result)
         elif node.op_type in ELEMENTWISE:
             _plan_region(graph, node, (constants, consumers, order), chosen, add, taken,
                          report)

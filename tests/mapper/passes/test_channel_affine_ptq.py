@@ -81,3 +81,33 @@ def test_the_channel_vector_index():
     assert channel_vector_index(add, graph, constants) is None  # [C, 1, 1]: not canonical
     assert channel_vector_index(relu, graph, constants) is None
     assert keeps_shape(np.zeros((1, 4, 1, 1))) and not keeps_shape(np.zeros((1, 1, 1, 8)))
+
+
+def test_a_quantized_models_float_batch_norm_runs_on_the_vector_unit():
+    """QDQ: DQ -> BatchNormalization -> Relu -> Q (a quantizer that leaves the BN float): the
+    product between the QMul and the QAdd is calibrated, the QAdd takes the model's Q."""
+    bn = {"gamma": RNG.uniform(0.5, 2, 4).astype(np.float32),
+          "beta": RNG.standard_normal(4).astype(np.float32),
+          "mean": RNG.standard_normal(4).astype(np.float32),
+          "var": RNG.uniform(0.2, 2, 4).astype(np.float32),
+          "s": np.float32(0.02), "z": np.uint8(128), "ys": np.float32(0.03), "yz": np.uint8(0)}
+    nodes = [node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q"),
+             node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq"),
+             node("BatchNormalization", ["xd", "gamma", "beta", "mean", "var"], ["b"],
+                  name="bn"),
+             node("Relu", ["b"], ["r"], name="relu"),
+             node("QuantizeLinear", ["r", "ys", "yz"], ["yq"], name="q_out"),
+             node("DequantizeLinear", ["yq", "ys", "yz"], ["y"], name="dq_out")]
+    model = build(nodes, [("x", np.float32, [1, 4, 3, 5])], [("y", np.float32, [1, 4, 3, 5])],
+                  bn)
+    integer, report = run_passes(model)
+    ops = [n.op_type for n in integer.graph.nodes]
+    assert ops == ["QuantizeLinear", "QMul", "QAdd", "DequantizeLinear"]
+    qadd = integer.graph.nodes[2]
+    assert qadd.attrs["y_zero_point"] == 0 and qadd.attrs["y_lo"] == 0
+    assert report.fate("relu").into.startswith("systolic.QAdd")
+    compiled = compile_model(integer, ArrayConfig(rows=4, cols=4))
+    assert [layer.unit for layer in compiled.layers if layer.op in ("QMul", "QAdd")] == [
+        LayerUnit.VECTOR, LayerUnit.VECTOR]
+    feed = {"x": RNG.standard_normal((1, 4, 3, 5)).astype(np.float32)}
+    assert check_layers(compiled, feed, backend="model") is None
