@@ -129,3 +129,34 @@ def test_a_value_with_two_readers_ends_the_chain():
     for name in ("y", "z"):
         np.testing.assert_allclose(run_model(rewritten, {"x": x})[name],
                                    run_model(model, {"x": x})[name], rtol=1e-5, atol=1e-5)
+
+
+def test_a_chain_after_a_gemm_folds_into_it():
+    """[N, F] features: the per-channel axis 1 is the Gemm's output columns."""
+    r = np.random.default_rng(2)
+    constants = {"w": r.standard_normal((5, 3)).astype(np.float32),
+                 "s": r.uniform(0.5, 2, (1, 3)).astype(np.float32),
+                 "t": r.standard_normal(3).astype(np.float32)}
+    model = build([node("Gemm", ["x", "w"], ["a"], name="gemm"),
+                   node("Mul", ["a", "s"], ["m"], name="mul"),
+                   node("Sub", ["m", "t"], ["y"], name="sub")],
+                  [("x", np.float32, [2, 5])], [("y", np.float32, [2, 3])], constants)
+    rewritten, _ = _rewrite(model, channel_affine, fold_batchnorm)
+    assert _ops(rewritten) == ["Gemm"]
+    x = r.standard_normal((2, 5)).astype(np.float32)
+    np.testing.assert_allclose(run_model(rewritten, {"x": x})["y"],
+                               run_model(model, {"x": x})["y"], rtol=1e-5, atol=1e-5)
+
+
+def test_a_conv_output_with_another_reader_keeps_its_conv():
+    """fold_batchnorm would refuse (the Conv's output is read twice): Mul and Add instead."""
+    model = build([node("Conv", ["x", "w"], ["a"], name="conv", pads=[1, 1, 1, 1]),
+                   _bn("a", "y"), node("Relu", ["a"], ["z"], name="side")],
+                  [("x", np.float32, SHAPE)],
+                  [("y", np.float32, SHAPE), ("z", np.float32, SHAPE)],
+                  {**BN, "w": RNG.standard_normal((4, 4, 3, 3)).astype(np.float32)})
+    rewritten, _ = _rewrite(model, channel_affine, fold_batchnorm)
+    assert _ops(rewritten) == ["Conv", "Mul", "Add", "Relu"]
+    x = RNG.standard_normal(SHAPE).astype(np.float32)
+    np.testing.assert_allclose(run_model(rewritten, {"x": x})["y"],
+                               run_model(model, {"x": x})["y"], rtol=1e-5, atol=1e-5)
