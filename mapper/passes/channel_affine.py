@@ -20,11 +20,12 @@ per channel, which the vector unit computes as a QMul and a QAdd of per-channel 
   its preconditions hold (x has no other reader, is no graph output, constant weights ...)
   and the chain is not a lone BatchNormalization already (left as it is);
 - otherwise, for x of rank 4 (stored channel-last, as the vector unit's per-channel
-  broadcast needs), it becomes Mul(x, s[1, C, 1, 1]) -> Add(t[1, C, 1, 1]), the Mul left
-  out when every s is 1 and the Add when every t is 0 (a chain that is the identity, or one
-  Mul/Add of a [1, C, 1, 1] constant already, is left as it is). `quantize_float` then
-  quantizes x, the product and the sum (`channel_vector_index`), which the fusions make a
-  QMul and a QAdd with a per-channel B. Other ranks are left as they are.
+  broadcast needs) with more than one channel, it becomes Mul(x, s[1, C, 1, 1]) ->
+  Add(t[1, C, 1, 1]), the Mul left out when every s is 1 and the Add when every t is 0 (a
+  chain that is the identity, or one Mul/Add of a [1, C, 1, 1] constant already, is left
+  as it is). `quantize_float` then quantizes x, the product and the sum
+  (`channel_vector_index`), which the fusions make a QMul and a QAdd with a per-channel B.
+  Other ranks, and one channel, are left as they are.
 
 The new nodes take the names of the chain's first node (the Mul or the BatchNormalization)
 and last node (the Add; a fresh name when the chain is one node); the chain's other nodes are
@@ -92,7 +93,7 @@ def channel_affine(model: Model, report: PassReport) -> Model:
                 continue  # fold_batchnorm's own case
             new, tensors = folding
             into = f"{producer.op_type} {producer.label!r} (float)"
-        elif _rank(graph, chain.x) != 4 or _canonical(chain, constants):
+        elif _rank(graph, chain.x) != 4 or len(chain.scale) < 2 or _canonical(chain, constants):
             continue
         else:
             new, tensors = _mul_add(chain, namer)

@@ -160,3 +160,11 @@ def test_a_conv_output_with_another_reader_keeps_its_conv():
     x = RNG.standard_normal(SHAPE).astype(np.float32)
     np.testing.assert_allclose(run_model(rewritten, {"x": x})["y"],
                                run_model(model, {"x": x})["y"], rtol=1e-5, atol=1e-5)
+
+
+def test_one_channel_is_left_alone():
+    """[1, 1, H, W]: QMul/QAdd take no B of one element (a table would), so no rewrite."""
+    one = {k: v[:1] for k, v in BN.items()}
+    model = build([node("Relu", ["x"], ["a"]), _bn("a", "y")],
+                  [("x", np.float32, [1, 1, 4, 4])], [("y", np.float32, [1, 1, 4, 4])], one)
+    assert channel_affine(model, PassReport()) is model
