@@ -76,15 +76,17 @@ and the dataflow are not features: the points are weight-stationary with 8-bit o
 both dataflows gets its PE array and EXECUTE control scaled by `BOTH_FACTORS`."""
 
 BOTH_FACTORS: dict[str, dict[str, float]] = {
-    "pe_array": {"cells": 424 / 244, "flip_flops": 2375 / 1214},
-    "execute_control": {"cells": 411 / 181, "flip_flops": 1161 / 303, "memory_bits": 614 / 190},
+    "pe_array": {"cells": 1542 / 966, "flip_flops": 9886 / 5519},
+    "execute_control": {"cells": 491 / 197, "flip_flops": 1975 / 309, "memory_bits": 960 / 324},
 }
 """`Dataflow.BOTH` against the weight-stationary points the model is fitted on, per component
-and figure: the ratio of the two synthesized 4x4 accelerators (`systolic verilog --array 4x4
+and figure: the ratio of the two synthesized 8x8 accelerators (`systolic verilog --array 8x8
 --dataflow both --report` over `--dataflow ws`, bench/README.md "Both dataflows in one array").
 The PEs keep both dataflows' registers and add the multiplexers of the shared multiplier and
-adder (the multipliers themselves are shared: 16 in both); the EXECUTE unit holds both
-sequencers."""
+adder (the multipliers themselves are shared: 64 in both); the EXECUTE unit holds both
+sequencers, whose output-stationary A banks (2·rows·dim operands) grow faster than the rest:
+at 4x4 the ratios are 1.74 and 1.96 (PE array), 2.27 and 3.83 (EXECUTE control), so the
+factors are a first-order estimate away from 8x8."""
 
 DENSITY = {"sram_um2_per_bit": 0.3, "flip_flop_um2": 4.5, "cell_um2": 40.0}
 """The area assumptions of `area_mm2`, roughly a 45 nm process: an SRAM bit cell with its
