@@ -107,6 +107,8 @@ def dynamic_island(model: Model, done: Collection[str] = ()) -> DynamicIsland | 
         elif node.name in machinery and node.op_type in ("Mul", "Add"):
             host[node.label] = (_EPILOGUE_WHY if _epilogue_source(node, producers)
                                 else _SCALES_WHY)
+        elif node.op_type == "Cast" and _reads_product(node, producers):
+            host[node.label] = _CAST_WHY
     return DynamicIsland(nodes, tuple(dict.fromkeys(entries)),
                          {name: index for name, index in biases.items() if name in nodes}, host)
 
@@ -116,6 +118,9 @@ _EPILOGUE_WHY = (
     "(dynamic quantization: DynamicQuantizeLinear's scale); the accelerator requantizes with "
     "compile-time multipliers only, so this float step runs on the host (its result is "
     "quantized for the accelerator's layers after it)")
+_CAST_WHY = (
+    "converts MatMulInteger's int32 result to float for its scaling by a_scale * w_scale, "
+    "known only at run time (dynamic quantization): runs on the host")
 _SCALES_WHY = (
     "computes from DynamicQuantizeLinear's run-time scale or zero point (dynamic "
     "quantization: a per-inference scalar): runs on the host")
@@ -298,6 +303,12 @@ def _epilogue_source(node: Node, producers: Mapping[str, Node]) -> str | None:
         if source is not None and source.op_type in _INTEGER_PRODUCTS:
             return name
     return None
+
+
+def _reads_product(node: Node, producers: Mapping[str, Node]) -> bool:
+    """True when `node` reads a MatMulInteger's or ConvInteger's result."""
+    source = producers.get(node.inputs[0]) if node.inputs else None
+    return source is not None and source.domain == "" and source.op_type in _INTEGER_PRODUCTS
 
 
 def _bias_add(value: str, consumers: Mapping[str, list[Node]],

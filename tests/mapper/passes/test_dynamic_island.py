@@ -133,7 +133,8 @@ def test_island_is_the_float_part_between_the_products():
     assert island.biases == {"bias1": 1, "bias2": 0}  # the constant vector's input
     assert {name for name, why in island.host.items() if why.startswith("scales")} == {
         "scale1", "scale2", "scale3"}
-    assert set(island.host) == {"scale1", "scale2", "scale3", "scales1", "scales2", "scales3"}
+    assert set(island.host) == {"scale1", "scale2", "scale3", "scales1", "scales2", "scales3",
+                                "cast1", "cast2", "cast3"}
 
 
 def test_done_nodes_stay_out_of_the_island():
