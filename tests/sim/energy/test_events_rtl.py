@@ -106,3 +106,18 @@ def test_rtl_event_counters_equal_the_model_on_lenet(config: ArrayConfig) -> Non
 
     run_compiled(compiled, {placement.name: value}, run)
     assert compared and sum(compared) > 0
+
+
+def test_rtl_event_counters_equal_the_model_with_both_dataflows() -> None:
+    """`Dataflow.BOTH`: a program with GEMMs of either dataflow; the EXECUTE events come from
+    the sequencer of the instruction's mode."""
+    config = ArrayConfig(rows=2, cols=3, dataflow=Dataflow.BOTH, spad_kib=4, acc_kib=1,
+                         bus_bytes=8, mem_latency=1)
+    rng = np.random.default_rng(7)
+    while True:
+        case = random_program(config, rng, layers=3)
+        kinds = {type(i).__name__ for i in case.program.instructions}
+        if {"Compute", "ComputeOS"} <= kinds and len(case.program.instructions) < 120:
+            break
+    result = _assert_counters_equal(case, config)
+    assert result.events["macs"] > 0
