@@ -55,7 +55,7 @@ from systolic.mapper.passes.graph_tools import Namer, constants_of, make_node, t
 from systolic.mapper.passes.layernorm_ptq import quantize_vector
 from systolic.mapper.passes.merge_dynamic_products import merge_dynamic_products
 from systolic.mapper.passes.quantize_float import QDQ_VERSION, quantize_float
-from systolic.mapper.passes.report import HOST, PassReport
+from systolic.mapper.passes.report import DYNAMIC_SCALING, HOST, PassReport
 from systolic.mapper.passes.unroll_recurrent import DYNAMIC_LSTM, unrolls
 from systolic.mapper.shape_inference import infer_shapes
 from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast
@@ -114,16 +114,16 @@ def dynamic_island(model: Model, done: Collection[str] = ()) -> DynamicIsland | 
 
 
 _EPILOGUE_WHY = (
-    "scales MatMulInteger's int32 result by a_scale * w_scale, known only at run time "
-    "(dynamic quantization: DynamicQuantizeLinear's scale); the accelerator requantizes with "
+    f"{DYNAMIC_SCALING}: scales MatMulInteger's int32 result by a_scale * w_scale, known "
+    "only at run time (DynamicQuantizeLinear's scale); the accelerator requantizes with "
     "compile-time multipliers only, so this float step runs on the host (its result is "
     "quantized for the accelerator's layers after it)")
 _CAST_WHY = (
-    "converts MatMulInteger's int32 result to float for its scaling by a_scale * w_scale, "
-    "known only at run time (dynamic quantization): runs on the host")
+    f"{DYNAMIC_SCALING}: converts MatMulInteger's int32 result to float for its scaling by "
+    "a_scale * w_scale, known only at run time: runs on the host")
 _SCALES_WHY = (
-    "computes from DynamicQuantizeLinear's run-time scale or zero point (dynamic "
-    "quantization: a per-inference scalar): runs on the host")
+    f"{DYNAMIC_SCALING}: computes from DynamicQuantizeLinear's run-time scale or zero point "
+    "(a per-inference scalar): runs on the host")
 
 
 def _entries_of(graph: Graph, node: Node, constants: Mapping[str, np.ndarray],

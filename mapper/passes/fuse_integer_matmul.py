@@ -32,7 +32,7 @@ from systolic.mapper.passes.computed_integer_product import fuse_computed_produc
 from systolic.mapper.passes.fusion_context import FusionContext
 from systolic.mapper.passes.graph_tools import attr_int, attr_ints, attr_str, make_node
 from systolic.mapper.passes.quant_params import EIGHT_BIT, NotFusable, effective_weights
-from systolic.mapper.passes.report import PassReport
+from systolic.mapper.passes.report import DYNAMIC_SCALING, PassReport
 from systolic.reference.kernels.conv import conv_nd, resolve_auto_pad
 
 __all__ = ["fuse_integer_matmul"]
@@ -40,6 +40,9 @@ __all__ = ["fuse_integer_matmul"]
 _Fuser = Callable[[FusionContext, Node, PassReport], None]
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_CORRECTION_WHY = (
+    f"{DYNAMIC_SCALING}: corrects the int32 product for the run-time zero point of "
+    "DynamicQuantizeLinear (a_zp times the weights' sums): runs on the host")
 _IMPLIED_ZERO_POINT = {DataType.UINT8: 128, DataType.INT8: 0}
 """The zero point QMatMulInt implies for A: the int8 domain's 0."""
 
@@ -161,6 +164,7 @@ def _fuse(ctx: FusionContext, node: Node, report: PassReport, op_type: str, w_ef
     ctx.replace([node], new, at=node)
     for step in host:
         ctx.replace([], step, at=node)
+        report.created(step.name, _CORRECTION_WHY)
     report.fused([node.label], f"systolic.{op_type} {new.name!r}")
 
 
@@ -196,6 +200,7 @@ def _padded_conv(ctx: FusionContext, node: Node, report: PassReport, w_name: str
     ctx.replace([node], new, at=node)
     for step in host:
         ctx.replace([], step, at=node)
+        report.created(step.name, _CORRECTION_WHY)
     report.fused([node.label], f"systolic.QConvInt {new.name!r}")
 
 

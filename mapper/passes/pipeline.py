@@ -189,6 +189,9 @@ def _host_reasons(model: Model, report: PassReport) -> tuple[tuple[str, str], ..
     reasons = []
     for node in model.graph.nodes:
         fate = report.fate(node.name)
+        created = report.created_reason(node.name) if fate is None else None
+        if created:
+            reasons.append((node.name, created))
         if fate is None or fate.action != HOST:
             continue
         if fate.reason not in ("", DEFAULT_HOST_REASON):

@@ -34,6 +34,14 @@ class NodeFate:
         return f"{self.node} ({self.op_type}): {self.action}{detail}{why}"
 
 
+DYNAMIC_SCALING = "dynamic quantization's run-time scaling"
+"""How the host reasons of a dynamic product's own dequantization begin (the scales' product,
+the zero point's correction, the Cast and the scaling of the int32 result): with the
+activation scale computed on the host (the stated design), these are number-format
+conversions of the dynamic quantization, which `systolic.simulation.coverage` counts as such,
+not as element-wise work."""
+
+
 class PassReport:
     """Per original node, the first definite outcome recorded, plus notes explaining why a
     pattern did not apply (used as the reason when the node ends up on the host)."""
@@ -42,6 +50,7 @@ class PassReport:
         self._op_types: dict[str, str] = dict(original)
         self._fates: dict[str, NodeFate] = {}
         self._notes: dict[str, str] = {}
+        self._created: dict[str, str] = {}
 
     def tracks(self, label: str) -> bool:
         """True when `label` names a node of the original model."""
@@ -70,6 +79,14 @@ class PassReport:
 
     def note_of(self, label: str) -> str | None:
         return self._notes.get(label)
+
+    def created(self, name: str, host_reason: str) -> None:
+        """Remember why node `name`, which a pass created (not an original node), runs on
+        the host."""
+        self._created[name] = host_reason
+
+    def created_reason(self, name: str) -> str | None:
+        return self._created.get(name)
 
     def fate(self, label: str) -> NodeFate | None:
         return self._fates.get(label)

@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from systolic.mapper.passes.report import DYNAMIC_SCALING
 from systolic.simulation.report import LayerResult
 
 __all__ = ["CONVERSION_OPS", "LAYOUT_OPS", "Coverage", "coverage", "layer_kind"]
@@ -33,17 +34,20 @@ arithmetic (QLinearConcat requantizes, but its work is the concatenation)."""
 CONVERSION_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
                             "Cast"})
 """Number-format conversions (the graph's float or integer inputs and outputs to and from the
-accelerator's 8-bit form)."""
+accelerator's 8-bit form). A host layer whose reason starts with `DYNAMIC_SCALING` is one too:
+the dequantization of a dynamically quantized product with its run-time scale and zero point
+(the activation scale is computed on the host, by design: docs/mapper.md)."""
 
 
 def layer_kind(row: LayerResult) -> str:
-    """Return "array" (a layer with MACs, wherever it runs), "layout", "conversion" or
-    "elementwise" (everything else: the work of the vector unit and the activation tables)."""
+    """Return "array" (a layer with MACs, wherever it runs), "layout", "conversion" (also a
+    dynamic product's run-time dequantization) or "elementwise" (everything else: the work of
+    the vector unit and the activation tables)."""
     if row.unit == "array" or row.macs:
         return "array"
     if row.note.startswith("layout") or row.op in LAYOUT_OPS:
         return "layout"
-    if row.op in CONVERSION_OPS:
+    if row.op in CONVERSION_OPS or row.note.startswith(DYNAMIC_SCALING):
         return "conversion"
     return "elementwise"
 

@@ -13,6 +13,7 @@ from systolic.commands.cli import main
 from systolic.mapper.importer import load_model
 from systolic.mapper.passes.dynamic_island import dynamic_island, quantizes_dynamic_island
 from systolic.mapper.passes.pipeline import run_passes
+from systolic.mapper.passes.report import DYNAMIC_SCALING
 from systolic.reference.executor import run_model
 
 from .model_builder import build, node
@@ -131,7 +132,7 @@ def test_island_is_the_float_part_between_the_products():
     assert island.entries == ("m1", "m2", "h1", "h2", "mask_f", "scores", "mask_add",
                               "masked")
     assert island.biases == {"bias1": 1, "bias2": 0}  # the constant vector's input
-    assert {name for name, why in island.host.items() if why.startswith("scales")} == {
+    assert {name for name, why in island.host.items() if why.startswith(f"{DYNAMIC_SCALING}: scales")} == {
         "scale1", "scale2", "scale3"}
     assert set(island.host) == {"scale1", "scale2", "scale3", "scales1", "scales2", "scales3",
                                 "cast1", "cast2", "cast3"}
@@ -188,7 +189,8 @@ def test_pipeline_runs_the_island_on_integers_and_keeps_the_dynamic_products():
     assert {n.name for n in float_adds} == {"mmi1_zp_add", "mmi3_zp_add"}
     fate = report.fate("scale1")
     assert fate is not None and fate.action == "host"
-    assert fate.reason.startswith("scales MatMulInteger's int32 result by a_scale * w_scale")
+    assert fate.reason.startswith(
+        f"{DYNAMIC_SCALING}: scales MatMulInteger's int32 result by a_scale * w_scale")
     merged = report.fate("scale2")
     assert merged is not None and merged.action == "fused" and "'scale1'" in merged.into
     for _ in range(4):

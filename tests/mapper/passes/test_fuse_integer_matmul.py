@@ -18,6 +18,7 @@ from systolic.config import ArrayConfig, Dataflow
 from systolic.mapper.importer import load_model
 from systolic.mapper.passes import pipeline
 from systolic.mapper.passes.pipeline import run_passes
+from systolic.mapper.passes.report import DYNAMIC_SCALING
 from systolic.reference.executor import run_model
 from systolic.simulation import prepare
 from systolic.simulation.run import simulate_model
@@ -86,6 +87,9 @@ def test_dynamic_mlp_runs_bit_exact_on_the_array(dynamic_mlp: Path, config: Arra
     assert len(products) == 2 and {layer["unit"] for layer in products} == {"array"}
     want = run_model(load_model(dynamic_mlp), {"x": x})["y"]
     np.testing.assert_array_equal(outcome.outputs["y"], want)
+    corrections = [layer for layer in report["layers"] if "_zp_" in layer["name"]]
+    assert corrections and all(layer["unit"] == "host" and layer["note"].startswith(
+        DYNAMIC_SCALING) for layer in corrections)  # the run-time zero point's correction
 
 
 def test_a_constant_zero_point_folds_into_the_bias() -> None:

@@ -8,6 +8,7 @@ import onnx
 import pytest
 
 from systolic.commands.cli import main
+from systolic.mapper.passes.report import DYNAMIC_SCALING
 from systolic.simulation.coverage import coverage, layer_kind
 from systolic.simulation.report import LayerResult
 
@@ -51,10 +52,12 @@ def test_layer_kinds_separate_elementwise_work_from_layout_and_conversions() -> 
         LayerResult("split", "Split", "host", macs=0, cycles=0, elements=64),
         LayerResult("mm", "MatMul", "host", macs=512, cycles=0),
         LayerResult("table", "QTable", "vector", macs=0, cycles=8, elements=64),
+        LayerResult("scale", "Mul", "host", macs=0, cycles=0, elements=64,
+                    note=f"{DYNAMIC_SCALING}: scales MatMulInteger's int32 result"),
     ]
     assert [layer_kind(row) for row in rows] == [
         "array", "elementwise", "layout", "array", "conversion", "elementwise", "layout",
-        "array", "elementwise"]
+        "array", "elementwise", "conversion"]
     account = coverage(rows)
     assert (account.accelerator_elementwise_layers, account.host_elementwise_layers) == (2, 1)
     assert account.elementwise_layer_share == pytest.approx(2 / 3)
