@@ -22,6 +22,7 @@ from ...hdl.accelerator_programs import (
     Y_ADDR,
     gemm_program,
     golden_image,
+    mixed_gemm_program,
     operands,
     program_image,
     small_config,
@@ -41,6 +42,8 @@ CONFIGS = {
                                       spad_kib=8, acc_kib=8),
     "4x4-os-bus4-lat3": small_config(4, 4, Dataflow.OS, bus_bytes=4, mem_latency=3,
                                      spad_kib=8, acc_kib=8),
+    "2x3-both-bus8-lat2": small_config(2, 3, Dataflow.BOTH, bus_bytes=8, mem_latency=2,
+                                       spad_kib=8, acc_kib=8),
 }
 
 
@@ -48,7 +51,8 @@ def programs(config: ArrayConfig, seed: int) -> list[tuple[Program, bytearray]]:
     """Return a tiled GEMM, the vector ops (POOL/ADD/COPY) and two random multi-layer programs."""
     rng = np.random.default_rng(seed)
     a, b = operands(rng, 5, 2 * config.dim + 1, config.cols + 1)
-    gemm = gemm_program(config, a, b, rng)
+    gemm = (mixed_gemm_program if config.dataflow is Dataflow.BOTH else gemm_program)(
+        config, a, b, rng)
     vector = vector_program(config, rng, 3, 4, config.dim)
     out = [(gemm, program_image(gemm)), (vector, program_image(vector))]
     for _ in range(2):
@@ -72,9 +76,10 @@ def assert_same_run(program: Program, image: bytearray) -> None:
 
 
 @pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.slow) if name == "4x4-os-bus4-lat3" else name
+    pytest.param(name, marks=pytest.mark.slow)
+    if name in ("4x4-os-bus4-lat3", "2x3-both-bus8-lat2") else name
     for name in CONFIGS
-])  # one Verilator build each; the 4x4 OS build (about a minute) is in the slow set
+])  # one Verilator build each; the 4x4 OS and the BOTH builds are in the slow set
 def test_programs_match_rtl_and_golden(name: str) -> None:
     needs_verilator()
     for program, image in programs(CONFIGS[name], seed=len(name)):
