@@ -1,6 +1,6 @@
 """The dispatcher: program-order dispatch into per-unit queues, issue gated by range hazards."""
 
-from amaranth.hdl import Array, Cat, Module, Shape, Signal, unsigned
+from amaranth.hdl import Array, Cat, Module, Mux, Shape, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -96,9 +96,13 @@ class Dispatcher(wiring.Component):
     Registers: N * (1 + unit bits + R * (2W + 5) + N) for the table (compact: 2A + 2 more per
     entry), plus one SyncFIFO of queue_depth x (payload + tag) bits per unit. Logic: N * R * R
     range comparisons (2 W-bit magnitude comparators each; compact: N more of 2 A-bit ones
-    for the external ranges). Critical path: `i_instr` footprint -> A-bit comparator ->
-    OR of R * R terms -> mask register; issue side: queue head tag -> N:1 mux of the
-    per-entry "mask is zero" bits.
+    for the external ranges). The hazards of an instruction are computed in the cycle after
+    its acceptance, from a register copy of it (`fresh`), against the entries then valid
+    (the same set acceptance saw, without those completing in the acceptance cycle): its
+    issue in that cycle reads them directly, later issues read the mask they are recorded
+    in. Longest paths: `fresh` footprint -> comparator -> OR of R * R terms -> mask register,
+    or -> N-input NOR -> `o_issue[u].valid`; `i_instr.unit` -> queue full -> `i_instr.ready`
+    -> the enables of the allocated entry.
     """
 
     def __init__(self, *, units: int = 3, table_entries: int = 16, queue_depth: int = 4,
@@ -197,35 +201,47 @@ class Dispatcher(wiring.Component):
         for complete in self.i_complete:
             m.d.comb += complete.ready.eq(1)
 
-        # Hazards of the incoming instruction against in-flight entries of other units.
         if self._onchip_width is None:
             new_ranges, conflict = new.ranges, footprints_conflict
         else:
             new_ranges, conflict = Signal(self.entry_layout, name="new_ranges"), compact_conflict
             compact_footprint(m, new.ranges, new_ranges)
-        waits = Signal(n)
-        for e in range(n):
-            m.d.comb += waits[e].eq(
-                valid[e] & ~completing[e] & (entry_unit[e] != new.unit)
-                & conflict(new_ranges, entry_ranges[e])
-            )
 
         allocated = Signal(n)
         m.d.comb += allocated.eq(accept << alloc)
         m.d.sync += valid.eq((valid & ~completing) | allocated)
+
+        # The instruction accepted in the previous cycle (`fresh`) is compared with the table in
+        # the cycle after its acceptance, from registers: the entries valid now are exactly those
+        # in flight then and not completing then (besides itself, of its own unit), so these are
+        # the hazards acceptance would have recorded. They decide its issue in this cycle and
+        # are recorded in its entry for the cycles after.
+        fresh_valid = Signal()
+        fresh_tag = Signal(self.tag_shape)
+        fresh_unit = Signal.like(new.unit)
+        fresh_ranges = Signal(self.entry_layout, name="fresh_ranges")
+        m.d.sync += fresh_valid.eq(accept)
+        with m.If(accept):
+            m.d.sync += [fresh_tag.eq(alloc), fresh_unit.eq(new.unit),
+                         fresh_ranges.eq(new_ranges)]
+        fresh_waits = Signal(n)
+        for e in range(n):
+            m.d.comb += fresh_waits[e].eq(
+                valid[e] & (entry_unit[e] != fresh_unit) & conflict(fresh_ranges, entry_ranges[e])
+            )
         for e in range(n):
             with m.If(allocated[e]):
-                m.d.sync += [
-                    entry_unit[e].eq(new.unit),
-                    entry_ranges[e].eq(new_ranges),
-                    entry_waits[e].eq(waits),
-                ]
+                m.d.sync += [entry_unit[e].eq(new.unit), entry_ranges[e].eq(new_ranges)]
+            with m.If(fresh_valid & (fresh_tag == e)):
+                m.d.sync += entry_waits[e].eq(fresh_waits & ~completing)
             with m.Else():
                 m.d.sync += entry_waits[e].eq(entry_waits[e] & ~completing)
 
         entry_free_to_go = Array(Signal(name=f"go{e}") for e in range(n))
         for e in range(n):
             m.d.comb += entry_free_to_go[e].eq(entry_waits[e] == 0)
+        fresh_free = Signal()
+        m.d.comb += fresh_free.eq(fresh_waits == 0)
 
         queued = Signal(self.issue_layout)
         m.d.comb += [queued.payload.eq(new.payload), queued.tag.eq(alloc)]
@@ -236,7 +252,8 @@ class Dispatcher(wiring.Component):
                 queue.w_data.eq(queued.as_value()),
                 queue.w_en.eq(accept & (new.unit == u)),
                 issue.payload.eq(head),
-                issue.valid.eq(queue.r_rdy & entry_free_to_go[head.tag]),
+                issue.valid.eq(queue.r_rdy & Mux(fresh_valid & (head.tag == fresh_tag),
+                                                 fresh_free, entry_free_to_go[head.tag])),
                 queue.r_en.eq(issue.valid & issue.ready),
             ]
         return m
