@@ -54,6 +54,18 @@ def test_unit_lints_clean(tmp_path, unit: str, dataflow: str) -> None:
     assert _lint_component(tmp_path, component, unit) == []
 
 
+@pytest.mark.parametrize("unit", ["execute_unit", "systolic_array"])
+def test_units_of_both_dataflows_lint_clean(tmp_path, unit: str) -> None:
+    """The units whose hardware depends on the dataflow, built for `both`."""
+    assert _lint_component(tmp_path, UNITS[unit](_config(2, "both")), unit) == []
+
+
+@pytest.mark.slow
+def test_accelerator_of_both_dataflows_lints_clean(tmp_path) -> None:
+    config = _config(2, "both")
+    assert _lint_component(tmp_path, build_accelerator(config), top_name(config)) == []
+
+
 def test_dispatcher_lints_clean(tmp_path) -> None:
     assert _lint_component(tmp_path, Dispatcher(payload_shape=512), "dispatcher") == []
 
