@@ -179,3 +179,13 @@ def test_energy_per_configuration_and_a_users_table(
     (tmp_path / "t.toml").write_text("[dram]\nread_bit = -1\n")
     assert main(["compare", *grid, "--energy-table", str(tmp_path / "t.toml")]) == 2
     assert "dram.read_bit must be a non-negative number" in capsys.readouterr().err
+
+
+def test_both_dataflows_are_a_point_of_the_grid(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--dataflow ws,os,both` on the bundled LeNet: the array of both dataflows takes no more
+    cycles than the faster single one (each layer's dataflow chosen by the cycle model)."""
+    assert main(["compare", "--array", "4x4", "--dataflow", "ws,os,both", "--json", "-"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    totals = {c["label"]: c["total_cycles"] for c in report["configurations"]}
+    assert list(totals) == ["ws", "os", "both"]  # (the labels name what varies)
+    assert totals["both"] <= min(totals["ws"], totals["os"])
