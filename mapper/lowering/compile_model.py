@@ -491,7 +491,7 @@ class _Compiler:
             return lowering(node, x, y, config, alloc, constants=constants, b=b,
                             activation=activation)  # fmt: skip
 
-        code = self.chooser.lower(node.label, lower)
+        code = self.chooser.lower(node.label, lower, self.plan)
         self.plan.segments.extend(code.segments)
         return list(code.instructions), int(code.stats.macs)
 

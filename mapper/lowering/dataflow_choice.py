@@ -1,11 +1,12 @@
 """Per-layer dataflow for an array that runs both (`Dataflow.BOTH`).
 
-`DataflowChooser(config, layer_cycles)` serves one compilation. Its `lower(name, lower)`
+`DataflowChooser(config, layer_cycles)` serves one compilation. Its `lower(name, lower, plan)`
 lowers one array layer: for a WS or OS configuration it is `lower(config)`. For `Dataflow.BOTH`
 it lowers the layer twice, as the weight-stationary and as the output-stationary array of the
-same size and memories would (`lower(variant)`; the two sets of constants get disjoint
-addresses, only the kept one's bytes enter the image), keeps both and returns the
-weight-stationary instructions as the layer's placeholder, without constants.
+same size and memories would (`lower(variant)`, each placing its constants from the same free
+address of the memory plan, which then moves past the larger of the two: only the kept one's
+bytes enter the image), keeps both and returns the weight-stationary instructions as the
+layer's placeholder, without constants.
 
 `settle(layers, instructions, segments)` then chooses, once every layer is compiled, in
 program order. For each array layer it times, with `layer_cycles(program, config)` (the cycle
@@ -33,6 +34,7 @@ from systolic.errors import ConfigError, ResourceError, UnsupportedError
 from systolic.isa.instructions import Instruction
 from systolic.isa.program import MemorySegment, ProgramLayer
 from systolic.mapper.lowering.layer_code import LayerCode
+from systolic.mapper.lowering.memory_plan import MemoryPlan
 
 __all__ = ["DataflowChooser", "LayerCycles"]
 
@@ -50,13 +52,17 @@ class DataflowChooser:
         self.layer_cycles = layer_cycles
         self.candidates: dict[str, tuple[LayerCode, ...]] = {}  # layer name -> WS, OS
 
-    def lower(self, name: str, lower: Callable[[ArrayConfig], LayerCode]) -> LayerCode:
-        """Return layer `name` lowered for the configuration (module docstring)."""
+    def lower(self, name: str, lower: Callable[[ArrayConfig], LayerCode],
+              plan: MemoryPlan) -> LayerCode:
+        """Return layer `name` lowered for the configuration (module docstring); `lower`
+        places its constants in `plan`."""
         if self.config.dataflow is not Dataflow.BOTH:
             return lower(self.config)
         codes: list[LayerCode] = []
         refusal: UnsupportedError | ResourceError | None = None
+        start = end = plan.next_free
         for dataflow in _FAMILIES:
+            plan.next_free = start
             try:
                 code = lower(dataclasses.replace(self.config, dataflow=dataflow))
             except (UnsupportedError, ResourceError) as err:
@@ -69,6 +75,8 @@ class DataflowChooser:
                     "dataflow both chooses each layer's dataflow with the cycle model: "
                     "compile with layer_cycles=systolic.sim.timing.layer_cycles.layer_cycles")
             codes.append(code)
+            end = max(end, plan.next_free)
+        plan.next_free = end
         if not codes:
             assert refusal is not None
             raise refusal

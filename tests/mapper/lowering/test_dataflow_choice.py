@@ -56,7 +56,8 @@ def test_a_tie_keeps_weight_stationary_and_the_cycle_model_is_required() -> None
     both = ArrayConfig(rows=4, cols=4, dataflow=Dataflow.BOTH)
     ties = compile_model(model, both, layer_cycles=lambda instructions, config: 7)  # (all tie)
     ws = compile_model(model, dataclasses.replace(both, dataflow=Dataflow.WS))
-    # (the same code but for the constants' addresses: OS's are placed too, never written)
+    # (the same code but for the constants' addresses: each layer's OS constants are placed
+    # too, over the WS ones, and the next layer's start past the larger)
     assert [type(i) for i in ties.program.instructions] == [
         type(i) for i in ws.program.instructions]
     assert sum(len(s.data) for s in ties.program.segments) == sum(
