@@ -274,6 +274,8 @@ def _explanation_line(explanation: OnnxruntimeExplanation, checks: dict[str, Any
     rounding = ("its float ops round differently in the last bits and a dynamic quantization "
                 "downstream turns that into other steps (replayed with its float values: equal "
                 "to float rounding)")  # fmt: skip
+    layernorm = ("its run of the model's LayerNorm chains quantizes their steps to 8 bits where "
+                 "LAYERNORM sums exactly (replayed with its normalized values: equal)")
     if explanation.kind == "saturation":
         why = f"explained: {saturation} (equal once they cannot saturate)"
     elif explanation.kind == "fused_rounding":
@@ -283,7 +285,11 @@ def _explanation_line(explanation: OnnxruntimeExplanation, checks: dict[str, Any
         why = f"explained: {rounding}"
     elif explanation.kind == "saturation+float_rounding":
         why = f"explained: {saturation}, and {rounding}"
+    elif explanation.kind == "layernorm":
+        why = f"explained: {layernorm}"
+    elif explanation.kind == "saturation+layernorm":
+        why = f"explained: {saturation}, and {layernorm}"
     else:
-        why = ("not explained by int16 saturation, by its fused kernels' rounding or by float "
-               "rounding before a dynamic quantization")  # fmt: skip
+        why = ("not explained by int16 saturation, by its fused kernels' rounding, by float "
+               "rounding before a dynamic quantization or by its quantized LayerNorm steps")  # fmt: skip
     return f"onnxruntime: differs by {size}; {why}"

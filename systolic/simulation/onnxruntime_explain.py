@@ -15,6 +15,10 @@
   DynamicQuantizeLinear or DynamicQuantizeLSTM turns that into other steps);
 - `saturation+float_rounding`: both at once: the same proof holds with the saturating layers
   made exact, and not without;
+- `layernorm` (`saturation+layernorm`): our outputs are our reference's, and onnxruntime's
+  differs only in the values the model's layer normalizations write, which LAYERNORM computes
+  exactly where the model quantizes its steps (`onnxruntime_layernorm`; with the saturating
+  layers made exact);
 - `unexplained`: none of these.
 """
 
@@ -29,6 +33,7 @@ from systolic.ir import Model
 from systolic.reference.executor import run_model
 from systolic.simulation.onnxruntime_check import compare_outputs, run_onnxruntime
 from systolic.simulation.onnxruntime_float_rounding import float_rounding_explains
+from systolic.simulation.onnxruntime_layernorm import layernorm_explains
 from systolic.simulation.onnxruntime_saturation import onnxruntime_saturates
 from systolic.simulation.report import OnnxruntimeExplanation
 from systolic.simulation.saturating_layers import desaturated_model, saturating_layers
@@ -104,6 +109,11 @@ def explain_difference(
             exact_data, path.parent, computed, inputs, optimized=True
         ):
             return OnnxruntimeExplanation("saturation+float_rounding", names)
+        if layernorm_explains(data, path.parent, computed, inputs):
+            return OnnxruntimeExplanation("layernorm", names)
+        if exact_data is not None and layernorm_explains(exact_data, path.parent, computed,
+                                                         inputs):
+            return OnnxruntimeExplanation("saturation+layernorm", names)
     return OnnxruntimeExplanation("unexplained", names)
 
 

@@ -19,7 +19,7 @@ a DynamicQuantizeLSTM (its gates) is covered only as far as its outputs stay wit
 """
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -29,7 +29,8 @@ from systolic.proto import ModelProto, ValueInfoProto
 from systolic.reference.executor import run_model
 from systolic.simulation.onnxruntime_check import run_onnxruntime
 
-__all__ = ["DYNAMIC_QUANTIZERS", "RELATIVE", "float_rounding_explains", "quantizer_inputs"]
+__all__ = ["DYNAMIC_QUANTIZERS", "RELATIVE", "float_rounding_explains", "quantizer_inputs",
+           "replay_explains"]
 
 RELATIVE = 1e-5
 """Float rounding: |ours - theirs| at most this times the tensor's largest magnitude."""
@@ -62,13 +63,34 @@ def float_rounding_explains(
     names = quantizer_inputs(model, {name for node in proto.graph.node for name in node.output})
     if not names:
         return False  # no dynamic quantization of a computed value: nothing to blame
+    return replay_explains(proto, base_dir, model, inputs, names, optimized=optimized,
+                           within=_within)
+
+
+Within = Callable[[np.ndarray, np.ndarray], bool]
+
+
+def replay_explains(
+    proto: ModelProto,
+    base_dir: str | os.PathLike[str],
+    model: Model,
+    inputs: Mapping[str, np.ndarray],
+    names: list[str],
+    *,
+    optimized: bool,
+    within: Within,
+) -> bool:
+    """True when onnxruntime's session on `proto` gives values `names` that are each `within`
+    ours (ours, theirs) and our reference of `model`, replayed with them in place of ours,
+    gives onnxruntime's outputs: nothing but those values differs."""
     try:
         theirs = run_onnxruntime(_with_outputs(proto, names), inputs, optimized=optimized,
                                  base_dir=base_dir)  # fmt: skip
     except SimulationError:
         return False
     constants = [np.asarray(tensor.data) for tensor in model.graph.initializers]
-    replay = _Replay({name: theirs[name] for name in names if name in theirs}, constants)
+    replay = _Replay({name: theirs[name] for name in names if name in theirs}, constants,
+                     within)
     if len(replay.theirs) < len(names):
         return False
     copies = {name: np.array(value, copy=True) for name, value in inputs.items()}
@@ -84,8 +106,10 @@ class _Replay:
     ours; `close` turns False when one is more than float rounding away or cannot be put (a
     view of an initializer: not proven rather than changing it)."""
 
-    def __init__(self, theirs: Mapping[str, np.ndarray], constants: list[np.ndarray]) -> None:
+    def __init__(self, theirs: Mapping[str, np.ndarray], constants: list[np.ndarray],
+                 within: Within) -> None:
         self.theirs = dict(theirs)
+        self.within = within
         self.constants = constants
         self.ours: dict[str, np.ndarray] = {}
         self.close = True
@@ -97,7 +121,8 @@ class _Replay:
                 continue
             other = np.asarray(other)
             self.ours[name] = value.copy()
-            if other.shape != value.shape or not self._writable(value) or not _within(value, other):
+            if (other.shape != value.shape or not self._writable(value)
+                    or not self.within(value, other)):
                 self.close = False
                 continue
             np.copyto(value, other.astype(value.dtype))

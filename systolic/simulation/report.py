@@ -35,7 +35,8 @@ The JSON is a stable interface (README, "simulate JSON"): keys are only ever add
   `onnxruntime_unoptimized_equal_fraction`, `onnxruntime_unoptimized_max_diff_steps`): node by
   node, as the ONNX operators define it, without its fused quantized kernels); for quantized
   models `onnxruntime_explanation` (`OnnxruntimeExplanation.kind`: none, saturation,
-  fused_rounding, float_rounding, saturation+float_rounding or unexplained)};
+  fused_rounding, float_rounding, saturation+float_rounding, layernorm, saturation+layernorm
+  or unexplained)};
   float models add `quantization` {max_abs_error, cosine_similarity, top1_agreement (null
   when the output is not a class vector)},
 - `runs`: the accelerator runs in order (host layers separate them), each
@@ -148,7 +149,10 @@ class OnnxruntimeExplanation:
     they cannot saturate), "fused_rounding" (equal with its graph optimizations off),
     "float_rounding" (its float ops round differently in the last bits and a dynamic
     quantization downstream turns that into other steps; proven by replaying our reference
-    with its float values), "saturation+float_rounding" (both) or "unexplained".
+    with its float values), "saturation+float_rounding" (both), "layernorm" (it differs only
+    in the values the model's layer normalizations write, which LAYERNORM computes exactly
+    where the model quantizes its steps; proven by replay), "saturation+layernorm" or
+    "unexplained".
     `layers`: the layers whose pair sums leave int16 on this CPU."""
 
     kind: str
