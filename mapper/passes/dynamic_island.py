@@ -60,7 +60,7 @@ from systolic.mapper.passes.unroll_recurrent import DYNAMIC_LSTM, unrolls
 from systolic.mapper.shape_inference import infer_shapes
 from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast
 
-__all__ = ["DynamicIsland", "dynamic_island", "quantize_dynamic_island",
+__all__ = ["DynamicIsland", "dynamic_island", "fusion_entries", "quantize_dynamic_island",
            "quantizes_dynamic_island"]
 
 _DYNAMIC_QUANTIZER = "DynamicQuantizeLinear"
@@ -124,6 +124,16 @@ _CAST_WHY = (
 _SCALES_WHY = (
     f"{DYNAMIC_SCALING}: computes from DynamicQuantizeLinear's run-time scale or zero point "
     "(a per-inference scalar): runs on the host")
+
+
+def fusion_entries(graph: Graph) -> tuple[str, ...]:
+    """The values around every node of `graph` that `_entries_of` names, in graph order: for
+    a float model's post-training quantization (its attention mask and the Softmax after it,
+    as in a dynamic model's island)."""
+    constants, producers = constants_of(graph), graph.producers()
+    found = [value for node in graph.nodes if node.domain == ""
+             for value in _entries_of(graph, node, constants, producers)]
+    return tuple(dict.fromkeys(found))
 
 
 def _entries_of(graph: Graph, node: Node, constants: Mapping[str, np.ndarray],

@@ -84,7 +84,7 @@ from systolic.mapper.passes.conv_transpose import conv_transpose_to_conv
 from systolic.mapper.passes.decompose_lrn import decompose_lrn
 from systolic.mapper.passes.decomposed_softmax import decomposed_softmax
 from systolic.mapper.passes.dequantize_after_layout import dequantize_after_layout
-from systolic.mapper.passes.dynamic_island import quantize_dynamic_island
+from systolic.mapper.passes.dynamic_island import fusion_entries, quantize_dynamic_island
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.fold_bias_add import fold_bias_add
@@ -148,7 +148,8 @@ def run_passes(
         model = finalize(unrolled)
     quantized = is_quantized(model)
     if not quantized:
-        model = finalize(quantize_float(model, report, calibration=calibration, seed=seed))
+        model = finalize(quantize_float(model, report, calibration=calibration, seed=seed,
+                                        entries=fusion_entries(model.graph)))
     elif island:
         region = recurrent_island(model, island)
         model = finalize(quantize_float(model, report, calibration=calibration, seed=seed,

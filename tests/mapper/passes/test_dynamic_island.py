@@ -11,7 +11,11 @@ import pytest
 
 from systolic.commands.cli import main
 from systolic.mapper.importer import load_model
-from systolic.mapper.passes.dynamic_island import dynamic_island, quantizes_dynamic_island
+from systolic.mapper.passes.dynamic_island import (
+    dynamic_island,
+    fusion_entries,
+    quantizes_dynamic_island,
+)
 from systolic.mapper.passes.pipeline import run_passes
 from systolic.mapper.passes.report import DYNAMIC_SCALING
 from systolic.reference.executor import run_model
@@ -223,3 +227,20 @@ def test_realistic_dynamic_models_run_their_float_part_on_the_accelerator(
     assert result["checks"]["reference_bit_exact"]
     assert "onnxruntime_explanation" not in result["checks"]
     assert result["checks"]["quantization"]["cosine_similarity"] >= 0.999
+
+
+def test_a_float_model_quantizes_its_attention_mask_too():
+    """fusion_entries serve post-training quantization of float models as well: bert_tiny's
+    mask (1 - m) * -10000 becomes a table, its Add to the scores a QAdd of a last-axis B, and
+    the Softmax after it a QSoftmax (they stayed float on the host before)."""
+    path = Path(__file__).resolve().parents[2] / "models" / "realistic" / "bert_tiny_float.onnx"
+    model = load_model(path)
+    assert fusion_entries(model.graph)  # the mask's Cast result, the scores, the masked sums
+    integer, _ = run_passes(model)
+    ops = [node.op_type for node in integer.graph.nodes]
+    assert ops.count("QSoftmax") == 2 and "Softmax" not in ops
+    float_ops = [node for node in integer.graph.nodes if node.op_type in ("Add", "Sub", "Mul")]
+    assert [node.op_type for node in float_ops] == ["Add"]  # the embeddings' sum: the word
+    producers = integer.graph.producers()  # table read by a Gather of computed ids (and the
+    assert {producers[name].op_type for name in float_ops[0].inputs  # positions' constant)
+            if name in producers} == {"Gather"}
