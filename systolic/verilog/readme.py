@@ -92,8 +92,10 @@ EVENT_MEANINGS: dict[str, str] = {
     "ext_write_beats": "external write beats taken",
     "ext_write_bytes": "strobed bytes of the taken write beats",
     "output_stage_lanes": "lanes entering the STORE unit's output stage (cols per STORE row)",
-    "vector_lanes": "lanes the vector unit takes (dim per POOL/ADD/SOFTMAX spad_in read)",
-    "vector_mul_lanes": "element products of ADD with mul (dim per output row)",
+    "vector_lanes": ("lanes the vector unit takes (dim per POOL/ADD/SOFTMAX/LAYERNORM spad_in "
+                     "read)"),
+    "vector_mul_lanes": ("element products of ADD with mul (dim per output row) and of "
+                         "LAYERNORM (dim per spad_in read)"),
     "lut_lookups": "table lookups (dim per STORE/COPY lut row and per exp-table read)",
     "lut_writes": "table bytes TABLE loads (256; 512 with wide)",
 }
