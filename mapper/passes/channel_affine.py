@@ -155,7 +155,9 @@ def _step(graph: Graph, node: Node, constants: dict[str, np.ndarray]
         ones, zeros = np.ones_like(vector), np.zeros_like(vector)
         if node.op_type == "Div" and not np.all(vector != 0):
             return None
-        s, t = {"Mul": (vector, zeros), "Add": (ones, vector), "Div": (1 / vector, zeros),
+        if node.op_type == "Div":
+            return x, 1 / vector, zeros, constants[c].size > 1
+        s, t = {"Mul": (vector, zeros), "Add": (ones, vector),
                 "Sub": (ones, -vector) if index == 0 else (-ones, vector)}[node.op_type]
         return x, s, t, constants[c].size > 1
     return None

@@ -62,7 +62,12 @@ def keeps_shape(constant: np.ndarray) -> bool:
 def channel_island(graph: Graph) -> frozenset[str]:
     """Return the names of the float per-channel Mul/Add nodes of `graph`
     (`channel_vector_index`) and of a Relu or Clip that alone reads one's result: the region
-    `quantize_float` quantizes in a quantized model."""
+    `quantize_float` quantizes in a quantized model. Empty for a dynamically quantized model:
+    its float part is `dynamic_island`'s, which keeps a product's per-channel bias on the host
+    with the product's run-time scaling."""
+    if any(node.op_type == "DynamicQuantizeLinear" and node.domain == ""
+           for node in graph.nodes):
+        return frozenset()
     constants = constants_of(graph)
     consumers = graph.consumers()
     names: set[str] = set()
