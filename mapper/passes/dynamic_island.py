@@ -190,7 +190,10 @@ def quantize_dynamic_island(
     if island is None:
         return model
     for label, why in island.host.items():
-        report.record(label, HOST, reason=why)
+        if report.tracks(label):
+            report.record(label, HOST, reason=why)
+        else:  # a node the passes made (an unrolled DynamicQuantizeLSTM's scaling)
+            report.created(label, why)
     model = _quantized_biases(model, island.biases)
     return quantize_float(model, report, calibration=calibration, seed=seed,
                           region=island.nodes, entries=island.entries)
