@@ -454,6 +454,10 @@ def _symmetric_params(low: float, high: float) -> tuple[np.float32, np.uint8]:
     return scale, np.uint8(SYMMETRIC_ZERO_POINT)
 
 
+_CHUNK = 1 << 20
+"""Elements quantized at a time (float64 temporaries of 8 MB, not of the whole weight)."""
+
+
 def quantize_weights(
     w: np.ndarray, axis: int, guard: WeightGuard | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -462,19 +466,27 @@ def quantize_weights(
     `guard` (x_scale, y_scale, bias; None: no floor)."""
     axis = axis % w.ndim
     others = tuple(i for i in range(w.ndim) if i != axis)
+    # Slices of axis 0 of about _CHUNK elements: no temporary of the whole weight (abs, float64).
+    step = max(1, _CHUNK // max(1, w[:1].size))
+    parts = [slice(start, start + step) for start in range(0, w.shape[0], step)] or [slice(None)]
     # max|W| per channel, taken in W's own type: abs and max round nothing.
-    peak = np.abs(w).max(axis=others).astype(np.float64)
+    peaks = [np.abs(w[part]).max(axis=others) for part in parts]
+    peak = (np.concatenate(peaks) if axis == 0 else np.maximum.reduce(peaks)).astype(np.float64)
     scale64 = peak / WEIGHT_MAX
     if guard is not None:
         scale64 = np.maximum(scale64, weight_scale_floor(peak, *guard))
     scale = np.where(peak > 0, scale64, 1.0).astype(np.float32)
     shape = [1] * w.ndim
     shape[axis] = -1
-    q = w.astype(np.float64)
-    np.divide(q, scale.astype(np.float64).reshape(shape), out=q)
-    np.rint(q, out=q)
-    np.clip(q, -WEIGHT_MAX, WEIGHT_MAX, out=q)
-    return q.astype(np.int8), scale
+    divisor = scale.astype(np.float64).reshape(shape)
+    out = np.empty(w.shape, np.int8)
+    for part in parts:
+        q = w[part].astype(np.float64)
+        np.divide(q, divisor[part] if axis == 0 else divisor, out=q)
+        np.rint(q, out=q)
+        np.clip(q, -WEIGHT_MAX, WEIGHT_MAX, out=q)
+        out[part] = q
+    return out, scale
 
 
 def _guard(node: Node, plan: _Plan, params: Mapping[str, Params],
