@@ -36,7 +36,9 @@ Order (each pass one module):
                         then (dynamic_island) a dynamic model's float part, then
                         (layernorm_island) a QDQ model's split LayerNormalization: its
                         normalized value and gamma's result; then (channel_island) a
-                        quantized model's per-channel Mul/Add (its float batch norm)
+                        quantized model's per-channel Mul/Add (its float batch norm); then
+                        (float_island) float element-wise ops and pools between DQ and Q
+                        whose result is read twice (a QOperator export's HardSwish)
  7b. quantize_before_layout  Q(layout(a, b)) -> layout(Q(a), Q(b)) (exact): the layout
                         ops then move integers (a zero-inserted ConvTranspose's fill blocks,
                         Concats of requantized inputs)
@@ -86,6 +88,7 @@ from systolic.mapper.passes.decomposed_softmax import decomposed_softmax
 from systolic.mapper.passes.dequantize_after_layout import dequantize_after_layout
 from systolic.mapper.passes.dynamic_island import fusion_entries, quantize_dynamic_island
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
+from systolic.mapper.passes.float_island import float_remnants
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.fold_bias_add import fold_bias_add
 from systolic.mapper.passes.fold_constants import fold_constants
@@ -163,6 +166,9 @@ def run_passes(
     if quantized and (channels := channel_island(model.graph)):  # a QDQ model's float BN
         model = finalize(quantize_float(model, report, calibration=calibration, seed=seed,
                                         region=channels))
+    if quantized and (remnants := float_remnants(model.graph)):  # float results read twice
+        model = finalize(quantize_float(model, report, calibration=calibration, seed=seed,
+                                        region=remnants))
     if (hoisted := quantize_before_layout(model, report)) is not model:
         model = finalize(hoisted)
     if (selecting := dequantize_after_layout(model, report)) is not model:

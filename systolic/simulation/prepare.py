@@ -28,6 +28,7 @@ from systolic.mapper.importer import (
     load_model,
 )
 from systolic.mapper.passes.dynamic_island import quantizes_dynamic_island
+from systolic.mapper.passes.float_island import quantizes_float_remnants
 from systolic.mapper.passes.pipeline import run_passes
 from systolic.mapper.passes.quantize_float import is_quantized
 from systolic.mapper.passes.unroll_recurrent import quantizes_float_recurrent
@@ -54,14 +55,16 @@ class PreparedModel:
     @property
     def partly_float(self) -> bool:
         """Whether the model is quantized but holds float recurrent layers that the passes
-        quantize after training (`quantizes_float_recurrent`), or float parts between its
-        dynamic products (`quantizes_dynamic_island`): its results differ from the model as
-        written by that quantization, as a float model's do."""
+        quantize after training (`quantizes_float_recurrent`), float parts between its
+        dynamic products (`quantizes_dynamic_island`) or float results read twice between
+        DequantizeLinear and QuantizeLinear (`quantizes_float_remnants`): its results differ
+        from the model as written by that quantization, as a float model's do."""
         return _partly_float(self.original)
 
 
 def _partly_float(model: Model) -> bool:
-    return quantizes_float_recurrent(model) or quantizes_dynamic_island(model)
+    return (quantizes_float_recurrent(model) or quantizes_dynamic_island(model)
+            or quantizes_float_remnants(model))
 
 
 def _load(model_path: str | os.PathLike[str], max_tensor_bytes: int, weightless: bool) -> Model:
