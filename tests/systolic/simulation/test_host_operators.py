@@ -64,6 +64,22 @@ def conv_conv_transpose(r: np.random.Generator, opset: int = 13
     return _model(nodes, [1, 3, 6, 6], [1, 2, 12, 12], inits, opset), host
 
 
+def conv_host_conv(r: np.random.Generator) -> onnx.ModelProto:
+    """Conv -> Relu -> ConvTranspose-1 (opset 9: a host layer) -> Conv: two accelerator runs
+    with a host step between them (the runner's and the trace's tests)."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("ConvTranspose", ["r1", "w2", "b2"], ["t"], strides=[2, 2],
+                         pads=[1, 1, 1, 1], output_padding=[1, 1]),
+        helper.make_node("Conv", ["t", "w3", "b3"], ["y"], pads=[1, 1, 1, 1]),
+    ]
+    inits = [_weights(r, "w1", (4, 3, 3, 3)), _weights(r, "b1", (4,)),
+             _weights(r, "w2", (4, 4, 3, 3)), _weights(r, "b2", (4,)),
+             _weights(r, "w3", (2, 4, 3, 3)), _weights(r, "b3", (2,))]
+    return _model(nodes, [1, 3, 6, 6], [1, 2, 12, 12], inits, opset=9)
+
+
 def matmul_layernorm_gelu(r: np.random.Generator) -> tuple[onnx.ModelProto, list[int]]:
     """MatMul -> LayerNormalization -> Gelu -> MatMul, opset 20."""
     nodes = [
