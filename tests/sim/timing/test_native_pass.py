@@ -146,7 +146,10 @@ def test_longer_programs_with_small_tables(seed: int) -> None:
     assert_same(native, python)
 
 
-@pytest.mark.parametrize("dataflow", list(Dataflow))
+@pytest.mark.parametrize("dataflow", [
+    *(d for d in Dataflow if d is not Dataflow.BOTH),
+    pytest.param(Dataflow.BOTH, marks=pytest.mark.slow),  # each layer compiled twice: ~35 s
+])  # (mixed programs are checked by default in test_random_programs_of_both_dataflows)
 @pytest.mark.parametrize("path", sorted([*MODELS.glob("*.onnx"),
                                          *(MODELS / "realistic").glob("*.onnx")]),
                          ids=lambda p: p.stem)

@@ -81,8 +81,14 @@ def _onnxruntime_exact(model: Path, x: np.ndarray) -> bool:
     return not onnxruntime_saturates() or not saturating_layers(load_model(model), {"input": x})
 
 
+QUICK_BOTH = ("lenet", "qdq", 4)
+"""The one `Dataflow.BOTH` case of the default run (each layer compiled both ways: the other
+23 are slow)."""
+
 CASES = [
-    pytest.param(n, f, r, c, d, id=f"{n}_{f}-{r}x{c}-{d.value}")
+    pytest.param(n, f, r, c, d, id=f"{n}_{f}-{r}x{c}-{d.value}",
+                 marks=[pytest.mark.slow] if d is Dataflow.BOTH and (n, f, r) != QUICK_BOTH
+                 else [])
     for n in NETWORKS for f in FORMS for r, c in SHAPES for d in Dataflow
 ]  # fmt: skip
 
