@@ -53,8 +53,8 @@ def test_same_configuration_gives_identical_bytes_in_another_process(tmp_path: P
         (["--array", "0x2"], "rows must be an integer from 1 to 128, not 0"),
         (["--array", "2by2"], "array size '2by2' is not of the form RxC, for example 8x8"),
         (["--dataflow", "rs"],
-         "unknown dataflow 'rs': use 'ws' (weight-stationary), 'os' (output-stationary) or "
-         "'both' (either, per instruction)"),
+         ("unknown dataflow 'rs': use 'ws' (weight-stationary), 'os' (output-stationary) or "
+          "'both' (either, per instruction)")),
         (["--input-width", "3"], "input_width must be an integer from 4 to 16 bits, not 3"),
         (["--weight-width", "eight"], "--weight-width 'eight' is not a whole number"),
         (["--acc-width", "12"],
