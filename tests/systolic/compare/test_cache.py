@@ -20,9 +20,9 @@ def compilations(monkeypatch: pytest.MonkeyPatch) -> list[ArrayConfig]:
     seen: list[ArrayConfig] = []
     compile_model = point.compile_model
 
-    def counting(model: object, config: ArrayConfig) -> object:
+    def counting(model: object, config: ArrayConfig, **options: object) -> object:
         seen.append(config)
-        return compile_model(model, config)  # type: ignore[arg-type]
+        return compile_model(model, config, **options)  # type: ignore[arg-type]
 
     monkeypatch.setattr(point, "compile_model", counting)
     return seen
