@@ -13,13 +13,10 @@ import dataclasses
 import math
 from typing import ClassVar
 
-from systolic.config import ArrayConfig
-from systolic.isa.fields import Field, layout, spec
-from systolic.isa.instruction_base import ROW_PATTERN_SPECS, U16, U32, Unit
-from systolic.isa.memories import Access, Memory, depth
-from systolic.isa.softmax import softmax_row_chunks
-from systolic.isa.store import INT8_RANGE, SHIFT_RANGE, RowWriter, check_clamp
-from systolic.isa.table import need_8bit_activations
+from systolic.isa.fields import Field, spec
+from systolic.isa.instruction_base import U32, Unit
+from systolic.isa.row_instruction import RowInstruction, row_instruction_fields
+from systolic.isa.store import INT8_RANGE
 
 __all__ = [
     "LAYERNORM_DONE_CYCLES", "LAYERNORM_PASSES", "LAYERNORM_ROW_CYCLES", "NORMALIZED_BITS",
@@ -54,70 +51,23 @@ def inverse_sqrt(v: int) -> tuple[int, int]:
 
 
 @dataclasses.dataclass(frozen=True)
-class LayerNorm(RowWriter):
+class LayerNorm(RowInstruction):
     """LAYERNORM: layer normalization of `m` rows of `length` int8 values (zero point
     `in_zero_point`) from spad_in rows `in_row ..` (`ceil(length / dim)` per row), `eps` added
     to `H*S2 - S1^2`, requantized with (`multiplier`, `shift`, `zero_point`, `lo`, `hi`) and
-    written out."""
+    written out (checks and footprint: `RowInstruction`)."""
 
     OPCODE: ClassVar[int] = 0x0C
     MNEMONIC: ClassVar[str] = "LAYERNORM"
     UNIT: ClassVar[Unit] = Unit.ST
-    FIELDS: ClassVar[tuple[Field, ...]] = layout(
-        spec("flip_sign", 1, kind=bool),
-        spec("length", U16, minimum=1),
-        spec("shift", 8, **SHIFT_RANGE),  # type: ignore[arg-type]
-        spec("zero_point", 8, **INT8_RANGE),  # type: ignore[arg-type]
-        spec("lo", 8, **INT8_RANGE),  # type: ignore[arg-type]
-        spec("hi", 8, **INT8_RANGE),  # type: ignore[arg-type]
-        spec("in_zero_point", 8, **INT8_RANGE),  # type: ignore[arg-type]
-        spec("in_row", U32),
-        spec("m", U32, minimum=1),
-        spec("multiplier", U32, signed=True),
-        spec("eps", U32),
-        *ROW_PATTERN_SPECS,
+    FIELDS: ClassVar[tuple[Field, ...]] = row_instruction_fields(
+        narrow=(spec("in_zero_point", 8, **INT8_RANGE),),  # type: ignore[arg-type]
+        wide=(spec("eps", U32),),
     )
 
-    in_row: int
-    m: int
-    length: int
-    multiplier: int
-    shift: int
-    zero_point: int
-    lo: int
-    hi: int
-    ext: int
     in_zero_point: int = 0
     eps: int = 0
     n0: int = 1
     row_stride0: int = 0
     row_stride1: int = 0
     flip_sign: bool = False
-
-    def _check_rules(self) -> None:
-        check_clamp(self)
-
-    def in_rows(self, config: ArrayConfig) -> int:
-        """The spad_in rows read: `m * ceil(length / dim)`."""
-        return self.m * softmax_row_chunks(self.length, config)
-
-    def check(self, config: ArrayConfig) -> None:
-        need_8bit_activations(self, "", config)
-        self._need_rows(
-            "in_row + m * ceil(length / dim)",
-            self.in_row + self.in_rows(config),
-            depth(config, Memory.SPAD_IN),
-            "spad_in",
-            config,
-        )
-        self._need_writable(config)
-
-    def written_rows(self) -> int:
-        return self.m
-
-    def row_lanes(self) -> int:
-        return self.length
-
-    def footprint(self, config: ArrayConfig) -> tuple[Access, ...]:
-        last = self.in_row + self.in_rows(config) - 1
-        return (Access(Memory.SPAD_IN, self.in_row, last, False), self.written(config))
