@@ -1,21 +1,20 @@
 """systolic.QSoftmax lowered to TABLE wide + LOAD + SOFTMAX, run on the golden machine against
 the reference executor bit for bit (rows longer than dim, lengths not a multiple of dim, uint8
 and int8, the 2-D coercion of an inner axis); the exp table image; the table rows kept until
-TABLE; rows that are not contiguous stay on the host."""
+TABLE (the rows' checks: test_row_operands)."""
 
 import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig, Dataflow
-from systolic.errors import UnsupportedError
 from systolic.ir import DataType, Tensor
 from systolic.isa.instructions import Load, Softmax, Table
 from systolic.isa.memories import Memory
-from systolic.isa.program import LayerUnit, TensorPlacement, TensorRole
+from systolic.isa.program import LayerUnit
 from systolic.isa.table import exp_table_rows
 from systolic.mapper.lowering import compile_model
 from systolic.mapper.lowering.compiled import CompiledModel
-from systolic.mapper.lowering.softmax import exp_table_image, tensor_rows
+from systolic.mapper.lowering.softmax import exp_table_image
 from systolic.mapper.passes.fuse_softmax import exp_table
 from systolic.reference.executor import run_graph
 from systolic.simulation.layer_check import check_layers
@@ -134,12 +133,3 @@ def test_no_load_reads_past_the_tensor(config):  # type: ignore[no-untyped-def]
     for load in loads:
         external = [a for a in load.footprint(config) if a.memory is Memory.EXTERNAL]
         assert all(a.last < x.address + 5 * 21 for a in external)
-
-
-def test_rows_that_are_not_contiguous_are_refused():  # type: ignore[no-untyped-def]
-    place = TensorPlacement("x", TensorRole.ACTIVATION, 0, (1, 4, 3, 5), U8, (60, 1, 20, 4))
-    with pytest.raises(UnsupportedError, match="not contiguous"):
-        tensor_rows(place, 3, "softmax")
-    row_major = TensorPlacement("x", TensorRole.ACTIVATION, 0, (2, 3, 5), U8, (15, 5, 1))
-    assert tensor_rows(row_major, 2, "softmax") == (6, 5, 5)
-    assert tensor_rows(row_major, 1, "softmax") == (2, 15, 15)
