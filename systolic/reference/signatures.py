@@ -38,6 +38,7 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("", "ConvInteger"): ((10, "x w x_zero_point? w_zero_point?", "y"),),
     ("", "ConvTranspose"): ((1, "X W B?", "Y"),),
     ("", "Cos"): ((7, "input", "output"),),
+    ("", "CumSum"): ((11, "x axis", "y"),),
     ("", "DequantizeLinear"): ((10, "x x_scale x_zero_point?", "y"),),
     ("", "Div"): ((1, "A B", "C"),),
     ("", "Dropout"): (
@@ -53,6 +54,7 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("", "Flatten"): ((1, "input", "output"),),
     ("", "Floor"): ((1, "X", "Y"),),
     ("", "Gather"): ((1, "data indices", "output"),),
+    ("", "GatherElements"): ((11, "data indices", "output"),),
     ("", "GatherND"): ((11, "data indices", "output"),),
     ("", "Gelu"): ((20, "X", "Y"),),
     ("", "Gemm"): ((1, "A B C", "Y"), (11, "A B C?", "Y")),
