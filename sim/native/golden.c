@@ -907,73 +907,62 @@ static int exec_table(machine *mc, const uint64_t *w) {
     return GOLDEN_OK;
 }
 
-/* SOFTMAX, one tensor row of `length` int8 elements (held in `chunks` spad_in rows from
- * `spad`) to `out`: the exp table's entries of the distances below the row's maximum, their sum
- * S (< 2^32), the reciprocal r = min(floor(2^46 / S), 2^32 - 1), p = rhe(E r / 2^31) (< 2^49)
- * and y = clamp(rhe(p multiplier / 2^(31 + shift)) + zero_point, lo, hi), each exact in 128
- * bits (docs/isa.md, "SOFTMAX and the exp table"); y_e written at `address` as `write_row`
- * writes lanes. */
-static void softmax_row(machine *mc, const int16_t *spad, int64_t length, int64_t mult,
-                        int64_t shift, int64_t zp, int64_t lo, int64_t hi, int64_t address,
-                        int flip) {
-    int64_t dim = mc->dim, most = INT64_MIN;
-    for (int64_t e = 0; e < length; ++e) {
-        int64_t x = spad[(e / dim) * mc->stride + e % dim];
+/* -- row instructions: SOFTMAX and LAYERNORM ------------------------------------------------- */
+
+/* The fields of a row instruction (systolic.isa.row_instruction): m tensor rows of `length`
+ * int8 elements, row i held in `chunks` = ceil(length / dim) spad_in rows from in_row + i
+ * chunks, requantized with (mult, shift, zp, lo, hi) and written along the row pattern (ext,
+ * n0, s0, s1); LAYERNORM's in_zp and eps (0 for SOFTMAX). */
+typedef struct {
+    int64_t flip, length, shift, zp, lo, hi, in_row, m, mult, ext, n0, s0, s1, in_zp, eps;
+    int64_t chunks;
+} row_op;
+
+/* Read the fields row instructions share from the word `w` of instruction P (SOFTMAX or
+ * LAYERNORM: the same fields at the offsets of P's layout). */
+#define ROW_OP_READ(op, w, P)                                                                  \
+    do {                                                                                       \
+        (op)->flip = FIELD(w, P##_FLIP_SIGN), (op)->length = FIELD(w, P##_LENGTH);             \
+        (op)->shift = FIELD(w, P##_SHIFT), (op)->zp = FIELD(w, P##_ZERO_POINT);                \
+        (op)->lo = FIELD(w, P##_LO), (op)->hi = FIELD(w, P##_HI);                              \
+        (op)->in_row = FIELD(w, P##_IN_ROW), (op)->m = FIELD(w, P##_M);                        \
+        (op)->mult = FIELD(w, P##_MULTIPLIER), (op)->ext = FIELD(w, P##_EXT);                  \
+        (op)->n0 = FIELD(w, P##_N0), (op)->s0 = FIELD(w, P##_ROW_STRIDE0);                     \
+        (op)->s1 = FIELD(w, P##_ROW_STRIDE1), (op)->in_zp = 0, (op)->eps = 0;                  \
+    } while (0)
+
+/* Element e of the tensor row held in spad_in rows from `spad`. */
+static ALWAYS_INLINE int64_t row_element(const machine *mc, const int16_t *spad, int64_t e) {
+    return spad[(e / mc->dim) * mc->stride + e % mc->dim];
+}
+
+/* Requantize p (y = clamp(rhe(p mult / 2^(31 + shift)) + zp, lo, hi), exact in 128 bits) and
+ * write y as output e of the row at `address`, as `write_row` writes lanes. */
+static void row_output(machine *mc, const row_op *op, int64_t address, int64_t e, i128 p) {
+    int64_t y = clamp(round_shift(p * op->mult, 31 + (int)op->shift) + op->zp, op->lo, op->hi);
+    write_row(mc, address + e * mc->ob, &y, 1, (int)op->flip);
+}
+
+/* SOFTMAX, one tensor row (from `spad`) to `address`: the exp table's entries of the distances
+ * below the row's maximum, their sum S (< 2^32), the reciprocal r = min(floor(2^46 / S),
+ * 2^32 - 1), p = rhe(E r / 2^31) (< 2^49), requantized by `row_output` (docs/isa.md, "SOFTMAX
+ * and the exp table"). */
+static void softmax_row(machine *mc, const row_op *op, const int16_t *spad, int64_t address) {
+    int64_t most = INT64_MIN;
+    for (int64_t e = 0; e < op->length; ++e) {
+        int64_t x = row_element(mc, spad, e);
         if (x > most) most = x;
     }
     uint64_t sum = 0;
-    for (int64_t e = 0; e < length; ++e)
-        sum += mc->exp_table[most - spad[(e / dim) * mc->stride + e % dim]];
+    for (int64_t e = 0; e < op->length; ++e)
+        sum += mc->exp_table[most - row_element(mc, spad, e)];
     const uint64_t reciprocal_max = UINT32_MAX;
     uint64_t r = sum ? ((UINT64_C(1) << 46) / sum) : reciprocal_max;
     if (r > reciprocal_max) r = reciprocal_max;
-    for (int64_t e = 0; e < length; ++e) {
-        uint64_t entry = mc->exp_table[most - spad[(e / dim) * mc->stride + e % dim]];
-        i128 p = round_shift((i128)(entry * r), 31);
-        int64_t y = clamp(round_shift(p * mult, 31 + (int)shift) + zp, lo, hi);
-        write_row(mc, address + e * mc->ob, &y, 1, flip);
+    for (int64_t e = 0; e < op->length; ++e) {
+        uint64_t entry = mc->exp_table[most - row_element(mc, spad, e)];
+        row_output(mc, op, address, e, round_shift((i128)(entry * r), 31));
     }
-}
-
-/* Return whether the `length` elements of each of the m tensor rows held in `chunks` spad_in
- * rows from `in_row` (SOFTMAX's and LAYERNORM's layout) lie in -128..127 (no LOAD makes others;
- * they are left to Python). */
-static int rows_int8(const machine *mc, int64_t in_row, int64_t m, int64_t chunks,
-                     int64_t length) {
-    for (int64_t i = 0; i < m * chunks; ++i) {
-        const int16_t *a = mc->spad_in + (in_row + i) * mc->stride;
-        int64_t lanes = (i + 1) % chunks ? mc->dim : length - (chunks - 1) * mc->dim;
-        for (int64_t j = 0; j < lanes; ++j)
-            if (a[j] < INT8_MIN || a[j] > INT8_MAX) return 0;
-    }
-    return 1;
-}
-
-/* SOFTMAX: for each of m tensor rows i (spad_in rows in_row + i C .. + C - 1, C = ceil(length /
- * dim)) write its softmax as `length` operands at the row pattern's base of row i (input_width
- * 8; an element outside -128..127, which no LOAD makes, is left to Python). */
-static int exec_softmax(machine *mc, const uint64_t *w) {
-    int64_t flip = FIELD(w, SOFTMAX_FLIP_SIGN), length = FIELD(w, SOFTMAX_LENGTH);
-    int64_t shift = FIELD(w, SOFTMAX_SHIFT), zp = FIELD(w, SOFTMAX_ZERO_POINT);
-    int64_t lo = FIELD(w, SOFTMAX_LO), hi = FIELD(w, SOFTMAX_HI);
-    int64_t in_row = FIELD(w, SOFTMAX_IN_ROW), m = FIELD(w, SOFTMAX_M);
-    int64_t mult = FIELD(w, SOFTMAX_MULTIPLIER), ext = FIELD(w, SOFTMAX_EXT);
-    int64_t n0 = FIELD(w, SOFTMAX_N0), s0 = FIELD(w, SOFTMAX_ROW_STRIDE0);
-    int64_t s1 = FIELD(w, SOFTMAX_ROW_STRIDE1);
-    if (length < 1 || m < 1 || n0 < 1 || shift < -31 || shift > 31 || lo > hi)
-        return GOLDEN_INVALID;
-    int64_t chunks = (length + mc->dim - 1) / mc->dim;
-    if (mc->in_w != 8 || in_row + m * chunks > mc->spad_depth) return GOLDEN_INVALID;
-    if (flip && !flip_supported(mc, mc->in_w)) return GOLDEN_INVALID;
-    int status = check_write(mc, ext, n0, s0, s1, m, length * mc->ob);
-    if (status) return status;
-    if (!rows_int8(mc, in_row, m, chunks, length)) return GOLDEN_ARITHMETIC;
-    row_walk walk;
-    row_walk_start(&walk, ext, n0, s0, s1);
-    for (int64_t i = 0; i < m; ++i)
-        softmax_row(mc, mc->spad_in + (in_row + i * chunks) * mc->stride, length, mult, shift,
-                    zp, lo, hi, row_walk_next(&walk), (int)flip);
-    return GOLDEN_OK;
 }
 
 /* floor(sqrt(n)) of n < 2^62, bit by bit. */
@@ -992,59 +981,76 @@ static uint64_t isqrt64(uint64_t n) {
     return root;
 }
 
-/* LAYERNORM, one tensor row of `length` int8 elements (held in `chunks` spad_in rows from
- * `spad`) to `address`: d = x - in_zp, S1 = sum d, S2 = sum d^2, V = H S2 - S1^2 + eps
- * (< 2^49), k = max(0, ceil((bitlen(V) - 30) / 2)), Vn = V >> 2k, r = isqrt(floor(2^60 / Vn))
- * (0 when Vn = 0), p = rhe((H d - S1) r / 2^(14 + k)) and y = clamp(rhe(p multiplier /
- * 2^(31 + shift)) + zero_point, lo, hi), each exact (docs/isa.md, "LAYERNORM"); y_e written
- * as `write_row` writes lanes. */
-static void layernorm_row(machine *mc, const int16_t *spad, int64_t length, int64_t in_zp,
-                          int64_t eps, int64_t mult, int64_t shift, int64_t zp, int64_t lo,
-                          int64_t hi, int64_t address, int flip) {
-    int64_t dim = mc->dim, s1 = 0, s2 = 0;
+/* LAYERNORM, one tensor row (from `spad`) to `address`: d = x - in_zp, S1 = sum d, S2 = sum
+ * d^2, V = H S2 - S1^2 + eps (< 2^49), k = max(0, ceil((bitlen(V) - 30) / 2)), Vn = V >> 2k,
+ * r = isqrt(floor(2^60 / Vn)) (0 when Vn = 0), p = rhe((H d - S1) r / 2^(14 + k)), requantized
+ * by `row_output` (docs/isa.md, "LAYERNORM"). */
+static void layernorm_row(machine *mc, const row_op *op, const int16_t *spad, int64_t address) {
+    int64_t length = op->length, s1 = 0, s2 = 0;
     for (int64_t e = 0; e < length; ++e) {
-        int64_t d = spad[(e / dim) * mc->stride + e % dim] - in_zp;
+        int64_t d = row_element(mc, spad, e) - op->in_zp;
         s1 += d;
         s2 += d * d;
     }
-    int64_t v = length * s2 - s1 * s1 + eps;
+    int64_t v = length * s2 - s1 * s1 + op->eps;
     int bits = v ? 64 - __builtin_clzll((uint64_t)v) : 0, k = bits > 30 ? (bits - 29) / 2 : 0;
     uint64_t vn = (uint64_t)v >> (2 * k);
     int64_t r = vn ? (int64_t)isqrt64((UINT64_C(1) << 60) / vn) : 0;
     for (int64_t e = 0; e < length; ++e) {
-        int64_t t = length * (spad[(e / dim) * mc->stride + e % dim] - in_zp) - s1;
-        i128 p = round_shift((i128)t * r, 14 + k);
-        int64_t y = clamp(round_shift(p * mult, 31 + (int)shift) + zp, lo, hi);
-        write_row(mc, address + e * mc->ob, &y, 1, flip);
+        int64_t t = length * (row_element(mc, spad, e) - op->in_zp) - s1;
+        row_output(mc, op, address, e, round_shift((i128)t * r, 14 + k));
     }
 }
 
-/* LAYERNORM: for each of m tensor rows i (held as SOFTMAX's) write its normalization as
- * `length` operands at the row pattern's base of row i (input_width 8; an element outside
- * -128..127, which no LOAD makes, is left to Python). */
-static int exec_layernorm(machine *mc, const uint64_t *w) {
-    int64_t flip = FIELD(w, LAYERNORM_FLIP_SIGN), length = FIELD(w, LAYERNORM_LENGTH);
-    int64_t shift = FIELD(w, LAYERNORM_SHIFT), zp = FIELD(w, LAYERNORM_ZERO_POINT);
-    int64_t lo = FIELD(w, LAYERNORM_LO), hi = FIELD(w, LAYERNORM_HI);
-    int64_t in_zp = FIELD(w, LAYERNORM_IN_ZERO_POINT), eps = FIELD(w, LAYERNORM_EPS);
-    int64_t in_row = FIELD(w, LAYERNORM_IN_ROW), m = FIELD(w, LAYERNORM_M);
-    int64_t mult = FIELD(w, LAYERNORM_MULTIPLIER), ext = FIELD(w, LAYERNORM_EXT);
-    int64_t n0 = FIELD(w, LAYERNORM_N0), s0 = FIELD(w, LAYERNORM_ROW_STRIDE0);
-    int64_t s1 = FIELD(w, LAYERNORM_ROW_STRIDE1);
-    if (length < 1 || m < 1 || n0 < 1 || shift < -31 || shift > 31 || lo > hi)
+/* Return whether the `length` elements of each of the m tensor rows of `op` lie in -128..127
+ * (no LOAD makes others; they are left to Python). */
+static int rows_int8(const machine *mc, const row_op *op) {
+    for (int64_t i = 0; i < op->m * op->chunks; ++i) {
+        const int16_t *a = mc->spad_in + (op->in_row + i) * mc->stride;
+        int64_t lanes = (i + 1) % op->chunks ? mc->dim : op->length - (op->chunks - 1) * mc->dim;
+        for (int64_t j = 0; j < lanes; ++j)
+            if (a[j] < INT8_MIN || a[j] > INT8_MAX) return 0;
+    }
+    return 1;
+}
+
+/* A row instruction: check `op` (GOLDEN_INVALID for fields or a configuration the instruction
+ * forbids (input_width 8 only), GOLDEN_MEMORY for a write beyond memory, GOLDEN_ARITHMETIC for
+ * an element outside -128..127, which no LOAD makes, left to Python), then for each tensor row
+ * i write `row`'s outputs at the row pattern's base of row i. */
+static int exec_rows(machine *mc, row_op *op,
+                     void (*row)(machine *, const row_op *, const int16_t *, int64_t)) {
+    if (op->length < 1 || op->m < 1 || op->n0 < 1 || op->shift < -31 || op->shift > 31 ||
+        op->lo > op->hi)
         return GOLDEN_INVALID;
-    int64_t chunks = (length + mc->dim - 1) / mc->dim;
-    if (mc->in_w != 8 || in_row + m * chunks > mc->spad_depth) return GOLDEN_INVALID;
-    if (flip && !flip_supported(mc, mc->in_w)) return GOLDEN_INVALID;
-    int status = check_write(mc, ext, n0, s0, s1, m, length * mc->ob);
+    op->chunks = (op->length + mc->dim - 1) / mc->dim;
+    if (mc->in_w != 8 || op->in_row + op->m * op->chunks > mc->spad_depth) return GOLDEN_INVALID;
+    if (op->flip && !flip_supported(mc, mc->in_w)) return GOLDEN_INVALID;
+    int status = check_write(mc, op->ext, op->n0, op->s0, op->s1, op->m, op->length * mc->ob);
     if (status) return status;
-    if (!rows_int8(mc, in_row, m, chunks, length)) return GOLDEN_ARITHMETIC;
+    if (!rows_int8(mc, op)) return GOLDEN_ARITHMETIC;
     row_walk walk;
-    row_walk_start(&walk, ext, n0, s0, s1);
-    for (int64_t i = 0; i < m; ++i)
-        layernorm_row(mc, mc->spad_in + (in_row + i * chunks) * mc->stride, length, in_zp, eps,
-                      mult, shift, zp, lo, hi, row_walk_next(&walk), (int)flip);
+    row_walk_start(&walk, op->ext, op->n0, op->s0, op->s1);
+    for (int64_t i = 0; i < op->m; ++i)
+        row(mc, op, mc->spad_in + (op->in_row + i * op->chunks) * mc->stride,
+            row_walk_next(&walk));
     return GOLDEN_OK;
+}
+
+/* SOFTMAX: each tensor row's softmax (`softmax_row`), as `exec_rows` runs row instructions. */
+static int exec_softmax(machine *mc, const uint64_t *w) {
+    row_op op;
+    ROW_OP_READ(&op, w, SOFTMAX);
+    return exec_rows(mc, &op, softmax_row);
+}
+
+/* LAYERNORM: each tensor row's normalization (`layernorm_row`), as `exec_rows` runs row
+ * instructions. */
+static int exec_layernorm(machine *mc, const uint64_t *w) {
+    row_op op;
+    ROW_OP_READ(&op, w, LAYERNORM);
+    op.in_zp = FIELD(w, LAYERNORM_IN_ZERO_POINT), op.eps = FIELD(w, LAYERNORM_EPS);
+    return exec_rows(mc, &op, layernorm_row);
 }
 
 /* -- state ------------------------------------------------------------------------------------ */
