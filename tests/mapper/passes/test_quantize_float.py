@@ -6,7 +6,7 @@ import pytest
 from systolic.errors import ModelError
 from systolic.mapper.importer import load_model
 from systolic.mapper.passes.accuracy import quantization_accuracy
-from systolic.mapper.passes.calibration import RANDOM_SAMPLES, random_calibration
+from systolic.mapper.passes.calibration import RANDOM_SAMPLES, calibrate, random_calibration
 from systolic.mapper.passes.pipeline import run_passes
 from systolic.mapper.passes.quantize_float import is_quantized, quantize_float, quantize_weights
 from systolic.mapper.passes.report import PassReport
@@ -122,6 +122,72 @@ def test_concats_share_their_outputs_parameters_and_stay_layout_ops():
     accuracy = quantization_accuracy(model, fused, feeds)
     assert accuracy["cosine_similarity"] > 0.999
 
+
+
+def _shuffle_model(r: np.random.Generator):  # type: ignore[no-untyped-def]
+    """Two ShuffleNet-v2-style blocks: Split the channels, a Conv + Relu on one half, Concat
+    with the other half, channel shuffle (Reshape, Transpose, Reshape), then Slice halves and
+    a nearest Resize before the last Conv."""
+    def conv_w(cout: int, cin: int) -> np.ndarray:
+        return r.standard_normal((cout, cin, 3, 3)).astype(np.float32) / 4
+
+    def block(i: int, x: str) -> list:  # type: ignore[type-arg]
+        return [node("Conv", [f"h{i}b", f"w{i}"], [f"c{i}"], name=f"conv{i}", pads=[1, 1, 1, 1]),
+                node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}"),
+                node("Concat", [f"h{i}a", f"r{i}"], [f"cat{i}"], name=f"cat{i}", axis=1),
+                node("Reshape", [f"cat{i}", "groups"], [f"g{i}"], name=f"reshape{i}"),
+                node("Transpose", [f"g{i}"], [f"t{i}"], name=f"shuffle{i}", perm=[0, 2, 1, 3, 4]),
+                node("Reshape", [f"t{i}", "flat"], [f"s{i}"], name=f"flat{i}")]
+
+    nodes = [node("Conv", ["x", "w0"], ["x0"], name="conv0", pads=[1, 1, 1, 1]),
+             node("Split", ["x0", "halves"], ["h1a", "h1b"], name="split", axis=1),
+             *block(1, "x0"),
+             node("Slice", ["s1", "zero", "two", "one"], ["h2a"], name="slice_a"),
+             node("Slice", ["s1", "two", "four", "one"], ["h2b"], name="slice_b"),
+             *block(2, "s1"),
+             node("Resize", ["s2", "", "twice"], ["up"], name="up", mode="nearest"),
+             node("Conv", ["up", "w3"], ["y"], name="conv3", pads=[1, 1, 1, 1])]
+    constants = {"w0": conv_w(4, 3), "w1": conv_w(2, 2), "w2": conv_w(2, 2), "w3": conv_w(2, 4),
+                 "halves": np.array([2, 2], np.int64), "groups": np.array([1, 2, 2, 6, 6]),
+                 "flat": np.array([1, 4, 6, 6]), "zero": np.array([0]), "two": np.array([2]),
+                 "four": np.array([4]), "one": np.array([1]),
+                 "twice": np.array([1, 1, 2, 2], np.float32)}
+    return build(nodes, [("x", np.float32, [1, 3, 6, 6])], [("y", np.float32, [1, 2, 12, 12])],
+                 constants)
+
+
+def test_split_slice_and_nearest_resize_keep_parameters_so_shuffle_blocks_stay_integer():
+    """Split, Slice (constant bounds) and a nearest Resize select elements: their results keep
+    their input's parameters, so a ShuffleNet block's passed-on half, the Concats and the
+    channel shuffle run on integers (layout) instead of in float on the host; the Concat
+    chain's shared parameters cover every value sharing them, the first Concat's included."""
+    r = np.random.default_rng(7)
+    model = _shuffle_model(r)
+    feeds = [{"x": r.standard_normal((1, 3, 6, 6)).astype(np.float32)} for _ in range(4)]
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    planned = quantize_float(model, report, calibration=feeds)
+    consts = {t.name: t.data for t in planned.graph.initializers}
+    scale, zero = float(consts["cat2_scale"]), int(consts["cat2_zero_point"])
+    for value in ("cat1", "cat2"):
+        low, high = _float_range(model, feeds, value)
+        assert (0 - zero) * scale <= low + scale / 2 and high <= (255 - zero) * scale + scale / 2
+    fused, report = run_passes(model, calibration=feeds)
+    def on_host(n) -> bool:  # type: ignore[no-untyped-def]
+        fate = report.fate(n.name)
+        return n.domain == "" and (fate is None or fate.action != "layout")
+
+    host = [n.op_type for n in fused.graph.nodes if on_host(n)]
+    assert host == ["QuantizeLinear", "DequantizeLinear"]  # the graph input's and output's
+    for name in ("split", "slice_a", "slice_b", "cat1", "cat2", "shuffle1", "up"):
+        fate = report.fate(name)
+        assert fate is not None and fate.action == "layout", (name, fate)
+    assert quantization_accuracy(model, fused, feeds)["cosine_similarity"] > 0.999
+
+
+def _float_range(model, feeds, value: str) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """(min, max) of `value` over `feeds` in the float model."""
+    ranges = calibrate(model, feeds, [value])
+    return ranges[value]
 
 def _gemm_relu(w: np.ndarray):  # type: ignore[no-untyped-def]
     nodes = [node("Gemm", ["x", "w", "b"], ["g"], transB=1, name="fc"),
