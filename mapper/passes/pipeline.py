@@ -8,6 +8,11 @@ Order (each pass one module):
  3. fold_constants      nodes computable before running (shape chains, Constant ...)
  3b. fold_if            If of constant cond -> the chosen branch's nodes (then 2 and 3
                         again, until no If of constant cond is left)
+ 3c. finite_masks      a Where's -inf mask value read by Add -> Softmax -> float's lowest
+                        finite number (torch's exported attention masks); arithmetic_masks:
+                        such a Where of two constants -> arithmetic on its Cast condition
+                        (one table once quantized); after 7:
+                        quantized_isnan, Where(IsNaN(DQ(x)), a, b) -> b
  4. spatial_mean        ReduceMean over all spatial axes -> GlobalAveragePool (+ Reshape);
                         GlobalMaxPool -> MaxPool over the whole spatial extent
  4a. decomposed_softmax ReduceMax/Sub/Exp/ReduceSum/Div over the last axis -> Softmax;
@@ -102,6 +107,11 @@ from systolic.mapper.passes.fuse_softmax import fuse_softmax
 from systolic.mapper.passes.fuse_tables import fuse_tables
 from systolic.mapper.passes.layernorm_moments import moments_layernorm
 from systolic.mapper.passes.layernorm_ptq import layernorm_island
+from systolic.mapper.passes.masked_softmax import (
+    arithmetic_masks,
+    finite_masks,
+    quantized_isnan,
+)
 from systolic.mapper.passes.name_nodes import name_nodes
 from systolic.mapper.passes.normalize_qoperator import normalize_qoperator
 from systolic.mapper.passes.quantize_before_layout import quantize_before_layout
@@ -136,7 +146,7 @@ def run_passes(
     model = fold_constants(model, report)
     while (inlined := fold_if(model, report)) is not model:
         model = fold_constants(remove_identities(finalize(inlined), report), report)
-    for rewrite in (spatial_mean_to_pool, decomposed_softmax, decompose_lrn,
+    for rewrite in (finite_masks, arithmetic_masks, spatial_mean_to_pool, decomposed_softmax, decompose_lrn,
                     conv_transpose_to_conv, fold_bias_add, channel_affine):
         rewritten = rewrite(model, report)
         if rewritten is not model:
@@ -169,6 +179,8 @@ def run_passes(
     if quantized and (remnants := float_remnants(model.graph)):  # float results read twice
         model = finalize(quantize_float(model, report, calibration=calibration, seed=seed,
                                         region=remnants))
+    if (guarded := quantized_isnan(model, report)) is not model:  # IsNaN after a softmax
+        model = finalize(guarded)
     if (hoisted := quantize_before_layout(model, report)) is not model:
         model = finalize(hoisted)
     if (selecting := dequantize_after_layout(model, report)) is not model:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from systolic.ir import Model, Node
+from systolic.ir import Graph, Model, Node
 from systolic.mapper.passes.graph_tools import attr_int
 from systolic.reference.executor import run_model
 from systolic.reference.kernels.blas_threads import single_threaded_blas
@@ -39,22 +39,57 @@ def _rows(node: Node, value: np.ndarray) -> np.ndarray:
 class RowFloors:
     """An observer of reference runs (`run_model`'s `on_node`, or `calibrate`'s `also`) that
     collects, per input of `softmaxes` (by value name), the smallest row maximum seen minus
-    EXP_CUTOFF: the lowest value its quantization range needs (`floors`)."""
+    EXP_CUTOFF: the lowest value its quantization range needs (`floors`).
 
-    def __init__(self, softmaxes: Sequence[Node]) -> None:
+    Given `graph`, also the floors of the two operands of an Add that makes such an input (an
+    attention mask added to the scores), each operand read by that Add only and not a graph
+    output: floor(operand) = floor(sum) - max(other operand). Cutting an operand there is
+    exact for the Softmax: a sum that reached the floor before still does (it saturates to the
+    lowest code as before), and a sum above it had no operand below its cut. A mask of
+    float's lowest value would otherwise need a range (and a requantization multiplier) of
+    ~1e38."""
+
+    def __init__(self, softmaxes: Sequence[Node], graph: Graph | None = None) -> None:
         self.wanted = {node.outputs: node for node in softmaxes}  # outputs name a node uniquely
-        self.floors: dict[str, float] = {}
+        self.row_floors: dict[str, float] = {}
+        self._sums = {node.inputs[0] for node in softmaxes}
+        self._consumers = {} if graph is None else graph.consumers()
+        self._outputs = set() if graph is None else {info.name for info in graph.outputs}
+        self._operands: dict[str, tuple[str, str]] = {}  # sum -> its two operands
+        self._highs: dict[str, float] = {}
+
+    @property
+    def floors(self) -> dict[str, float]:
+        """The floors seen so far: the Softmax inputs', then their cut operands'."""
+        found = dict(self.row_floors)
+        for total, pair in self._operands.items():
+            for mine, other in (pair, pair[::-1]):
+                if total in self.row_floors and other in self._highs and self._alone(mine):
+                    found[mine] = self.row_floors[total] - self._highs[other]
+        return found
+
+    def _alone(self, operand: str) -> bool:
+        """True when one node reads `operand` and it is not a graph output."""
+        return len(self._consumers.get(operand, [])) == 1 and operand not in self._outputs
 
     def __call__(self, node: Node, inputs: list[np.ndarray | None], _outputs: list[np.ndarray]
                  ) -> None:  # fmt: skip
-        """Take the rows of `node`'s input when it is one of the Softmaxes."""
+        """Take the rows of `node`'s input when it is one of the Softmaxes, the maxima of
+        the operands when it is an Add making one's input."""
+        if (self._consumers and node.op_type == "Add" and node.outputs[0] in self._sums
+                and len(node.inputs) == 2 and node.inputs[0] != node.inputs[1]):
+            self._operands[node.outputs[0]] = (node.inputs[0], node.inputs[1])
+            for name, value in zip(node.inputs, inputs, strict=True):
+                if value is not None and value.size:
+                    high = float(np.max(value))
+                    self._highs[name] = max(self._highs.get(name, -math.inf), high)
         softmax = self.wanted.get(node.outputs)
         value = inputs[0] if inputs else None
         if softmax is None or value is None or value.size == 0:
             return
         lowest = float(np.min(_rows(softmax, np.asarray(value, np.float64)).max(axis=1)))
         name = node.inputs[0]
-        self.floors[name] = min(self.floors.get(name, math.inf), lowest - EXP_CUTOFF)
+        self.row_floors[name] = min(self.row_floors.get(name, math.inf), lowest - EXP_CUTOFF)
 
 
 def softmax_row_floors(model: Model, feeds: Sequence[Mapping[str, np.ndarray]],

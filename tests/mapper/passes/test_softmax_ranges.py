@@ -45,3 +45,21 @@ def test_a_masked_softmax_input_keeps_a_fine_scale():  # type: ignore[no-untyped
     table = next(t for t in fused.graph.initializers if t.name == qsoftmax.inputs[1]).data
     # E[1] = 2^15 exp(-s_x): a scale near 0.1 (the scores' span), not ~40 (the mask's)
     assert 0.01 < -np.log(table[1] / 2**15) < 0.2
+
+
+def test_the_operands_of_the_sum_are_cut_below_the_floor():  # type: ignore[no-untyped-def]
+    """Given the graph, the scores and the mask (each read by the Add only) get floors too:
+    the sum's floor less the other operand's maximum (a lowest-float mask keeps a fine scale)."""
+    from systolic.mapper.passes.softmax_ranges import RowFloors
+    from systolic.reference.executor import run_model
+
+    _, model = _masked_model()
+    feeds = _feeds()
+    softmax = next(n for n in model.graph.nodes if n.op_type == "Softmax")
+    floors = RowFloors([softmax], model.graph)
+    for feed in feeds:
+        run_model(model, feed, on_node=floors)
+    row = softmax_row_floors(model, feeds, [softmax])["s"]
+    highest = max(float(f["scores"].max()) for f in feeds)
+    assert floors.floors == {"s": row, "scores": row - 0.0, "mask": row - highest}
+    assert RowFloors([softmax]).floors == {}  # without the graph: the sum's floor only

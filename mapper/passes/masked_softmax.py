@@ -1,0 +1,245 @@
+"""Attention masks of -inf before a Softmax, and the IsNaN guard after it (torch's
+scaled_dot_product_attention as transformers 5 exports it):
+
+    W = Where(keep, 0, -inf)        the boolean mask made additive
+    A = Add(scores, W) -> S = Softmax(A) -> O = Where(IsNaN(S), 0, S)
+
+`finite_masks` (before quantization): each scalar -inf constant that a Where selects, when
+every reader of that Where is an Add read only by Softmaxes, becomes the element type's lowest
+finite number (what transformers 4 and T5 write, finfo.min). A row with at least one kept
+position computes the same Softmax in float (exp of the masked distance underflows to 0 either
+way, and the masked sums stay finite); the values become finite, so post-training calibration
+has a range for them (cut by `softmax_ranges`). A row whose positions are all masked gives
+NaN -> 0 through the guard with -inf, and a uniform row with finfo.min: after quantization
+such a row is uniform in either case (an 8-bit Softmax has no NaN).
+
+`arithmetic_masks` (before quantization, after `finite_masks`): such a mask Where(c, a, b)
+of two scalar float constants becomes arithmetic on x = Cast(c, float): b (1 - x) when a is
+0, a x when b is 0, else a x + b (1 - x): exact for x in {0, 1} (finite a, b). The quantizer
+then takes the Cast's result as an 8-bit value and the arithmetic as one activation table,
+its sum with the scores as a QAdd. Broadcast-only steps before c are dropped first when the
+Adds broadcast anyway: an Expand, an And with an all-true constant (the non-causal mask's
+"causal" half), as long as each Add's other input already has the Add's result shape.
+
+`quantized_isnan` (after quantization): IsNaN of a DequantizeLinear's result is false
+everywhere (an integer times a finite scale is never NaN), so a Where reading it as its
+condition equals its third input when that input already has the Where's shape: readers of
+the Where read that input instead (the IsNaN and Where are then unread, removed later).
+"""
+
+import dataclasses
+from collections.abc import Mapping
+
+import numpy as np
+
+from systolic.ir import DataType, Graph, Model, Node, Tensor
+from systolic.mapper.passes.graph_tools import (
+    Namer,
+    constants_of,
+    make_node,
+    rename_inputs,
+    replace_graph,
+    scalar_constant,
+    splice,
+    tensor,
+)
+from systolic.mapper.passes.report import REMOVED, PassReport
+
+__all__ = ["arithmetic_masks", "finite_masks", "quantized_isnan"]
+
+
+def finite_masks(model: Model, report: PassReport) -> Model:
+    """Return `model` with the -inf branch of each additive Softmax mask (module docstring)
+    replaced by the lowest finite value of its type, or `model` itself when there is none."""
+    graph = model.graph
+    constants, consumers = constants_of(graph), graph.consumers()
+    namer, added, nodes = Namer(graph), [], []
+    for node in graph.nodes:
+        if node.op_type == "Where" and node.domain == "" and _feeds_softmax_adds(node, consumers):
+            mapping = {}
+            for name in node.inputs[1:]:
+                lowest = _finite_lowest(constants.get(name))
+                if lowest is not None:
+                    mapping[name] = namer(f"{name}_finite")
+                    added.append(tensor(mapping[name], lowest))
+            if mapping:
+                report.note(node.label, "its -inf mask value made float's lowest finite "
+                            "number before the Softmax (same result on rows with a kept "
+                            "position)")
+                node = rename_inputs(node, mapping)
+        nodes.append(node)
+    if not added:
+        return model
+    return dataclasses.replace(model, graph=replace_graph(graph, nodes, added))
+
+
+def _finite_lowest(value: np.ndarray | None) -> np.ndarray | None:
+    """The lowest finite value of `value`'s float type, shaped like it, when `value` is a
+    one-element float constant holding -inf; else None."""
+    if value is None or value.size != 1 or value.dtype.kind != "f":
+        return None
+    if not np.isneginf(value).all():
+        return None
+    return np.full(value.shape, np.finfo(value.dtype).min, value.dtype)
+
+
+def _feeds_softmax_adds(node: Node, consumers: Mapping[str, list[Node]]) -> bool:
+    """True when `node`'s result is read, and only by Adds whose results only Softmaxes read."""
+    readers = consumers.get(node.outputs[0], [])
+    if not readers or any(r.op_type != "Add" or r.domain != "" for r in readers):
+        return False
+    for add in readers:
+        softmaxes = consumers.get(add.outputs[0], [])
+        if not softmaxes or any(s.op_type != "Softmax" or s.domain != "" for s in softmaxes):
+            return False
+    return True
+
+
+def arithmetic_masks(model: Model, report: PassReport) -> Model:
+    """Return `model` with each additive Softmax mask Where(c, a, b) of scalar float
+    constants a, b rewritten as arithmetic on Cast(c, float) (module docstring), or `model`
+    itself when there is none."""
+    graph = model.graph
+    constants, consumers, producers = constants_of(graph), graph.consumers(), graph.producers()
+    namer, added, replaced = Namer(graph), [], {}
+    casts: dict[tuple[str, str], str] = {}  # (condition, float type) -> its Cast's result
+    for node in graph.nodes:
+        if node.op_type != "Where" or node.domain != "" or len(node.inputs) != 3:
+            continue
+        a, b = (scalar_constant(constants, name) for name in node.inputs[1:])
+        if (a is None or b is None or a.dtype.kind != "f" or not np.isfinite([a, b]).all()
+                or not _feeds_softmax_adds(node, consumers)):
+            continue
+        readers = consumers[node.outputs[0]]
+        condition = _unbroadcast(graph, node.inputs[0], producers, constants,
+                                 (node.outputs[0], readers))
+        nodes, new = _arithmetic(node, condition, (a, b), namer, casts)
+        replaced[id(node)] = nodes
+        added.extend(new)
+        report.record(node.label, REMOVED, reason="a mask Where of two constants rewritten "
+                      "as arithmetic on its condition made float (quantized as a table)")
+    if not replaced:
+        return model
+    return dataclasses.replace(model, graph=replace_graph(
+        graph, splice(graph.nodes, replaced, set()), added))
+
+
+def _unbroadcast(graph: Graph, condition: str, producers: Mapping[str, Node],
+                 constants: Mapping[str, np.ndarray], adds: tuple[str, list[Node]]) -> str:
+    """`condition` with its broadcast-only producers (Expand; And with an all-true constant)
+    skipped while every Add in `adds` (the mask's name, its readers) still gets its result
+    shape from its other input."""
+    mask, readers = adds
+    while (node := producers.get(condition)) is not None and node.domain == "":
+        if node.op_type == "Expand":
+            source = node.inputs[0]
+        elif node.op_type == "And":
+            others = [n for n in node.inputs if n not in constants]
+            trues = [n for n in node.inputs if n in constants and bool(constants[n].all())]
+            if len(others) != 1 or len(trues) != 1:
+                break
+            source = others[0]
+        else:
+            break
+        if not all(_absorbs(graph, add, mask, source) for add in readers):
+            break
+        condition = source
+    return condition
+
+
+def _absorbs(graph: Graph, add: Node, mask: str, source: str) -> bool:
+    """True when `add`'s input other than `mask` has `add`'s static result shape and `source`
+    broadcasts to it (so reading a mask of `source`'s shape changes nothing)."""
+    others = [name for name in add.inputs if name != mask]
+    if len(others) != 1:
+        return False
+    shapes = [_static_shape(graph, name) for name in (others[0], add.outputs[0], source)]
+    other, result, small = shapes
+    if other is None or result is None or small is None:
+        return False
+    try:
+        return other == result == tuple(np.broadcast_shapes(result, small))
+    except ValueError:
+        return False
+
+
+def _static_shape(graph: Graph, name: str) -> tuple[int, ...] | None:
+    """The static shape of value `name`, or None when it is not known."""
+    found = graph.type_of(name)
+    if found is None or found.shape is None or not found.is_static:
+        return None
+    return tuple(d for d in found.shape if isinstance(d, int))
+
+
+def _arithmetic(node: Node, condition: str, branches: tuple[np.ndarray, np.ndarray],
+                namer: Namer, casts: dict[tuple[str, str], str],
+                ) -> tuple[list[Node], list[Tensor]]:
+    """The nodes computing Where(condition, a, b) as arithmetic on Cast(condition, float)
+    into `node`'s output, and the constants they read. `casts`: the Casts made so far, by
+    (condition, float type), reused (every layer's mask reads one Cast)."""
+    a, b = branches
+    dtype = a.dtype
+    base = node.name or node.outputs[0]
+    nodes: list[Node] = []
+    x = casts.get((condition, dtype.str))
+    if x is None:
+        x = casts[(condition, dtype.str)] = namer(f"{base}_as_float")
+        nodes.append(make_node("Cast", [condition], [x], name=namer(f"{base}_cast"),
+                               attrs={"to": int(DataType.from_numpy(dtype))}))
+    constants: list[Tensor] = []
+
+    def constant(value: np.ndarray | float) -> str:
+        name = namer(f"{base}_c")
+        constants.append(tensor(name, np.asarray(value, dtype)))
+        return name
+
+    def op(op_type: str, inputs: list[str], output: str | None = None) -> str:
+        result = output or namer(f"{base}_{op_type.lower()}")
+        nodes.append(make_node(op_type, inputs, [result], name=namer(f"{base}_{op_type}")))
+        return result
+
+    out = node.outputs[0]
+    if float(a) == 0.0:
+        op("Mul", [op("Sub", [constant(1.0), x]), constant(b)], out)
+    elif float(b) == 0.0:
+        op("Mul", [x, constant(a)], out)
+    else:
+        kept = op("Mul", [x, constant(a)])
+        op("Add", [kept, op("Mul", [op("Sub", [constant(1.0), x]), constant(b)])], out)
+    return nodes, constants
+
+
+def quantized_isnan(model: Model, report: PassReport) -> Model:
+    """Return `model` with each Where(IsNaN(DequantizeLinear(...)), a, b) bypassed (its readers
+    read b) when b has the Where's static shape, or `model` itself when none is."""
+    graph = model.graph
+    producers = graph.producers()
+    outputs = {info.name for info in graph.outputs}
+    alias: dict[str, str] = {}
+    for node in graph.nodes:
+        if node.op_type != "Where" or node.domain != "" or node.outputs[0] in outputs:
+            continue
+        guard = producers.get(node.inputs[0])
+        if guard is None or guard.op_type != "IsNaN" or guard.domain != "":
+            continue
+        source = producers.get(guard.inputs[0])
+        if source is None or source.op_type != "DequantizeLinear":
+            continue
+        if _same_static_shape(graph, node.inputs[2], node.outputs[0]):
+            alias[node.outputs[0]] = node.inputs[2]
+            for label in (guard.label, node.label):
+                report.record(label, REMOVED, reason="a dequantized value is never NaN")
+    if not alias:
+        return model
+    nodes = [rename_inputs(node, alias) for node in graph.nodes]
+    return dataclasses.replace(model, graph=dataclasses.replace(graph, nodes=tuple(nodes)))
+
+
+def _same_static_shape(graph: Graph, a: str, b: str) -> bool:
+    """True when values `a` and `b` have known, equal, static shapes and the same type."""
+    found = [graph.type_of(name) for name in (a, b)]
+    if any(t is None or t.shape is None or not t.is_static for t in found):
+        return False
+    first, second = found
+    assert first is not None and second is not None
+    return first.shape == second.shape and first.dtype == second.dtype
