@@ -79,7 +79,14 @@ from systolic.mapper.passes.channel_affine_ptq import (
     quantized_by_model,
 )
 from systolic.mapper.passes.fuse_tables import ELEMENTWISE
-from systolic.mapper.passes.graph_tools import Namer, attr_int, constants_of, make_node, tensor
+from systolic.mapper.passes.graph_tools import (
+    Namer,
+    attr_int,
+    attr_str,
+    constants_of,
+    make_node,
+    tensor,
+)
 from systolic.mapper.passes.layernorm_ptq import layernorm_plans, quantize_vector
 from systolic.mapper.passes.ptq_regions import elementwise_region, is_product_of_computed
 from systolic.mapper.passes.quant_params import is_activation, weight_scale_floor
@@ -101,6 +108,9 @@ COMPUTE_OPS = frozenset({"Conv", "Gemm", "MatMul", "Add", "Sum", "AveragePool",
                          "GlobalAveragePool"})
 PASS_THROUGH_OPS = frozenset({"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze",
                               "Unsqueeze"})
+SELECTING_OPS = frozenset({"Slice", "Split", "Resize", "Upsample"})
+"""Ops that pass through (keep their input's parameters) when their other inputs are constant
+(and a Resize/Upsample is nearest): `dequantize_after_layout` then runs them on integers."""
 WEIGHT_MAX = 127
 SYMMETRIC_ZERO_POINT = 128
 QDQ_VERSION = 13
@@ -148,9 +158,9 @@ def quantize_float(
     _check_finite_weights(graph, plan)
     fixed = {} if region is None else _adopt_borders(graph, plan, region)
     feeds = list(calibration) if calibration is not None else random_calibration(graph, seed)
-    own = [v for v in plan.values if v not in plan.shared and v not in fixed]
+    measured = [v for v in plan.values if _root(plan, v) not in fixed]
     floors = RowFloors(plan.softmax_inputs, graph)  # taken in the calibration runs themselves
-    ranges = calibrate(model, feeds, own, also=floors)
+    ranges = _group_ranges(plan, calibrate(model, feeds, measured, also=floors))
     for name, floor in floors.floors.items():
         if name in ranges and name not in plan.shared:  # the mask's values cut (softmax_ranges)
             ranges[name] = (max(ranges[name][0], floor), ranges[name][1])
@@ -196,6 +206,22 @@ def _adopt_borders(graph: Graph, plan: _Plan,
                         for r in readers)):
             plan.values.remove(value)
     return fixed
+
+
+def _group_ranges(plan: _Plan, ranges: Mapping[str, tuple[float, float]]
+                  ) -> dict[str, tuple[float, float]]:
+    """Return `ranges` with each parameter source's range widened to cover every value that
+    shares its parameters. Where the source holds all of them (a Concat's output, the input
+    of a Reshape or MaxPool) nothing changes; in a chain of Concats whose earlier outputs
+    are only partly carried on (ShuffleNet: half of a block's channels are sliced into the
+    next block's Concat, half into a branch) the last Concat alone would clip the others."""
+    widened = dict(ranges)
+    for value, (low, high) in ranges.items():
+        source = _root(plan, value)
+        if source != value and source in widened:
+            known = widened[source]
+            widened[source] = (min(known[0], low), max(known[1], high))
+    return widened
 
 
 def _root(plan: _Plan, value: str) -> str:
@@ -261,9 +287,10 @@ def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = Non
                 add(result)
                 plan.results[node.name] = result
         elif (_passes_through(node, constants) and node.inputs[0] in chosen
-              and len([o for o in node.outputs if o]) == 1 and _float(graph, node.outputs[0])):
-            add(node.outputs[0])
-            plan.shared[node.outputs[0]] = node.inputs[0]
+              and all(_float(graph, o) for o in node.outputs if o)):
+            for out in (o for o in node.outputs if o):  # a Split: every part
+                add(out)
+                plan.shared[out] = node.inputs[0]
         elif node.op_type == "Concat" and _float(graph, node.outputs[0]):
             _share_concat(node, plan, chosen, add)
         elif is_product_of_computed(node, graph, constants):
@@ -299,10 +326,16 @@ def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = Non
 
 
 def _passes_through(node: Node, constants: Mapping[str, np.ndarray]) -> bool:
-    """True for an op whose result keeps its input's parameters: a PASS_THROUGH_OPS op, or
-    a Gather of constant indices (an unrolled layer's time step)."""
+    """True for an op whose results keep its input's parameters because they select input
+    elements: a PASS_THROUGH_OPS op, a Gather of constant indices (an unrolled layer's time
+    step), a Slice or Split of constant bounds (ShuffleNet's channel split, a C2f block's
+    halves) and a nearest Resize/Upsample of constant scales or sizes."""
     if node.op_type == "Gather":
         return len(node.inputs) == 2 and node.inputs[1] in constants
+    if node.op_type in SELECTING_OPS:
+        if node.op_type in ("Resize", "Upsample") and attr_str(node, "mode", "nearest") != "nearest":
+            return False
+        return all(not name or name in constants for name in node.inputs[1:])
     return node.op_type in PASS_THROUGH_OPS
 
 
