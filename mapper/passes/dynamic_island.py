@@ -143,7 +143,8 @@ def _entries_of(graph: Graph, node: Node, constants: Mapping[str, np.ndarray],
     tensors, one along the other's last axis (the attention mask [1, 1, 1, S] added to the
     scores): its inputs and result (-> QAdd, QMul with a broadcast B); a Cast's result
     (an integer input made float) that an element-wise function of scalar constants
-    reads (the mask's (1 - m) * -10000: -> one table)."""
+    reads (the mask's (1 - m) * -10000: -> one table); a Cast to an integer type (RoBERTa's
+    position ids) stays as it is."""
     computed = [name for name in node.inputs if name and name not in constants]
     if node.op_type == "Softmax":
         return [node.inputs[0]]
@@ -153,7 +154,9 @@ def _entries_of(graph: Graph, node: Node, constants: Mapping[str, np.ndarray],
             and all(constants[name].size == 1 for name in node.inputs
                     if name and name in constants)):
         source = producers.get(computed[0])
-        if source is not None and source.op_type == "Cast":
+        made = graph.type_of(computed[0])
+        if (source is not None and source.op_type == "Cast" and made is not None
+                and made.dtype == DataType.FLOAT):  # not an integer Cast (position ids)
             return [computed[0]]
     return []
 

@@ -248,3 +248,16 @@ def test_a_float_model_quantizes_its_attention_mask_too():
     producers = integer.graph.producers()  # table read by a Gather of computed ids (and the
     assert {producers[name].op_type for name in float_ops[0].inputs  # positions' constant)
             if name in producers} == {"Gather"}
+
+
+@pytest.mark.parametrize(("to", "entries"), [(np.float32, ("m",)), (np.int64, ())])
+def test_only_a_float_cast_result_is_an_entry(to, entries):  # type: ignore[no-untyped-def]
+    """The mask's Cast to float read by (1 - m) arithmetic is quantized first; an integer
+    Cast (RoBERTa's position ids: mask.ne(pad).int() * ...) is not (no QuantizeLinear of
+    int64)."""
+    from onnx import helper
+    code = helper.np_dtype_to_tensor_dtype(np.dtype(to))
+    nodes = [node("Cast", ["mask"], ["m"], to=code), node("Mul", ["m", "two"], ["y"])]
+    model = build(nodes, [("mask", np.int32, [1, 8])], [("y", to, [1, 8])],
+                  {"two": np.array(2, to)})
+    assert fusion_entries(model.graph) == entries
