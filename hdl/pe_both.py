@@ -18,15 +18,16 @@ either mode, so weights still travelling when the mode changes land where they b
 The mode is one input for the whole array: the caller changes it only when no operand of the
 other dataflow is left in the array (the EXECUTE unit drains it first), and keeps activations
 that carry no work at zero so that a leftover bubble multiplies to nothing in either mode.
+It is built from the parts of `pe.py`'s two PEs (`pe_parts`): their passthrough registers,
+double-buffered weight and output-stationary sum, around one shared multiplier and adder.
 """
 
 from typing import NamedTuple
 
 from amaranth import Module, Mux, Signal, Value, signed
-from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
-from systolic.hdl.pe import weight_lane_layout, ws_west_layout
+from systolic.hdl import pe_parts
 
 __all__ = ["BothPE", "BothPEOutputs"]
 
@@ -42,7 +43,7 @@ class BothPEOutputs(NamedTuple):
     lane_data: Signal
 
 
-class BothPE(wiring.Component):
+class BothPE(pe_parts.WeightLanePE):
     """A PE that runs the weight-stationary (`i_os` low) or output-stationary dataflow.
 
     Parameters
@@ -72,65 +73,28 @@ class BothPE(wiring.Component):
 
     def __init__(self, *, row: int, input_width: int, weight_width: int, acc_width: int,
                  rows: int) -> None:
-        if not 0 <= row < rows:
-            self._MustUse__silence = True  # rejected, not unused
-            raise ValueError(f"row must be from 0 to rows - 1 ({rows - 1}), not {row}")
-        if acc_width < input_width + weight_width:
-            self._MustUse__silence = True  # rejected, not unused
-            raise ValueError(f"acc_width ({acc_width}) must be at least input_width + "
-                             f"weight_width ({input_width + weight_width})")
-        self.row = row
-        self.input_width, self.weight_width, self.acc_width = input_width, weight_width, acc_width
-        self.rows = rows
-        super().__init__({
-            "i_os": In(1),
-            "i_a": In(ws_west_layout(input_width)),
-            "i_south": In(signed(acc_width)),
-            "i_lane": In(weight_lane_layout(weight_width, rows)),
-            "o_a": Out(ws_west_layout(input_width)),
-            "o_south": Out(signed(acc_width)),
-            "o_lane": Out(weight_lane_layout(weight_width, rows)),
-        })
+        super().__init__(row=row, input_width=input_width, weight_width=weight_width,
+                         acc_width=acc_width, rows=rows, sums="south", ports={"i_os": In(1)})
 
     @staticmethod
     def emit(m: Module, name: str, *, row: int, weight_width: int, acc_width: int, os: Value,
              a: Value, flag: Value, south: Value, lane_valid: Value, lane_row: Value,
              lane_data: Value) -> BothPEOutputs:
-        """Write one PE of either dataflow into `m` (sync domain) and return its outputs."""
-        active = Signal(signed(weight_width), name=f"{name}_active")
-        shadow = Signal(signed(weight_width), name=f"{name}_shadow")
-        acc = Signal(signed(acc_width), name=f"{name}_acc")
-        result = Signal(signed(acc_width), name=f"{name}_result")
-        out = BothPEOutputs(
-            a=Signal(a.shape(), name=f"{name}_a"),
-            flag=Signal(name=f"{name}_flag"),
-            south=Signal(signed(acc_width), name=f"{name}_south"),
-            lane_valid=Signal(name=f"{name}_lane_valid"),
-            lane_row=Signal(lane_row.shape(), name=f"{name}_lane_row"),
-            lane_data=Signal(signed(weight_width), name=f"{name}_lane_data"),
-        )
+        """Write one PE of either dataflow into `m` (sync domain) and return its outputs: the
+        parts of `pe_parts` with one multiplier and one adder shared by both dataflows."""
+        lane = pe_parts.Lane(lane_valid, lane_row, lane_data)
         flip = flag & ~os
-        operand = Mux(os, lane_data, Mux(flip, shadow, active))  # one multiplier ...
+        weight = pe_parts.emit_weights(m, name, row=row, weight_width=weight_width, flip=flip,
+                                       lane=lane)
+        acc, result = pe_parts.os_registers(name, acc_width)
+        through = pe_parts.emit_passthrough(m, name, "flag", a=a, flag=flag, lane=lane)
         total = Signal(signed(acc_width), name=f"{name}_total")
-        m.d.comb += total.eq(Mux(os, acc, south) + a * operand)  # ... and one adder
-        m.d.sync += [
-            out.a.eq(a),
-            out.flag.eq(flag),
-            out.south.eq(Mux(os, result, total)),
-            out.lane_valid.eq(lane_valid),
-            out.lane_row.eq(lane_row),
-            out.lane_data.eq(lane_data),
-        ]
-        with m.If(flip):
-            m.d.sync += active.eq(shadow)
-        with m.If(lane_valid & (lane_row == row)):
-            m.d.sync += shadow.eq(lane_data)
+        m.d.comb += total.eq(Mux(os, acc, south) + a * Mux(os, lane_data, weight))
+        out_south = Signal(signed(acc_width), name=f"{name}_south")
+        m.d.sync += out_south.eq(Mux(os, result, total))
         with m.If(os):
-            with m.If(flag):
-                m.d.sync += [result.eq(total), acc.eq(0)]
-            with m.Else():
-                m.d.sync += [result.eq(south), acc.eq(total)]
-        return out
+            pe_parts.emit_os_sum(m, acc, result, last=flag, total=total, drain=south)
+        return BothPEOutputs(through.a, through.flag, out_south, *through.lane)
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
@@ -139,12 +103,5 @@ class BothPE(wiring.Component):
             os=self.i_os, a=self.i_a.data, flag=self.i_a.flip, south=self.i_south,
             lane_valid=self.i_lane.valid, lane_row=self.i_lane.row, lane_data=self.i_lane.data,
         )
-        m.d.comb += [
-            self.o_a.data.eq(out.a),
-            self.o_a.flip.eq(out.flag),
-            self.o_south.eq(out.south),
-            self.o_lane.valid.eq(out.lane_valid),
-            self.o_lane.row.eq(out.lane_row),
-            self.o_lane.data.eq(out.lane_data),
-        ]
+        self._drive_outputs(m, self.o_south, out)
         return m
