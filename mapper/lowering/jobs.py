@@ -5,6 +5,10 @@ where it lies; only its params rows are constants. With an `Activation` (a QTabl
 the layer), the table is one more constant, loaded and TABLEd before the first job, and every
 STORE gets `lut` (and the table output's `flip_sign`).
 
+Every constant is placed first, then the instructions are emitted; a one-job layer of a shape
+scheduled before (same configuration) takes that code moved to its addresses
+(`layer_templates`), which is what scheduling it again would give.
+
 Inside `planning_only()` (`compile_model.plan_layers`, `systolic inspect`), `lower_jobs` runs
 the same checks (weight width, accumulator bound, params rows, table) but lays out no weights
 and emits no instruction: the layer's decision without its code."""
@@ -15,10 +19,12 @@ from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 
 from systolic.config import ArrayConfig
+from systolic.isa.instructions import Instruction
 from systolic.isa.program import MemorySegment
-from systolic.mapper.lowering.estimate import array_cycles, ideal_cycles
+from systolic.mapper.lowering.estimate import ArrayCycles, array_cycles, ideal_cycles
 from systolic.mapper.lowering.gemm import ComputedWeights, GemmJob
 from systolic.mapper.lowering.layer_code import ConstantAllocator, LayerCode, LayerStats
+from systolic.mapper.lowering.layer_templates import LayerBases, scheduled, template_key
 from systolic.mapper.lowering.params_rows import (
     check_accumulator,
     check_computed_accumulator,
@@ -59,12 +65,12 @@ def lower_jobs(
     checked = [(job, _check_job(job, config)) for job in jobs]
     if _PLANNING.get():
         return LayerCode((), (), LayerStats(macs, ideal_cycles(macs, config), 0, 0))
-    scheduler = Scheduler(config)
     segments: list[MemorySegment] = []
+    table_address = 0
     if table is not None:
-        address = alloc.allocate(len(table), config.bus_bytes, f"{jobs[0].label}.table")
-        segments.append(MemorySegment(address, table))
-        scheduler.load_table(address)
+        table_address = alloc.allocate(len(table), config.bus_bytes, f"{jobs[0].label}.table")
+        segments.append(MemorySegment(table_address, table))
+    placed: list[tuple[GemmJob, JobImage]] = []
     for index, (job, params) in enumerate(checked):
         if activation is not None:
             job = dataclasses.replace(job, lut=True, flip_out=activation.flip_out)
@@ -75,19 +81,42 @@ def lower_jobs(
                 params=alloc.allocate(len(params), config.bus_bytes, f"{suffix}.params"),
             )
             segments.append(MemorySegment(image.params, params))
-            scheduler.emit(job, image)
-            continue
-        weights = weight_image(job.weights, config)
-        image = JobImage(
-            weights=alloc.allocate(len(weights), config.bus_bytes, f"{suffix}.weights"),
-            params=alloc.allocate(len(params), config.bus_bytes, f"{suffix}.params"),
-        )
-        segments += [MemorySegment(image.weights, weights), MemorySegment(image.params, params)]
-        scheduler.emit(job, image)
-    instructions = scheduler.finish()
-    cycles = array_cycles(instructions, config)
+        else:
+            weights = weight_image(job.weights, config)
+            image = JobImage(
+                weights=alloc.allocate(len(weights), config.bus_bytes, f"{suffix}.weights"),
+                params=alloc.allocate(len(params), config.bus_bytes, f"{suffix}.params"),
+            )
+            segments += [MemorySegment(image.weights, weights), MemorySegment(image.params, params)]
+        placed.append((job, image))
+    instructions, cycles = _instructions(placed, config, None if table is None else table_address)
     stats = LayerStats(macs, ideal_cycles(macs, config), cycles.busy, cycles.occupied)
     return LayerCode(tuple(instructions), tuple(segments), stats)
+
+
+def _instructions(
+    placed: Sequence[tuple[GemmJob, JobImage]], config: ArrayConfig, table: int | None
+) -> tuple[list[Instruction], ArrayCycles]:
+    """Return the instructions of the placed jobs (after the table's LOAD and TABLE when
+    `table` is its address) and their array cycles; a one-job layer's come from the
+    template of its shape when one was scheduled before (`layer_templates`)."""
+
+    def schedule() -> tuple[list[Instruction], Instruction | None, ArrayCycles]:
+        scheduler = Scheduler(config)
+        table_load = scheduler.load_table(table) if table is not None else None
+        for job, image in placed:
+            scheduler.emit(job, image)
+        instructions = scheduler.finish()
+        return instructions, table_load, array_cycles(instructions, config)
+
+    if len(placed) != 1:
+        instructions, _, cycles = schedule()
+        return instructions, cycles
+    job, image = placed[0]
+    key = template_key(job, config, table is not None)
+    bases = LayerBases(job.a_rows[0].base, job.y_rows[0].base, image.weights, image.params,
+                       table or 0)  # fmt: skip
+    return scheduled(key, bases, schedule)
 
 
 def _check_job(job: GemmJob, config: ArrayConfig) -> bytes:

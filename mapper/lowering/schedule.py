@@ -473,16 +473,18 @@ class Scheduler:
 
     # -- jobs ----------------------------------------------------------------------------------
 
-    def load_table(self, address: int) -> None:
+    def load_table(self, address: int) -> Instruction:
         """LOAD the activation table (`table_rows` rows of `dim` int8 entries at `address`)
         into spad_in and TABLE it, ahead of every job: the STOREs with `lut` follow the TABLE
         in the ST queue, and the table's rows are a span of the first step, so no LOAD hoisted
         over that step overwrites them before the TABLE has read them. `finish` puts the pair
-        after the LOADs of the next step (the array's first operands), so they start first."""
+        after the LOADs of the next step (the array's first operands), so they start first.
+        Returns the table's LOAD."""
         row, _ = self._span(self.spad_in, "in", ("table",), table_rows(self.config))
         load, table = table_code(address, self.config, row)
         self._add_load(0, load)
         self._body(table)
+        return load
 
     def emit(self, job: GemmJob, image: JobImage) -> None:
         """Add the instructions computing `job` (its constants at `image`)."""
