@@ -1,30 +1,8 @@
-"""SOFTMAX: its word, rules, configuration limits and footprint (docs/isa.md, "SOFTMAX and
-the exp table")."""
+"""SOFTMAX: its opcode, unit, place and fields (docs/isa.md, "SOFTMAX and the exp table"); its
+word, text, rules, configuration limits and footprint are those of every row instruction
+(test_row_instruction)."""
 
-import dataclasses
-import re
-
-import pytest
-
-from systolic.config import ArrayConfig
-from systolic.isa.assembler import parse_instruction
-from systolic.isa.disassembler import format_instruction
-from systolic.isa.fields import InstructionError
-from systolic.isa.instructions import INSTRUCTION_TYPES, Softmax, Unit, decode
-from systolic.isa.memories import Access, Memory, depth
-from systolic.isa.softmax import softmax_row_chunks
-
-WS = ArrayConfig(rows=8, cols=8)
-DIM5 = ArrayConfig(rows=3, cols=5)
-SPAD = depth(WS, Memory.SPAD_IN)
-
-
-def _softmax(**changes: object) -> Softmax:
-    fields: dict[str, object] = {"in_row": 4, "m": 3, "length": 13, "multiplier": 1 << 30,
-                                 "shift": 6, "zero_point": -128, "lo": -128, "hi": 127,
-                                 "ext": 100, "row_stride1": 16}
-    fields.update(changes)
-    return Softmax(**fields)  # type: ignore[arg-type]
+from systolic.isa.instructions import INSTRUCTION_TYPES, Softmax, Unit
 
 
 def test_opcode_mnemonic_unit_and_place() -> None:
@@ -32,85 +10,7 @@ def test_opcode_mnemonic_unit_and_place() -> None:
     assert INSTRUCTION_TYPES[0x0B - 1] is Softmax
 
 
-def test_fields_sit_where_the_declaration_order_puts_them() -> None:
-    instr = _softmax(flip_sign=True, length=0x1234, shift=-3, zero_point=-2, lo=-100, hi=99,
-                     in_row=0x01020304, m=0x05060708, multiplier=-7, ext=0x0A0B0C0D, n0=3,
-                     row_stride0=-5, row_stride1=0x11223344)
-    value = int.from_bytes(instr.encode(), "little")
-    fields = {  # name: (offset, width, raw value)
-        "opcode": (0, 8, 0x0B), "flip_sign": (8, 1, 1), "length": (16, 16, 0x1234),
-        "shift": (32, 8, 0xFD), "zero_point": (40, 8, 0xFE), "lo": (48, 8, 0x9C),
-        "hi": (56, 8, 99), "in_row": (64, 32, 0x01020304), "m": (96, 32, 0x05060708),
-        "multiplier": (128, 32, 2**32 - 7), "ext": (160, 32, 0x0A0B0C0D), "n0": (192, 32, 3),
-        "row_stride0": (224, 32, 2**32 - 5), "row_stride1": (256, 32, 0x11223344),
-    }
-    rebuilt = 0
-    for name, (offset, width, raw) in fields.items():
-        assert (value >> offset) & ((1 << width) - 1) == raw, name
-        rebuilt |= raw << offset
-    assert rebuilt == value
-    assert decode(instr.encode()) == instr
-
-
-def test_text_round_trip() -> None:
-    instr = _softmax(flip_sign=True)
-    text = format_instruction(instr)
-    assert text.startswith("SOFTMAX in_row=4 m=3 length=13 multiplier=1073741824 shift=6 ")
-    assert parse_instruction(text) == instr
-
-
-@pytest.mark.parametrize(
-    ("changes", "message"),
-    [
-        ({"length": 0}, "SOFTMAX length must be from 1 to 65535, not 0"),
-        ({"m": 0}, "SOFTMAX m must be from 1 to 4294967295, not 0"),
-        ({"shift": 32}, "SOFTMAX shift must be from -31 to 31, not 32"),
-        ({"lo": 5, "hi": 4}, "SOFTMAX lo (5) must not exceed hi (4)"),
-        ({"multiplier": 2**31}, ("SOFTMAX multiplier must be from -2147483648 to 2147483647, "
-                                "not 2147483648")),
-    ],
-)
-def test_rules(changes: dict[str, object], message: str) -> None:
-    with pytest.raises(InstructionError, match=f"^{re.escape(message)}$"):
-        _softmax(**changes)
-
-
-@pytest.mark.parametrize(("length", "dim", "chunks"), [(1, 8, 1), (8, 8, 1), (9, 8, 2),
-                                                       (13, 5, 3), (65535, 16, 4096)])
-def test_row_chunks_are_ceil_length_over_dim(length: int, dim: int, chunks: int) -> None:
-    assert softmax_row_chunks(length, ArrayConfig(rows=1, cols=dim)) == chunks
-
-
-def test_footprint_reads_m_times_c_rows_and_writes_the_rows() -> None:
-    # length 13 on dim 8: C = 2, rows 4 .. 9; writes rows at 100, 116, 132 of 13 bytes
-    assert _softmax().footprint(WS) == (Access(Memory.SPAD_IN, 4, 9, False),
-                                        Access(Memory.EXTERNAL, 100, 144, True))
-    # dim 5: C = 3, rows 4 .. 12
-    assert _softmax().footprint(DIM5)[0] == Access(Memory.SPAD_IN, 4, 12, False)
-    wide = dataclasses.replace(WS, weight_width=16)  # (operand_bytes 2: 26-byte rows)
-    assert _softmax().footprint(wide)[1] == Access(Memory.EXTERNAL, 100, 157, True)
-
-
-def test_the_last_rows_of_spad_in_are_accepted() -> None:
-    _softmax(in_row=SPAD - 6).check(WS)
-
-
-@pytest.mark.parametrize(
-    ("instr", "config", "message"),
-    [
-        (_softmax(), dataclasses.replace(WS, input_width=16),
-         "SOFTMAX needs 8-bit activations (input_width 8), not 16"),
-        (_softmax(in_row=SPAD - 5), WS,
-         (f"SOFTMAX in_row + m * ceil(length / dim) must not exceed {SPAD} (the spad_in depth "
-         f"of this 8x8 array), not {SPAD + 1}")),
-        (_softmax(flip_sign=True), dataclasses.replace(WS, weight_width=16),
-         ("SOFTMAX flip_sign needs 8-bit operands stored in one byte (input_width 8, "
-         "operand_bytes 1); this array has input_width 8 and operand_bytes 2")),
-        (_softmax(ext=2**32 - 20), WS,
-         (f"SOFTMAX accesses external bytes {2**32 - 20}..{2**32 - 20 + 44}, outside "
-         f"0..{2**32 - 1}; check ext and the strides")),
-    ],
-)
-def test_configuration_limits(instr: Softmax, config: ArrayConfig, message: str) -> None:
-    with pytest.raises(InstructionError, match=f"^{re.escape(message)}$"):
-        instr.check(config)
+def test_has_only_the_row_instructions_fields() -> None:
+    assert [f.name for f in Softmax.FIELDS] == [
+        "flip_sign", "length", "shift", "zero_point", "lo", "hi", "in_row", "m", "multiplier",
+        "ext", "n0", "row_stride0", "row_stride1"]
