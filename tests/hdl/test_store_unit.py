@@ -86,6 +86,7 @@ def test_stalls_keep_results_exact(kind: str) -> None:
     check(config, instructions, seed=9, timed=False, gap_rng=random.Random(1), write_ready=0.5)
 
 
+@pytest.mark.slow  # long rows on the Amaranth simulator: ~25 s under load
 def test_long_instructions() -> None:
     """A few hundred rows: the FIFO credit loop keeps the writer busy every cycle."""
     config = CONFIGS["8x8-bus16"]
@@ -197,6 +198,7 @@ def test_fifo_depth_is_checked() -> None:
         StoreUnit(CONFIGS["4x4-bus4"], fifo_depth=8)
 
 
+@pytest.mark.slow  # the unit's Verilog is also emitted by tests/systolic/verilog/test_lint.py
 def test_verilog() -> None:
     dut = StoreUnit(CONFIGS["4x4-bus4"])
     ports = [value for _, _, value in dut.signature.flatten(dut) if isinstance(value, Signal)]

@@ -77,9 +77,9 @@ def assert_same_run(program: Program, image: bytearray) -> None:
 
 @pytest.mark.parametrize("name", [
     pytest.param(name, marks=pytest.mark.slow)
-    if name in ("4x4-os-bus4-lat3", "2x3-both-bus8-lat2") else name
+    if name in ("4x4-ws-bus16-lat8", "4x4-os-bus4-lat3", "2x3-both-bus8-lat2") else name
     for name in CONFIGS
-])  # one Verilator build each; the 4x4 OS and the BOTH builds are in the slow set
+])  # one Verilator build each; both 2x2 dataflows by default, the 4x4 and BOTH builds slow
 def test_programs_match_rtl_and_golden(name: str) -> None:
     needs_verilator()
     for program, image in programs(CONFIGS[name], seed=len(name)):
@@ -105,6 +105,7 @@ def test_halt_only_program() -> None:
     assert_same_run(program, bytearray(32))
 
 
+@pytest.mark.slow  # the Amaranth simulator's and the model's watchdog tests run by default
 def test_watchdog_names_the_last_issued_instruction() -> None:
     needs_verilator()
     config = CONFIGS["2x2-ws-bus8-lat1"]
