@@ -33,7 +33,7 @@ from systolic.config import ArrayConfig, Dataflow
 from systolic.isa.encode_batch import encode_words
 from systolic.isa.program import Program
 from systolic.mapper.lowering import compile_model
-from systolic.mapper.lowering.layer_templates import clear_templates
+from systolic.mapper.lowering.jobs import forget_schedules
 from systolic.simulation.layer_rows import layer_rows
 
 MODEL = Path(onnx.__file__).parent / "backend/test/data/light/light_resnet50.onnx"
@@ -41,10 +41,10 @@ MODEL = Path(onnx.__file__).parent / "backend/test/data/light/light_resnet50.onn
 
 def best_cpu(fn: Callable[[], Any], repeat: int) -> tuple[Any, float]:
     """Return fn()'s last result and the smallest CPU seconds of `repeat` calls, each from
-    scratch (the layer templates of earlier calls forgotten first)."""
+    scratch (the layer templates and shared instructions of earlier calls forgotten first)."""
     best, result = float("inf"), None
     for _ in range(repeat):
-        clear_templates()
+        forget_schedules()
         start = time.process_time()
         result = fn()
         best = min(best, time.process_time() - start)
@@ -85,7 +85,7 @@ def former_checks(program: Program, repeat: int) -> tuple[float, float]:
 
 def profile(integer: Any, config: ArrayConfig, top: int) -> None:
     """Print a cProfile of one `compile_model`: top entries by own time, own time per file."""
-    clear_templates()
+    forget_schedules()
     profiler = cProfile.Profile()
     profiler.enable()
     compile_model(integer, config)

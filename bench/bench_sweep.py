@@ -33,7 +33,7 @@ from systolic.compare.sweep import PreparedModel, prepare_model, sweep
 from systolic.config import ArrayConfig
 from systolic.ir import Model
 from systolic.mapper.lowering import compile_model
-from systolic.mapper.lowering.layer_templates import clear_templates
+from systolic.mapper.lowering.jobs import forget_schedules
 from systolic.simulation.layer_rows import layer_rows
 
 MODEL = Path(onnx.__file__).parent / "backend/test/data/light/light_resnet50.onnx"
@@ -63,7 +63,7 @@ def _point_cpu(integer: Model, repeat: int) -> None:
     config = ArrayConfig(rows=16, cols=16)
     compile_s, model_s = [], []
     for _ in range(repeat):
-        clear_templates()  # (each compile from scratch)
+        forget_schedules()  # (each compile from scratch)
         start = time.process_time()
         compiled = compile_model(integer, config)
         middle = time.process_time()
@@ -75,7 +75,7 @@ def _point_cpu(integer: Model, repeat: int) -> None:
 
 
 def _profile(integer: Model, top: int) -> None:
-    clear_templates()
+    forget_schedules()
     profile = cProfile.Profile()
     profile.enable()
     run_config(integer, ArrayConfig(rows=16, cols=16), label="16x16 ws")

@@ -24,7 +24,12 @@ from systolic.isa.program import MemorySegment
 from systolic.mapper.lowering.estimate import ArrayCycles, array_cycles, ideal_cycles
 from systolic.mapper.lowering.gemm import ComputedWeights, GemmJob
 from systolic.mapper.lowering.layer_code import ConstantAllocator, LayerCode, LayerStats
-from systolic.mapper.lowering.layer_templates import LayerBases, scheduled, template_key
+from systolic.mapper.lowering.layer_templates import (
+    LayerBases,
+    clear_templates,
+    scheduled,
+    template_key,
+)
 from systolic.mapper.lowering.params_rows import (
     check_accumulator,
     check_computed_accumulator,
@@ -32,10 +37,10 @@ from systolic.mapper.lowering.params_rows import (
     params_image,
     weight_image,
 )
-from systolic.mapper.lowering.schedule import JobImage, Scheduler
+from systolic.mapper.lowering.schedule import JobImage, Scheduler, forget_instructions
 from systolic.mapper.lowering.table import Activation, table_image
 
-__all__ = ["lower_jobs", "planning_only"]
+__all__ = ["forget_schedules", "lower_jobs", "planning_only"]
 
 _PLANNING: ContextVar[bool] = ContextVar("planning", default=False)
 
@@ -49,6 +54,13 @@ def planning_only() -> Iterator[None]:
         yield
     finally:
         _PLANNING.reset(token)
+
+
+def forget_schedules() -> None:
+    """Forget the layer templates and the shared EXECUTE instructions, so that the next
+    compile schedules everything from scratch (benchmarks of one compile)."""
+    clear_templates()
+    forget_instructions()
 
 
 def lower_jobs(

@@ -50,7 +50,27 @@ from systolic.mapper.lowering.gemm import (
 from systolic.mapper.lowering.table import table_code
 from systolic.mapper.lowering.tiling import OsPlan, WsPlan, plan_os, plan_ws
 
-__all__ = ["JobImage", "Ring", "Scheduler", "computed_weight_loads"]
+__all__ = ["JobImage", "Ring", "Scheduler", "computed_weight_loads", "forget_instructions"]
+
+_EXECUTES: dict[tuple[object, ...], Instruction] = {}
+"""EXECUTE instructions by class and fields (`Scheduler._instr`), shared by every scheduler of
+the process: instructions are frozen values, valid or not on a configuration by their fields
+alone (`Program` checks each one against its configuration), and layers and compiles reuse
+the same few thousand PRELOADs and COMPUTEs."""
+
+_GROUPS: dict[tuple[object, ...], list[Instruction]] = {}
+"""The PRELOADs and COMPUTEs of a group of column tiles by their fields (`Scheduler._cached`),
+shared likewise."""
+
+_SHARED_LIMIT = 1 << 17
+"""A new scheduler empties both tables when either holds more entries than this."""
+
+
+def forget_instructions() -> None:
+    """Empty the shared tables of EXECUTE instructions (benchmarks time a compile from
+    scratch)."""
+    _EXECUTES.clear()
+    _GROUPS.clear()
 
 
 def computed_weight_loads(
@@ -246,8 +266,10 @@ class Scheduler:
         self._jobs = 0
         self._steps: list[_Step] = [_Step()]
         self._params_in_use: list[tuple[int, int]] = []  # this group's and the previous one's
-        self._made: dict[tuple[object, ...], Instruction] = {}  # EXECUTEs by class and fields
-        self._rows: dict[tuple[object, ...], list[Instruction]] = {}  # (`_cached`)
+        if len(_EXECUTES) > _SHARED_LIMIT or len(_GROUPS) > _SHARED_LIMIT:
+            forget_instructions()
+        self._made = _EXECUTES
+        self._rows = _GROUPS
         self._pieces: dict[tuple[int, int, int], list[RowPiece]] = {}  # (`_split`, this job's)
 
     # -- steps ---------------------------------------------------------------------------------
@@ -263,7 +285,7 @@ class Scheduler:
     def _instr(self, cls: type[Instruction], *fields: int | bool) -> Instruction:
         """Return the EXECUTE instruction `cls(*fields)`. Instructions are frozen values, so
         equal ones are one object, built (and later checked and encoded) once: a layer's
-        PRELOADs and COMPUTEs repeat the same few hundred rows over and over."""
+        PRELOADs and COMPUTEs repeat the same few hundred rows over and over (`_EXECUTES`)."""
         key = (cls, *fields)
         instr = self._made.get(key)
         if instr is None:
