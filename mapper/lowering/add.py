@@ -14,7 +14,6 @@ import numpy as np
 from systolic.errors import ResourceError
 from systolic.ir import DataType, Node
 from systolic.isa.instructions import Add, Instruction
-from systolic.isa.memories import Memory, depth
 from systolic.mapper.lowering.context import LayerContext
 from systolic.mapper.lowering.feature_map import feature_map, load_pixels
 from systolic.mapper.lowering.multiply import (
@@ -24,15 +23,19 @@ from systolic.mapper.lowering.multiply import (
     check_lanes_are_last_axis,
 )
 from systolic.mapper.lowering.node_attrs import int_attr
-from systolic.mapper.lowering.vector_tiles import vector_tiles
+from systolic.mapper.lowering.vector_tiles import SpadWindow, vector_tiles
 
 __all__ = ["lower_add"]
 
 _FLIP = 128
 
 
-def lower_add(node: Node, ctx: LayerContext) -> list[Instruction]:
-    """Return the instructions of a systolic.QAdd node."""
+def lower_add(node: Node, ctx: LayerContext, window: SpadWindow | None = None,
+              rows_outer: bool = False) -> list[Instruction]:
+    """Return the instructions of a systolic.QAdd node, its operands staged in the quarters
+    of `window` (default all of spad_in), its blocks in `vector_tiles` order (`rows_outer`:
+    row blocks outermost)."""
+    window = window or SpadWindow.whole(ctx.config)
     a_name, b_name = node.inputs[0], node.inputs[1]
     y_name = node.outputs[0]
     shape = ctx.shape(y_name)
@@ -51,18 +54,18 @@ def lower_add(node: Node, ctx: LayerContext) -> list[Instruction]:
     )
     assert a_map is not None and y_map is not None
     info = np.iinfo(types[2].numpy)
-    quarter = depth(ctx.config, Memory.SPAD_IN) // 4
+    quarter = window.rows // 4
     block = min(y_map.height, quarter // y_map.width)
     if block == 0:
         raise ResourceError(
             f"QAdd {node.label!r}: an image row of {y_map.width} pixels does not fit a quarter "
-            f"of spad_in ({quarter} rows); raise spad_kib"
+            f"of its spad_in window ({quarter} rows); raise spad_kib"
         )
     code: list[Instruction] = []
     tiles = vector_tiles(len(y_map.image_addresses), y_map.channels, y_map.height,
-                         ctx.config.dim, block)  # fmt: skip
+                         ctx.config.dim, block, rows_outer)  # fmt: skip
     for t in tiles:
-        a_row = t.buffer * 2 * quarter
+        a_row = window.first + t.buffer * 2 * quarter
         b_row = a_row + quarter
         code.append(load_pixels(a_map, t.image, t.y0, t.rows, t.c0, t.lanes, a_row,
                                 flip_sign=bool(flips[0])))  # fmt: skip

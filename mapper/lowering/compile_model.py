@@ -61,6 +61,8 @@ from systolic.mapper.lowering.node_attrs import int_attr, ints_attr
 from systolic.mapper.lowering.pool import lower_pool
 from systolic.mapper.lowering.softmax import lower_qsoftmax
 from systolic.mapper.lowering.table import Activation, activation_of, lower_qtable
+from systolic.mapper.lowering.vector_overlap import INTERLEAVED, Overlap, merge, plan_overlap
+from systolic.mapper.lowering.vector_tiles import SpadWindow
 from systolic.mapper.macs import node_macs
 from systolic.mapper.shape_inference import infer_shapes
 
@@ -85,6 +87,13 @@ _VECTOR: dict[str, Callable[[Node, LayerContext], list[Instruction]]] = {
     "QSoftmax": lower_qsoftmax,
     "QLayerNorm": lower_qlayernorm,
 }
+
+_INTERLEAVABLE: dict[str, Callable[[Node, LayerContext, SpadWindow, bool], list[Instruction]]] = {
+    "QMaxPool": lower_pool,
+    "QAveragePool": lower_pool,
+    "QAdd": lower_add,
+}
+"""The vector lowerings `vector_overlap` interleaves: (node, ctx, window, rows_outer)."""
 
 
 def layer_unit(node: Node) -> LayerUnit:
@@ -233,6 +242,7 @@ class _Compiler:
         self.slices = self._concat_slices()
         self.fused: dict[str, str] = {}  # QTable label -> the array layer whose STOREs apply it
         self.chooser = DataflowChooser(config)  # (BOTH: each array layer's dataflow)
+        self.overlap: Overlap | None = None  # the vector layer the last array layer awaits
 
     def _concat_slices(self) -> dict[str, tuple[str, int, int]]:
         """Map each value written straight into its slice of a Concat's output to (output,
@@ -392,6 +402,10 @@ class _Compiler:
         self.instructions += code
 
     def compile_node(self, index: int, node: Node) -> None:
+        overlap, self.overlap = self.overlap, None
+        if overlap is not None and overlap.vector is node and self.compile_interleaved(
+                index, node, overlap):
+            return
         unit = layer_unit(node)
         ctx = self.ctx(index)
         macs = _macs(node, ctx)
@@ -425,7 +439,10 @@ class _Compiler:
                 return
         try:
             if unit is LayerUnit.ARRAY:
-                code, macs = self.lower_array(node, ctx, table)
+                following = self.graph.nodes[index + 1] if index + 1 < len(self.graph.nodes) else None
+                overlap = None if table else plan_overlap(node, following, self.graph, self.config)
+                code, macs = self.lower_array(node, ctx, table, overlap)
+                self.overlap = overlap
             else:
                 code = _VECTOR[node.op_type](node, ctx)
         except (UnsupportedError, ResourceError) as err:
@@ -434,6 +451,28 @@ class _Compiler:
         if table is not None:
             self.fused[table.label] = node.label
         self.add_layer(node, unit, code, f"{node.op_type} on the {unit.value} unit", macs)
+
+    def compile_interleaved(self, index: int, node: Node, overlap: Overlap) -> bool:
+        """Lower vector node `node` in `overlap`'s window and interleave it with the array
+        layer before it (`vector_overlap`); return False (nothing done) when it cannot be."""
+        producer = self.layers[-1]
+        if any(self.place(n) is None for n in (*node.inputs[:2], node.outputs[0]) if n):
+            return False
+
+        def lower(rows_outer: bool) -> list[Instruction]:
+            return _INTERLEAVABLE[node.op_type](node, self.ctx(index), overlap.window, rows_outer)
+
+        try:
+            merged = merge(self.instructions[producer.first:], lower, self.config)
+        except (UnsupportedError, ResourceError):
+            return False
+        if merged is None:
+            return False
+        self.instructions[producer.first:] = merged
+        self.layers[-1] = dataclasses.replace(producer, count=len(merged))
+        reason = f"{INTERLEAVED} {producer.name!r} ({node.op_type} on the vector unit)"
+        self.add_layer(node, LayerUnit.VECTOR, [], reason, _macs(node, self.ctx(index)))
+        return True
 
     def fusable_table(self, node: Node) -> Node | None:
         """Return the QTable to fuse into array layer `node`'s STOREs, or None: the QTable
@@ -459,11 +498,13 @@ class _Compiler:
         return table if same_layout else None
 
     def lower_array(
-        self, node: Node, ctx: LayerContext, table: Node | None = None
+        self, node: Node, ctx: LayerContext, table: Node | None = None,
+        overlap: Overlap | None = None,
     ) -> tuple[list[Instruction], int]:
         """Call `lower_qconv` / `lower_qmatmul`; return the instructions and useful MACs.
         With `table` (a QTable fused into the layer), the STOREs write the QTable's output
-        through its table."""
+        through its table; with `overlap`, the layer is lowered for `overlap.producer` (a
+        smaller scratchpad, leaving the next vector layer its window)."""
         lowering = _ARRAY[node.op_type]
         constants = {
             name: ctx.constant(name)
@@ -481,6 +522,7 @@ class _Compiler:
         alloc = _PlanAllocator(self.plan)
 
         def lower(config: ArrayConfig) -> LayerCode:  # (BOTH: per dataflow, dataflow_choice)
+            config = config if overlap is None else overlap.producer
             if node.op_type in _CONV_OPS:
                 halo = self.halos.get(node.inputs[0], (0, 0))[0]
                 x_halo = (halo,) * (2 * (len(x.shape) - 2)) if halo else ()

@@ -13,11 +13,10 @@ import numpy as np
 from systolic.errors import ResourceError, UnsupportedError
 from systolic.ir import DataType, Node
 from systolic.isa.instructions import Instruction, Pool, PoolMode
-from systolic.isa.memories import Memory, depth
 from systolic.mapper.lowering.context import LayerContext
 from systolic.mapper.lowering.feature_map import feature_map, load_pixels
 from systolic.mapper.lowering.node_attrs import int_attr, ints_attr
-from systolic.mapper.lowering.vector_tiles import vector_tiles
+from systolic.mapper.lowering.vector_tiles import SpadWindow, vector_tiles
 from systolic.reference.kernels.pool import window_counts
 from systolic.reference.ops.op_systolic_qaveragepool import QAveragePool
 
@@ -50,8 +49,12 @@ def count_rectangles(counts: np.ndarray) -> list[tuple[int, int, int, int, int]]
     return rectangles
 
 
-def lower_pool(node: Node, ctx: LayerContext) -> list[Instruction]:
-    """Return the instructions of a systolic.QMaxPool or systolic.QAveragePool node."""
+def lower_pool(node: Node, ctx: LayerContext, window: SpadWindow | None = None,
+               rows_outer: bool = False) -> list[Instruction]:
+    """Return the instructions of a systolic.QMaxPool or systolic.QAveragePool node, its input
+    rows staged in the halves of `window` (default all of spad_in), its tiles in
+    `vector_tiles` order (`rows_outer`: row blocks outermost)."""
+    window = window or SpadWindow.whole(ctx.config)
     x_name, y_name = node.inputs[0], node.outputs[0]
     x_shape = ctx.shape(x_name)
     if len(x_shape) not in (3, 4):
@@ -86,21 +89,22 @@ def lower_pool(node: Node, ctx: LayerContext) -> list[Instruction]:
     else:
         counts = np.zeros((oh, ow), dtype=np.int64)
 
-    half = depth(ctx.config, Memory.SPAD_IN) // 2
+    half = window.rows // 2
     tile_out = 0
     while tile_out < oh and ((tile_out * sh) + kh) * src.width <= half:
         tile_out += 1
     if tile_out == 0:
         raise ResourceError(
             f"{node.op_type} {node.label!r}: {kh} input rows of {src.width} pixels do not fit "
-            f"half of spad_in ({half} rows); raise spad_kib"
+            f"half of its spad_in window ({half} rows); raise spad_kib"
         )
     code: list[Instruction] = []
-    for t in vector_tiles(len(src.image_addresses), src.channels, oh, ctx.config.dim, tile_out):
+    for t in vector_tiles(len(src.image_addresses), src.channels, oh, ctx.config.dim, tile_out,
+                          rows_outer):
         oy0, oy1 = t.y0, t.y0 + t.rows
         ty0 = max(0, oy0 * sh - pt)
         ty1 = min(src.height, (oy1 - 1) * sh - pt + kh)
-        spad_row = t.buffer * half
+        spad_row = window.first + t.buffer * half
         code.append(load_pixels(src, t.image, ty0, ty1 - ty0, t.c0, t.lanes, spad_row,
                                 flip_sign=bool(x_flip)))  # fmt: skip
         for ya, yb, xa, xb, _ in count_rectangles(counts[oy0:oy1]):

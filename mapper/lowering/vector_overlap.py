@@ -1,0 +1,117 @@
+"""Which vector layers run interleaved with the array layer before them, and how.
+
+A QAdd or a windowed pool (QMaxPool, QAveragePool smaller than its input) that directly
+follows, in graph order, the QConv / QMatMul producing one of its inputs is interleaved with
+it (`interleave`): the producer is lowered with a smaller scratchpad (`Overlap.producer`:
+`spad_kib` lowered by whole KiB), the vector layer stages its operands in the spad_in rows
+this frees (`Overlap.window`), its blocks in row-major order (the order a convolution stores
+its pixels in), and each block goes into the producer's stream once its operand is stored.
+The vector layer's own instructions then belong to the producer's layer (the vector layer
+keeps none, its reason starting with `INTERLEAVED`). Not with `--dataflow both` (the chooser
+replaces the array layers' code after compiling).
+"""
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from systolic.config import ArrayConfig, Dataflow
+from systolic.ir import SYSTOLIC_DOMAIN, Graph, Node
+from systolic.isa.instructions import Instruction
+from systolic.isa.memories import Memory, depth
+from systolic.mapper.lowering.interleave import blocks_of, interleave, last_writers
+from systolic.mapper.lowering.node_attrs import ints_attr
+from systolic.mapper.lowering.vector_tiles import SpadWindow
+
+__all__ = ["INTERLEAVED", "Overlap", "merge", "plan_overlap"]
+
+INTERLEAVED = "interleaved with the instructions of"
+"""How the reason of a vector layer interleaved with its producer begins."""
+
+BLOCK_ROWS = 2
+"""Image rows of output per block of an interleaved vector layer (at most)."""
+
+_MAX_SHARE = 4
+"""The window takes at most 1 / `_MAX_SHARE` of spad_in (else the layers run one after the
+other)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Overlap:
+    """The plan of one interleaving: the vector node, the producer's configuration and the
+    vector layer's spad_in window."""
+
+    vector: Node
+    producer: ArrayConfig
+    window: SpadWindow
+
+
+def _shape(graph: Graph, name: str) -> tuple[int, ...] | None:
+    found = graph.type_of(name)
+    if found is None or found.shape is None or not found.is_static:
+        return None
+    return tuple(int(d) for d in found.shape)  # type: ignore[arg-type]
+
+
+def _window_rows(vector: Node, graph: Graph) -> int | None:
+    """Return the spad_in rows the vector node's blocks of `BLOCK_ROWS` output rows need, or
+    None when it is not interleaved (not a QAdd or a windowed pool of an image map)."""
+    if vector.domain != SYSTOLIC_DOMAIN:
+        return None
+    if vector.op_type == "QAdd":
+        shape = _shape(graph, vector.outputs[0])
+        if shape is None or len(shape) != 4:
+            return None
+        return 4 * BLOCK_ROWS * shape[3]  # two buffers of A and B
+    if vector.op_type in ("QMaxPool", "QAveragePool"):
+        shape = _shape(graph, vector.inputs[0])
+        kernel = ints_attr(vector, "kernel_shape", ())
+        if shape is None or len(shape) != 4 or len(kernel) != 2 or kernel[0] >= shape[2]:
+            return None
+        stride = ints_attr(vector, "strides", (1, 1))[0]
+        return 2 * (stride * (BLOCK_ROWS - 1) + kernel[0]) * shape[3]  # two buffers
+    return None
+
+
+def plan_overlap(node: Node, following: Node | None, graph: Graph, config: ArrayConfig
+                 ) -> Overlap | None:
+    """Return how array node `node` and the node after it interleave, or None when they do
+    not (module docstring)."""
+    if following is None or config.dataflow is Dataflow.BOTH or not node.outputs:
+        return None
+    reads = following.inputs[:2] if following.op_type == "QAdd" else following.inputs[:1]
+    if node.outputs[0] not in reads:
+        return None
+    rows = _window_rows(following, graph)
+    full = depth(config, Memory.SPAD_IN)
+    if rows is None or rows * _MAX_SHARE > full:
+        return None
+    rows_per_kib = full / config.spad_kib
+    kib = -(-rows // max(1, int(rows_per_kib)))
+    producer = dataclasses.replace(config, spad_kib=config.spad_kib - kib)
+    first = depth(producer, Memory.SPAD_IN)
+    return Overlap(following, producer, SpadWindow(first, full - first))
+
+
+def merge(producer: Sequence[Instruction], lower: Callable[[bool], list[Instruction]],
+          config: ArrayConfig) -> list[Instruction] | None:
+    """Return the producer's instructions with the vector layer's blocks interleaved
+    (`interleave.interleave`), or None when the producer's writes are too scattered to map.
+
+    `lower(rows_outer)` lowers the vector layer; of its two block orders the one whose blocks
+    can go earliest (the least sum over blocks of the newest producer instruction each block
+    and the blocks before it wait for) is taken: row blocks outermost for a convolution
+    storing pixel blocks of every channel, channel blocks outermost for one storing every
+    pixel of a channel block in turn."""
+    best: tuple[int, list[list[Instruction]], list[int]] | None = None
+    for rows_outer in (True, False):
+        blocks = blocks_of(lower(rows_outer))
+        writers = last_writers(producer, blocks, config)
+        if writers is None:
+            return None
+        cost = int(np.maximum.accumulate(np.asarray(writers, dtype=np.int64)).sum()) if writers else 0
+        if best is None or cost < best[0]:
+            best = (cost, blocks, writers)
+    assert best is not None
+    return interleave(producer, best[1], best[2])

@@ -1,0 +1,60 @@
+"""Interleaving a vector layer's blocks into its producer's instruction stream: the blocks,
+the last producer write each block reads, and where the blocks go."""
+
+from systolic.config import ArrayConfig
+from systolic.isa.instructions import Add, Compute, Load, LoadTarget, Preload, Store
+from systolic.mapper.lowering.interleave import blocks_of, interleave, last_writers
+
+CONFIG = ArrayConfig(rows=4, cols=4)
+
+
+def _store(ext: int, rows: int = 2) -> Store:
+    """A STORE of `rows` rows of 4 bytes at `ext`, `ext + 4`, ..."""
+    return Store(acc_row=0, m=rows, n=4, param_row=0, zero_point=0, lo=-128, hi=127, ext=ext,
+                 n0=1, row_stride1=4)  # fmt: skip
+
+
+def _load(ext: int, row: int = 100, rows: int = 1) -> Load:
+    return Load(LoadTarget.SPAD_IN, row=row, count=rows, ext=ext, n0=1, row_stride1=4,
+                length=4, run=4, n_mid=1)  # fmt: skip
+
+
+def _add(row: int = 100) -> Add:
+    return Add(a_row=row, b_row=row + 1, m=1, lanes=4, multiplier_a=1 << 30,
+               multiplier_b=1 << 30, shift=0, zp_a=0, zp_b=0, zp_out=0, lo=-128, hi=127,
+               ext=4096)  # fmt: skip
+
+
+def test_blocks_start_at_each_load_after_a_vector_instruction():
+    a, b, c, d = _load(0), _load(8), _load(16), _load(24)
+    assert blocks_of([a, b, _add(), c, d, _add()]) == [[a, b, _add()], [c, d, _add()]]
+    assert blocks_of([]) == []
+
+
+def test_each_block_waits_for_the_last_store_of_a_byte_it_reads():
+    producer = [Preload(row=0, k=4, n=4), Compute(in_row=0, m=2, acc_row=0),
+                _store(0), _store(8), _store(0, rows=1)]  # fmt: skip
+    blocks = [[_load(4), _add()], [_load(12), _add()], [_load(2048), _add()]]
+    # bytes 4..7 are written by the STOREs at 2 (rows 0, 1) only; 12..15 by the one at 3
+    assert last_writers(producer, blocks, CONFIG) == [2, 3, -1]
+    assert last_writers(producer, [[_load(0), _add()]], CONFIG) == [4]  # rewritten later
+
+
+def test_blocks_go_after_their_writer_and_lag_stores_in_their_own_order():
+    producer = [_store(0), Compute(in_row=0, m=1, acc_row=0), _store(8),
+                Compute(in_row=0, m=1, acc_row=0), _store(16)]  # fmt: skip
+    first, second = [_load(0), _add()], [_load(8), _add()]
+    merged = interleave(producer, [first, second], [0, 0], lag=1, spacing=0)
+    assert merged == [*producer[:3], *first, *second, *producer[3:]]
+    merged = interleave(producer, [first, second], [0, 2], lag=0, spacing=0)
+    assert merged == [producer[0], *first, *producer[1:3], *second, *producer[3:]]
+
+
+def test_spacing_spreads_the_blocks_and_the_rest_follow_the_producer():
+    producer = [Compute(in_row=0, m=1, acc_row=0)] * 6
+    blocks = [[_load(8 * i), _add()] for i in range(3)]
+    merged = interleave(producer, blocks, [-1, -1, -1], lag=0, spacing=2)
+    kinds = [type(i).__name__[0] for i in merged]
+    assert "".join(kinds) == "LACCLACCLACC"
+    merged = interleave(producer, blocks, [5, 5, 5], lag=0)
+    assert merged == [*producer, *blocks[0], *blocks[1], *blocks[2]]
