@@ -5,7 +5,9 @@ W' = W * s (per output channel) and b' = (b - mean) * s + beta, s = gamma / sqrt
 computed in float64 and stored in W's type. For Gemm (Y = alpha * A @ B' + beta * C, BN over
 its N features) B is scaled per output column, alpha and beta are absorbed (alpha = beta = 1).
 The fold applies when the Conv/Gemm output has no other reader and is not a graph output,
-weights, bias and the BN parameters are constants, and BN has one output. Otherwise the BN
+weights, bias and the BN parameters are constants, and BN has one output. A 2-D BN over the
+columns of a MatMul of a constant weight, through an optional bias Add and a Flatten/Reshape
+that merges leading axes, folds into that MatMul (`fold_batchnorm_matmul`). Otherwise the BN
 stays a standard op (on the host), with the reason noted.
 """
 
@@ -14,6 +16,7 @@ import dataclasses
 import numpy as np
 
 from systolic.ir import Attrs, Model, Node, Tensor
+from systolic.mapper.passes.fold_batchnorm_matmul import fold_into_matmul, matmul_chain
 from systolic.mapper.passes.graph_tools import (
     Namer,
     attr_float,
@@ -30,7 +33,8 @@ __all__ = ["fold_batchnorm"]
 
 
 def fold_batchnorm(model: Model, report: PassReport) -> Model:
-    """Return `model` with every foldable BatchNormalization merged into its producer."""
+    """Return `model` with every foldable BatchNormalization merged into its producer (the
+    same object when none is)."""
     graph = model.graph
     constants = constants_of(graph)
     producers = graph.producers()
@@ -45,6 +49,19 @@ def fold_batchnorm(model: Model, report: PassReport) -> Model:
             continue
         producer = producers.get(bn.inputs[0])
         why = _why_not(bn, producer, constants, consumers, outputs)
+        chain = matmul_chain(bn, graph, constants, consumers, outputs) if why else None
+        if chain is not None:  # a Linear's BN over the product's columns (LeViT)
+            scale, shift = _affine(bn, constants)
+            parts, gone, tensors = fold_into_matmul(chain, bn, scale, shift, constants, namer)
+            replaced.update(parts)
+            removed |= gone
+            new_constants += tensors
+            constants.update((t.name, t.data) for t in tensors)
+            into = f"MatMul {chain.matmul.label!r} (float)"
+            report.record(bn.label, FUSED, into=into)
+            if chain.bias_add is not None:
+                report.record(chain.bias_add.label, FUSED, into=into)
+            continue
         if why is not None or producer is None:
             report.note(bn.label, why or "its input is not produced by a Conv or Gemm")
             continue
@@ -57,6 +74,8 @@ def fold_batchnorm(model: Model, report: PassReport) -> Model:
         for t in tensors:
             constants[t.name] = t.data
         report.record(bn.label, FUSED, into=f"{producer.op_type} {producer.label!r} (float)")
+    if not removed:
+        return model
     return with_graph(model, replace_graph(graph, splice(graph.nodes, replaced, removed),
                                            new_constants))
 
