@@ -1,15 +1,22 @@
 """The output stage: requantizes rows of accumulators to signed `out_width`-bit outputs."""
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from systolic.hdl.round_shift import round_shift_parts
+from systolic.hdl.dsp_product import partial_products, sum_partials
+from systolic.hdl.round_shift import COARSE_STEP, coarse_shift, fine_round_parts
 
 __all__ = ["LATENCY", "MULTIPLIER_WIDTH", "PARAM_WIDTH", "SHIFT_WIDTH", "OutputStage"]
 
-LATENCY = 4
+LATENCY = 6
 """Cycles from a row's transfer on `i_acc` to its `o_q.valid`, without backpressure."""
+
+WINDOW_MARGIN = 11
+"""Bits of `coarse_shift`'s window beyond out_width: a saturated window's floor (beyond
++-2**(out_width + 1) after the fine shift of at most 9) clamps like the floor range's ends."""
+
+_FINE_BITS = (COARSE_STEP - 1).bit_length()  # the amount's low bits, shifted in stage 5
 
 PARAM_WIDTH = 32
 """Width of the per-lane bias (int32, as ONNX's quantized bias)."""
@@ -67,35 +74,38 @@ class OutputStage(wiring.Component):
         ReLU6/Clip lower hi). With lo > hi every output is hi.
     busy : ``Out(1)``
         A row is inside the stage. The parameters are read combinationally in the stage that
-        needs them (the shift through a register loaded every cycle, read two cycles after the
-        first transfer), so the caller must hold them stable from a tile's first transfer on
+        needs them (the shift through a register loaded every cycle, read three cycles after
+        the first transfer), so the caller must hold them stable from a tile's first transfer on
         `i_acc` until `busy` falls after its last row left on `o_q`.
 
     Latency, throughput and backpressure
     ------------------------------------
-    Four pipeline stages: (1) x, (2) p, (3) rounding shift and saturation of the floor to
-    out_width + 2 bits, (4) round-up, zero point and clamp. A row transferred on `i_acc` in
-    cycle t is valid on `o_q` in cycle t + LATENCY (4) when `o_q` is ready; one row per cycle.
-    Each stage advances when it is empty or its successor advances, so bubbles collapse and a
-    stalled `o_q` fills the pipeline before `i_acc.ready` falls; no row is lost or repeated.
-    `i_acc.ready` depends combinationally on `o_q.ready` (a chain of `cols`-independent ORs).
+    Six pipeline stages: (1) x, (2) the partial products of x * M, one per pair of 17-bit limbs
+    (`systolic.hdl.dsp_product`), (3) their sum p, (4) the coarse half of the rounding shift
+    (`round_shift.coarse_shift`: by 8 times the amount's top three bits, into a saturated
+    window of out_width + WINDOW_MARGIN bits and a sticky bit), (5) the fine half
+    (`round_shift.fine_round_parts`) with the floor saturated to out_width + 2 bits, (6)
+    round-up, zero point and clamp. A row transferred on `i_acc` in cycle t is valid on `o_q`
+    in cycle t + LATENCY (6) when `o_q` is ready; one row per cycle. Each stage advances when
+    it is empty or its successor advances, so bubbles collapse and a stalled `o_q` fills the
+    pipeline before `i_acc.ready` falls; no row is lost or repeated. `i_acc.ready` depends
+    combinationally on `o_q.ready` (a chain of `cols`-independent ORs). STORE's `fixed_cycles`
+    K = 3 + LATENCY = 9 in `systolic.sim.timing.store_timing`, the native facts and
+    docs/cycle-model.md.
 
     Cost per lane
     -------------
-    One 33-bit adder (for acc_width <= 32), one signed 33 x 32 multiplier producing 65 bits
-    (four 18 x 18 DSP multipliers, or two 27 x 18; a synthesis tool should retime stage 2
-    across the DSP pipeline registers at high clock rates), a 66-bit arithmetic barrel shifter
-    with 6 mux levels plus a 65-bit sticky OR, two (out_width + 3)-bit adders and four
-    comparators. Registers: 33 + 65 + (out_width + 3) + out_width bits, plus one valid and one
-    `last` bit per stage.
+    One 33-bit adder (for acc_width <= 32), four signed 18 x 18 multipliers (one DSP block each;
+    more limbs for wider accumulators) and a 65-bit adder tree of depth 2, an 8:1 mux of
+    out_width + 11 bits with eight sign tests of p's top bits and a 67-bit sticky OR, a
+    (out_width + 11)-bit shifter of three mux levels, two (out_width + 3)-bit adders and four
+    comparators. Registers: 33 + 4 x 36 + 65 + (out_width + 12) + (out_width + 3) + out_width
+    bits, plus one valid and one `last` bit per stage.
 
-    FPGA note (bench/README.md, "FPGA"): on ECP5 the product maps to four MULT18X18D blocks
-    whose partial products are summed by LUT carry chains within stage 2, and stage 3 is a
-    66-bit barrel shifter, a 66-bit comparison and the sticky OR: neither fits 10 ns. Splitting
-    the product into registered DSP-sized partial products summed in the next stage needs one
-    more stage, and the shift another; with LATENCY 4 fixed by the cycle model (STORE's
-    `fixed_cycles` K = 3 + LATENCY = 7 in `systolic.sim.timing.store_timing`, the native
-    timing engine and docs/cycle-model.md), that is a change of the cycle model, not a retiming.
+    FPGA note (bench/README.md, "FPGA"): with four stages (session 8) the four MULT18X18D
+    blocks' partial products were summed by carry chains in the product's stage and the next
+    was a 66-bit barrel shifter, comparison and sticky OR: 40.2 MHz on ECP5; each of the six
+    stages now holds at most one DSP block, one adder tree or a few LUT levels.
     """
 
     def __init__(self, *, cols: int, acc_width: int = 32, out_width: int = 8):
@@ -137,16 +147,10 @@ class OutputStage(wiring.Component):
         cols, ow = self._cols, self._out_width
         sum_width = max(self._acc_width, PARAM_WIDTH) + 1
         product_width = sum_width + MULTIPLIER_WIDTH
+        keep = ow + WINDOW_MARGIN  # coarse_shift's window: saturates beyond the clamp range
         floor_max = 2**ow - 1  # any floor beyond +-(2**ow) clamps the same as these bounds
         floor_min = -(2**ow) - 1
 
-        s1 = Signal(_row_layout(signed(sum_width), cols))
-        s2 = Signal(_row_layout(signed(product_width), cols))
-        s3 = Signal(data.StructLayout({
-            "floor": data.ArrayLayout(signed(ow + 2), cols),
-            "round_up": data.ArrayLayout(1, cols),
-            "last": 1,
-        }))
         valid = [Signal(name=f"valid{k}") for k in range(1, LATENCY + 1)]
         # advance[k]: stage k + 1 loads from its predecessor this cycle.
         advance = [Signal(name=f"advance{k}") for k in range(1, LATENCY + 1)]
@@ -160,36 +164,49 @@ class OutputStage(wiring.Component):
         m.d.comb += [
             self.i_acc.ready.eq(advance[0]),
             self.o_q.valid.eq(valid[-1]),
-            self.busy.eq(valid[0] | valid[1] | valid[2] | valid[3]),
+            self.busy.eq(Cat(*valid).any()),
         ]
-
-        acc = self.i_acc.payload
-        out = self.o_q.payload
-        with m.If(advance[0]):
-            m.d.sync += s1.last.eq(acc.last)
-            for i in range(cols):
-                m.d.sync += s1.data[i].eq(acc.data[i] + self.bias[i])
-        with m.If(advance[1]):
-            m.d.sync += s2.last.eq(s1.last)
-            for i in range(cols):
-                m.d.sync += s2.data[i].eq(s1.data[i] * self.multiplier[i])
-        # The shift amounts, registered every cycle: a row reaches stage 3 two cycles after its
-        # tile's first transfer, and the parameters are stable from that transfer on, so the
-        # register holds the tile's amounts by then (the adder leaves the stage's path).
+        # `last` travels beside the rows, one register per stage.
+        lasts = [Signal(name=f"last{k}") for k in range(1, LATENCY + 1)]
+        for k, previous in enumerate([self.i_acc.payload.last, *lasts[:-1]]):
+            with m.If(advance[k]):
+                m.d.sync += lasts[k].eq(previous)
+        m.d.comb += self.o_q.payload.last.eq(lasts[-1])
+        # The shift amounts, registered every cycle: a row reaches stage 4 three cycles after
+        # its tile's first transfer, and the parameters are stable from that transfer on, so
+        # the register holds the tile's amounts by then (the adder leaves the stages' paths).
         amounts = [Signal(SHIFT_WIDTH, name=f"amount{i}") for i in range(cols)]
         m.d.sync += [amounts[i].eq((self.shift[i] + 31).as_unsigned()[:SHIFT_WIDTH])
                      for i in range(cols)]
-        with m.If(advance[2]):
-            m.d.sync += s3.last.eq(s2.last)
-            for i in range(cols):
-                floor, round_up = round_shift_parts(s2.data[i], amounts[i])
-                raised = Mux(floor < floor_min, floor_min, floor)
-                saturated = Mux(raised > floor_max, floor_max, raised)
-                m.d.sync += [s3.floor[i].eq(saturated), s3.round_up[i].eq(round_up)]
-        with m.If(advance[3]):
-            m.d.sync += out.last.eq(s3.last)
-            for i in range(cols):
-                offset = s3.floor[i] + s3.round_up[i] + self.zero_point
-                raised = Mux(offset < self.lo, self.lo, offset)
-                m.d.sync += out.data[i].eq(Mux(raised > self.hi, self.hi, raised))
+        for i in range(cols):
+            self._lane(m, i, advance, amounts[i], sum_width, product_width, keep,
+                       (floor_min, floor_max))
         return m
+
+    def _lane(self, m, i, advance, amount, sum_width, product_width, keep, floor_range):
+        """Add lane `i`'s six stages (see the class docstring) to `m`."""
+        x = Signal(signed(sum_width), name=f"x{i}")
+        with m.If(advance[0]):
+            m.d.sync += x.eq(self.i_acc.payload.data[i] + self.bias[i])
+        pieces = partial_products(x, self.multiplier[i])
+        partials = [Signal(signed(len(p)), name=f"partial{i}_{k}") for k, (p, _) in enumerate(pieces)]
+        with m.If(advance[1]):
+            m.d.sync += [r.eq(p) for r, (p, _) in zip(partials, pieces, strict=True)]
+        product = Signal(signed(product_width), name=f"product{i}")
+        with m.If(advance[2]):
+            m.d.sync += product.eq(sum_partials(partials, [k for _, k in pieces], product_width))
+        window, sticky = Signal(signed(keep), name=f"window{i}"), Signal(name=f"sticky{i}")
+        with m.If(advance[3]):
+            coarse = coarse_shift(product, amount[_FINE_BITS:], keep)
+            m.d.sync += [window.eq(coarse[0]), sticky.eq(coarse[1])]
+        floor = Signal(signed(self._out_width + 2), name=f"floor{i}")
+        round_up = Signal(name=f"round_up{i}")
+        with m.If(advance[4]):
+            full, up = fine_round_parts(window, sticky, amount[:_FINE_BITS])
+            raised = Mux(full < floor_range[0], floor_range[0], full)
+            m.d.sync += [floor.eq(Mux(raised > floor_range[1], floor_range[1], raised)),
+                         round_up.eq(up)]
+        with m.If(advance[5]):
+            offset = floor + round_up + self.zero_point
+            raised = Mux(offset < self.lo, self.lo, offset)
+            m.d.sync += self.o_q.payload.data[i].eq(Mux(raised > self.hi, self.hi, raised))

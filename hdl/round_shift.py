@@ -4,11 +4,20 @@
 of the quotient and a one-bit round-up, so a pipeline can register the wide shifter's result
 before the (narrow) increment. No division: one barrel shifter, a thermometer mask and an
 OR tree.
+
+`coarse_shift` and `fine_round_parts` compute the same over two pipeline stages: the first
+shifts by a multiple of COARSE_STEP and keeps only a narrow, saturated window of the result
+(with the sticky bits it dropped), the second shifts that window by the rest and rounds.
 """
 
-from amaranth.hdl import Cat, Const, Value
+from amaranth.hdl import Array, Cat, Const, Mux, Value
 
-__all__ = ["round_shift_parts"]
+__all__ = ["COARSE_STEP", "coarse_shift", "fine_round_parts", "round_shift_parts"]
+
+COARSE_STEP = 8
+"""`coarse_shift` shifts by COARSE_STEP times its amount; `fine_round_parts` by 0..7 more."""
+
+_FINE_BITS = 3  # log2(COARSE_STEP)
 
 
 def round_shift_parts(value: Value, amount: Value) -> tuple[Value, Value]:
@@ -30,4 +39,65 @@ def round_shift_parts(value: Value, amount: Value) -> tuple[Value, Value]:
     sticky_mask = Cat(*(Const(j + 2, len(amount) + 1) <= amount for j in range(width)))
     sticky = (value.as_unsigned() & sticky_mask).any()
     round_up = guard & (sticky | floor[0])
+    return floor, round_up
+
+
+def coarse_shift(value: Value, high: Value, keep: int) -> tuple[Value, Value]:
+    """First stage of a two-stage rounding shift by a = COARSE_STEP * high + low.
+
+    Return (window, sticky) for signed `value` (w bits) and unsigned `high`:
+
+    - `window`: u = (value * 4) >> (COARSE_STEP * high) (arithmetic; the two extra low bits
+      carry the guard and the first sticky bit to the second stage) as a signed `keep`-bit
+      value, saturated to [-2**(keep - 1), 2**(keep - 1) - 1] when u does not fit;
+    - `sticky`: the OR of the bits of `value * 4` below COARSE_STEP * high (all of them lie
+      below the final guard bit).
+
+    Cost: a 2**len(high) : 1 mux of `keep` bits, per amount an equality test of `value`'s top
+    bits against its sign (whether u fits), and an OR tree of w bits in groups of COARSE_STEP.
+    """
+    if keep < COARSE_STEP + 2:
+        raise ValueError(f"keep must be at least {COARSE_STEP + 2}, not {keep}")
+    quadrupled = Cat(Const(0, 2), value)  # bit i is bit i - 2 of value
+    top = len(quadrupled) - 1
+
+    def bit(i: int) -> Value:
+        return quadrupled[min(i, top)]
+
+    sign = value[-1]
+    amounts = range(2 ** len(high))
+    candidates = Array(Cat(*(bit(COARSE_STEP * h + j) for j in range(keep))).as_signed()
+                       for h in amounts)
+    # u fits in keep bits when its bits from keep - 1 up (quadrupled's bits from
+    # COARSE_STEP * h + keep - 1 up) all equal the sign.
+    fits = Array((quadrupled[min(COARSE_STEP * h + keep - 1, top):] == 0) | (
+        quadrupled[min(COARSE_STEP * h + keep - 1, top):].all()) for h in amounts)
+    saturated = Cat((~sign).replicate(keep - 1), sign).as_signed()
+    window = Mux(fits[high], candidates[high], saturated)
+    groups = [quadrupled[COARSE_STEP * g:COARSE_STEP * (g + 1)].any() for g in amounts]
+    sticky = Cat(*(groups[g] & (Const(g, len(high) + 1) < high) for g in amounts)).any()
+    return window, sticky
+
+
+def fine_round_parts(window: Value, sticky: Value, low: Value) -> tuple[Value, Value]:
+    """Second stage: return (floor, round_up) from `coarse_shift`'s (window, sticky) and the
+    amount's low bits `low` (unsigned, < COARSE_STEP).
+
+    When the window was not saturated, floor + round_up == round_half_to_even(value / 2**a)
+    for a = COARSE_STEP * high + low, and floor == value >> a. When it was, floor is
+    (2**(keep - 1) - 1) >> (low + 2) or -2**(keep - 1) >> (low + 2): at least
+    2**(keep - 10) - 1, or at most -2**(keep - 10), with the value's sign, and round_up is
+    meaningless; a caller that clamps the floor to a range inside those bounds (and whose
+    clamp does not depend on round_up) gets the exact result. `floor` is signed,
+    len(window) - 2 bits.
+    """
+    if len(low) > _FINE_BITS:
+        raise ValueError(f"low must have at most {_FINE_BITS} bits, not {len(low)}")
+    shifted = window >> low
+    floor = shifted[2:].as_signed()
+    guard = shifted[1]
+    # Bits 0 .. low of the window lie below the guard (bit low + 1).
+    below = Cat(*(Const(j, _FINE_BITS + 1) <= low for j in range(COARSE_STEP)))
+    rest = (window[:COARSE_STEP] & below).any()
+    round_up = guard & (sticky | rest | floor[0])
     return floor, round_up

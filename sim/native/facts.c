@@ -107,11 +107,11 @@ static int store_facts(const uint64_t *w, int opcode, int64_t operand_bytes, int
                        int64_t *cost, int64_t *first, int64_t *last) {
     int64_t rows, row_bytes, fixed, reader = 1, ext, n0, s0, s1;
     switch (opcode) {
-    case OP_STORE: /* (raw: 4-byte elements, K 7) */
+    case OP_STORE: /* (raw: 4-byte elements, K 9) */
         if (FIELD(w, STORE_RAW) && FIELD(w, STORE_LUT)) return 1;
         rows = FIELD(w, STORE_M);
         row_bytes = FIELD(w, STORE_N) * (FIELD(w, STORE_RAW) ? RAW_BYTES : operand_bytes);
-        fixed = FIELD(w, STORE_LUT) ? 8 : 7;
+        fixed = FIELD(w, STORE_LUT) ? 10 : 9;
         ext = FIELD(w, STORE_EXT), n0 = FIELD(w, STORE_N0);
         s0 = FIELD(w, STORE_ROW_STRIDE0), s1 = FIELD(w, STORE_ROW_STRIDE1);
         break;

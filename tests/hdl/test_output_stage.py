@@ -235,7 +235,7 @@ def test_latency_and_backpressure_hold():
     sim.add_testbench(testbench)
     sim.run()
 
-    assert log["latency"] == LATENCY == 4
+    assert log["latency"] == LATENCY == 6
     assert log["first"] == [7, -2]
     assert log["accepted"] == LATENCY
     assert log["received"] == [[i, -i + 5] for i in range(LATENCY)]

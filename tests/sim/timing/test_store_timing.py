@@ -53,8 +53,8 @@ def test_store_is_sum_of_beats() -> None:
     store = Store(acc_row=3, m=5, n=3, param_row=7, zero_point=3, lo=-100, hi=100, ext=101,
                   n0=2, row_stride0=5, row_stride1=17)
     assert row_beats(store, CONFIG) == [1, 2, 2, 2, 2]
-    assert duration(store, CONFIG) == 1 + 9 + 7
-    assert unit_timing(store, CONFIG) == UnitTiming(busy=18, latency=17)
+    assert duration(store, CONFIG) == 1 + 9 + 9
+    assert unit_timing(store, CONFIG) == UnitTiming(busy=20, latency=19)
     assert duration_timing(17) == UnitTiming(busy=18, latency=17)
 
 
@@ -106,13 +106,13 @@ def test_random_rows_match_stepped_model(seed: int) -> None:
 
 
 def test_lut_and_mul_add_one_pipeline_stage() -> None:
-    # docs/isa.md: K is 8 for STORE with lut (7), 4 for COPY with lut (3), 9 for ADD with mul
+    # docs/isa.md: K is 10 for STORE with lut (9), 4 for COPY with lut (3), 9 for ADD with mul
     # (8); b_broadcast changes nothing (operand b's row is read again for every output row).
     store = Store(acc_row=0, m=3, n=2, param_row=0, zero_point=0, lo=-128, hi=127, ext=5)
     copy = Copy(in_row=0, m=3, lanes=2, ext=5)
     add = Add(a_row=0, b_row=4, m=3, lanes=2, multiplier_a=1, multiplier_b=0, shift=0,
               zp_a=0, zp_b=0, zp_out=0, lo=-128, hi=127, ext=5)
-    for instr, plain, lut in ((store, 7, 8), (copy, 3, 4)):
+    for instr, plain, lut in ((store, 9, 10), (copy, 3, 4)):
         flagged = dataclasses.replace(instr, lut=True)
         assert (fixed_cycles(instr), fixed_cycles(flagged)) == (plain, lut)
         assert duration(flagged, CONFIG) == duration(instr, CONFIG) + 1
@@ -143,11 +143,11 @@ def test_table_wide_reads_ceil_512_over_dim_rows(rows: int, cols: int, wide_rows
 
 def test_store_raw_writes_rows_of_four_bytes_per_lane() -> None:
     # rows of 12 bytes at 101, 118, 135 on a 4-byte bus: 101..112 is 4 beats, 118..129 4,
-    # 135..146 4; K stays 7
+    # 135..146 4; K stays 9
     store = Store(acc_row=0, m=3, n=3, param_row=0, zero_point=0, lo=0, hi=0, ext=101,
                   row_stride1=17, raw=True)
     assert row_beats(store, CONFIG) == [4, 4, 4]
-    assert duration(store, CONFIG) == 1 + 12 + 7 == stepped(store, CONFIG)
+    assert duration(store, CONFIG) == 1 + 12 + 9 == stepped(store, CONFIG)
     wide = dataclasses.replace(CONFIG, input_width=16)  # (4-byte rows whatever operand_bytes)
     assert row_beats(store, wide) == [4, 4, 4]
     plain = dataclasses.replace(store, raw=False)
