@@ -1,0 +1,81 @@
+"""A DequantizeLinear of a one-element constant (or of the QuantizeLinear of one) read only by
+element-wise ops becomes the float constant it computes (onnxruntime's static QDQ quantizer quantizes every input of a
+Mul or Add, the scalar constants too: BERT's 1/sqrt(d) scaling, GELU's 0.5 and 1/sqrt(2),
+LayerNorm's epsilon).
+
+The value is the reference DequantizeLinear's own result, so the model computes exactly what
+it did. Kept as float, the scalar is a constant of the element-wise region around it: a
+function of one quantized tensor (one activation table), a layer normalization's epsilon;
+dequantized, it counted as a second quantized tensor and the op stayed on the host. Biases
+(int32), weights (any reader that is not element-wise) and larger constants are untouched.
+"""
+
+import dataclasses
+from collections.abc import Mapping
+
+import numpy as np
+
+from systolic.ir import DataType, Model, Node
+from systolic.mapper.passes.fuse_tables import ELEMENTWISE
+from systolic.mapper.passes.graph_tools import (
+    Namer,
+    constants_of,
+    rename_inputs,
+    replace_graph,
+    tensor,
+)
+from systolic.mapper.passes.report import FOLDED, PassReport
+from systolic.reference.executor import make_op
+
+__all__ = ["fold_scalar_dequantize"]
+
+_EIGHT_OR_SIXTEEN_BIT = frozenset({DataType.INT8, DataType.UINT8, DataType.INT16,
+                                   DataType.UINT16})
+
+
+def fold_scalar_dequantize(model: Model, report: PassReport) -> Model:
+    """Return `model` with each DequantizeLinear of a one-element 8/16-bit constant, whose
+    readers are all element-wise ops, replaced by its float value; `model` itself when none
+    is."""
+    graph = model.graph
+    constants, consumers = constants_of(graph), graph.consumers()
+    producers, opsets = graph.producers(), dict(model.opsets)
+    outputs = {info.name for info in graph.outputs}
+    namer, added, alias = Namer(graph), [], {}
+    for node in graph.nodes:
+        if node.op_type != "DequantizeLinear" or node.domain != "":
+            continue
+        readers = consumers.get(node.outputs[0], [])
+        if (not readers or node.outputs[0] in outputs
+                or any(r.op_type not in ELEMENTWISE or r.domain != "" for r in readers)):
+            continue
+        x = _scalar_integer(node.inputs[0], constants, producers, opsets)
+        if (x is None or DataType.from_numpy(x.dtype) not in _EIGHT_OR_SIXTEEN_BIT
+                or any(name and name not in constants for name in node.inputs[1:])):
+            continue
+        op = make_op(node, opsets)
+        (value,) = op.run([x, *(constants[n] if n else None for n in node.inputs[1:])])
+        name = namer(f"{node.outputs[0]}_value")
+        added.append(tensor(name, value))
+        alias[node.outputs[0]] = name
+        report.record(node.label, FOLDED, reason="a dequantized scalar constant")
+    if not alias:
+        return model
+    nodes = [rename_inputs(node, alias) for node in graph.nodes]
+    return dataclasses.replace(model, graph=replace_graph(graph, nodes, added))
+
+
+def _scalar_integer(name: str, constants: Mapping[str, np.ndarray],
+                    producers: Mapping[str, Node], opsets: dict[str, int]) -> np.ndarray | None:
+    """The value of `name` when it holds one element and is a constant or the QuantizeLinear
+    of constants (a Constant node's value quantized by onnxruntime); else None."""
+    if name in constants:
+        value = constants[name]
+        return value if value.size == 1 else None
+    source = producers.get(name)
+    if (source is None or source.op_type != "QuantizeLinear" or source.domain != ""
+            or any(n and n not in constants for n in source.inputs)
+            or constants[source.inputs[0]].size != 1):
+        return None
+    (value,) = make_op(source, opsets).run([constants[n] if n else None for n in source.inputs])
+    return value
