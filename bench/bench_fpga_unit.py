@@ -11,6 +11,8 @@ resources, Fmax and the critical path. Run it under `nice`; usage:
     nice -n 19 python bench/bench_fpga_unit.py dispatcher --array 8x8 [--synth-only]
     nice -n 19 python bench/bench_fpga_unit.py load --array 8x8 --spad-kib 8 --acc-kib 8
     nice -n 19 python bench/bench_fpga_unit.py stage --array 8x8
+    nice -n 19 python bench/bench_fpga_unit.py vector --array 8x8 --synth-only
+    nice -n 19 python bench/bench_fpga_unit.py store --array 8x8 --synth-only
 """
 
 import argparse
@@ -33,7 +35,7 @@ from systolic.verilog.fpga_parts import PARTS
 from systolic.verilog.fpga_tools import YOSYS_PHASES, PhaseClock, run_tool
 from systolic.verilog.synth import without_zero_memory_init
 
-UNITS = ("dispatcher", "load", "stage")
+UNITS = ("dispatcher", "load", "stage", "vector", "store")
 _LOGIC = ("LUT4", "PFUMX", "L6MUX21", "CCU2C")
 
 
@@ -51,6 +53,14 @@ def build_unit(which: str, config: ArrayConfig) -> tuple[Any, str]:
         from systolic.hdl.load_unit import LoadUnit
 
         return LoadUnit(config, mem_latency=config.mem_latency), "load_unit"
+    if which == "vector":
+        from systolic.hdl.vector_unit import VectorUnit
+
+        return VectorUnit(lanes=config.dim, input_width=config.input_width), "vector_unit"
+    if which == "store":
+        from systolic.hdl.store_unit import StoreUnit
+
+        return StoreUnit(config), "store_unit"
     from systolic.hdl.output_stage import OutputStage
 
     return OutputStage(cols=config.cols), "output_stage"

@@ -187,7 +187,8 @@ class VectorUnit(wiring.Component):
                 m.d.sync += [
                     s3.t[i].eq(total[i]),
                     s3.factor[i].eq(s2.p[i]),
-                    s3b[i].eq(s3.t[i] * s3.factor[i]),
+                    # PRODUCT: t is (a - zero_in[0]) * multiplier[0], product_width bits
+                    s3b[i].eq(s3.t[i][:product_width].as_signed() * s3.factor[i]),
                 ]
                 reduced = Mux(is_product, s3b[i], s3.t[i])
                 floor, round_up = round_shift_parts(reduced, amount)
