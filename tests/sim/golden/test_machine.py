@@ -8,6 +8,7 @@ compares whole outputs with an independent oracle: numpy integer matmuls and loo
 
 import dataclasses
 import re
+from collections.abc import Iterable
 from fractions import Fraction
 
 import numpy as np
@@ -35,6 +36,8 @@ from systolic.isa.params import pack_params
 from systolic.isa.program import MemorySegment, Program, TensorPlacement, TensorRole
 from systolic.isa.requant import requantize
 from systolic.sim.golden.machine import Machine, run_program
+
+from ...support.random_programs import SyntheticProgram
 
 WS = ArrayConfig(rows=8, cols=8, spad_kib=16, acc_kib=4)
 OS = dataclasses.replace(WS, rows=4, cols=6, dataflow=Dataflow.OS)
@@ -562,17 +565,46 @@ def run_in_order(program: Program, x_pad: np.ndarray, order) -> np.ndarray:
     return machine.memory.copy()
 
 
+def hazard_orders(deps: list[set[int]], rng: np.random.Generator,
+                  count: int) -> list[list[int]]:  # fmt: skip
+    """Return `count` random orders of instructions 0 .. len(deps) - 1 in which each comes
+    after the instructions of its `deps` entry (the orders the hardware's hazards allow)."""
+    orders = []
+    for _ in range(count):
+        done: list[int] = []
+        while len(done) < len(deps):
+            ready = [i for i in range(len(deps)) if i not in done and deps[i] <= set(done)]
+            done.append(int(rng.choice(ready)))
+        orders.append(done)
+    return orders
+
+
+def assert_hazard_orders_match(case: SyntheticProgram, rng: np.random.Generator,
+                               count: int = 5) -> None:  # fmt: skip
+    """Run `case`'s instructions in `count` orders its hazards allow (`hazard_orders`); each
+    must leave memory as program order does."""
+    instructions = case.program.instructions
+
+    def memory_after(order: Iterable[int]) -> np.ndarray:
+        machine = Machine(case.program.config, len(case.memory))
+        machine.memory[:] = np.frombuffer(bytes(case.memory), np.uint8)
+        for index in order:
+            machine.execute(instructions[index])
+        return machine.memory
+
+    deps = dependencies(instructions, case.program.config)
+    reference = memory_after(range(len(deps)))
+    for order in hazard_orders(deps, rng, count):
+        np.testing.assert_array_equal(memory_after(order), reference)
+
+
 def test_any_order_the_hazards_allow_matches_program_order() -> None:
     program, x_pad = pipeline_program()
     deps = dependencies(program.instructions, program.config)
     reference = run_in_order(program, x_pad, range(len(program.instructions)))
     rng = np.random.default_rng(0)
     orders = set()
-    for _ in range(20):
-        done: list[int] = []
-        while len(done) < len(deps):
-            ready = [i for i in range(len(deps)) if i not in done and deps[i] <= set(done)]
-            done.append(int(rng.choice(ready)))
+    for done in hazard_orders(deps, rng, 20):
         orders.add(tuple(done))
         np.testing.assert_array_equal(run_in_order(program, x_pad, done), reference)
     assert len(orders) > 1  # the units really overlap

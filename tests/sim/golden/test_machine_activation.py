@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig
-from systolic.isa.hazards import dependencies
 from systolic.isa.instructions import (
     Add,
     Compute,
@@ -27,6 +26,7 @@ from systolic.isa.params import pack_params
 from systolic.sim.golden.machine import Machine
 
 from ...support.random_programs import random_program
+from .test_machine import assert_hazard_orders_match
 
 WS = ArrayConfig(rows=8, cols=8, spad_kib=16, acc_kib=4)
 TABLE_ADDR, X_ADDR, Y_ADDR, W_ADDR, PARAMS_ADDR = 0x0, 0x400, 0x800, 0xC00, 0x1000
@@ -195,14 +195,6 @@ def _looks_up_after_a_table(instrs: tuple[Instruction, ...]) -> bool:
     return bool(tables) and any(getattr(instr, "lut", False) for instr in instrs[tables[0]:])
 
 
-def _memory_after(case, order) -> np.ndarray:
-    machine = Machine(case.program.config, len(case.memory))
-    machine.memory[:] = np.frombuffer(bytes(case.memory), np.uint8)
-    for index in order:
-        machine.execute(case.program.instructions[index])
-    return machine.memory
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_any_order_the_hazards_allow_matches_program_order(seed: int) -> None:
     # The table is ST-unit state: the ST queue's order (a `dependencies` edge from each ST
@@ -212,11 +204,4 @@ def test_any_order_the_hazards_allow_matches_program_order(seed: int) -> None:
     case = next(c for c in (random_program(config, rng, layers=5, activation=True)
                             for _ in range(200))
                 if _looks_up_after_a_table(c.program.instructions))
-    deps = dependencies(case.program.instructions, config)
-    reference = _memory_after(case, range(len(deps)))
-    for _ in range(5):
-        done: list[int] = []
-        while len(done) < len(deps):
-            ready = [i for i in range(len(deps)) if i not in done and deps[i] <= set(done)]
-            done.append(int(rng.choice(ready)))
-        np.testing.assert_array_equal(_memory_after(case, done), reference)
+    assert_hazard_orders_match(case, rng)

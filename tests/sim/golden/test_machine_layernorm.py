@@ -10,7 +10,6 @@ import pytest
 
 from systolic.config import ArrayConfig
 from systolic.ir import Attrs
-from systolic.isa.hazards import dependencies
 from systolic.isa.instructions import Halt, Instruction, LayerNorm, Load, LoadTarget
 from systolic.isa.layernorm import inverse_sqrt
 from systolic.isa.softmax import softmax_row_chunks
@@ -18,6 +17,7 @@ from systolic.reference.ops.op_systolic_qlayernorm import QLayerNorm
 from systolic.sim.golden.machine import Machine
 
 from ...support.random_programs import random_program
+from .test_machine import assert_hazard_orders_match
 
 WS = ArrayConfig(rows=8, cols=8, spad_kib=16, acc_kib=4)
 DIM5 = dataclasses.replace(WS, rows=3, cols=5)
@@ -154,14 +154,6 @@ def test_layernorm_equals_the_reference_operator(config: ArrayConfig) -> None:
     np.testing.assert_array_equal(read_rows(machine, 6, 37), op.run([x.astype(np.int8)])[0])
 
 
-def _memory_after(case, order) -> np.ndarray:  # type: ignore[no-untyped-def]
-    machine = Machine(case.program.config, len(case.memory))
-    machine.memory[:] = np.frombuffer(bytes(case.memory), np.uint8)
-    for index in order:
-        machine.execute(case.program.instructions[index])
-    return machine.memory
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_any_order_the_hazards_allow_matches_program_order(seed: int) -> None:
     """LAYERNORM's footprint (its spad_in rows read, its rows written) orders it as needed."""
@@ -170,11 +162,4 @@ def test_any_order_the_hazards_allow_matches_program_order(seed: int) -> None:
     case = next(c for c in (random_program(config, rng, layers=6, activation=True,
                                            softmax=True, layernorm=True) for _ in range(50))
                 if sum(isinstance(i, LayerNorm) for i in c.program.instructions) >= 2)
-    deps = dependencies(case.program.instructions, config)
-    reference = _memory_after(case, range(len(deps)))
-    for _ in range(5):
-        done: list[int] = []
-        while len(done) < len(deps):
-            ready = [i for i in range(len(deps)) if i not in done and deps[i] <= set(done)]
-            done.append(int(rng.choice(ready)))
-        np.testing.assert_array_equal(_memory_after(case, done), reference)
+    assert_hazard_orders_match(case, rng)

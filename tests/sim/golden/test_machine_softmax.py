@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig
-from systolic.isa.hazards import dependencies
 from systolic.isa.instructions import (
     Halt,
     Instruction,
@@ -25,6 +24,7 @@ from systolic.isa.requant import quantize_multiplier
 from systolic.sim.golden.machine import Machine
 
 from ...support.random_programs import random_program
+from .test_machine import assert_hazard_orders_match
 
 WS = ArrayConfig(rows=8, cols=8, spad_kib=16, acc_kib=4)
 DIM5 = dataclasses.replace(WS, rows=3, cols=5)
@@ -235,14 +235,6 @@ def test_store_raw_writes_wrapped_int32_of_acc_plus_bias(config: ArrayConfig) ->
     assert not machine.memory[Y_ADDR + 4 * n : Y_ADDR + stride].any()  # the gap untouched
 
 
-def _memory_after(case, order) -> np.ndarray:
-    machine = Machine(case.program.config, len(case.memory))
-    machine.memory[:] = np.frombuffer(bytes(case.memory), np.uint8)
-    for index in order:
-        machine.execute(case.program.instructions[index])
-    return machine.memory
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_any_order_the_hazards_allow_matches_program_order(seed: int) -> None:
     # The exp table is ST-unit state like the activation table: the ST queue's order keeps
@@ -252,11 +244,4 @@ def test_any_order_the_hazards_allow_matches_program_order(seed: int) -> None:
     case = next(c for c in (random_program(config, rng, layers=6, activation=True,
                                            softmax=True) for _ in range(50))
                 if sum(isinstance(i, Softmax) for i in c.program.instructions) >= 2)
-    deps = dependencies(case.program.instructions, config)
-    reference = _memory_after(case, range(len(deps)))
-    for _ in range(5):
-        done: list[int] = []
-        while len(done) < len(deps):
-            ready = [i for i in range(len(deps)) if i not in done and deps[i] <= set(done)]
-            done.append(int(rng.choice(ready)))
-        np.testing.assert_array_equal(_memory_after(case, done), reference)
+    assert_hazard_orders_match(case, rng)

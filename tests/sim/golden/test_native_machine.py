@@ -9,6 +9,7 @@ compiled programs as a whole with `Machine.run`; errors raise Python's exact mes
 """
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,7 @@ from systolic.isa.instructions import (
 )
 from systolic.isa.memories import Memory, depth
 from systolic.isa.params import pack_params
+from systolic.isa.program import Program, TensorRole
 from systolic.mapper.importer import load_model
 from systolic.mapper.lowering import CompiledModel, compile_model
 from systolic.mapper.passes.pipeline import run_passes
@@ -105,9 +107,14 @@ def machines(cfg: ArrayConfig, image: np.ndarray) -> tuple[Machine, Machine]:
     return native, python
 
 
+StateCheck = Callable[[Machine, Machine, str], None]
+"""A comparison of two machines beyond `assert_same_state` (e.g. their tables), `where` named."""
+
+
 def compare_step_by_step(cfg: ArrayConfig, instructions: list[Instruction],
-                         image: np.ndarray) -> None:
-    """Execute each instruction natively and with `Machine.execute`; compare after each."""
+                         image: np.ndarray, also: StateCheck | None = None) -> None:
+    """Execute each instruction natively (it must run there) and with `Machine.execute`;
+    compare the state, and `also` what it compares, after each."""
     native, python = machines(cfg, image)
     words = encode_words(instructions)
     for index, instr in enumerate(instructions):
@@ -116,6 +123,48 @@ def compare_step_by_step(cfg: ArrayConfig, instructions: list[Instruction],
         expected = NativeStatus.OK if isinstance(instr, Halt) else NativeStatus.NO_HALT
         assert (status, failed) == (expected, 1), f"{instr} on {cfg}"
         assert_same_state(native, python, f"after {index}: {instr} on {cfg}")
+        if also is not None:
+            also(native, python, f"after {index}: {instr}")
+
+
+def compare_run(cfg: ArrayConfig, instructions: list[Instruction], image: np.ndarray,
+                also: StateCheck | None = None) -> Machine:
+    """Run the whole program natively (every instruction must run there) and with
+    `Machine.run`; compare the state and `also` what it compares; return the native machine."""
+    native, python = machines(cfg, image)
+    python.run(instructions)
+    status, _ = native_execute(cfg, encode_words(instructions), native.memory, native)
+    assert status == NativeStatus.OK  # (the C engine ran every instruction itself)
+    assert_same_state(native, python)
+    if also is not None:
+        also(native, python, "")
+    return native
+
+
+def kinds_of(program: list[Instruction]) -> set[str]:
+    """The instruction classes of `program`, with " wide" or " raw" where those flags are set."""
+    return {" ".join([type(i).__name__, *(f for f in ("wide", "raw") if getattr(i, f, False))])
+            for i in program}
+
+
+def compare_generated(cfg: ArrayConfig, rng: np.random.Generator, programs: int,
+                      also: StateCheck | None = None, **options: object) -> set[str]:
+    """Run `programs` programs of `random_program(cfg, rng, **options)` natively (every
+    instruction must run there) and with `Machine.run`; compare the state and `also` what it
+    compares; return the `kinds_of` instruction seen."""
+    seen: set[str] = set()
+    for _ in range(programs):
+        synthetic = random_program(cfg, rng, **options)  # type: ignore[arg-type]
+        seen |= kinds_of(list(synthetic.program.instructions))
+        image = np.frombuffer(bytes(synthetic.memory), np.uint8)
+        native, python = machines(cfg, image)
+        status, _ = native_execute(cfg, synthetic.program.words, native.memory, native)
+        assert status == NativeStatus.OK  # (the C engine ran every instruction itself)
+        python.run(synthetic.program.instructions)
+        assert_same_state(native, python)
+        if also is not None:
+            also(native, python, "")
+    return seen
 
 
 # -- random instructions with edge fields ----------------------------------------------------
@@ -254,9 +303,15 @@ class Fuzzer:
                        lo, hi, **pattern, flip_sign=flip)
         return Copy(self.int(0, self.spad - m), m, lanes, **pattern, flip_sign=flip)
 
+    def makers(self) -> tuple[Callable[[], Instruction | None], ...]:
+        """The instruction makers `program` draws from, uniformly (repeats weigh more)."""
+        return (self.load, self.load, self.execute, self.execute, self.store, self.vector)
+
     def program(self, size: int) -> list[Instruction]:
+        """Return a params LOAD, then random valid instructions of `makers` up to `size`,
+        then HALT."""
         instrs: list[Instruction] = [Load.params(0, 2, PARAMS_AT, 9 * self.cfg.cols)]
-        makers = (self.load, self.load, self.execute, self.execute, self.store, self.vector)
+        makers = self.makers()
         while len(instrs) < size:
             instr = makers[int(self.rng.integers(len(makers)))]()
             if instr is not None:
@@ -420,6 +475,35 @@ def run_both(cfg: ArrayConfig, instrs: list[Instruction], image: np.ndarray,
     assert str(raised.value) == str(expected.value)
     assert_same_state(native, python)
     return native, python, str(raised.value)
+
+
+def assert_refused(cfg: ArrayConfig, program: list[Instruction], image: np.ndarray,
+                   message: str) -> None:  # fmt: skip
+    """The C engine refuses instruction 1 of `program` as invalid, and then both machines
+    raise the same error, which contains `message`."""
+    native, _ = machines(cfg, image)
+    status, failed = native_execute(cfg, encode_words(program), native.memory, native)
+    assert (status, failed) == (NativeStatus.INVALID, 1)
+    _, _, raised = run_both(cfg, program, image)
+    assert message in raised
+
+
+def compare_compiled(program: Program, seed: int, also: StateCheck | None = None) -> None:
+    """Run a compiled `program` on random inputs natively (every instruction must run there)
+    and with `Machine.run`; compare the state and `also` what it compares."""
+    python = Machine.for_program(program)
+    rng = np.random.default_rng(seed)
+    for placement in program.placements(TensorRole.INPUT):
+        python.memory[placement.address : placement.end] = rng.integers(
+            0, 256, placement.end - placement.address, dtype=np.uint8)
+    native = Machine(program.config, python.memory.size)
+    native.memory[:] = python.memory
+    python.run(program.instructions)
+    status, _ = native_execute(program.config, program.words, native.memory, native)
+    assert status == NativeStatus.OK  # (the C engine ran every instruction itself)
+    assert_same_state(native, python)
+    if also is not None:
+        also(native, python, "")
 
 
 def bad_shift_program(cfg: ArrayConfig) -> tuple[list[Instruction], np.ndarray]:

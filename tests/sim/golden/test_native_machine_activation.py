@@ -10,6 +10,7 @@ message.
 """
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -26,12 +27,15 @@ from systolic.sim.golden.machine import Machine
 from systolic.sim.golden.native_machine import NativeStatus, native_execute, run_native
 
 from ...mapper.lowering.graphs import graph, node, qconv
-from ...support.random_programs import random_program
 from .test_native_machine import CONFIGS as ALL_CONFIGS
 from .test_native_machine import (
     WRITES_END,
     Fuzzer,
+    assert_refused,
     assert_same_state,
+    compare_compiled,
+    compare_generated,
+    compare_run,
     compare_step_by_step,
     config,
     machines,
@@ -106,30 +110,15 @@ class ActivationFuzzer(Fuzzer):
                    self.int(-128, 127), self.int(-128, 127), zero_point, lo, hi, **pattern,
                    flip_sign=self.flip(self.cfg.input_width), mul=mul, b_broadcast=broadcast)
 
-    def program(self, size: int) -> list[Instruction]:
-        instrs: list[Instruction] = [Load.params(0, 2, 5000, 9 * self.cfg.cols)]
-        makers = (self.load, self.load, self.execute, self.table, self.lut_store,
-                  self.lut_copy, self.add_mode, self.store, self.vector)
-        while len(instrs) < size:
-            instr = makers[int(self.rng.integers(len(makers)))]()
-            if instr is not None:
-                instr.check(self.cfg)
-                instrs.append(instr)
-        return [*instrs, Halt()]
+    def makers(self) -> tuple[Callable[[], Instruction | None], ...]:
+        return (self.load, self.load, self.execute, self.table, self.lut_store, self.lut_copy,
+                self.add_mode, self.store, self.vector)
 
 
 def compare_tables_step_by_step(cfg: ArrayConfig, instructions: list[Instruction],
                                 image: np.ndarray) -> None:
     """`compare_step_by_step`, and the activation tables after every instruction."""
-    native, python = machines(cfg, image)
-    words = encode_words(instructions)
-    for index, instr in enumerate(instructions):
-        status, failed = native_execute(cfg, words[index : index + 1], native.memory, native)
-        python.execute(instr)
-        expected = NativeStatus.OK if isinstance(instr, Halt) else NativeStatus.NO_HALT
-        assert (status, failed) == (expected, 1), f"{instr} on {cfg}"
-        assert_same_state(native, python, f"after {index}: {instr}")
-        assert_same_table(native, python, f"after {index}: {instr}")
+    compare_step_by_step(cfg, instructions, image, also=assert_same_table)
 
 
 @requires_native
@@ -156,12 +145,7 @@ def test_random_programs_match_run(cfg: ArrayConfig) -> None:
     rng = np.random.default_rng(5 + cfg.rows)
     fuzzer = ActivationFuzzer(cfg, rng)
     for _ in range(3):
-        program = fuzzer.program(300)
-        native, python = machines(cfg, fuzzer.image())
-        python.run(program)
-        assert run_native(cfg, encode_words(program), native.memory, state=native)
-        assert_same_state(native, python)
-        assert_same_table(native, python)
+        compare_run(cfg, fuzzer.program(300), fuzzer.image(), also=assert_same_table)
 
 
 @requires_native
@@ -170,15 +154,7 @@ def test_generated_programs_with_activation_match_run(cfg: ArrayConfig) -> None:
     """The mapper-like programs of `random_program(activation=True)` on every configuration
     of test_native_machine (1x1 to 128x2, acc_width 10 to 64, 4- to 16-bit operands)."""
     rng = np.random.default_rng(70 + cfg.rows)
-    for _ in range(4):
-        synthetic = random_program(cfg, rng, layers=4, activation=True)
-        image = np.frombuffer(bytes(synthetic.memory), np.uint8)
-        native, python = machines(cfg, image)
-        status, _ = native_execute(cfg, synthetic.program.words, native.memory, native)
-        assert status == NativeStatus.OK  # (the C engine ran every instruction itself)
-        python.run(synthetic.program.instructions)
-        assert_same_state(native, python)
-        assert_same_table(native, python)
+    compare_generated(cfg, rng, 4, also=assert_same_table, layers=4, activation=True)
 
 
 # -- the table as state ---------------------------------------------------------------------
@@ -282,11 +258,7 @@ def test_values_no_load_makes_are_left_to_python() -> None:
 def test_16_bit_activations_refuse_what_needs_8_bits(instr: Instruction, message: str) -> None:
     cfg = config(4, 4, input_width=16, weight_width=16)
     program = [Load.dense(LoadTarget.SPAD_IN, 0, 2, 0, 8, 4), instr, Halt()]
-    native, _ = machines(cfg, np.zeros(64, np.uint8))
-    status, failed = native_execute(cfg, encode_words(program), native.memory, native)
-    assert (status, failed) == (NativeStatus.INVALID, 1)
-    _, _, raised = run_both(cfg, program, np.zeros(64, np.uint8))
-    assert message in raised
+    assert_refused(cfg, program, np.zeros(64, np.uint8), message)
 
 
 @requires_native
@@ -338,16 +310,5 @@ def test_a_compiled_model_with_tables_and_a_multiply_matches_run(cfg: ArrayConfi
     assert {"Table", "Store lut", "Copy lut", "Add mul b_broadcast"} <= {
         " ".join([type(i).__name__, *(f for f in ("lut", "mul", "b_broadcast")
                                       if getattr(i, f, False))]) for i in program.instructions}
-    python = Machine.for_program(program)
-    rng = np.random.default_rng(cfg.rows)
-    inputs = program.placements(TensorRole.INPUT)
-    assert {placement.name for placement in inputs} == {"x", "g"}
-    for placement in inputs:
-        python.memory[placement.address : placement.end] = rng.integers(
-            0, 256, placement.end - placement.address, dtype=np.uint8)
-    native = Machine(cfg, python.memory.size)
-    native.memory[:] = python.memory
-    python.run(program.instructions)
-    assert run_native(cfg, program.words, native.memory, state=native)
-    assert_same_state(native, python)
-    assert_same_table(native, python)
+    assert {placement.name for placement in program.placements(TensorRole.INPUT)} == {"x", "g"}
+    compare_compiled(program, cfg.rows, also=assert_same_table)

@@ -10,6 +10,7 @@ message) and values no LOAD makes (handed to Python).
 """
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -20,17 +21,23 @@ from systolic.isa.instructions import Halt, Instruction, LayerNorm, Load, LoadTa
 from systolic.isa.softmax import softmax_row_chunks
 from systolic.sim.golden.native_machine import NativeStatus, native_execute
 
-from ...support.random_programs import random_program
 from .test_native_machine import CONFIGS as ALL_CONFIGS
-from .test_native_machine import WRITES_END, assert_same_state, config, machines, requires_native
+from .test_native_machine import (
+    assert_refused,
+    compare_generated,
+    compare_run,
+    config,
+    kinds_of,
+    machines,
+    requires_native,
+)
 from .test_native_machine_softmax import (
     CONFIGS,
     SoftmaxFuzzer,
     _id,
     assert_same_tables,
-    compare_run,
+    compare_tables_run,
     compare_tables_step_by_step,
-    kinds_of,
 )
 
 OS = Dataflow.OS
@@ -40,35 +47,16 @@ class LayerNormFuzzer(SoftmaxFuzzer):
     """`SoftmaxFuzzer` plus LAYERNORMs (where the configuration has 8-bit activations)."""
 
     def layernorm(self) -> Instruction | None:
-        if not self.eight_bit:
-            return None
-        dim = self.cfg.dim
-        length = self.int(1, min(3 * dim, self.spad * dim))
-        chunks = softmax_row_chunks(length, self.cfg)
-        m = self.int(1, max(1, min(4, self.spad // chunks)))
-        pattern = self.row_pattern(m, length * self.ob, WRITES_END)
-        if pattern is None:
-            return None
-        zero_point, lo, hi = self.clamp()
         # realistic factors 1 / (2^16 s_y) (shift about 8 .. 12), both extremes, random ones
-        multiplier = int(self.rng.choice([self.int(2**30, 2**31 - 1), -(2**31), 1, -1,
-                                          self.int(-(2**31), 2**31 - 1)]))
-        shift = int(self.rng.choice([self.int(8, 12), -31, 31, self.int(-31, 31)]))
-        eps = int(self.rng.choice([0, self.int(1, 1000), self.int(0, 2**32 - 1), 2**32 - 1]))
-        return LayerNorm(self.int(0, self.spad - m * chunks), m, length, multiplier, shift,
-                         zero_point, lo, hi, **pattern, in_zero_point=self.int(-128, 127),
-                         eps=eps, flip_sign=self.flip(self.cfg.input_width))
+        return self.row_instruction(
+            LayerNorm, lambda: [self.int(8, 12), -31, 31, self.int(-31, 31)],
+            lambda: {"eps": int(self.rng.choice([0, self.int(1, 1000), self.int(0, 2**32 - 1),
+                                                 2**32 - 1])),
+                     "in_zero_point": self.int(-128, 127)})
 
-    def program(self, size: int) -> list[Instruction]:
-        instrs: list[Instruction] = [Load.params(0, 2, 5000, 9 * self.cfg.cols)]
-        makers = (self.load, self.load, self.execute, self.layernorm, self.layernorm,
-                  self.softmax, self.wide_table, self.store, self.vector)
-        while len(instrs) < size:
-            instr = makers[int(self.rng.integers(len(makers)))]()
-            if instr is not None:
-                instr.check(self.cfg)
-                instrs.append(instr)
-        return [*instrs, Halt()]
+    def makers(self) -> tuple[Callable[[], Instruction | None], ...]:
+        return (self.load, self.load, self.execute, self.layernorm, self.layernorm,
+                self.softmax, self.wide_table, self.store, self.vector)
 
 
 @requires_native
@@ -87,13 +75,7 @@ def test_random_programs_match_run(cfg: ArrayConfig) -> None:
     rng = np.random.default_rng(17 + cfg.rows + cfg.acc_width)
     fuzzer = LayerNormFuzzer(cfg, rng)
     for _ in range(2):
-        program = fuzzer.program(300)
-        native, python = machines(cfg, fuzzer.image())
-        python.run(program)
-        status, _ = native_execute(cfg, encode_words(program), native.memory, native)
-        assert status == NativeStatus.OK  # (the C engine ran every instruction itself)
-        assert_same_state(native, python)
-        assert_same_tables(native, python)
+        compare_run(cfg, fuzzer.program(300), fuzzer.image(), also=assert_same_tables)
 
 
 @requires_native
@@ -102,16 +84,7 @@ def test_generated_programs_with_layernorm_match_run(cfg: ArrayConfig) -> None:
     """`random_program(layernorm=True)` on every configuration of test_native_machine:
     LAYERNORM layers (wide, narrow and constant rows) where input_width is 8."""
     rng = np.random.default_rng(190 + cfg.rows)
-    seen: set[str] = set()
-    for _ in range(4):
-        synthetic = random_program(cfg, rng, layers=5, activation=True, layernorm=True)
-        seen |= kinds_of(list(synthetic.program.instructions))
-        image = np.frombuffer(bytes(synthetic.memory), np.uint8)
-        native, python = machines(cfg, image)
-        status, _ = native_execute(cfg, synthetic.program.words, native.memory, native)
-        assert status == NativeStatus.OK  # (the C engine ran every instruction itself)
-        python.run(synthetic.program.instructions)
-        assert_same_state(native, python)
+    seen = compare_generated(cfg, rng, 4, layers=5, activation=True, layernorm=True)
     if cfg.input_width == 8:
         assert "LayerNorm" in seen
 
@@ -153,7 +126,7 @@ def test_rows_of_every_kind_match_and_ignore_unused_lanes(cfg: ArrayConfig) -> N
         for eps in (0, 3, 2**32 - 1):
             instrs, image = layernorm_program(cfg, values.reshape(-1), length, eps=eps,
                                               in_zero_point=-100)
-            compare_run(cfg, instrs, image)
+            compare_tables_run(cfg, instrs, image)
 
 
 @requires_native
@@ -166,7 +139,7 @@ def test_the_largest_rows_match() -> None:
     for zero_point in (-128, 127):
         instrs, image = layernorm_program(cfg, values.reshape(-1), 4096, shift=14,
                                           in_zero_point=zero_point)
-        compare_run(cfg, instrs, image)
+        compare_tables_run(cfg, instrs, image)
 
 
 @requires_native
@@ -176,18 +149,14 @@ def test_output_stage_extremes_and_half_way_products(multiplier: int, shift: int
     cfg = config(4, 4)
     values = np.array([5, 4, 3, 2, 1, 0, -1, -2], np.int64)
     instrs, image = layernorm_program(cfg, values, 8, multiplier=multiplier, shift=shift)
-    compare_run(cfg, instrs, image)
+    compare_tables_run(cfg, instrs, image)
 
 
 @requires_native
 def test_input_width_16_is_refused_with_pythons_message() -> None:
     cfg = config(4, 4, input_width=16, weight_width=16)
     instrs, image = layernorm_program(cfg, np.arange(8), 8)
-    native, python = machines(cfg, image)
-    status, failed = native_execute(cfg, encode_words(instrs), native.memory, native)
-    assert (status, failed) == (NativeStatus.INVALID, 1)
-    with pytest.raises(ValueError, match="LAYERNORM needs 8-bit activations"):
-        python.run(instrs)
+    assert_refused(cfg, instrs, image, "LAYERNORM needs 8-bit activations")
 
 
 @requires_native

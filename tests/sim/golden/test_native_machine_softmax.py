@@ -12,6 +12,7 @@ Python), raw accumulators wrapped from 64 bits.
 """
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -31,6 +32,7 @@ from systolic.isa.instructions import (
     Table,
 )
 from systolic.isa.memories import Memory, depth
+from systolic.isa.row_instruction import RowInstruction
 from systolic.isa.softmax import softmax_row_chunks
 from systolic.isa.table import exp_table_rows
 from systolic.mapper.lowering import compile_model
@@ -38,14 +40,19 @@ from systolic.sim.golden.machine import Machine
 from systolic.sim.golden.native_machine import NativeStatus, native_execute, run_native
 
 from ...mapper.lowering.graphs import graph, node
-from ...support.random_programs import random_program
 from .test_native_machine import CONFIGS as ALL_CONFIGS
 from .test_native_machine import (
     MODELS,
     WRITES_END,
+    assert_refused,
     assert_same_state,
+    compare_compiled,
+    compare_generated,
+    compare_run,
+    compare_step_by_step,
     compiled_or_skip,
     config,
+    kinds_of,
     machines,
     requires_native,
     run_both,
@@ -88,7 +95,11 @@ class SoftmaxFuzzer(ActivationFuzzer):
             return None
         return Table(self.int(0, self.spad - rows), wide=True)
 
-    def softmax(self) -> Instruction | None:
+    def row_instruction(self, kind: type[RowInstruction], shifts: Callable[[], list[int]],
+                        own: Callable[[], dict[str, int]] = dict) -> Instruction | None:
+        """A random `kind` (SOFTMAX, LAYERNORM) of up to 4 rows of up to 3 dim elements, its
+        shift drawn from `shifts()`, its own fields from `own()`; None where the configuration
+        refuses it (no 8-bit activations) or no row pattern fits."""
         if not self.eight_bit:
             return None
         dim = self.cfg.dim
@@ -99,12 +110,18 @@ class SoftmaxFuzzer(ActivationFuzzer):
         if pattern is None:
             return None
         zero_point, lo, hi = self.clamp()
-        # realistic factors 1 / (2^15 s_y) (shift about -8), both extremes and random ones
         multiplier = int(self.rng.choice([self.int(2**30, 2**31 - 1), -(2**31), 1, -1,
                                           self.int(-(2**31), 2**31 - 1)]))
-        shift = int(self.rng.choice([self.int(-10, -6), -31, 31, self.int(-31, 31)]))
-        return Softmax(self.int(0, self.spad - m * chunks), m, length, multiplier, shift,
-                       zero_point, lo, hi, **pattern, flip_sign=self.flip(self.cfg.input_width))
+        shift = int(self.rng.choice(shifts()))
+        fields = own()
+        return kind(self.int(0, self.spad - m * chunks), m, length, multiplier, shift,
+                    zero_point, lo, hi, **pattern, **fields,  # type: ignore[call-arg]
+                    flip_sign=self.flip(self.cfg.input_width))
+
+    def softmax(self) -> Instruction | None:
+        # realistic factors 1 / (2^15 s_y) (shift about -8), both extremes and random ones
+        return self.row_instruction(
+            Softmax, lambda: [self.int(-10, -6), -31, 31, self.int(-31, 31)])
 
     def raw_store(self) -> Instruction | None:
         cfg = self.cfg
@@ -115,37 +132,15 @@ class SoftmaxFuzzer(ActivationFuzzer):
         return Store(self.int(0, cfg.acc_depth - m), m, n, self.int(0, 1), 0, 0, 0, **pattern,
                      raw=True)
 
-    def program(self, size: int) -> list[Instruction]:
-        instrs: list[Instruction] = [Load.params(0, 2, 5000, 9 * self.cfg.cols)]
-        makers = (self.load, self.load, self.execute, self.wide_table, self.softmax,
-                  self.softmax, self.raw_store, self.table, self.lut_store, self.store,
-                  self.vector)
-        while len(instrs) < size:
-            instr = makers[int(self.rng.integers(len(makers)))]()
-            if instr is not None:
-                instr.check(self.cfg)
-                instrs.append(instr)
-        return [*instrs, Halt()]
-
-
-def kinds_of(program: list[Instruction]) -> set[str]:
-    return {" ".join([type(i).__name__, *(f for f in ("wide", "raw") if getattr(i, f, False))])
-            for i in program}
+    def makers(self) -> tuple[Callable[[], Instruction | None], ...]:
+        return (self.load, self.load, self.execute, self.wide_table, self.softmax, self.softmax,
+                self.raw_store, self.table, self.lut_store, self.store, self.vector)
 
 
 def compare_tables_step_by_step(cfg: ArrayConfig, instructions: list[Instruction],
                                 image: np.ndarray) -> None:
-    """Each instruction natively (it must run there) and with `Machine.execute`; the whole
-    state and both tables compared after each."""
-    native, python = machines(cfg, image)
-    words = encode_words(instructions)
-    for index, instr in enumerate(instructions):
-        status, failed = native_execute(cfg, words[index : index + 1], native.memory, native)
-        python.execute(instr)
-        expected = NativeStatus.OK if isinstance(instr, Halt) else NativeStatus.NO_HALT
-        assert (status, failed) == (expected, 1), f"{instr} on {cfg}"
-        assert_same_state(native, python, f"after {index}: {instr}")
-        assert_same_tables(native, python, f"after {index}: {instr}")
+    """`compare_step_by_step`, and both tables after every instruction."""
+    compare_step_by_step(cfg, instructions, image, also=assert_same_tables)
 
 
 @requires_native
@@ -168,13 +163,7 @@ def test_random_programs_match_run(cfg: ArrayConfig) -> None:
     rng = np.random.default_rng(11 + cfg.rows + cfg.acc_width)
     fuzzer = SoftmaxFuzzer(cfg, rng)
     for _ in range(3):
-        program = fuzzer.program(300)
-        native, python = machines(cfg, fuzzer.image())
-        python.run(program)
-        status, _ = native_execute(cfg, encode_words(program), native.memory, native)
-        assert status == NativeStatus.OK  # (the C engine ran every instruction itself)
-        assert_same_state(native, python)
-        assert_same_tables(native, python)
+        compare_run(cfg, fuzzer.program(300), fuzzer.image(), also=assert_same_tables)
 
 
 @requires_native
@@ -184,17 +173,8 @@ def test_generated_programs_with_softmax_match_run(cfg: ArrayConfig) -> None:
     configuration of test_native_machine (1x1 to 128x2, acc_width 10 to 64, 4- to 16-bit
     operands): SOFTMAX layers where input_width is 8, raw GEMM outputs everywhere."""
     rng = np.random.default_rng(90 + cfg.rows)
-    seen: set[str] = set()
-    for _ in range(4):
-        synthetic = random_program(cfg, rng, layers=5, activation=True, softmax=True)
-        seen |= kinds_of(list(synthetic.program.instructions))
-        image = np.frombuffer(bytes(synthetic.memory), np.uint8)
-        native, python = machines(cfg, image)
-        status, _ = native_execute(cfg, synthetic.program.words, native.memory, native)
-        assert status == NativeStatus.OK  # (the C engine ran every instruction itself)
-        python.run(synthetic.program.instructions)
-        assert_same_state(native, python)
-        assert_same_tables(native, python)
+    seen = compare_generated(cfg, rng, 4, also=assert_same_tables, layers=5, activation=True,
+                             softmax=True)
     assert "Store raw" in seen
     if cfg.input_width == 8 and exp_table_rows(cfg) <= depth(cfg, Memory.SPAD_IN):
         assert {"Softmax", "Table wide"} <= seen
@@ -235,14 +215,10 @@ def softmax_program(cfg: ArrayConfig, table: np.ndarray | None, values: np.ndarr
     return instrs, image
 
 
-def compare_run(cfg: ArrayConfig, instrs: list[Instruction], image: np.ndarray) -> Machine:
-    native, python = machines(cfg, image)
-    python.run(instrs)
-    status, _ = native_execute(cfg, encode_words(instrs), native.memory, native)
-    assert status == NativeStatus.OK
-    assert_same_state(native, python)
-    assert_same_tables(native, python)
-    return native
+def compare_tables_run(cfg: ArrayConfig, instrs: list[Instruction],
+                       image: np.ndarray) -> Machine:
+    """`compare_run`, and both tables."""
+    return compare_run(cfg, instrs, image, also=assert_same_tables)
 
 
 @requires_native
@@ -259,7 +235,7 @@ def test_softmax_of_the_contract_table_matches_and_ignores_unused_lanes(cfg: Arr
         values[0] = 7  # (a row of equal values: each p is E[0] r / 2^31)
         values[1, length:] = 127  # (larger values in the unused lanes are not the maximum)
         instrs, image = softmax_program(cfg, exp_table_bytes(0.05), values.reshape(-1), length)
-        compare_run(cfg, instrs, image)
+        compare_tables_run(cfg, instrs, image)
 
 
 @requires_native
@@ -267,7 +243,7 @@ def test_softmax_before_any_wide_table_sums_to_zero() -> None:
     """E is zero after reset: S = 0, r = 2^32 - 1, every p = 0, y = the zero point."""
     cfg = config(4, 4)
     instrs, image = softmax_program(cfg, None, np.arange(-8, 8), 6, zero_point=-3)
-    native = compare_run(cfg, instrs, image)
+    native = compare_tables_run(cfg, instrs, image)
     out = native.memory[16 : 16 + 12].view(np.int8)
     np.testing.assert_array_equal(out, np.full(12, -3))
 
@@ -284,7 +260,7 @@ def test_small_sums_cap_the_reciprocal_and_half_way_products_round_to_even() -> 
     for shift in (-31, 0, 1):
         instrs, image = softmax_program(cfg, table, values, 8, multiplier=1, shift=shift,
                                         zero_point=0)
-        compare_run(cfg, instrs, image)
+        compare_tables_run(cfg, instrs, image)
 
 
 # -- the exp table as state ------------------------------------------------------------------
@@ -395,11 +371,7 @@ def test_16_bit_activations_refuse_softmax_and_the_wide_table(instr: Instruction
                                                               message: str) -> None:
     cfg = config(4, 4, input_width=16, weight_width=16)
     program = [Load.dense(LoadTarget.SPAD_IN, 0, 2, 0, 8, 4), instr, Halt()]
-    native, _ = machines(cfg, np.zeros(64, np.uint8))
-    status, failed = native_execute(cfg, encode_words(program), native.memory, native)
-    assert (status, failed) == (NativeStatus.INVALID, 1)
-    _, _, raised = run_both(cfg, program, np.zeros(64, np.uint8))
-    assert message in raised
+    assert_refused(cfg, program, np.zeros(64, np.uint8), message)
 
 
 @requires_native
@@ -432,7 +404,7 @@ def test_a_raw_store_after_a_gemm_matches() -> None:
                Load.dense(LoadTarget.SPAD_IN, 0, 8, 64, 8, 8),
                Load.params(0, 1, 128, 72), Preload(0, 8, 8), Compute(0, 8, 0),
                Store(0, 8, 8, 0, 0, 0, 0, 256, row_stride1=32, raw=True), Halt()]
-    native = compare_run(cfg, program, image)
+    native = compare_tables_run(cfg, program, image)
     written = native.memory[256:512].view("<i4").reshape(8, 8)
     assert np.any(written != 0)
 
@@ -448,20 +420,8 @@ def test_a_compiled_transformer_with_softmax_runs_natively(cfg: ArrayConfig) -> 
     """bert_tiny (tests/models/realistic) compiled: its attention's SOFTMAXes and their exp
     tables run in the C engine (no instruction handed to Python), state equal to Python's."""
     compiled = compiled_or_skip(MODELS / "realistic" / "bert_tiny_qdq.onnx", cfg)
-    program = compiled.program
-    assert {"Softmax", "Table wide"} <= kinds_of(list(program.instructions))
-    python = Machine.for_program(program)
-    rng = np.random.default_rng(cfg.rows)
-    for placement in compiled.inputs:
-        python.memory[placement.address : placement.end] = rng.integers(
-            0, 256, placement.end - placement.address, dtype=np.uint8)
-    native = Machine(cfg, python.memory.size)
-    native.memory[:] = python.memory
-    python.run(program.instructions)
-    status, _ = native_execute(cfg, program.words, native.memory, native)
-    assert status == NativeStatus.OK
-    assert_same_state(native, python)
-    assert_same_tables(native, python)
+    assert {"Softmax", "Table wide"} <= kinds_of(list(compiled.program.instructions))
+    compare_compiled(compiled.program, cfg.rows, also=assert_same_tables)
 
 
 def integer_matmul_graph() -> Graph:
@@ -480,16 +440,5 @@ def integer_matmul_graph() -> Graph:
 @pytest.mark.parametrize("cfg", [config(4, 4), config(8, 8, OS), config(16, 16)], ids=_id)
 def test_a_compiled_integer_matmul_with_raw_stores_runs_natively(cfg: ArrayConfig) -> None:
     compiled = compile_model(integer_matmul_graph(), cfg)
-    program = compiled.program
-    assert "Store raw" in kinds_of(list(program.instructions))
-    python = Machine.for_program(program)
-    rng = np.random.default_rng(cfg.rows)
-    for placement in compiled.inputs:
-        python.memory[placement.address : placement.end] = rng.integers(
-            0, 256, placement.end - placement.address, dtype=np.uint8)
-    native = Machine(cfg, python.memory.size)
-    native.memory[:] = python.memory
-    python.run(program.instructions)
-    status, _ = native_execute(cfg, program.words, native.memory, native)
-    assert status == NativeStatus.OK
-    assert_same_state(native, python)
+    assert "Store raw" in kinds_of(list(compiled.program.instructions))
+    compare_compiled(compiled.program, cfg.rows)
