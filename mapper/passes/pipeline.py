@@ -10,6 +10,8 @@ Order (each pass one module):
                         again, until no If of constant cond is left)
  3c. fold_scalar_dequantize  DQ of a one-element 8-bit constant read by element-wise ops
                         -> its float value (onnxruntime's QDQ of scalar constants);
+                        fold_scalar_quantize: Q of one such constant read by QLinearAdd/
+                        QLinearMul -> its integer value (a QTable next);
      finite_masks       a Where's -inf mask value read by Add -> Softmax -> float's lowest
                         finite number (torch's exported attention masks); arithmetic_masks:
                         such a Where of two constants -> arithmetic on its Cast condition
@@ -121,7 +123,10 @@ from systolic.mapper.passes.quantize_float import is_quantized, quantize_float
 from systolic.mapper.passes.recurrent_island import recurrent_island
 from systolic.mapper.passes.remove_identities import remove_identities
 from systolic.mapper.passes.report import HOST, LAYOUT, PassReport
-from systolic.mapper.passes.scalar_dequantize import fold_scalar_dequantize
+from systolic.mapper.passes.scalar_dequantize import (
+    fold_scalar_dequantize,
+    fold_scalar_quantize,
+)
 from systolic.mapper.passes.spatial_mean import spatial_mean_to_pool
 from systolic.mapper.passes.unroll_recurrent import unroll_recurrent_region
 from systolic.mapper.shape_inference import infer_shapes
@@ -149,9 +154,9 @@ def run_passes(
     model = fold_constants(model, report)
     while (inlined := fold_if(model, report)) is not model:
         model = fold_constants(remove_identities(finalize(inlined), report), report)
-    for rewrite in (fold_scalar_dequantize, finite_masks, arithmetic_masks, spatial_mean_to_pool,
-                    decomposed_softmax, decompose_lrn, conv_transpose_to_conv, fold_bias_add,
-                    channel_affine):
+    for rewrite in (fold_scalar_dequantize, fold_scalar_quantize, finite_masks,
+                    arithmetic_masks, spatial_mean_to_pool, decomposed_softmax, decompose_lrn,
+                    conv_transpose_to_conv, fold_bias_add, channel_affine):
         rewritten = rewrite(model, report)
         if rewritten is not model:
             model = finalize(rewritten)

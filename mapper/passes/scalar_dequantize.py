@@ -8,6 +8,10 @@ it did. Kept as float, the scalar is a constant of the element-wise region aroun
 function of one quantized tensor (one activation table), a layer normalization's epsilon;
 dequantized, it counted as a second quantized tensor and the op stayed on the host. Biases
 (int32), weights (any reader that is not element-wise) and larger constants are untouched.
+
+`fold_scalar_quantize`: in a QOperator model, the QuantizeLinear of a one-element constant
+read only by QLinearAdd/QLinearMul operands becomes the integer constant it computes, so
+that `normalize_qoperator` sees x + c, x * c with a constant c: one table.
 """
 
 import dataclasses
@@ -27,7 +31,9 @@ from systolic.mapper.passes.graph_tools import (
 from systolic.mapper.passes.report import FOLDED, PassReport
 from systolic.reference.executor import make_op
 
-__all__ = ["fold_scalar_dequantize"]
+__all__ = ["fold_scalar_dequantize", "fold_scalar_quantize"]
+
+_QLINEAR_PAIRS = frozenset({"QLinearAdd", "QLinearMul"})
 
 _EIGHT_OR_SIXTEEN_BIT = frozenset({DataType.INT8, DataType.UINT8, DataType.INT16,
                                    DataType.UINT16})
@@ -79,3 +85,33 @@ def _scalar_integer(name: str, constants: Mapping[str, np.ndarray],
         return None
     (value,) = make_op(source, opsets).run([constants[n] if n else None for n in source.inputs])
     return value
+
+
+def fold_scalar_quantize(model: Model, report: PassReport) -> Model:
+    """Return `model` with each QuantizeLinear of one-element constants read only as an
+    operand (A or B) of com.microsoft QLinearAdd/QLinearMul replaced by its integer value;
+    `model` itself when none is."""
+    graph = model.graph
+    constants, consumers = constants_of(graph), graph.consumers()
+    producers, opsets = graph.producers(), dict(model.opsets)
+    outputs = {info.name for info in graph.outputs}
+    namer, added, alias = Namer(graph), [], {}
+    for node in graph.nodes:
+        if node.op_type != "QuantizeLinear" or node.domain != "" or node.outputs[0] in outputs:
+            continue
+        readers = consumers.get(node.outputs[0], [])
+        if not readers or any(r.op_type not in _QLINEAR_PAIRS or r.domain != "com.microsoft"
+                              or node.outputs[0] not in (r.inputs[0], r.inputs[3])
+                              for r in readers):
+            continue
+        value = _scalar_integer(node.outputs[0], constants, producers, opsets)
+        if value is None:
+            continue
+        name = namer(f"{node.outputs[0]}_value")
+        added.append(tensor(name, value))
+        alias[node.outputs[0]] = name
+        report.record(node.label, FOLDED, reason="a quantized scalar constant")
+    if not alias:
+        return model
+    nodes = [rename_inputs(node, alias) for node in graph.nodes]
+    return dataclasses.replace(model, graph=replace_graph(graph, nodes, added))

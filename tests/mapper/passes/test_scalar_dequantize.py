@@ -61,3 +61,30 @@ def test_the_quantize_of_a_constant_node_folds_too():  # type: ignore[no-untyped
 def test_weights_and_larger_constants_stay():  # type: ignore[no-untyped-def]
     _, vector = _model(value_shape=(4,))
     assert fold_scalar_dequantize(vector, PassReport()) is vector
+
+
+def test_a_quantized_scalar_operand_of_a_qlinear_mul_becomes_a_table():  # type: ignore[no-untyped-def]
+    """onnxruntime's QOperator form: QLinearMul(x, Q(0.354)) -> an integer constant, then
+    normalize_qoperator's table of x * c (computed by the QLinearMul itself)."""
+    from systolic.mapper.passes.pipeline import run_passes
+    from systolic.mapper.passes.scalar_dequantize import fold_scalar_quantize
+
+    nodes = [node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+             node("QuantizeLinear", ["cf", "cs", "cz"], ["cq"]),
+             node("QLinearMul", ["xq", "s", "z", "cq", "cs", "cz", "ys", "yz"], ["yq"],
+                  domain="com.microsoft"),
+             node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    constants = {"s": np.array(0.05, np.float32), "z": np.array(128, np.uint8),
+                 "cf": np.array(0.35355338, np.float32), "cs": SCALE,
+                 "cz": np.array(0, np.uint8), "ys": np.array(0.02, np.float32),
+                 "yz": np.array(128, np.uint8)}
+    _, model = make(nodes, [("x", np.float32, (2, 4))], [("y", np.float32, (2, 4))],
+                    constants, ms=True)
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    folded = finalize(fold_scalar_quantize(model, report))
+    mul = next(n for n in folded.graph.nodes if n.op_type == "QLinearMul")
+    assert mul.inputs[3] in {t.name for t in folded.graph.initializers}
+    _check_same(model, folded)
+    fused, _ = run_passes(model)
+    assert "QTable" in [n.op_type for n in fused.graph.nodes]
+    _check_same(model, fused)
