@@ -7,7 +7,9 @@
    into errors);
 2. reads the inputs (`inputs.load_inputs`: an .npy/.npz file, or a seeded random set); a
    model with symbolic or unknown input dimensions gets them fixed by the input arrays;
-3. runs the mapper passes: a float model is quantized, calibrated on the input arrays when
+3. fixes the inputs that only select an If's branch (`selector_inputs`: silero-vad's sample
+   rate) to their values in the graph the passes map, so the chosen branch is inlined;
+4. runs the mapper passes: a float model is quantized, calibrated on the input arrays when
    they come from a file (which must then be finite), else on the passes' seeded random set;
    so are the float recurrent layers of a quantized model and the float parts between a
    dynamically quantized model's products (`PreparedModel.partly_float`).
@@ -33,6 +35,7 @@ from systolic.mapper.passes.pipeline import run_passes
 from systolic.mapper.passes.quantize_float import is_quantized
 from systolic.mapper.passes.unroll_recurrent import quantizes_float_recurrent
 from systolic.simulation.inputs import check_calibration_inputs, load_inputs, model_inputs
+from systolic.simulation.selector_inputs import describe, fix_selector_inputs
 
 __all__ = ["PreparedModel", "prepare_model"]
 
@@ -89,11 +92,14 @@ def prepare_model(
     if not all(info.type.is_static for info in model_inputs(original)):
         shapes = {name: tuple(array.shape) for name, array in inputs.items()}
         original = bind_inputs(original, shapes, max_tensor_bytes=max_tensor_bytes)
+    mapped, fixed = fix_selector_inputs(original, inputs)
     calibration = None
     quantized_here = not is_quantized(original) or _partly_float(original)
     if quantized_here and input_path is not None:
         check_calibration_inputs(inputs, input_path)
-        calibration = [inputs]
-    integer, _ = run_passes(original, calibration=calibration, seed=seed)
+        calibration = [{name: value for name, value in inputs.items() if name not in fixed}]
+    integer, _ = run_passes(mapped, calibration=calibration, seed=seed)
     source = os.fspath(input_path) if input_path is not None else f"random seed {seed}"
+    if fixed:
+        source = f"{source}; {describe(fixed, inputs)}"
     return PreparedModel(original, integer, inputs, source)

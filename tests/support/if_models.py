@@ -1,12 +1,13 @@
 """Small ONNX models with If nodes, built with onnx.helper and accepted by the ONNX checker
 (full check): a condition from the input's shape (known once shapes are), one from its
-values (known only when running), nested Ifs, and branches reading outer values by name."""
+values (known only when running), one from a rate input (silero-vad's form), nested Ifs, and
+branches reading outer values by name."""
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["branch", "checked", "if_of_shape", "if_of_values", "nested_if"]
+__all__ = ["branch", "checked", "if_of_rate", "if_of_shape", "if_of_values", "nested_if"]
 
 OPSET = 17
 
@@ -94,5 +95,26 @@ def nested_if() -> onnx.ModelProto:
          helper.make_tensor_value_info("b", TensorProto.BOOL, [])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
         [numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "K")],
+    )  # fmt: skip
+    return checked(graph)
+
+
+def if_of_rate() -> onnx.ModelProto:
+    """x [1,n] float, sr [] int64 -> If(sr == 16000): then Relu(MatMul(x, W16 [8,4])), else
+    MatMul(x, W8 [4,4]). Bound to n = 8 the else-branch cannot take x (silero-vad's 8 kHz
+    branch given a 16 kHz frame): only the then-branch can run at that size."""
+    then = branch("rate16k", [helper.make_node("MatMul", ["x", "W16"], ["t"]),
+                              helper.make_node("Relu", ["t"], ["t2"])], "t2")
+    other = branch("rate8k", [helper.make_node("MatMul", ["x", "W8"], ["e"])], "e")
+    graph = helper.make_graph(
+        [helper.make_node("Equal", ["sr", "rate"], ["c"], name="is16k"),
+         helper.make_node("If", ["c"], ["y"], name="choose", then_branch=then,
+                          else_branch=other)],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "n"]),
+              helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [numpy_helper.from_array(_weights((8, 4)), "W16"),
+         numpy_helper.from_array(_weights((4, 4), seed=1), "W8"),
+         numpy_helper.from_array(np.array(16000, np.int64), "rate")],
     )  # fmt: skip
     return checked(graph)

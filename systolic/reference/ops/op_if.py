@@ -6,7 +6,8 @@ input 1 + i, bound to the branches' own name for it. `then_branch` runs when con
 `else_branch` otherwise; both take no inputs and have as many outputs as the node.
 
 Inference: with cond's value known, the chosen branch's output types; unknown, the types both
-branches agree on: a ModelError when their element types or ranks differ, and
+branches agree on (a branch whose nodes reject the shapes cannot be the one that runs: then
+the other's types), a ModelError when their element types or ranks differ, and
 `ShapeKnownWhenRunning` when only sizes do (shapes here are static: the output keeps its
 declared type). Running executes the chosen branch with the reference executor, on the host.
 """
@@ -93,8 +94,16 @@ class If(Op):
                 raise self.error(f"the {'then' if chosen else 'else'}_branch's output types "
                                  "cannot be inferred")
             return results
-        then = infer_graph(self.branches[True], scope)
-        other = infer_graph(self.branches[False], scope)
+        then, other = self._infer_branch(True, scope), self._infer_branch(False, scope)
+        if isinstance(then, ModelError) and isinstance(other, ModelError):
+            raise then
+        if isinstance(then, ModelError) or isinstance(other, ModelError):
+            # A branch that cannot take these shapes is not the one that runs (silero-vad's
+            # 8 kHz branch given a 16 kHz frame): the output types are the other's.
+            runnable = other if isinstance(then, ModelError) else then
+            if runnable is None or isinstance(runnable, ModelError):
+                raise self.error("a branch's output types cannot be inferred")
+            return runnable
         if then is None or other is None:
             raise self.error("a branch's output types cannot be inferred")
         for index, (a, b) in enumerate(zip(then, other, strict=True)):
@@ -107,6 +116,14 @@ class If(Op):
                 raise ShapeKnownWhenRunning(self.error(message).args[0])
             raise self.error(f"{message}: the branches must agree on type and rank")
         return [TensorInfo(a.dtype, a.shape) for a in then]
+
+    def _infer_branch(self, flag: bool, scope: dict[str, TensorInfo]
+                      ) -> list[TensorInfo] | None | ModelError:
+        """Return the branch's output types (None: unknown), or the error its nodes raise."""
+        try:
+            return infer_graph(self.branches[flag], scope)
+        except ModelError as error:
+            return error
 
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
         run_graph = GRAPH_SERVICES.runner()

@@ -13,7 +13,14 @@ from systolic.mapper.importer import load_model_bytes
 from systolic.reference.executor import make_op, run_model
 from systolic.reference.ops.base import TensorInfo
 
-from ....support.if_models import branch, checked, if_of_shape, if_of_values, nested_if
+from ....support.if_models import (
+    branch,
+    checked,
+    if_of_rate,
+    if_of_shape,
+    if_of_values,
+    nested_if,
+)
 
 
 def _same_as_onnx(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> None:
@@ -76,3 +83,15 @@ def test_infer_follows_the_known_condition_and_checks_it_is_one_bool() -> None:
     assert y.shape == (1, 4, 8, 8) and y.value is None
     with pytest.raises(ModelError, match=r"cond must be one bool, got i64\[2\]"):
         op.infer([TensorInfo(DataType.INT64, (2,)), x, weights])
+
+
+def test_infer_with_an_unknown_condition_takes_the_branch_that_can_run() -> None:
+    graph = load_model_bytes(if_of_rate().SerializeToString()).graph
+    op = make_op(graph.nodes[-1], {})
+    weights = [graph.initializer(name) for name in ("W16", "W8")]
+    scope = [TensorInfo(w.dtype, w.shape, w.data) for w in weights if w is not None]
+    unknown = TensorInfo(DataType.BOOL, ())
+    (y,) = op.infer([unknown, TensorInfo(DataType.FLOAT, (1, 8)), *scope])
+    assert (y.dtype, y.shape) == (DataType.FLOAT, (1, 4))  # the else-branch rejects 8 columns
+    with pytest.raises(ModelError, match=r"inner dimensions differ"):  # neither can run
+        op.infer([unknown, TensorInfo(DataType.FLOAT, (1, 5)), *scope])
