@@ -1,6 +1,6 @@
 """The dispatcher: program-order dispatch into per-unit queues, issue gated by range hazards."""
 
-from amaranth.hdl import Array, Cat, Module, Mux, Shape, Signal, unsigned
+from amaranth.hdl import Array, Cat, Module, Shape, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -79,30 +79,32 @@ class Dispatcher(wiring.Component):
     Latency, throughput and backpressure
     ------------------------------------
     All cycles are transfer cycles. An instruction accepted in cycle t occupies a table entry and
-    a queue slot from cycle t + 1 and can be issued in cycle t + 1 at the earliest. It is offered
-    in cycle s > t when it heads its queue (its same-unit predecessor was issued before s) and
-    every recorded instruction's completion was transferred before s; so a completion in cycle c
-    lets a dependant issue in cycle c + 1, and an instruction accepted in the same cycle as the
-    completion of an instruction it conflicts with does not wait for it. A completion in cycle c
-    frees the entry for an acceptance in cycle c + 1; an issue in cycle s frees the queue slot for
-    an acceptance in cycle s + 1. At most one acceptance per cycle and one issue per unit per
-    cycle. `i_instr.ready` is high when, at the start of the cycle, the table has a free entry and
-    the queue of `i_instr.payload.unit` has a free slot; it depends combinationally on that field
-    only. `o_issue[u].valid` and `idle` come from registers (through muxes); `i_complete` is
-    always ready. Free entries are allocated lowest index first.
+    a queue slot from cycle t + 1 and can be issued in cycle t + 2 at the earliest (its hazards
+    are computed in cycle t + 1). It is offered in cycle s > t + 1 when it heads its queue (its
+    same-unit predecessor was issued before s) and every recorded instruction's completion was
+    transferred before s; so a completion in cycle c lets a dependant issue in cycle c + 1, and
+    an instruction accepted in the same cycle as the completion of an instruction it conflicts
+    with does not wait for it. A completion in cycle c frees the entry for an acceptance in
+    cycle c + 1; an issue in cycle s frees the queue slot for an acceptance in cycle s + 1. At
+    most one acceptance per cycle and one issue per unit per cycle. `i_instr.ready` is high
+    when, at the start of the cycle, the table has a free entry and the queue of
+    `i_instr.payload.unit` has a free slot; it depends combinationally on that field only.
+    `o_issue[u].valid` and `idle` come from registers (through muxes); `i_complete` is always
+    ready. Free entries are allocated lowest index first.
 
     Cost (N entries, R ranges, A = addr_width, W = onchip_width or A)
     ----------------------------------------------------------------
-    Registers: N * (1 + unit bits + R * (2W + 5) + N) for the table (compact: 2A + 2 more per
+    Registers: N * (2 + unit bits + R * (2W + 5) + N) for the table (compact: 2A + 2 more per
     entry), plus one SyncFIFO of queue_depth x (payload + tag) bits per unit. Logic: N * R * R
     range comparisons (2 W-bit magnitude comparators each; compact: N more of 2 A-bit ones
     for the external ranges). The hazards of an instruction are computed in the cycle after
     its acceptance, from a register copy of it (`fresh`), against the entries then valid
-    (the same set acceptance saw, without those completing in the acceptance cycle): its
-    issue in that cycle reads them directly, later issues read the mask they are recorded
-    in. Longest paths: `fresh` footprint -> comparator -> OR of R * R terms -> mask register,
-    or -> N-input NOR -> `o_issue[u].valid`; `i_instr.unit` -> queue full -> `i_instr.ready`
-    -> the enables of the allocated entry.
+    (the same set acceptance saw, without those completing in the acceptance cycle), and
+    recorded in its mask; each mask has one more bit, `pending`, set from the entry's
+    allocation until then. Longest paths: `fresh` footprint -> comparator -> OR of R * R
+    terms -> mask register; mask register -> (N + 1)-input NOR -> N:1 mux by the queue
+    head's tag -> `o_issue[u].valid`; `i_instr.unit` -> queue full -> `i_instr.ready` -> the
+    enables of the allocated entry.
     """
 
     def __init__(self, *, units: int = 3, table_entries: int = 16, queue_depth: int = 4,
@@ -167,7 +169,7 @@ class Dispatcher(wiring.Component):
         valid = Signal(n)
         entry_unit = [Signal(self.instr_layout["unit"].shape, name=f"unit{e}") for e in range(n)]
         entry_ranges = [Signal(self.entry_layout, name=f"ranges{e}") for e in range(n)]
-        entry_waits = [Signal(n, name=f"waits{e}") for e in range(n)]
+        entry_waits = [Signal(n + 1, name=f"waits{e}") for e in range(n)]
 
         # Entries whose completion is transferred this cycle.
         completing = Signal(n)
@@ -214,8 +216,10 @@ class Dispatcher(wiring.Component):
         # The instruction accepted in the previous cycle (`fresh`) is compared with the table in
         # the cycle after its acceptance, from registers: the entries valid now are exactly those
         # in flight then and not completing then (besides itself, of its own unit), so these are
-        # the hazards acceptance would have recorded. They decide its issue in this cycle and
-        # are recorded in its entry for the cycles after.
+        # the hazards acceptance would have recorded. They are recorded in its entry at the end
+        # of that cycle; until then the entry's extra mask bit (`pending`, set when it is
+        # allocated) holds it back, so the comparators end at the mask registers and the issue
+        # decision starts at them.
         fresh_valid = Signal()
         fresh_tag = Signal(self.tag_shape)
         fresh_unit = Signal.like(new.unit)
@@ -229,19 +233,20 @@ class Dispatcher(wiring.Component):
             m.d.comb += fresh_waits[e].eq(
                 valid[e] & (entry_unit[e] != fresh_unit) & conflict(fresh_ranges, entry_ranges[e])
             )
+        pending = 1 << n
+        keep = Cat(~completing, 1)  # clears completed entries' bits, keeps `pending`
         for e in range(n):
             with m.If(allocated[e]):
-                m.d.sync += [entry_unit[e].eq(new.unit), entry_ranges[e].eq(new_ranges)]
-            with m.If(fresh_valid & (fresh_tag == e)):
+                m.d.sync += [entry_unit[e].eq(new.unit), entry_ranges[e].eq(new_ranges),
+                             entry_waits[e].eq(pending)]
+            with m.Elif(fresh_valid & (fresh_tag == e)):
                 m.d.sync += entry_waits[e].eq(fresh_waits & ~completing)
             with m.Else():
-                m.d.sync += entry_waits[e].eq(entry_waits[e] & ~completing)
+                m.d.sync += entry_waits[e].eq(entry_waits[e] & keep)
 
         entry_free_to_go = Array(Signal(name=f"go{e}") for e in range(n))
         for e in range(n):
             m.d.comb += entry_free_to_go[e].eq(entry_waits[e] == 0)
-        fresh_free = Signal()
-        m.d.comb += fresh_free.eq(fresh_waits == 0)
 
         queued = Signal(self.issue_layout)
         m.d.comb += [queued.payload.eq(new.payload), queued.tag.eq(alloc)]
@@ -252,8 +257,7 @@ class Dispatcher(wiring.Component):
                 queue.w_data.eq(queued.as_value()),
                 queue.w_en.eq(accept & (new.unit == u)),
                 issue.payload.eq(head),
-                issue.valid.eq(queue.r_rdy & Mux(fresh_valid & (head.tag == fresh_tag),
-                                                 fresh_free, entry_free_to_go[head.tag])),
+                issue.valid.eq(queue.r_rdy & entry_free_to_go[head.tag]),
                 queue.r_en.eq(issue.valid & issue.ready),
             ]
         return m

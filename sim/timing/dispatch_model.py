@@ -10,8 +10,9 @@ closed form, instruction by instruction in program order (no cycle loop):
 - accept(i) = the first cycle t >= max(arrival(i), accept(i-1) + 1) in which fewer than
   `table_entries` older instructions have completion >= t, and fewer than `queue_depth` older
   instructions of its unit have issue >= t;
-- issue(i) = max(accept(i) + 1, issue of the unit's previous instruction + 1, the cycle its unit
-  is free again, completion + 1 of every older conflicting instruction of another unit);
+- issue(i) = max(accept(i) + 2, issue of the unit's previous instruction + 1, the cycle its unit
+  is free again, completion + 1 of every older conflicting instruction of another unit) (the
+  cycle after acceptance computes the hazards into the mask);
 - complete(i) follows the unit's timing (`UnitModel`).
 """
 
@@ -173,11 +174,13 @@ class DispatchState:
         """Return the cycle an instruction of `unit` accepted in `accept` (heading its queue
         from `head`) has its mask clear, and the instructions it waits for.
 
-        It waits for every instruction in flight of another unit that `conflicts` (given its
-        index) and completes after `accept` (a completion in the accept cycle is not recorded
-        in the mask): the mask clears after the last of their completions.
+        The mask is computed in the cycle after `accept` (its `pending` bit holds the
+        instruction until then), so it is clear from `accept + 2` at the earliest. It waits for
+        every instruction in flight of another unit that `conflicts` (given its index) and
+        completes after `accept` (a completion in the accept cycle is not recorded in the
+        mask): the mask clears after the last of their completions.
         """
-        clear = head
+        clear = max(head, accept + 2)
         waited = []
         for other, owner in self.table:
             end = self.completes[owner]

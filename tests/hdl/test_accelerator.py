@@ -104,7 +104,7 @@ def check_execute_timing(program: Program, result: RunResult) -> int:
     for index, instr in enumerate(instrs[:-1]):
         if instr.UNIT is not Unit.EX:
             continue
-        offered = max([times[index].accept + 1, previous_issue + 1] + [
+        offered = max([times[index].accept + 2, previous_issue + 1] + [
             times[older].complete + 1 for older in range(index)
             if instrs[older].UNIT is not Unit.EX and conflicts(program, older, index)])
         timing = model.issue(instr, offered)
