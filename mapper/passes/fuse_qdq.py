@@ -323,16 +323,28 @@ def _output_chain_with_bias(ctx: FusionContext, node: Node) -> tuple[Node | None
     return _output_chain(ctx, add if add is not None else node)
 
 
+WHOLE_CONSTANT_RANK = 3
+"""Highest rank of a constant B of an Add's own shape that QAdd reads from memory: the
+lowering places a rank-3 constant in its operand's layout (spatial ones channel-last, as
+its QAdd connects them), but stores a rank-4 one channel-last even beside a row-major
+attention matrix (the scores of LeViT or Swin plus their bias), which lower_add cannot pair."""
+
+
 def _constant_vector(ctx: FusionContext, a: tuple[str, str], b: tuple[str, str],
                      op: str) -> bool:
     """Order check for an element-wise op's operands (quantized source, float input): True
     when b is a constant along a's last axis or per channel [1, C, 1, ...] (more than one
-    element: LayerNorm's gamma or beta, a batch norm's scale or shift), False when neither
-    is a constant; NotFusable for any other constant."""
+    element: LayerNorm's gamma or beta, a batch norm's scale or shift) or, for an Add, an
+    8-bit constant of a's own shape of rank <= WHOLE_CONSTANT_RANK (ViT's position
+    embedding), False when neither is a constant; NotFusable for any other constant."""
     constants = [q in ctx.constants for q, _ in (a, b)]
     if not any(constants):
         return False
     shape_a, shape_b = ctx.shape_of(a[1]), ctx.shape_of(b[1])
+    if (op == "Add" and not constants[0] and shape_a is not None and shape_a == shape_b
+            and len(shape_a) <= WHOLE_CONSTANT_RANK and math.prod(shape_b) > 1
+            and ctx.constants[b[0]].dtype in (np.int8, np.uint8)):
+        return True  # a whole-tensor constant (a position embedding), read from memory
     if (constants[0] or shape_a is None or shape_b is None or shape_a == shape_b
             or math.prod(shape_b) <= 1
             or not (last_axis_broadcast(shape_a, shape_b)

@@ -78,6 +78,10 @@ from systolic.mapper.passes.channel_affine_ptq import (
     keeps_shape,
     quantized_by_model,
 )
+from systolic.mapper.passes.constant_operand_ptq import (
+    constant_operand_index,
+    quantized_operand,
+)
 from systolic.mapper.passes.fuse_tables import ELEMENTWISE
 from systolic.mapper.passes.graph_tools import (
     Namer,
@@ -136,6 +140,8 @@ class _Plan:
     results: dict[str, str] = dataclasses.field(default_factory=dict)  # node -> quantized output
     softmax_inputs: list[Node] = dataclasses.field(default_factory=list)  # their only reader
     vectors: dict[str, int] = dataclasses.field(default_factory=dict)  # node -> LN gamma/beta
+    operands: dict[str, tuple[int, tuple[int, ...]]] = dataclasses.field(
+        default_factory=dict)  # node -> (index, shape) of its whole-tensor constant
 
 
 def quantize_float(
@@ -308,9 +314,8 @@ def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = Non
             add(node.outputs[0])  # DQ -> Softmax -> Q: a QSoftmax (fuse_softmax)
             if len(consumers.get(node.inputs[0], [])) == 1 and node.inputs[0] not in outputs:
                 plan.softmax_inputs.append(node)
-        elif (index := channel_vector_index(node, graph, constants)) is not None:
-            add(node.inputs[1 - index])  # -> QMul / QAdd of a per-channel B
-            plan.vectors[node.name] = index
+        elif (index := _constant_operand(node, graph, constants, plan)) is not None:
+            add(node.inputs[1 - index])  # -> QMul / QAdd of a per-channel or whole-tensor B
             result = node.outputs[0]
             readers = consumers.get(result, [])
             if (len(readers) == 1 and result not in outputs
@@ -323,6 +328,24 @@ def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = Non
             _plan_region(graph, node, (constants, consumers, order), chosen, add, taken,
                          report)
     return plan
+
+
+def _constant_operand(node: Node, graph: Graph, constants: dict[str, np.ndarray],
+                      plan: _Plan) -> int | None:
+    """Return the index of the constant input of a Mul/Add of a per-channel constant
+    (`channel_affine_ptq`, recorded in `plan.vectors`) or of an Add of a whole-tensor
+    constant (`constant_operand_ptq`, recorded in `plan.operands` with the shape it is read
+    in), else None."""
+    if (index := channel_vector_index(node, graph, constants)) is not None:
+        plan.vectors[node.name] = index
+        return index
+    if (index := constant_operand_index(node, graph, constants)) is not None:
+        found = graph.type_of(node.inputs[1 - index])
+        assert found is not None and found.shape is not None
+        plan.operands[node.name] = (index, tuple(int(d) for d in found.shape
+                                                 if isinstance(d, int)))
+        return index
+    return None
 
 
 def _passes_through(node: Node, constants: Mapping[str, np.ndarray]) -> bool:
@@ -559,6 +582,14 @@ def _dequantized_vector(node: Node, index: int, constants: Mapping[str, np.ndarr
     q, scale = quantize_vector(constants[name].reshape(-1))
     if keeps_shape(constants[name]):  # per channel [1, C, 1, 1] (channel_affine_ptq)
         q = q.reshape(constants[name].shape)
+    return _dequantized_constant(node, index, q, scale, namer)
+
+
+def _dequantized_constant(node: Node, index: int, q: np.ndarray, scale: np.float32,
+                          namer: Namer) -> tuple[Node, Node, list[Tensor]]:
+    """Return `node` reading int8 `q` (scale `scale`, zero point 0) through a new
+    DequantizeLinear in place of its input `index`, that node and the new constants."""
+    name = node.inputs[index]
     q_name, s_name = namer(f"{name}_quantized"), namer(f"{name}_scale")
     z_name, dq_name = namer(f"{name}_zero_point"), namer(f"{name}_dequantized")
     dq = make_node("DequantizeLinear", (q_name, s_name, z_name), (dq_name,),
@@ -618,6 +649,12 @@ def _rewrite(graph: Graph, plan: _Plan, params: dict[str, Params]) -> Graph:
         index = plan.vectors.get(node.name)
         if index is not None:  # a layer normalization's gamma or beta: int8 per tensor
             node, dq, tensors = _dequantized_vector(node, index, constants, namer)
+            nodes.append(dq)
+            new_tensors += tensors
+        if node.name in plan.operands:  # a whole-tensor constant: int8 per tensor
+            index, shape = plan.operands[node.name]
+            q, scale = quantized_operand(constants[node.inputs[index]], shape)
+            node, dq, tensors = _dequantized_constant(node, index, q, scale, namer)
             nodes.append(dq)
             new_tensors += tensors
         outs = tuple(produced_as.get(o, o) for o in node.outputs)

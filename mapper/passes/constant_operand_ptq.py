@@ -1,0 +1,52 @@
+"""Post-training quantization of an Add of a computed tensor and a whole-tensor constant.
+
+Vision transformers add a learned constant of the activation's own shape: ViT's position
+embedding ([1, S, D] + [1, S, D]), LeViT's attention biases gathered into [heads, N, N] and
+added to the scores [1, heads, N, N] (rank 4: not yet, see fuse_qdq.WHOLE_CONSTANT_RANK). Such a constant is not one value per channel
+(`channel_affine_ptq`) nor a scalar (an activation table), so without this rule the Add stays
+float on the host. Here the constant is quantized int8, symmetric per tensor (scale
+max|C| / 127, as `layernorm_ptq.quantize_vector`), read through a DequantizeLinear in the
+computed input's shape (leading 1s added: the same elements in the same order), and the
+computed input and the result are quantized as activations, so `fuse_qdq` makes a QAdd whose
+B is a constant in memory (an element-wise VECTOR_ADD of two tensors).
+"""
+
+import numpy as np
+
+from systolic.ir import DataType, Graph, Node
+from systolic.mapper.passes.fuse_qdq import WHOLE_CONSTANT_RANK
+from systolic.mapper.passes.layernorm_ptq import quantize_vector
+
+__all__ = ["constant_operand_index", "quantized_operand"]
+
+
+def constant_operand_index(node: Node, graph: Graph,
+                           constants: dict[str, np.ndarray]) -> int | None:
+    """Return the input index of the whole-tensor constant of an Add `node` (module
+    docstring): a finite float32 constant of more than one element whose shape, with leading
+    1s added, is the other (computed, float, static) input's shape and the result's, of rank
+    at most fuse_qdq.WHOLE_CONSTANT_RANK. None when
+    `node` is no such Add."""
+    if (node.op_type != "Add" or node.domain != "" or len(node.inputs) != 2
+            or len(node.outputs) != 1):
+        return None
+    index = 1 if node.inputs[1] in constants else 0
+    x, c = node.inputs[1 - index], constants.get(node.inputs[index])
+    x_type, y_type = graph.type_of(x), graph.type_of(node.outputs[0])
+    if (c is None or x in constants or x_type is None or y_type is None
+            or x_type.dtype != DataType.FLOAT or y_type.dtype != DataType.FLOAT
+            or x_type.shape is None or not x_type.is_static or y_type.shape != x_type.shape):
+        return None
+    shape = tuple(int(d) for d in x_type.shape if isinstance(d, int))
+    if (c.dtype != np.float32 or c.size <= 1 or c.ndim > len(shape)
+            or len(shape) > WHOLE_CONSTANT_RANK
+            or (1,) * (len(shape) - c.ndim) + c.shape != shape or not np.all(np.isfinite(c))):
+        return None
+    return index
+
+
+def quantized_operand(constant: np.ndarray, shape: tuple[int, ...]
+                      ) -> tuple[np.ndarray, np.float32]:
+    """Return (int8 values in `shape`, float32 scale) of a whole-tensor constant."""
+    q, scale = quantize_vector(constant.reshape(-1))
+    return q.reshape(shape), scale
