@@ -17,6 +17,8 @@ Order (each pass one module):
                         such a Where of two constants -> arithmetic on its Cast condition
                         (one table once quantized); after 7:
                         quantized_isnan, Where(IsNaN(DQ(x)), a, b) -> b
+ 3d. rms_mean          float models: ReduceMean(Pow(x, 2)) over the last axis (T5's RMS
+                        norm), x not a Sub -> MatMul by a [H, 1] constant of 1/H
  4. spatial_mean        ReduceMean over all spatial axes -> GlobalAveragePool (+ Reshape);
                         GlobalMaxPool -> MaxPool over the whole spatial extent
  4a. decomposed_softmax ReduceMax/Sub/Exp/ReduceSum/Div over the last axis -> Softmax;
@@ -123,6 +125,7 @@ from systolic.mapper.passes.quantize_float import is_quantized, quantize_float
 from systolic.mapper.passes.recurrent_island import recurrent_island
 from systolic.mapper.passes.remove_identities import remove_identities
 from systolic.mapper.passes.report import HOST, LAYOUT, PassReport
+from systolic.mapper.passes.rms_mean import rms_mean_to_matmul
 from systolic.mapper.passes.scalar_dequantize import (
     fold_scalar_dequantize,
     fold_scalar_quantize,
@@ -155,8 +158,9 @@ def run_passes(
     while (inlined := fold_if(model, report)) is not model:
         model = fold_constants(remove_identities(finalize(inlined), report), report)
     for rewrite in (fold_scalar_dequantize, fold_scalar_quantize, finite_masks,
-                    arithmetic_masks, spatial_mean_to_pool, decomposed_softmax, decompose_lrn,
-                    conv_transpose_to_conv, fold_bias_add, channel_affine):
+                    arithmetic_masks, rms_mean_to_matmul, spatial_mean_to_pool,
+                    decomposed_softmax, decompose_lrn, conv_transpose_to_conv, fold_bias_add,
+                    channel_affine):
         rewritten = rewrite(model, report)
         if rewritten is not model:
             model = finalize(rewritten)

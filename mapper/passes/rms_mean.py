@@ -1,0 +1,82 @@
+"""The mean of squares of an RMS normalization (T5's LayerNorm, LLaMA's RMSNorm):
+
+    ms = ReduceMean(Pow(x, 2), last axis, keepdims=1)   ->   ms = MatMul(Pow(x, 2), w)
+
+with w the [H, 1] constant of 1/H, in a float model (the quantizer then makes it a QMatMul
+on the array, the squares and 1 / sqrt(ms + eps) activation tables). Only this form: a
+ReduceMean whose Pow reads a Sub is a layer normalization's variance (fused whole later) and
+stays. The sum times 1/H differs from the sum divided by H by at most one float rounding
+(none when H is a power of two).
+"""
+
+import dataclasses
+
+import numpy as np
+
+from systolic.ir import Graph, Model, Node
+from systolic.mapper.passes.graph_tools import (
+    Namer,
+    attr_int,
+    attr_ints,
+    constants_of,
+    make_node,
+    replace_graph,
+    scalar_constant,
+    tensor,
+)
+from systolic.mapper.passes.quantize_float import is_quantized
+from systolic.mapper.passes.report import PassReport
+
+__all__ = ["rms_mean_to_matmul"]
+
+
+def rms_mean_to_matmul(model: Model, report: PassReport) -> Model:
+    """Return float `model` with each RMS mean of squares over the last axis as a MatMul by
+    1/H (module docstring); `model` itself when none is, or when it is quantized."""
+    if is_quantized(model):
+        return model
+    graph = model.graph
+    constants, producers = constants_of(graph), graph.producers()
+    namer, added, nodes = Namer(graph), [], []
+    for node in graph.nodes:
+        size = _mean_of_squares(graph, node, constants, producers)
+        if size is None:
+            nodes.append(node)
+            continue
+        weight = namer(f"{node.name or node.outputs[0]}_weights")
+        added.append(tensor(weight, np.full((size, 1), 1.0 / size, np.float32)))
+        nodes.append(make_node("MatMul", [node.inputs[0], weight], list(node.outputs),
+                               name=node.name))
+        report.note(node.label, "the mean of squares of an RMS normalization, as a MatMul "
+                    "by 1/H")
+    if not added:
+        return model
+    return dataclasses.replace(model, graph=replace_graph(graph, nodes, added))
+
+
+def _mean_of_squares(graph: Graph, node: Node, constants: dict[str, np.ndarray],
+                     producers: dict[str, Node]) -> int | None:
+    """H when `node` is ReduceMean(Pow(x, 2)) over the last axis of a static float32 [.., H]
+    with keepdims, x not made by a Sub; else None."""
+    if node.op_type != "ReduceMean" or node.domain != "" or attr_int(node, "keepdims", 1) != 1:
+        return None
+    source = producers.get(node.inputs[0])
+    if (source is None or source.op_type != "Pow" or source.domain != ""
+            or (exponent := scalar_constant(constants, source.inputs[1])) is None
+            or float(exponent) != 2.0):
+        return None
+    base = producers.get(source.inputs[0])
+    if base is not None and base.op_type == "Sub":
+        return None
+    found = graph.type_of(node.inputs[0])
+    if (found is None or found.shape is None or not found.is_static or not found.shape
+            or found.dtype.numpy != np.float32):
+        return None
+    rank = len(found.shape)
+    axes = attr_ints(node, "axes")
+    if len(node.inputs) > 1 and node.inputs[1]:
+        axes = tuple(int(a) for a in constants.get(node.inputs[1], np.array([], np.int64)))
+    if axes is None or len(axes) != 1 or axes[0] % rank != rank - 1:
+        return None
+    size = found.shape[-1]
+    return size if isinstance(size, int) and size > 1 else None

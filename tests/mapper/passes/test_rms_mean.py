@@ -1,0 +1,62 @@
+"""rms_mean: T5's RMS normalization's mean of squares over the last axis becomes a MatMul by
+1/H in a float model (the array computes it once quantized); a layer normalization's variance
+(its Pow reads a Sub) and quantized models are left alone."""
+
+import numpy as np
+
+from systolic.mapper.passes.pipeline import finalize, run_passes
+from systolic.mapper.passes.report import PassReport
+from systolic.mapper.passes.rms_mean import rms_mean_to_matmul
+from systolic.reference.executor import run_model
+
+from .table_models import make, node, op_types
+
+H = 16
+
+
+def _rms(*, centred=False):  # type: ignore[no-untyped-def]
+    """x -> [x - mean(x)] -> Pow 2 -> ReduceMean(-1) -> + eps -> Sqrt -> 1 / . -> x * . * w"""
+    nodes = []
+    base = "x"
+    if centred:
+        nodes += [node("ReduceMean", ["x"], ["m"], axes=[-1], keepdims=1),
+                  node("Sub", ["x", "m"], ["d"])]
+        base = "d"
+    nodes += [node("Pow", [base, "two"], ["sq"]),
+              node("ReduceMean", ["sq"], ["ms"], axes=[-1], keepdims=1, name="mean"),
+              node("Add", ["ms", "eps"], ["v"]), node("Sqrt", ["v"], ["r"]),
+              node("Div", ["one", "r"], ["inv"]), node("Mul", [base, "inv"], ["n"]),
+              node("Mul", ["n", "w"], ["y"])]
+    constants = {"two": np.array(2.0, np.float32), "eps": np.array(1e-6, np.float32),
+                 "one": np.array(1.0, np.float32),
+                 "w": np.random.default_rng(5).normal(1, 0.1, H).astype(np.float32)}
+    return make(nodes, [("x", np.float32, (1, 4, H))], [("y", np.float32, (1, 4, H))],
+                constants, opset=13)
+
+
+def _rewrite(model):  # type: ignore[no-untyped-def]
+    return finalize(rms_mean_to_matmul(model, PassReport()))
+
+
+def test_the_mean_of_squares_becomes_a_matmul_by_one_over_h():  # type: ignore[no-untyped-def]
+    _, model = _rms()
+    rewritten = _rewrite(model)
+    kinds = op_types(rewritten)
+    assert "ReduceMean" not in kinds and "MatMul" in kinds
+    matmul = next(n for n in rewritten.graph.nodes if n.op_type == "MatMul")
+    weights = next(t.data for t in rewritten.graph.initializers if t.name == matmul.inputs[1])
+    assert weights.shape == (H, 1) and np.all(weights == np.float32(1 / H))
+    feed = {"x": np.random.default_rng(6).normal(0, 2, (1, 4, H)).astype(np.float32)}
+    np.testing.assert_allclose(run_model(rewritten, feed)["y"], run_model(model, feed)["y"],
+                               rtol=1e-6)
+
+
+def test_a_layer_norm_variance_stays():  # type: ignore[no-untyped-def]
+    _, model = _rms(centred=True)
+    assert rms_mean_to_matmul(model, PassReport()) is model
+
+
+def test_the_quantized_rms_norm_runs_its_mean_on_the_array():  # type: ignore[no-untyped-def]
+    _, model = _rms()
+    fused, _ = run_passes(model)
+    assert "QMatMul" in op_types(fused) and "ReduceMean" not in op_types(fused)
