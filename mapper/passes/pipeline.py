@@ -8,6 +8,8 @@ Order (each pass one module):
  3. fold_constants      nodes computable before running (shape chains, Constant ...)
  3b. fold_if            If of constant cond -> the chosen branch's nodes (then 2 and 3
                         again, until no If of constant cond is left)
+ 3b'. widen_float16     a float16 model computes in float32 (exact widening; Casts at
+                        its float16 inputs and outputs), so it is quantized like any other
  3c. fold_scalar_dequantize  DQ of a one-element 8-bit constant read by element-wise ops
                         -> its float value (onnxruntime's QDQ of scalar constants);
                         fold_scalar_quantize: Q of one such constant read by QLinearAdd/
@@ -132,6 +134,7 @@ from systolic.mapper.passes.scalar_dequantize import (
 )
 from systolic.mapper.passes.spatial_mean import spatial_mean_to_pool
 from systolic.mapper.passes.unroll_recurrent import unroll_recurrent_region
+from systolic.mapper.passes.widen_float16 import widen_float16
 from systolic.mapper.shape_inference import infer_shapes
 
 __all__ = ["finalize", "run_passes"]
@@ -157,6 +160,8 @@ def run_passes(
     model = fold_constants(model, report)
     while (inlined := fold_if(model, report)) is not model:
         model = fold_constants(remove_identities(finalize(inlined), report), report)
+    if (widened := widen_float16(model, report)) is not model:
+        model = fold_constants(remove_identities(finalize(widened), report), report)
     for rewrite in (fold_scalar_dequantize, fold_scalar_quantize, finite_masks,
                     arithmetic_masks, rms_mean_to_matmul, spatial_mean_to_pool,
                     decomposed_softmax, decompose_lrn, conv_transpose_to_conv, fold_bias_add,
