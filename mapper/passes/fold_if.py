@@ -13,12 +13,13 @@ choosing its branch when it runs).
 """
 
 import dataclasses
+import math
 
-from systolic.ir import Attrs, Graph, Model, Node, Tensor
+from systolic.ir import Attrs, Graph, Model, Node, Tensor, TensorType
 from systolic.mapper.passes.graph_tools import Namer, constants_of, make_node, scalar_constant
 from systolic.mapper.passes.report import FOLDED, PassReport
 
-__all__ = ["HOST_REASON", "fold_if"]
+__all__ = ["HOST_REASON", "fold_if", "selector_inputs_of"]
 
 HOST_REASON = ("its cond is known only when running (it depends on the input's values): runs "
                "on the host, which runs the chosen branch with the reference")
@@ -36,7 +37,7 @@ def fold_if(model: Model, report: PassReport) -> Model:
         cond = scalar_constant(constants, node.inputs[0]) if _is_if(node) else None
         if cond is None:
             if _is_if(node):
-                report.note(node.label, HOST_REASON)
+                report.note(node.label, _host_reason(graph, node.inputs[0]))
             nodes.append(node)
             continue
         which = "then_branch" if bool(cond) else "else_branch"
@@ -53,6 +54,44 @@ def fold_if(model: Model, report: PassReport) -> Model:
     new_graph = dataclasses.replace(graph, nodes=tuple(nodes),
                                     initializers=graph.initializers + tuple(tensors))
     return dataclasses.replace(model, graph=new_graph)
+
+
+def selector_inputs_of(graph: Graph, cond: str) -> list[str]:
+    """Return the graph inputs of integer or bool type with at most one element that value
+    `cond` is computed from (a sample rate, a mode), in input order."""
+    computed_from = _ancestors(graph, cond)
+    return [info.name for info in graph.inputs
+            if info.name in computed_from and _is_scalar_integer(info.type)]
+
+
+def _host_reason(graph: Graph, cond: str) -> str:
+    """HOST_REASON, naming the selector inputs the cond is computed from: `simulate` knows
+    their values and fixes them (systolic.simulation.selector_inputs)."""
+    selectors = selector_inputs_of(graph, cond)
+    if not selectors:
+        return HOST_REASON
+    names = ", ".join(repr(name) for name in selectors)
+    return (f"{HOST_REASON}; it depends on the value of input {names}: `systolic simulate "
+            "--input` fixes that value and maps the chosen branch")
+
+
+def _ancestors(graph: Graph, name: str) -> set[str]:
+    producer = {out: node for node in graph.nodes for out in node.outputs if out}
+    seen: set[str] = set()
+    pending = [name]
+    while pending:
+        value = pending.pop()
+        if value and value not in seen:
+            seen.add(value)
+            if (node := producer.get(value)) is not None:
+                pending += node.inputs
+    return seen
+
+
+def _is_scalar_integer(tensor_type: TensorType) -> bool:
+    dtype = tensor_type.dtype
+    return (dtype.has_numpy and dtype.numpy.kind in ("i", "u", "b") and tensor_type.is_static
+            and math.prod(d for d in tensor_type.shape or () if isinstance(d, int)) <= 1)
 
 
 def _is_if(node: Node) -> bool:

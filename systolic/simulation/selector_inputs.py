@@ -14,12 +14,12 @@ model as written (the reference run, onnxruntime) still reads the input like any
 """
 
 import dataclasses
-import math
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from systolic.ir import Graph, Model, Tensor, TensorType
+from systolic.ir import Graph, Model, Tensor
+from systolic.mapper.passes.fold_if import selector_inputs_of
 from systolic.simulation.inputs import model_inputs
 
 __all__ = ["describe", "fix_selector_inputs", "selector_inputs"]
@@ -28,11 +28,11 @@ __all__ = ["describe", "fix_selector_inputs", "selector_inputs"]
 def selector_inputs(model: Model) -> tuple[str, ...]:
     """Return the names of `model`'s selector inputs (module docstring), in input order."""
     graph = model.graph
-    conditions = [node.inputs[0] for node in graph.nodes
-                  if node.op_type == "If" and node.domain in ("", "ai.onnx") and node.inputs]
-    cone = _ancestors(graph, conditions)
-    return tuple(info.name for info in model_inputs(model)
-                 if info.name in cone and _is_small_integer(info.type))
+    given = {info.name for info in model_inputs(model)}
+    found = {name for node in graph.nodes
+             if node.op_type == "If" and node.domain in ("", "ai.onnx") and node.inputs
+             for name in selector_inputs_of(graph, node.inputs[0])}
+    return tuple(info.name for info in graph.inputs if info.name in found & given)
 
 
 def fix_selector_inputs(
@@ -69,27 +69,3 @@ def describe(names: Iterable[str], inputs: Mapping[str, np.ndarray]) -> str:
     if not parts:
         return ""
     return f"{', '.join(parts)} fixed for this run (it selects an If's branch)"
-
-
-def _is_small_integer(tensor_type: TensorType) -> bool:
-    kind = tensor_type.dtype.numpy.kind if tensor_type.dtype.has_numpy else ""
-    if kind == "" or kind not in "iub" or not tensor_type.is_static:
-        return False
-    sizes = [d for d in tensor_type.shape or () if isinstance(d, int)]
-    return math.prod(sizes) <= 1
-
-
-def _ancestors(graph: Graph, names: Iterable[str]) -> set[str]:
-    """Return `names` and every value of the main graph they are computed from."""
-    producer = {out: node for node in graph.nodes for out in node.outputs if out}
-    seen: set[str] = set()
-    stack = [name for name in names if name]
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        node = producer.get(name)
-        if node is not None:
-            stack.extend(value for value in node.inputs if value)
-    return seen

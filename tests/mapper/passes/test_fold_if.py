@@ -16,7 +16,7 @@ from systolic.mapper.passes.remove_identities import remove_identities
 from systolic.mapper.passes.report import FOLDED, PassReport
 from systolic.reference.executor import run_model
 
-from ...support.if_models import if_of_shape, if_of_values, nested_if
+from ...support.if_models import if_of_rate, if_of_shape, if_of_values, nested_if
 
 
 def _load(model: onnx.ModelProto) -> Model:
@@ -62,6 +62,15 @@ def test_a_data_dependent_if_stays_for_the_host() -> None:
     report = PassReport((node.name, node.op_id) for node in original.graph.nodes)
     assert fold_if(original, report) is original
     assert report.note_of("choose") == HOST_REASON
+
+
+def test_an_if_of_a_rate_input_names_it_in_its_host_reason() -> None:
+    original = _load(if_of_rate())
+    report = PassReport((node.name, node.op_id) for node in original.graph.nodes)
+    assert fold_if(original, report) is original
+    assert report.note_of("choose") == (
+        f"{HOST_REASON}; it depends on the value of input 'sr': `systolic simulate --input` "
+        "fixes that value and maps the chosen branch")
 
 
 def test_the_pipeline_maps_the_inlined_conv() -> None:
