@@ -18,7 +18,8 @@ Two functions, two places in the pipeline (`pipeline.py`):
 - `split_layernorm` (before quantization): LayerNormalization(x, scale, bias) of constants
   (float, or read through a per-tensor DequantizeLinear: a QDQ model's) over the last axis
   becomes LayerNormalization(x, 1) -> Mul(scale) -> Add(bias) (float constants; Mul and Add
-  left out for a scale of ones and a zero or missing bias), so the normalized tensor is a
+  left out for a scale of ones and a zero or missing bias, read through DequantizeLinear
+  nodes or not: LayerNormalization(x, 1) then), so the normalized tensor is a
   value of its own: post-training quantization calibrates it (`quantize_float`; in a
   quantized model the island `layernorm_ptq.layernorm_island` between the model's
   DequantizeLinear and QuantizeLinear);
@@ -92,6 +93,8 @@ def split_layernorm(model: Model, report: PassReport,
             continue
         ones = np.ones(scale.shape, np.float32)
         if np.array_equal(scale, ones) and (bias is None or not np.any(bias)):
+            if node.inputs[1] not in ctx.constants or bias_name:  # through DequantizeLinear
+                _unit(ctx, node, ones)
             continue
         _split(ctx, node, scale, bias if bias is not None and np.any(bias) else None)
     return dataclasses.replace(model, graph=ctx.result())
@@ -112,6 +115,15 @@ def _float_constant(ctx: FusionContext, name: str) -> np.ndarray | None:
         return None
     real = (q.astype(np.float64) - float(zero.reshape(-1)[0])) * float(scale.reshape(-1)[0])
     return real.astype(np.float32)
+
+
+def _unit(ctx: FusionContext, node: Node, ones: np.ndarray) -> None:
+    """Make LayerNormalization `node`, whose scale is 1 and bias 0 (or absent) but read
+    through DequantizeLinear nodes (a QDQ model of an untrained or unit-initialised norm),
+    read a float constant of ones and no bias, the form `fuse_layernorm` takes."""
+    name = node.name or node.label
+    unit = ctx.constant(f"{name}_unit_scale", ones)
+    ctx.replace([node], dataclasses.replace(node, inputs=(node.inputs[0], unit)), at=node)
 
 
 def _split(ctx: FusionContext, node: Node, scale: np.ndarray,

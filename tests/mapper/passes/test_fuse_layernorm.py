@@ -145,13 +145,15 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
-def _float_model(form: str, axis: int = -1):  # type: ignore[no-untyped-def]
-    """MatMul -> layer normalization (with gamma and beta) -> MatMul, float."""
+def _float_model(form: str, axis: int = -1, unit: bool = False):  # type: ignore[no-untyped-def]
+    """MatMul -> layer normalization (with gamma and beta; `unit`: 1 and 0) -> MatMul, float."""
     rng = np.random.default_rng(1)
     constants = {"w1": rng.standard_normal((H, H)).astype(np.float32) / 4,
                  "w2": rng.standard_normal((H, 8)).astype(np.float32) / 4,
                  "gamma": (1 + rng.standard_normal(H) / 3).astype(np.float32),
                  "beta": (rng.standard_normal(H) / 3).astype(np.float32)}  # fmt: skip
+    if unit:
+        constants |= {"gamma": np.ones(H, np.float32), "beta": np.zeros(H, np.float32)}
     if form == "LayerNormalization":
         norm = [node("LayerNormalization", ["h", "gamma", "beta"], ["a"], axis=axis,
                      epsilon=1e-5)]  # fmt: skip
@@ -187,15 +189,18 @@ def test_layernormalization_over_an_inner_axis_stays_on_the_host():  # type: ign
 
 
 
-def test_qdq_layernormalization_from_onnxruntime_is_fused(tmp_path):  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("unit", [False, True])
+def test_qdq_layernormalization_from_onnxruntime_is_fused(tmp_path, unit):  # type: ignore[no-untyped-def]
     """onnxruntime's QDQ quantizer keeps LayerNormalization float between DQ(x) and Q(y),
     gamma and beta read through DequantizeLinear: split, its normalized value and gamma's
-    result calibrated (layernorm_island), it becomes QLayerNorm, QMul and QAdd."""
+    result calibrated (layernorm_island), it becomes QLayerNorm, QMul and QAdd; with gamma 1
+    and beta 0 (an untrained norm, timm's initialisation) no split is needed: LayerNorm(x, 1)
+    becomes QLayerNorm alone."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
 
     from systolic.mapper.importer import load_model
 
-    proto, float_model = _float_model("LayerNormalization")
+    proto, float_model = _float_model("LayerNormalization", unit=unit)
     rng = np.random.default_rng(9)
     feeds = [{"x": rng.standard_normal((1, 6, H)).astype(np.float32)} for _ in range(8)]
 
@@ -212,7 +217,8 @@ def test_qdq_layernormalization_from_onnxruntime_is_fused(tmp_path):  # type: ig
     model = load_model(str(tmp_path / "q.onnx"))
     assert "LayerNormalization" in op_types(model)
     fused, _ = run_passes(model, calibration=feeds)
-    assert op_types(fused) == ["QuantizeLinear", "QMatMul", "QLayerNorm", "QMul", "QAdd",
+    affine = [] if unit else ["QMul", "QAdd"]
+    assert op_types(fused) == ["QuantizeLinear", "QMatMul", "QLayerNorm", *affine,
                                "QMatMul", "DequantizeLinear"]
     want, got = run_model(float_model, feeds[0])["y"], run_model(fused, feeds[0])["y"]
     assert _cosine(want, got) > 0.99
