@@ -148,6 +148,15 @@ static void mark_bits(uint64_t *mask, int offset, int width) {
 #define USE_(mask, offset, width, is_signed) mark_bits((mask), (offset), (width))
 #define USE_EXPAND_(args) USE_ args
 #define USE(mask, NAME) USE_EXPAND_((mask, NAME))
+/* USE the fields every row instruction P (SOFTMAX, LAYERNORM) has (`row_op`, ROW_OP_READ). */
+#define USE_ROW_OP(mask, P)                                                                    \
+    do {                                                                                       \
+        USE(mask, P##_FLIP_SIGN); USE(mask, P##_LENGTH); USE(mask, P##_SHIFT);                 \
+        USE(mask, P##_ZERO_POINT); USE(mask, P##_LO); USE(mask, P##_HI);                       \
+        USE(mask, P##_IN_ROW); USE(mask, P##_M); USE(mask, P##_MULTIPLIER);                    \
+        USE(mask, P##_EXT); USE(mask, P##_N0); USE(mask, P##_ROW_STRIDE0);                     \
+        USE(mask, P##_ROW_STRIDE1);                                                            \
+    } while (0)
 
 #define OPCODES 16
 
@@ -211,19 +220,11 @@ static void used_bits(uint64_t *mask, int op) {
         USE(mask, TABLE_WIDE); USE(mask, TABLE_ROW);
         break;
     case OP_SOFTMAX:
-        USE(mask, SOFTMAX_FLIP_SIGN); USE(mask, SOFTMAX_LENGTH); USE(mask, SOFTMAX_SHIFT);
-        USE(mask, SOFTMAX_ZERO_POINT); USE(mask, SOFTMAX_LO); USE(mask, SOFTMAX_HI);
-        USE(mask, SOFTMAX_IN_ROW); USE(mask, SOFTMAX_M); USE(mask, SOFTMAX_MULTIPLIER);
-        USE(mask, SOFTMAX_EXT); USE(mask, SOFTMAX_N0); USE(mask, SOFTMAX_ROW_STRIDE0);
-        USE(mask, SOFTMAX_ROW_STRIDE1);
+        USE_ROW_OP(mask, SOFTMAX);
         break;
     case OP_LAYERNORM:
-        USE(mask, LAYERNORM_FLIP_SIGN); USE(mask, LAYERNORM_LENGTH); USE(mask, LAYERNORM_SHIFT);
-        USE(mask, LAYERNORM_ZERO_POINT); USE(mask, LAYERNORM_LO); USE(mask, LAYERNORM_HI);
-        USE(mask, LAYERNORM_IN_ZERO_POINT); USE(mask, LAYERNORM_IN_ROW); USE(mask, LAYERNORM_M);
-        USE(mask, LAYERNORM_MULTIPLIER); USE(mask, LAYERNORM_EPS); USE(mask, LAYERNORM_EXT);
-        USE(mask, LAYERNORM_N0); USE(mask, LAYERNORM_ROW_STRIDE0);
-        USE(mask, LAYERNORM_ROW_STRIDE1);
+        USE_ROW_OP(mask, LAYERNORM);
+        USE(mask, LAYERNORM_IN_ZERO_POINT); USE(mask, LAYERNORM_EPS);
         break;
     case OP_HALT:
         break;
