@@ -14,11 +14,14 @@ Runs the mapper passes once on the onnx wheel's light ResNet-50
    cumulative time.
 
     python bench/bench_sweep.py [--points 100] [--arrays 4x4,...] [--jobs 2] [--repeat 3] [--top 15]
+    python bench/bench_sweep.py --per-array [--arrays 4x4,...]   (one timed point per array and
+        dataflow, largest first, and the sweep's CPU estimated from them)
 """
 
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import time
 from pathlib import Path
@@ -30,7 +33,7 @@ from systolic.compare.layer_cycles import accelerator_runs
 from systolic.compare.point import run_config
 from systolic.compare.points import Engine
 from systolic.compare.sweep import PreparedModel, prepare_model, sweep
-from systolic.config import ArrayConfig
+from systolic.config import ArrayConfig, Dataflow
 from systolic.ir import Model
 from systolic.mapper.lowering import compile_model
 from systolic.mapper.lowering.jobs import forget_schedules
@@ -57,6 +60,29 @@ def _sweep(prepared: PreparedModel, arrays: list[str], points: int, jobs: int) -
     print(f"sweep: {len(configs)} points, --jobs {jobs}: {wall:.1f} s wall "
           f"({wall / len(configs):.2f} s per point; this process {cpu:.1f} s CPU); "
           f"{failed} failed")  # fmt: skip
+
+
+def _per_array(integer: Model, arrays: list[str]) -> None:
+    """One point per (array, dataflow) of the grid (default scratchpad and bus), largest
+    array first, each compiled from scratch: its compile and cycle-model CPU seconds, and
+    the sweep's CPU estimated from them (each pair stands for its 6 points: 3 scratchpads x
+    2 buses)."""
+    total = 0.0
+    for array in reversed(arrays):
+        rows, cols = map(int, array.split("x"))
+        for dataflow in (Dataflow.WS, Dataflow.OS):
+            forget_schedules()
+            start = time.process_time()
+            compiled = compile_model(integer, ArrayConfig(rows=rows, cols=cols, dataflow=dataflow))
+            middle = time.process_time()
+            layer_rows(compiled, accelerator_runs(compiled, "model", {}))
+            point = time.process_time() - start
+            total += 6 * point
+            print(f"  {array} {dataflow.value}: compile {middle - start:.2f} s, cycle model + rows "
+                  f"{time.process_time() - middle:.2f} s CPU; load average "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    print(f"estimated sweep of {6 * 2 * len(arrays)} points: {total:.0f} s CPU, "
+          f"{total / 2:.0f} s wall on 2 idle cores")
 
 
 def _point_cpu(integer: Model, repeat: int) -> None:
@@ -95,10 +121,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--per-array", action="store_true",
+                        help="instead of the sweep, one point per (array, dataflow), timed")
     args = parser.parse_args()
     start = time.process_time()
     prepared = prepare_model(MODEL)
     print(f"passes: {time.process_time() - start:.1f} s CPU (once per model)")
+    if args.per_array:
+        _per_array(prepared.integer, args.arrays.split(","))
+        return
     _sweep(prepared, args.arrays.split(","), args.points, args.jobs)
     _point_cpu(prepared.integer, args.repeat)
     _profile(prepared.integer, args.top)

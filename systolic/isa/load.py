@@ -162,8 +162,7 @@ class Load(Instruction):
 
     def _check_rules(self) -> None:
         hints = load_hints(self.k0, self.run, self.n_mid, self.stride_mid, self.stride_outer)
-        for name, value in zip(HINT_NAMES, hints, strict=True):
-            object.__setattr__(self, name, value)
+        self.__dict__.update(zip(HINT_NAMES, hints, strict=True))  # (frozen: no __setattr__)
         if self.mem is not LoadTarget.PARAMS:  # the common cases first, then the messages
             if self.length >= 1 and self.run >= 1 and self.n_mid >= 1:
                 return
