@@ -20,7 +20,9 @@ Order (each pass one module):
                         (one table once quantized); after 7:
                         quantized_isnan, Where(IsNaN(DQ(x)), a, b) -> b
  3d. rms_mean          float models: ReduceMean(Pow(x, 2)) over the last axis (T5's RMS
-                        norm), x not a Sub -> MatMul by a [H, 1] constant of 1/H
+                        norm), x not a Sub -> MatMul by a [H, 1] constant of 1/H;
+                        instance_norm: InstanceNormalization of [N, C, T] -> the decomposed
+                        layer normalization over the last axis (-> LAYERNORM)
  4. spatial_mean        ReduceMean over all spatial axes -> GlobalAveragePool (+ Reshape);
                         GlobalMaxPool -> MaxPool over the whole spatial extent
  4a. decomposed_softmax ReduceMax/Sub/Exp/ReduceSum/Div over the last axis -> Softmax;
@@ -113,6 +115,7 @@ from systolic.mapper.passes.fuse_layernorm import fuse_layernorm, split_layernor
 from systolic.mapper.passes.fuse_qdq import LAYOUT_OPS, fuse_qdq
 from systolic.mapper.passes.fuse_softmax import fuse_softmax
 from systolic.mapper.passes.fuse_tables import fuse_tables
+from systolic.mapper.passes.instance_norm import instance_norm_to_layernorm
 from systolic.mapper.passes.layernorm_moments import moments_layernorm
 from systolic.mapper.passes.layernorm_ptq import layernorm_island
 from systolic.mapper.passes.masked_softmax import (
@@ -163,9 +166,9 @@ def run_passes(
     if (widened := widen_float16(model, report)) is not model:
         model = fold_constants(remove_identities(finalize(widened), report), report)
     for rewrite in (fold_scalar_dequantize, fold_scalar_quantize, finite_masks,
-                    arithmetic_masks, rms_mean_to_matmul, spatial_mean_to_pool,
-                    decomposed_softmax, decompose_lrn, conv_transpose_to_conv, fold_bias_add,
-                    channel_affine):
+                    arithmetic_masks, rms_mean_to_matmul, instance_norm_to_layernorm,
+                    spatial_mean_to_pool, decomposed_softmax, decompose_lrn,
+                    conv_transpose_to_conv, fold_bias_add, channel_affine):
         rewritten = rewrite(model, report)
         if rewritten is not model:
             model = finalize(rewritten)
