@@ -15,7 +15,9 @@ instructions in the unit is left after this cycle, so the next LOAD is taken in 
 Cost note: the decode has no divider and no multiplier: the LOAD word carries the start of
 its element pattern (`c0`, `j0`, `base_i0`, `base_j0`) and the j-wrap condition
 (`j_contiguous_1`, `j_contiguous_2`) as hints the encoder derives from `k0`
-(`systolic.isa.load.load_hints`); its longest path is one 32-bit adder and a comparator.
+(`systolic.isa.load.load_hints`). Its longest path: a 32-bit subtraction (`n_mid - j0`), its
+saturation to `cnt_width` bits (an OR of the high bits), one small product (a DSP block on the
+FPGA: the elements to the first j wrap, `jrun0`) and a subtraction into the job register.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal
@@ -103,7 +105,10 @@ class LoadUnit(wiring.Component):
         ob = config.operand_bytes
 
         def sat(value):
-            return Mux(value > saturated, saturated, value)
+            # A non-zero bit above the count's width, not a comparator: no carry chain after
+            # the subtractions that feed it.
+            width = self.cnt_width
+            return Mux(value[width:].any(), saturated, value[:width])
 
         job = Signal(job_layout(*widths))
         k, start = job.consts, job.start
@@ -120,13 +125,18 @@ class LoadUnit(wiring.Component):
         first_off, first_i = Mux(is_params, 0, off0), Mux(is_params, 0, word.base_i0)
         first_j, j_left = Mux(is_params, 0, word.base_j0), sat(word.n_mid - word.j0)
         to_cwrap = sat(word.run - word.c0)
-        # Elements to the j wrap (the walker's `jrun`), from the counts at their own widths.
+        # Elements to the j wrap (the walker's `jrun`), from the counts at their own widths:
+        # (j_left - 1) * run + to_cwrap as j_left * run - (run - to_cwrap), so the product
+        # starts at the saturated count (no decrement before it) and the difference it ends
+        # with is computed beside it; both are the same non-negative numbers.
         counts = [Signal(self.cnt_width, name=f"dec_{n}") for n in ("j_left", "to_cwrap", "run",
                                                                   "n_mid")]
         m.d.comb += [counts[0].eq(j_left), counts[1].eq(to_cwrap), counts[2].eq(sat(word.run)),
                      counts[3].eq(sat(word.n_mid))]
-        jrun0 = (counts[0] - 1) * counts[2] + counts[1]
-        jgroup = (counts[3] - 1) * counts[2] + counts[2]
+        before_cwrap = Signal(self.cnt_width, name="dec_before_cwrap")
+        m.d.comb += before_cwrap.eq(counts[2] - counts[1])
+        jrun0 = counts[0] * counts[2] - before_cwrap
+        jgroup = counts[3] * counts[2]
         m.d.comb += [
             k.length.eq(Mux(is_params, params_row_bytes(config), word.length)),
             k.ob_shift.eq(Mux(is_params, 0, ob_shift)),
