@@ -31,10 +31,10 @@ _FLIP = 128
 
 
 def lower_add(node: Node, ctx: LayerContext, window: SpadWindow | None = None,
-              rows_outer: bool = False) -> list[Instruction]:
+              band: int | None = None) -> list[Instruction]:
     """Return the instructions of a systolic.QAdd node, its operands staged in the quarters
-    of `window` (default all of spad_in), its blocks in `vector_tiles` order (`rows_outer`:
-    row blocks outermost)."""
+    of `window` (default all of spad_in), its blocks in `vector_tiles` order (bands of `band`
+    output rows)."""
     window = window or SpadWindow.whole(ctx.config)
     a_name, b_name = node.inputs[0], node.inputs[1]
     y_name = node.outputs[0]
@@ -63,7 +63,7 @@ def lower_add(node: Node, ctx: LayerContext, window: SpadWindow | None = None,
         )
     code: list[Instruction] = []
     tiles = vector_tiles(len(y_map.image_addresses), y_map.channels, y_map.height,
-                         ctx.config.dim, block, rows_outer)  # fmt: skip
+                         ctx.config.dim, block, band)  # fmt: skip
     for t in tiles:
         a_row = window.first + t.buffer * 2 * quarter
         b_row = a_row + quarter

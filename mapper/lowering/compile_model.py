@@ -88,12 +88,13 @@ _VECTOR: dict[str, Callable[[Node, LayerContext], list[Instruction]]] = {
     "QLayerNorm": lower_qlayernorm,
 }
 
-_INTERLEAVABLE: dict[str, Callable[[Node, LayerContext, SpadWindow, bool], list[Instruction]]] = {
+_INTERLEAVABLE: dict[str, Callable[[Node, LayerContext, SpadWindow, int | None],
+                                   list[Instruction]]] = {
     "QMaxPool": lower_pool,
     "QAveragePool": lower_pool,
     "QAdd": lower_add,
 }
-"""The vector lowerings `vector_overlap` interleaves: (node, ctx, window, rows_outer)."""
+"""The vector lowerings `vector_overlap` interleaves: (node, ctx, window, band rows)."""
 
 
 def layer_unit(node: Node) -> LayerUnit:
@@ -459,8 +460,8 @@ class _Compiler:
         if any(self.place(n) is None for n in (*node.inputs[:2], node.outputs[0]) if n):
             return False
 
-        def lower(rows_outer: bool) -> list[Instruction]:
-            return _INTERLEAVABLE[node.op_type](node, self.ctx(index), overlap.window, rows_outer)
+        def lower(band: int | None) -> list[Instruction]:
+            return _INTERLEAVABLE[node.op_type](node, self.ctx(index), overlap.window, band)
 
         try:
             merged = merge(self.instructions[producer.first:], lower, self.config)

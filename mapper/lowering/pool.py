@@ -50,10 +50,10 @@ def count_rectangles(counts: np.ndarray) -> list[tuple[int, int, int, int, int]]
 
 
 def lower_pool(node: Node, ctx: LayerContext, window: SpadWindow | None = None,
-               rows_outer: bool = False) -> list[Instruction]:
+               band: int | None = None) -> list[Instruction]:
     """Return the instructions of a systolic.QMaxPool or systolic.QAveragePool node, its input
     rows staged in the halves of `window` (default all of spad_in), its tiles in
-    `vector_tiles` order (`rows_outer`: row blocks outermost)."""
+    `vector_tiles` order (bands of `band` output rows)."""
     window = window or SpadWindow.whole(ctx.config)
     x_name, y_name = node.inputs[0], node.outputs[0]
     x_shape = ctx.shape(x_name)
@@ -100,7 +100,7 @@ def lower_pool(node: Node, ctx: LayerContext, window: SpadWindow | None = None,
         )
     code: list[Instruction] = []
     for t in vector_tiles(len(src.image_addresses), src.channels, oh, ctx.config.dim, tile_out,
-                          rows_outer):
+                          band):
         oy0, oy1 = t.y0, t.y0 + t.rows
         ty0 = max(0, oy0 * sh - pt)
         ty1 = min(src.height, (oy1 - 1) * sh - pt + kh)

@@ -1,8 +1,9 @@
-"""The tiling nest of the vector-unit layers (QAdd, pools): images, channel blocks of `dim`
-lanes, then blocks of output rows (or, `rows_outer`, the row blocks outside the channel
-blocks: the order a convolution producing the operand stores it in), alternating between two
-scratchpad buffers so that a block's LOAD can overlap the previous block's vector
-instruction; and the window of spad_in rows a vector layer stages its operands in."""
+"""The tiling nest of the vector-unit layers (QAdd, pools): images, bands of output rows,
+channel blocks of `dim` lanes, then blocks of output rows within the band (one band of every
+row by default: channel blocks outermost; narrower bands follow a convolution that stores its
+output band by band), alternating between two scratchpad buffers so that a block's LOAD can
+overlap the previous block's vector instruction; and the window of spad_in rows a vector
+layer stages its operands in."""
 
 import dataclasses
 from collections.abc import Iterator
@@ -41,14 +42,15 @@ class SpadWindow:
 
 
 def vector_tiles(images: int, channels: int, height: int, dim: int, block: int,
-                 rows_outer: bool = False) -> Iterator[VectorTile]:
-    """Yield the blocks in issue order; `block` output rows at most per block (> 0)."""
+                 band: int | None = None) -> Iterator[VectorTile]:
+    """Yield the blocks in issue order; `block` output rows at most per block (> 0), bands
+    of `band` rows (rounded down to whole blocks, at least one; default all rows)."""
+    rows = height if band is None else max(block, band // block * block)
     buffer = 0
     for image in range(images):
-        chunks = [(c0, min(dim, channels - c0)) for c0 in range(0, channels, dim)]
-        starts = range(0, height, block)
-        pairs = ([(c, y0) for y0 in starts for c in chunks] if rows_outer
-                 else [(c, y0) for c in chunks for y0 in starts])  # fmt: skip
-        for (c0, lanes), y0 in pairs:
-            yield VectorTile(image, c0, lanes, y0, min(block, height - y0), buffer)
-            buffer ^= 1
+        for b0 in range(0, height, rows):
+            for c0 in range(0, channels, dim):
+                for y0 in range(b0, min(height, b0 + rows), block):
+                    yield VectorTile(image, c0, min(dim, channels - c0), y0,
+                                     min(block, height - y0), buffer)  # fmt: skip
+                    buffer ^= 1
