@@ -7,6 +7,12 @@ on the array, the squares and 1 / sqrt(ms + eps) activation tables). Only this f
 ReduceMean whose Pow reads a Sub is a layer normalization's variance (fused whole later) and
 stays. The sum times 1/H differs from the sum divided by H by at most one float rounding
 (none when H is a power of two).
+
+The scaling x * r by the per-row r = 1 / sqrt(ms + eps) ([N, S, 1] against x [N, S, H]) is a
+per-channel product of a rank-3 tensor, which the vector unit takes only channel-last; it is
+written over the transposed rows instead, Transpose(Transpose(x) * Transpose(r)) (r then along
+the last axis, as a layer normalization's gamma; the two Transposes are layout copies), for a
+rank-3 x whose mean of squares was rewritten.
 """
 
 import dataclasses
@@ -38,11 +44,13 @@ def rms_mean_to_matmul(model: Model, report: PassReport) -> Model:
     graph = model.graph
     constants, producers = constants_of(graph), graph.producers()
     namer, added, nodes = Namer(graph), [], []
+    bases: set[str] = set()  # the x of each rewritten mean of squares
     for node in graph.nodes:
         size = _mean_of_squares(graph, node, constants, producers)
         if size is None:
             nodes.append(node)
             continue
+        bases.add(producers[node.inputs[0]].inputs[0])
         weight = namer(f"{node.name or node.outputs[0]}_weights")
         added.append(tensor(weight, np.full((size, 1), 1.0 / size, np.float32)))
         nodes.append(make_node("MatMul", [node.inputs[0], weight], list(node.outputs),
@@ -51,7 +59,31 @@ def rms_mean_to_matmul(model: Model, report: PassReport) -> Model:
                     "by 1/H")
     if not added:
         return model
+    nodes = [new for node in nodes
+             for new in _row_scale_transposed(graph, node, bases, constants, namer)]
     return dataclasses.replace(model, graph=replace_graph(graph, nodes, added))
+
+
+def _row_scale_transposed(graph: Graph, node: Node, bases: set[str],
+                          constants: dict[str, np.ndarray], namer: Namer) -> list[Node]:
+    """`node` itself, or, when it is Mul(x, r) of a rank-3 x in `bases` and a computed r of
+    x's shape but 1 in the last axis, the same product over the transposed rows."""
+    if node.op_type != "Mul" or node.domain != "" or len(node.inputs) != 2:
+        return [node]
+    x, r = node.inputs if node.inputs[0] in bases else node.inputs[::-1]
+    x_type, r_type = graph.type_of(x), graph.type_of(r)
+    if (x not in bases or r in constants or x_type is None or r_type is None
+            or x_type.shape is None or r_type.shape is None or len(x_type.shape) != 3
+            or tuple(r_type.shape) != (*x_type.shape[:-1], 1)):
+        return [node]
+    base = node.name or node.outputs[0]
+    tx, tr, ty = (namer(f"{base}_{s}") for s in ("rows_t", "scale_t", "product_t"))
+    perm = {"perm": (0, 2, 1)}
+    return [make_node("Transpose", [x], [tx], name=namer(f"{base}_transpose_x"), attrs=perm),
+            make_node("Transpose", [r], [tr], name=namer(f"{base}_transpose_r"), attrs=perm),
+            make_node("Mul", [tx, tr], [ty], name=node.name),
+            make_node("Transpose", [ty], list(node.outputs), name=namer(f"{base}_transpose"),
+                      attrs=perm)]
 
 
 def _mean_of_squares(graph: Graph, node: Node, constants: dict[str, np.ndarray],

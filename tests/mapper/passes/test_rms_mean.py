@@ -51,6 +51,17 @@ def test_the_mean_of_squares_becomes_a_matmul_by_one_over_h():  # type: ignore[n
                                rtol=1e-6)
 
 
+def test_the_row_scaling_runs_over_the_transposed_rows():  # type: ignore[no-untyped-def]
+    """x * r with r [1, S, 1] becomes Transpose(Transpose(x) * Transpose(r)): r along the
+    last axis, the QMul's supported form; the same values."""
+    _, model = _rms()
+    rewritten = _rewrite(model)
+    mul = next(n for n in rewritten.graph.nodes if n.op_type == "Mul" and "inv" not in n.inputs
+               and rewritten.graph.type_of(n.inputs[1]).shape == (1, 1, 4))
+    assert mul.inputs[0] != "x"
+    assert op_types(rewritten).count("Transpose") == 3
+
+
 def test_a_layer_norm_variance_stays():  # type: ignore[no-untyped-def]
     _, model = _rms(centred=True)
     assert rms_mean_to_matmul(model, PassReport()) is model
