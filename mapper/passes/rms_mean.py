@@ -13,13 +13,17 @@ per-channel product of a rank-3 tensor, which the vector unit takes only channel
 written over the transposed rows instead, Transpose(Transpose(x) * Transpose(r)) (r then along
 the last axis, as a layer normalization's gamma; the two Transposes are layout copies), for a
 rank-3 x whose mean of squares was rewritten.
+
+Its gamma, a Mul of that product by a constant [H] whose every reader is a MatMul reading it as
+A with a constant B [H, K], is folded into those B (diag(gamma) B, one copy per reader): T5's
+query/key/value and feed-forward inputs. The product's float rounding differs by one step.
 """
 
 import dataclasses
 
 import numpy as np
 
-from systolic.ir import Graph, Model, Node
+from systolic.ir import Graph, Model, Node, Tensor
 from systolic.mapper.passes.graph_tools import (
     Namer,
     attr_int,
@@ -31,7 +35,7 @@ from systolic.mapper.passes.graph_tools import (
     tensor,
 )
 from systolic.mapper.passes.quantize_float import is_quantized
-from systolic.mapper.passes.report import PassReport
+from systolic.mapper.passes.report import FOLDED, PassReport
 
 __all__ = ["rms_mean_to_matmul"]
 
@@ -59,9 +63,60 @@ def rms_mean_to_matmul(model: Model, report: PassReport) -> Model:
                     "by 1/H")
     if not added:
         return model
-    nodes = [new for node in nodes
-             for new in _row_scale_transposed(graph, node, bases, constants, namer)]
+    rows = [_row_scale_transposed(graph, node, bases, constants, namer) for node in nodes]
+    scaled = {made[-1].outputs[0] for made in rows if len(made) > 1}  # x * r's results
+    nodes = [node for made in rows for node in made]
+    nodes = _fold_gammas(graph, nodes, scaled, constants, (namer, added))
+    for label in {n.label for n in graph.nodes} - {n.label for n in nodes}:
+        report.record(label, FOLDED, reason="an RMS norm's gamma, folded into the weights "
+                      "of the MatMuls reading it")
     return dataclasses.replace(model, graph=replace_graph(graph, nodes, added))
+
+
+def _fold_gammas(graph: Graph, nodes: list[Node], scaled: set[str],
+                 constants: dict[str, np.ndarray], made: tuple[Namer, list[Tensor]],
+                 ) -> list[Node]:
+    """`nodes` with each Mul(s, gamma[H]) of an `scaled` s whose readers are all MatMuls of a
+    constant B [H, K] folded into their B (the module docstring); new constants into made[1]."""
+    namer, added = made
+    outputs = {info.name for info in graph.outputs}
+    readers: dict[str, list[Node]] = {}
+    for node in nodes:
+        for name in node.inputs:
+            readers.setdefault(name, []).append(node)
+    folded: dict[str, tuple[str, np.ndarray]] = {}  # Mul output -> (its s, gamma)
+    for node in nodes:
+        if node.op_type != "Mul" or node.domain != "" or len(node.inputs) != 2:
+            continue
+        s, g = node.inputs if node.inputs[0] in scaled else node.inputs[::-1]
+        gamma = constants.get(g)
+        users = readers.get(node.outputs[0], [])
+        if (s not in scaled or gamma is None or gamma.ndim != 1 or node.outputs[0] in outputs
+                or not users or not all(_matmul_of_constant(u, node.outputs[0], constants,
+                                                            gamma.size) for u in users)):
+            continue
+        folded[node.outputs[0]] = (s, gamma)
+    result = []
+    for node in nodes:
+        if node.op_type == "Mul" and node.outputs[0] in folded:
+            continue
+        if node.op_type == "MatMul" and node.inputs[0] in folded:
+            s, gamma = folded[node.inputs[0]]
+            weight = namer(f"{node.inputs[1]}_gamma")
+            added.append(tensor(weight, (gamma[:, None] * constants[node.inputs[1]])
+                                .astype(np.float32)))
+            node = dataclasses.replace(node, inputs=(s, weight))
+        result.append(node)
+    return result
+
+
+def _matmul_of_constant(node: Node, value: str, constants: dict[str, np.ndarray],
+                        size: int) -> bool:
+    """True for MatMul(value, B) with a float32 constant B [size, K]."""
+    b = constants.get(node.inputs[1]) if len(node.inputs) == 2 else None
+    return (node.op_type == "MatMul" and node.domain == "" and node.inputs[0] == value
+            and b is not None and b.ndim == 2 and b.shape[0] == size
+            and b.dtype == np.float32)
 
 
 def _row_scale_transposed(graph: Graph, node: Node, bases: set[str],

@@ -14,7 +14,7 @@ from .table_models import make, node, op_types
 H = 16
 
 
-def _rms(*, centred=False):  # type: ignore[no-untyped-def]
+def _rms(*, centred=False, readers=False):  # type: ignore[no-untyped-def]
     """x -> [x - mean(x)] -> Pow 2 -> ReduceMean(-1) -> + eps -> Sqrt -> 1 / . -> x * . * w"""
     nodes = []
     base = "x"
@@ -26,12 +26,17 @@ def _rms(*, centred=False):  # type: ignore[no-untyped-def]
               node("ReduceMean", ["sq"], ["ms"], axes=[-1], keepdims=1, name="mean"),
               node("Add", ["ms", "eps"], ["v"]), node("Sqrt", ["v"], ["r"]),
               node("Div", ["one", "r"], ["inv"]), node("Mul", [base, "inv"], ["n"]),
-              node("Mul", ["n", "w"], ["y"])]
-    constants = {"two": np.array(2.0, np.float32), "eps": np.array(1e-6, np.float32),
+              node("Mul", ["n", "w"], ["y"], name="gamma")]
+    outputs = [("y", np.float32, (1, 4, H))]
+    if readers:  # the query and key projections read the normalized value
+        nodes += [node("MatMul", ["y", "wq"], ["q"]), node("MatMul", ["y", "wk"], ["k"])]
+        outputs = [("q", np.float32, (1, 4, 8)), ("k", np.float32, (1, 4, 8))]
+    rng = np.random.default_rng(7)
+    constants = {"wq": rng.normal(0, 0.3, (H, 8)).astype(np.float32),
+                 "wk": rng.normal(0, 0.3, (H, 8)).astype(np.float32),"two": np.array(2.0, np.float32), "eps": np.array(1e-6, np.float32),
                  "one": np.array(1.0, np.float32),
                  "w": np.random.default_rng(5).normal(1, 0.1, H).astype(np.float32)}
-    return make(nodes, [("x", np.float32, (1, 4, H))], [("y", np.float32, (1, 4, H))],
-                constants, opset=13)
+    return make(nodes, [("x", np.float32, (1, 4, H))], outputs, constants, opset=13)
 
 
 def _rewrite(model):  # type: ignore[no-untyped-def]
@@ -60,6 +65,20 @@ def test_the_row_scaling_runs_over_the_transposed_rows():  # type: ignore[no-unt
                and rewritten.graph.type_of(n.inputs[1]).shape == (1, 1, 4))
     assert mul.inputs[0] != "x"
     assert op_types(rewritten).count("Transpose") == 3
+
+
+def test_the_gamma_folds_into_the_matmuls_reading_it():  # type: ignore[no-untyped-def]
+    """T5: the RMS norm's gamma Mul read only by MatMuls of constant weights is folded into
+    them (diag(gamma) W); the values stay within float rounding."""
+    _, model = _rms(readers=True)
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    rewritten = finalize(rms_mean_to_matmul(model, report))
+    assert not any(n.op_type == "Mul" and "w" in n.inputs for n in rewritten.graph.nodes)
+    assert report.fate("gamma") is not None and report.fate("gamma").action == "folded"
+    feed = {"x": np.random.default_rng(6).normal(0, 2, (1, 4, H)).astype(np.float32)}
+    for out in ("q", "k"):
+        np.testing.assert_allclose(run_model(rewritten, feed)[out], run_model(model, feed)[out],
+                                   rtol=1e-5, atol=1e-5)
 
 
 def test_a_layer_norm_variance_stays():  # type: ignore[no-untyped-def]
