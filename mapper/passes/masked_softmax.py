@@ -63,10 +63,7 @@ def finite_masks(model: Model, report: PassReport) -> Model:
                     mapping[name] = namer(f"{name}_finite")
                     added.append(tensor(mapping[name], lowest))
             if mapping:
-                report.note(node.label, "its -inf mask value made float's lowest finite "
-                            "number before the Softmax (same result on rows with a kept "
-                            "position)")
-                node = rename_inputs(node, mapping)
+                node = rename_inputs(node, mapping)  # (no note: it is no reason to stay)
         nodes.append(node)
     if not added:
         return model
