@@ -112,6 +112,10 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("", "Mod"): ((10, "A B", "C"),),
     ("", "Mul"): ((1, "A B", "C"),),
     ("", "Neg"): ((1, "X", "Y"),),
+    ("", "NonMaxSuppression"): (
+        (10, "boxes scores max_output_boxes_per_class? iou_threshold? score_threshold?",
+         "selected_indices"),
+    ),
     ("", "NonZero"): ((9, "X", "Y"),),
     ("", "Not"): ((1, "X", "Y"),),
     ("", "OneHot"): ((9, "indices depth values", "output"),),
