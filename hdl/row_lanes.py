@@ -6,8 +6,11 @@ from amaranth.lib import data
 
 from systolic.hdl.layernorm_scalar import LANE_BITS, P_SHIFT
 from systolic.hdl.round_shift import round_shift_parts
+from systolic.hdl.shared_multipliers import multiply
 
-__all__ = ["DIVIDE", "IDLE", "OUTPUT", "PHASES", "STATS", "SUM", "WAIT", "emit_lanes"]
+__all__ = [
+    "DIVIDE", "IDLE", "OUTPUT", "PHASES", "PRODUCT_SHAPES", "STATS", "SUM", "WAIT", "emit_lanes",
+]
 
 IDLE, STATS, SUM, DIVIDE, OUTPUT, WAIT = range(6)
 """Phases of a row: STATS is pass 1 (SOFTMAX's maximum, LAYERNORM's S1 and S2), SUM
@@ -17,6 +20,9 @@ SOFTMAX_SHIFT = 31
 """SOFTMAX's p = rhe(E r / 2^31)."""
 P_BITS = 27
 """p's bits: SOFTMAX's p <= 2^17, LAYERNORM's |p| <= 2^24 + 1."""
+PRODUCT_SHAPES = {"lane": (17, LANE_BITS + 1), "requant": (P_BITS, 32)}
+"""The lanes' multiplications by name, (a width, b width) (`shared_multipliers`): "lane" (c + 3:
+E or d times r, d or a) and "requant" (c + 6: p times the multiplier)."""
 
 
 def _stage_layout(lanes: int) -> data.StructLayout:
@@ -62,7 +68,7 @@ def emit_lanes(m: Module, unit, flags: Value, base: Value, divided: Value, table
     for j in range(lanes):
         a = Mux(ln, d[j], entry[j])
         b = Mux(squares, d[j], shared)
-        m.d.sync += product[j].eq((a * b)[:LANE_BITS])
+        m.d.sync += product[j].eq(multiply(m, unit, "lane", j, a, b)[:LANE_BITS])
 
     _softmax_sum(m, looked, entry, reciprocal, scalar, ln)
     _layernorm_sums(m, looked, multiplied, d, product, scalar, ln, instr)
@@ -159,12 +165,13 @@ def _outputs(m, unit, looked, product, scalar, base, divided):
         sm_up = value[SOFTMAX_SHIFT - 1] & (value[:SOFTMAX_SHIFT - 1].any() | sm_floor[0])
         q_floor, q_up = round_shift_parts(scaled[j], amount)
         raised = Mux(q_floor < -257, -257, q_floor)
+        requant = multiply(m, unit, "requant", j, p[j], instr.multiplier)
         offset = rounded.floor[j] + rounded.round_up[j] + instr.zero_point
         high = Mux(offset < instr.lo, instr.lo, offset)
         m.d.sync += [
             diff[j].eq(product[j] - Mux(ln, scalar.b, 0)),
             p[j].eq(Mux(ln, ln_floor + ln_up, sm_floor + sm_up)),
-            scaled[j].eq(p[j] * instr.multiplier),
+            scaled[j].eq(requant),
             rounded.floor[j].eq(Mux(raised > 255, 255, raised)),
             rounded.round_up[j].eq(q_up),
             out.data[j].eq(Mux(high > instr.hi, instr.hi, high)),

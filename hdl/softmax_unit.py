@@ -10,7 +10,18 @@ from systolic.hdl.divider import Reciprocal
 from systolic.hdl.instruction_fields import field_shape
 from systolic.hdl.layernorm_scalar import LayerNormScalar
 from systolic.hdl.lookup_table import LookupTable, load_layout
-from systolic.hdl.row_lanes import DIVIDE, IDLE, OUTPUT, PHASES, STATS, SUM, WAIT, emit_lanes
+from systolic.hdl.row_lanes import (
+    DIVIDE,
+    IDLE,
+    OUTPUT,
+    PHASES,
+    PRODUCT_SHAPES,
+    STATS,
+    SUM,
+    WAIT,
+    emit_lanes,
+)
+from systolic.hdl.shared_multipliers import operands_layout, products_layout
 from systolic.isa.instructions import LayerNorm, Softmax
 from systolic.isa.layernorm import LAYERNORM_DONE_CYCLES, LAYERNORM_PASSES, LAYERNORM_ROW_CYCLES
 from systolic.isa.softmax import SOFTMAX_DONE_CYCLES, SOFTMAX_PASSES, SOFTMAX_ROW_CYCLES
@@ -70,6 +81,9 @@ class SoftmaxUnit(wiring.Component):
         The scratchpad row width `dim`.
     bus_bytes : int
         Bytes per write beat (a power of two), for b_i.
+    external_products : bool
+        Take the lanes' products from outside (`row_lanes.PRODUCT_SHAPES`, computed by the
+        STORE unit's shared multipliers): adds `o_operands` and `i_products`.
 
     Members
     -------
@@ -96,14 +110,21 @@ class SoftmaxUnit(wiring.Component):
     lookup : ``Out(1)``
         The exp table looks up `lanes` entries in this cycle (SOFTMAX's passes 2 and 3: an
         energy event).
+    o_operands, i_products : with `external_products` only
+        Per lane, the operands of "lane" and "requant" and, in the same cycle, their products.
     """
 
-    def __init__(self, *, lanes: int, bus_bytes: int):
+    def __init__(self, *, lanes: int, bus_bytes: int, external_products: bool = False):
         if not isinstance(lanes, int) or lanes < 1:
             raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
         exact_log2(bus_bytes)
         self._lanes, self._bus_bytes = lanes, bus_bytes
+        self.external_products = external_products
+        ports = {"o_operands": Out(operands_layout(PRODUCT_SHAPES, lanes)),
+                 "i_products": In(products_layout(PRODUCT_SHAPES, lanes))
+                 } if external_products else {}
         super().__init__({
+            **ports,
             "instr": In(fields_layout()),
             "layernorm": In(1),
             "start": In(1),

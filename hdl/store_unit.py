@@ -14,6 +14,7 @@ from systolic.hdl.output_stage import OutputStage
 from systolic.hdl.pool_window import emit_window_walk
 from systolic.hdl.ports import memory_read_signature, params_row_layout, write_beat_layout
 from systolic.hdl.row_writer import RowWriter
+from systolic.hdl.shared_multipliers import share_multipliers
 from systolic.hdl.softmax_unit import SoftmaxUnit
 from systolic.hdl.store_datapath import output_rows, table_loads, vector_path
 from systolic.hdl.store_state import Control, Reads, StoreInstruction, field, pick
@@ -26,6 +27,11 @@ __all__ = ["MIN_FIFO_DEPTH", "StoreUnit", "store_events_layout"]
 MIN_FIFO_DEPTH = 12
 """The fewest FIFO entries (`StoreUnit`'s `fifo_depth`): the row-normalisation unit's chunk
 credit loop is 10 cycles long, and 12 keeps it one chunk per cycle with a margin."""
+
+SHARED_MULTIPLIERS = {"scale": "requant", "product": "lane"}
+"""The vector unit's multiplications computed by the row-normalisation unit's multipliers
+(`shared_multipliers`): x - zero_in times M in p times M's (9 x 32 in 27 x 32), PRODUCT's
+the factor times t in the lane product (9 x 41 in 17 x 52)."""
 
 WRITERS = (Store, Copy, Pool, Add, Softmax, LayerNorm)
 """The classes that write rows (all but TABLE): they share the row pattern's fields."""
@@ -149,14 +155,18 @@ class StoreUnit(wiring.Component):
         cfg = self._config
         width = self._row_bytes
         m.submodules.stage = stage = OutputStage(cols=cfg.cols, acc_width=cfg.acc_width)
-        m.submodules.vector = vector = VectorUnit(lanes=cfg.dim, input_width=cfg.input_width)
+        m.submodules.vector = vector = VectorUnit(lanes=cfg.dim, input_width=cfg.input_width,
+                                                  external_products=True)
         m.submodules.table = table = LookupTable(lanes=cfg.dim, entry=signed(8))
-        m.submodules.softmax = softmax = SoftmaxUnit(lanes=cfg.dim, bus_bytes=cfg.bus_bytes)
+        m.submodules.softmax = softmax = SoftmaxUnit(lanes=cfg.dim, bus_bytes=cfg.bus_bytes,
+                                                     external_products=True)
         m.submodules.fifo = fifo = SyncFIFO(width=_entry_layout(cfg.dim, width).size,
                                             depth=self._fifo_depth)
         m.submodules.writer = writer = RowWriter(elements=width, element_bytes=1,
                                                  bus_bytes=cfg.bus_bytes)
         instr = StoreInstruction(m)
+        # POOL/ADD and SOFTMAX/LAYERNORM are never in flight together: one set of multipliers.
+        share_multipliers(m, vector, softmax, SHARED_MULTIPLIERS, instr.row_norm, cfg.dim)
         control = self._control(m, instr)
         space = Signal()  # FIFO credit: fewer than fifo_depth rows in the datapath and FIFO
         reads = self._reader(m, instr, control, space, softmax)

@@ -5,6 +5,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from systolic.hdl.round_shift import round_shift_parts
+from systolic.hdl.shared_multipliers import multiply, operands_layout, products_layout
 
 __all__ = [
     "LATENCY", "MAX", "PRODUCT", "PRODUCT_LATENCY", "SCALED_SUM", "VectorUnit", "element_layout",
@@ -59,6 +60,10 @@ class VectorUnit(wiring.Component):
         Width of the signed inputs, at least 2.
     out_width : int
         Width of the signed outputs, at least 2 (8).
+    external_products : bool
+        Take the two multiplications' products from outside (`shared_multipliers`: the STORE
+        unit computes them in the row-normalisation unit's multipliers): adds `o_operands` and
+        `i_products`; timing and results unchanged.
 
     Members
     -------
@@ -75,6 +80,10 @@ class VectorUnit(wiring.Component):
         s in -31..31: the exact sum is shifted right by 31 + s with ties to even.
     zero_out, lo, hi : ``In(signed(out_width))``
         Output zero point (SCALED_SUM only) and clamp bounds, lo <= hi.
+    o_operands : ``Out(operands_layout(product_shapes(input_width), lanes))``
+    i_products : ``In(products_layout(product_shapes(input_width), lanes))``
+        With `external_products` only: per lane, the operands of "scale" and "product" and,
+        in the same cycle, their exact products.
 
     The parameters are read combinationally by the stage that needs them: hold them from a
     group's first element until its row has left `o_row`.
@@ -100,7 +109,8 @@ class VectorUnit(wiring.Component):
     of the shifter.
     """
 
-    def __init__(self, *, lanes: int, input_width: int = 8, out_width: int = 8):
+    def __init__(self, *, lanes: int, input_width: int = 8, out_width: int = 8,
+                 external_products: bool = False):
         if not isinstance(lanes, int) or lanes < 1:
             raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
         if not isinstance(input_width, int) or input_width < 2:
@@ -108,7 +118,12 @@ class VectorUnit(wiring.Component):
         if not isinstance(out_width, int) or out_width < 2:
             raise ValueError(f"out_width must be an integer of at least 2, not {out_width!r}")
         self._lanes, self._input_width, self._out_width = lanes, input_width, out_width
+        self.external_products = external_products
+        shapes = self.product_shapes(input_width)
+        ports = {"o_operands": Out(operands_layout(shapes, lanes)),
+                 "i_products": In(products_layout(shapes, lanes))} if external_products else {}
         super().__init__({
+            **ports,
             "i_elem": In(stream.Signature(element_layout(input_width, lanes))),
             "o_row": Out(stream.Signature(data.ArrayLayout(signed(out_width), lanes))),
             "mode": In(2),
@@ -120,10 +135,17 @@ class VectorUnit(wiring.Component):
             "hi": In(signed(out_width)),
         })
 
+    @staticmethod
+    def product_shapes(input_width: int) -> dict[str, tuple[int, int]]:
+        """The unit's multiplications by name, (a width, b width): "scale" (stage 2: x - zero_in
+        times the multiplier) and "product" (PRODUCT's stage 3b: the factor times t)."""
+        diff_width = max(input_width, 8) + 1
+        return {"scale": (diff_width, 32), "product": (diff_width, diff_width + 32)}
+
     def elaborate(self, platform):
         m = Module()
         lanes, iw, ow = self._lanes, self._input_width, self._out_width
-        diff_width = max(iw, 8) + 1
+        diff_width, _ = self.product_shapes(iw)["scale"]
         product_width = diff_width + 32
         sum_width = product_width + _COUNT_BITS
         floor_max, floor_min = 2**ow - 1, -(2**ow) - 1
@@ -161,6 +183,11 @@ class VectorUnit(wiring.Component):
             m.d.comb += total[i].eq(
                 Mux(is_max, larger, Mux(is_product, kept, previous + s2.p[i])))
 
+        multiplier = Mux(is_product & s1.sel, 1, self.multiplier[s1.sel])
+        scaled = [multiply(m, self, "scale", i, s1.d[i], multiplier) for i in range(lanes)]
+        # PRODUCT: t is (a - zero_in[0]) * multiplier[0], product_width bits
+        products = [multiply(m, self, "product", i, s3.factor[i],
+                             s3.t[i][:product_width].as_signed()) for i in range(lanes)]
         with m.If(advance):
             m.d.sync += [
                 valid[0].eq(self.i_elem.valid),
@@ -173,22 +200,20 @@ class VectorUnit(wiring.Component):
                 s2.first.eq(s1.first), s2.last.eq(s1.last),
             ]
             zero_in = self.zero_in[elem.sel]
-            multiplier = Mux(is_product & s1.sel, 1, self.multiplier[s1.sel])
             amount = (self.shift + 31).as_unsigned()[:6]
             for i in range(lanes):
                 m.d.sync += [
                     s1.x[i].eq(elem.data[i]),
                     s1.d[i].eq(elem.data[i] - zero_in),
                     s2.x[i].eq(s1.x[i]),
-                    s2.p[i].eq(s1.d[i] * multiplier),
+                    s2.p[i].eq(scaled[i]),
                 ]
                 with m.If(valid[1]):
                     m.d.sync += running[i].eq(total[i])
                 m.d.sync += [
                     s3.t[i].eq(total[i]),
                     s3.factor[i].eq(s2.p[i]),
-                    # PRODUCT: t is (a - zero_in[0]) * multiplier[0], product_width bits
-                    s3b[i].eq(s3.t[i][:product_width].as_signed() * s3.factor[i]),
+                    s3b[i].eq(products[i]),
                 ]
                 reduced = Mux(is_product, s3b[i], s3.t[i])
                 floor, round_up = round_shift_parts(reduced, amount)
