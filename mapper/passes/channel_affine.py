@@ -23,7 +23,9 @@ per channel, which the vector unit computes as a QMul and a QAdd of per-channel 
   broadcast needs) with more than one channel, it becomes Mul(x, s[1, C, 1, 1]) ->
   Add(t[1, C, 1, 1]), the Mul left out when every s is 1 and the Add when every t is 0 (a
   chain that is the identity, or one Mul/Add of a [1, C, 1, 1] constant already, is left
-  as it is). `quantize_float` then quantizes x, the product and the sum
+  as it is); for x [M, C] (rank 2: C is the last axis, BatchNorm1d after a pooled or
+  flattened Linear, LeViT) likewise with [C] constants (QMul and QAdd along the last axis),
+  except a lone BatchNormalization that `fold_batchnorm` folds into a MatMul. `quantize_float` then quantizes x, the product and the sum
   (`channel_vector_index`), which the fusions make a QMul and a QAdd with a per-channel B.
   Other ranks, and one channel, are left as they are.
 
@@ -38,6 +40,7 @@ import numpy as np
 
 from systolic.ir import DataType, Graph, Model, Node, Tensor
 from systolic.mapper.passes.fold_batchnorm import _why_not as batchnorm_refusal
+from systolic.mapper.passes.fold_batchnorm_matmul import matmul_chain
 from systolic.mapper.passes.graph_tools import (
     Namer,
     attr_float,
@@ -54,6 +57,9 @@ from systolic.mapper.passes.report import PassReport
 __all__ = ["channel_affine", "channel_vector"]
 
 STEP_OPS = frozenset({"BatchNormalization", "Mul", "Add", "Sub", "Div"})
+MUL_ADD_RANKS = (2, 4)
+"""Ranks of x whose chain becomes Mul -> Add: [N, C, H, W] (per-channel constants) and
+[M, C] (a BatchNorm1d after a Linear: constants along the last axis, as LayerNorm's gamma)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,8 +75,9 @@ def channel_affine(model: Model, report: PassReport) -> Model:
     """Return `model` with every per-channel affine chain rewritten (module docstring)."""
     graph = model.graph
     constants = constants_of(graph)
-    consumers = graph.consumers()
     producers = graph.producers()
+    constants.update(_dequantized_parameters(graph, constants, producers))
+    consumers = graph.consumers()
     outputs = {info.name for info in graph.outputs}
     namer = Namer(graph)
     replaced: dict[int, list[Node]] = {}
@@ -93,10 +100,12 @@ def channel_affine(model: Model, report: PassReport) -> Model:
                 continue  # fold_batchnorm's own case
             new, tensors = folding
             into = f"{producer.op_type} {producer.label!r} (float)"
-        elif _rank(graph, chain.x) != 4 or len(chain.scale) < 2 or _canonical(chain, constants):
+        elif (_rank(graph, chain.x) not in MUL_ADD_RANKS or len(chain.scale) < 2
+              or _canonical(chain, constants) or _folds_into_matmul(chain, graph, constants,
+                                                                    consumers, outputs)):
             continue
         else:
-            new, tensors = _mul_add(chain, namer)
+            new, tensors = _mul_add(chain, namer, _rank(graph, chain.x))
             if not new:
                 continue
             into = " and ".join(f"{n.op_type} {n.label!r}" for n in new) + " (per channel)"
@@ -109,6 +118,31 @@ def channel_affine(model: Model, report: PassReport) -> Model:
         return model
     return with_graph(model, replace_graph(graph, splice(graph.nodes, replaced, removed),
                                            new_constants))
+
+
+def _dequantized_parameters(graph: Graph, constants: dict[str, np.ndarray],
+                            producers: dict[str, Node]) -> dict[str, np.ndarray]:
+    """Return the float32 values of a BatchNormalization's parameters that a
+    DequantizeLinear of constants computes (onnxruntime's QDQ quantizes them too):
+    (q - zero point) * scale, per tensor or along its axis, evaluated here so that the batch
+    norm is a chain step like a float one."""
+    values = {}
+    for node in graph.nodes:
+        if node.op_type != "BatchNormalization" or node.domain != "":
+            continue
+        for name in node.inputs[1:5]:
+            dq = producers.get(name)
+            if (dq is None or dq.op_type != "DequantizeLinear" or dq.domain != ""
+                    or any(n not in constants for n in dq.inputs if n)):
+                continue
+            q = constants[dq.inputs[0]].astype(np.float64)
+            scale = constants[dq.inputs[1]].astype(np.float64)
+            zero = (constants[dq.inputs[2]].astype(np.float64)
+                    if len(dq.inputs) > 2 and dq.inputs[2] else np.zeros(scale.shape))
+            if q.ndim != 1 or scale.size not in (1, q.size) or zero.size != scale.size:
+                continue
+            values[name] = ((q - zero.reshape(-1)) * scale.reshape(-1)).astype(np.float32)
+    return values
 
 
 def _chain(graph: Graph, first: Node, constants: dict[str, np.ndarray],
@@ -211,12 +245,22 @@ def _rank(graph: Graph, name: str) -> int:
 
 
 def _canonical(chain: _Chain, constants: dict[str, np.ndarray]) -> bool:
-    """True for a chain that is one Mul/Add of a [1, C, 1, 1] constant already."""
+    """True for a chain that is one Mul/Add of a [1, C, 1, 1] (rank 2: [C]) constant
+    already."""
     node = chain.nodes[0]
     if len(chain.nodes) > 1 or node.op_type not in ("Mul", "Add"):
         return False
     c = next(constants[n] for n in node.inputs if n != chain.x)
-    return c.ndim == 4 and c.shape[0] == 1
+    return (c.ndim == 4 and c.shape[0] == 1) or c.ndim == 1
+
+
+def _folds_into_matmul(chain: _Chain, graph: Graph, constants: dict[str, np.ndarray],
+                       consumers: dict[str, list[Node]], outputs: set[str]) -> bool:
+    """True for a lone 2-D BatchNormalization that `fold_batchnorm` folds into a MatMul
+    (`fold_batchnorm_matmul`): left for it."""
+    (first, *rest) = chain.nodes
+    return (not rest and first.op_type == "BatchNormalization"
+            and matmul_chain(first, graph, constants, consumers, outputs) is not None)
 
 
 def _folds(folding: tuple[list[Node], list[Tensor]], producer: Node,
@@ -239,9 +283,10 @@ def _folding_batchnorm(chain: _Chain, namer: Namer) -> tuple[list[Node], list[Te
     return [bn], tensors
 
 
-def _mul_add(chain: _Chain, namer: Namer) -> tuple[list[Node], list[Tensor]]:
-    """Mul(x, s) -> Add(t) of [1, C, 1, 1] constants (either left out when neutral)."""
-    shape = (1, len(chain.scale), 1, 1)
+def _mul_add(chain: _Chain, namer: Namer, rank: int) -> tuple[list[Node], list[Tensor]]:
+    """Mul(x, s) -> Add(t) of [1, C, 1, 1] constants (x of `rank` 2: [C], along its last
+    axis), either left out when neutral."""
+    shape = (1, len(chain.scale), 1, 1) if rank == 4 else (len(chain.scale),)
     scale, shift = chain.scale.astype(np.float32), chain.shift.astype(np.float32)
     steps = [(op, v) for op, v, neutral in (("Mul", scale, 1.0), ("Add", shift, 0.0))
              if not np.all(v == neutral)]

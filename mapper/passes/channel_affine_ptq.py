@@ -8,7 +8,9 @@ constant [1, C, 1, 1] of more than one element, finite, whose result is float: x
 result are quantized (calibrated like any activation; a Relu or Clip that is the result's
 only reader is absorbed), and the constant is read through a DequantizeLinear of its int8
 per-tensor quantization (`layernorm_ptq.quantize_vector`), keeping its shape [1, C, 1, 1]
-(the per-channel form `fuse_qdq` and the QMul/QAdd lowerings take).
+(the per-channel form `fuse_qdq` and the QMul/QAdd lowerings take). Likewise for x [M, C]
+(rank 2, `channel_affine`'s BatchNorm1d) and a float32 constant [C]: flattened, it is a vector
+along x's last axis (QMul and QAdd as for LayerNorm's gamma and beta).
 
 In a quantized model (QDQ: a batch norm left float between DequantizeLinear and
 QuantizeLinear, which `channel_affine` made a Mul and an Add), `channel_island` names those
@@ -42,9 +44,13 @@ def channel_vector_index(node: Node, graph: Graph,
     x_type, y_type = graph.type_of(x), graph.type_of(node.outputs[0])
     if (c is None or x in constants or x_type is None or y_type is None
             or x_type.dtype != DataType.FLOAT or y_type.dtype != DataType.FLOAT
-            or x_type.shape is None or len(x_type.shape) != 4 or y_type.shape != x_type.shape):
+            or x_type.shape is None or len(x_type.shape) not in (2, 4)
+            or y_type.shape != x_type.shape):
         return None
     shape = x_type.shape
+    if len(shape) == 2:  # [M, C]: a vector along the last axis (channel_affine's BatchNorm1d)
+        return (index if c.dtype == np.float32 and c.ndim == 1 and c.size > 1
+                and shape[1] == c.size and bool(np.all(np.isfinite(c))) else None)
     if (c.dtype != np.float32 or c.ndim != 4 or c.shape[0] != 1 or c.size <= 1
             or not all(isinstance(d, int) for d in shape)
             or not per_channel_broadcast([int(d) for d in shape if isinstance(d, int)], c.shape)

@@ -159,14 +159,17 @@ def quantize_float(
     (a dynamic product's float result: `dynamic_island`)."""
     graph = model.graph
     plan = _plan(graph, report, region, entries)
-    if not plan.values:
-        return model
+    if not plan.values and not plan.vectors and not plan.operands:
+        return model  # (a constant B alone: a QDQ model's Mul between its own DQ and Q)
     _check_finite_weights(graph, plan)
     fixed = {} if region is None else _adopt_borders(graph, plan, region)
-    feeds = list(calibration) if calibration is not None else random_calibration(graph, seed)
     measured = [v for v in plan.values if _root(plan, v) not in fixed]
     floors = RowFloors(plan.softmax_inputs, graph)  # taken in the calibration runs themselves
-    ranges = _group_ranges(plan, calibrate(model, feeds, measured, also=floors))
+    ranges: dict[str, tuple[float, float]] = {}
+    if measured:
+        feeds = list(calibration) if calibration is not None else random_calibration(graph,
+                                                                                     seed)
+        ranges = _group_ranges(plan, calibrate(model, feeds, measured, also=floors))
     for name, floor in floors.floors.items():
         if name in ranges and name not in plan.shared:  # the mask's values cut (softmax_ranges)
             ranges[name] = (max(ranges[name][0], floor), ranges[name][1])

@@ -3,6 +3,7 @@ constants are quantized (channel_affine_ptq) into a QMul and a QAdd with a per-c
 the Relu after the Add absorbed, and run on the vector unit bit-exact."""
 
 import numpy as np
+import pytest
 
 from systolic.config import ArrayConfig
 from systolic.isa.program import LayerUnit
@@ -111,3 +112,53 @@ def test_a_quantized_models_float_batch_norm_runs_on_the_vector_unit():
         LayerUnit.VECTOR, LayerUnit.VECTOR]
     feed = {"x": RNG.standard_normal((1, 4, 3, 5)).astype(np.float32)}
     assert check_layers(compiled, feed, backend="model") is None
+
+
+def _bn_params(c: int, dequantized: bool) -> tuple[dict, list]:  # type: ignore[type-arg]
+    """BatchNormalization parameters of `c` channels, float or (`dequantized`) read through
+    DequantizeLinear nodes of int8 values (onnxruntime's QDQ of a BatchNorm1d): (constants,
+    the DequantizeLinear nodes)."""
+    values = {"gamma": RNG.uniform(0.5, 2, c), "beta": RNG.standard_normal(c),
+              "mean": RNG.standard_normal(c), "var": RNG.uniform(0.2, 2, c)}
+    if not dequantized:
+        return {k: v.astype(np.float32) for k, v in values.items()}, []
+    constants: dict = {}  # type: ignore[type-arg]
+    nodes = []
+    for name, v in values.items():
+        scale = np.float32(np.abs(v).max() / 127)
+        constants |= {f"{name}_q": np.rint(v / scale).astype(np.int8), f"{name}_s": scale,
+                      f"{name}_z": np.int8(0)}
+        nodes.append(node("DequantizeLinear", [f"{name}_q", f"{name}_s", f"{name}_z"], [name]))
+    return constants, nodes
+
+
+@pytest.mark.parametrize("dequantized", [False, True])
+def test_a_batchnorm1d_of_a_matrix_runs_on_the_vector_unit(dequantized):
+    """x [M, C] -> BatchNormalization (BatchNorm1d after a pooled or flattened Linear, LeViT):
+    QMul and QAdd of [C] vectors along the last axis, in a float model and in a QDQ one whose
+    BN parameters are read through DequantizeLinear nodes."""
+    constants, dq_nodes = _bn_params(6, dequantized)
+    constants |= {"w": RNG.standard_normal((6, 6)).astype(np.float32),
+                  "s": np.float32(0.02), "z": np.uint8(128), "ys": np.float32(0.05),
+                  "yz": np.uint8(128)}
+    bn = [node("BatchNormalization", ["h", "gamma", "beta", "mean", "var"], ["y"], name="bn")]
+    if dequantized:
+        nodes = [node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+                 node("DequantizeLinear", ["xq", "s", "z"], ["h"]), *dq_nodes,
+                 node("BatchNormalization", ["h", "gamma", "beta", "mean", "var"], ["b"],
+                      name="bn"),
+                 node("QuantizeLinear", ["b", "ys", "yz"], ["bq"]),
+                 node("DequantizeLinear", ["bq", "ys", "yz"], ["y"])]
+    else:
+        nodes = [node("Relu", ["x"], ["h"]), *bn]
+    model = build(nodes, [("x", np.float32, [3, 6])], [("y", np.float32, [3, 6])], constants)
+    feed = {"x": RNG.standard_normal((3, 6)).astype(np.float32)}
+    integer, _ = run_passes(model, calibration=[feed])
+    ops = [n.op_type for n in integer.graph.nodes]
+    assert "BatchNormalization" not in ops and ops.count("QMul") == ops.count("QAdd") == 1
+    compiled = compile_model(integer, ArrayConfig(rows=4, cols=4))
+    assert [layer.unit for layer in compiled.layers if layer.op in ("QMul", "QAdd")] == [
+        LayerUnit.VECTOR, LayerUnit.VECTOR]
+    assert check_layers(compiled, feed, backend="model") is None
+    y_int, y_float = run_model(integer, feed)["y"], run_model(model, feed)["y"]
+    assert np.abs(y_int - y_float).max() < 0.2
