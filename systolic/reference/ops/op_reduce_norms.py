@@ -65,14 +65,14 @@ class ReduceLogSum(_Reduce):
 
 class ReduceLogSumExp(_Reduce):
     """ReduceLogSumExp-1, -11, -13, -18: log of the sum of exponentials, in float64 and
-    shifted by the maximum so that large inputs do not overflow."""
+    shifted by the maximum so that large inputs do not overflow; over no elements, -inf."""
 
     op_type = "ReduceLogSumExp"
     since_versions = _VERSIONS
 
     def reduce(self, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         wide = x.astype(np.float64)
-        top = np.max(wide, axis=axes, keepdims=True)
+        top = np.max(wide, axis=axes, keepdims=True, initial=-np.inf)
         top = np.where(np.isfinite(top), top, 0.0)
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             return np.asarray(np.log(np.sum(np.exp(wide - top), axis=axes, keepdims=True)) + top)

@@ -11,9 +11,9 @@ from systolic.reference.ops.base import Op, TensorInfo
 
 class ReverseSequence(Op):
     """ReverseSequence-10: with batch_axis (default 1) and time_axis (default 0), one of
-    them 0 and the other 1, output[b, t] = input[b, len_b - 1 - t] for t < len_b = 
-    sequence_lens[b] (int64, one per batch entry, 1 <= len_b <= the time size) and
-    input[b, t] after it; any element type."""
+    them 0 and the other 1, output[b, t] = input[b, len_b - 1 - t] for t < len_b =
+    sequence_lens[b] (int64, one per batch entry, 0 <= len_b <= the time size, as onnx's own
+    test cases use 0) and input[b, t] after it; any element type."""
 
     op_type = "ReverseSequence"
     since_versions = (10,)
@@ -46,8 +46,8 @@ class ReverseSequence(Op):
         assert x is not None and lens is not None
         self._check(x.shape, lens.shape)
         steps = x.shape[self.time_axis]
-        if ((lens < 1) | (lens > steps)).any():
-            raise self.error(f"sequence_lens {lens.tolist()} must be between 1 and {steps}")
+        if ((lens < 0) | (lens > steps)).any():
+            raise self.error(f"sequence_lens {lens.tolist()} must be between 0 and {steps}")
         data = np.moveaxis(x, (self.batch_axis, self.time_axis), (0, 1))
         out = data.copy()
         for b, length in enumerate(lens.tolist()):

@@ -53,3 +53,11 @@ def test_sentence_embedding_normalization():
     """x / ReduceL2(x, axis=-1): the usual pooled-embedding normalization."""
     (norm,) = check_op("ReduceL2", [DATA, np.array([-1], np.int64)], {}, opset=18)
     np.testing.assert_allclose(np.linalg.norm(DATA / norm, axis=-1), 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("op_type", [*OPS, "ReduceLogSum"])
+def test_reducing_no_elements(op_type):
+    """Over an empty axis: 0 for the sums and norms, -inf for the logs (onnx's empty-set
+    cases)."""
+    check_op(op_type, [np.zeros((2, 0, 3), np.float32), np.array([1], np.int64)], {},
+             opset=18)

@@ -10,6 +10,7 @@ X = rng(110).standard_normal((4, 3, 2)).astype(np.float32)
 
 @pytest.mark.parametrize(("batch_axis", "time_axis", "lens"), [
     (1, 0, [4, 1, 2]),
+    (1, 0, [0, 4, 3]),
     (0, 1, [3, 1, 2, 3]),
 ])
 def test_reverse_sequence(batch_axis, time_axis, lens):
@@ -20,7 +21,7 @@ def test_reverse_sequence(batch_axis, time_axis, lens):
 
 @pytest.mark.parametrize(("lens", "message"), [
     ([4, 1], r"sequence_lens has shape \[2\]; expected \[3\]"),
-    ([5, 1, 1], r"must be between 1 and 4"),
+    ([5, 1, 1], r"must be between 0 and 4"),
 ])
 def test_bad_lengths(lens, message):
     with pytest.raises(ModelError, match=message):
