@@ -22,6 +22,7 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
+import systolic.reference.executor  # noqa: F401  (installs the services If/Loop/Scan infer with)
 from systolic.errors import ModelError, ResourceError, UnsupportedError
 from systolic.ir import Model
 from systolic.mapper.binding import (

@@ -204,9 +204,9 @@ def _attribute_kind(proto: AttributeProto, where: str) -> int:
     raise ModelError(f"{where} has no type and no value: fix the model")
 
 
-SUBGRAPH_OPS = frozenset({("", "If")})
+SUBGRAPH_OPS = frozenset({("", "If"), ("", "Loop"), ("", "Scan")})
 """(domain, op_type) of the operators whose graph attributes are read: If's then_branch and
-else_branch. Loop, Scan and other graph attributes are refused."""
+else_branch, Loop's and Scan's body. Other graph attributes are refused."""
 
 
 def convert_attribute(
@@ -217,7 +217,7 @@ def convert_attribute(
     unsupported."""
     kind = _attribute_kind(proto, where)
     if kind == AttributeType.GRAPH and op in SUBGRAPH_OPS:
-        return convert_subgraph(proto.g, where, ctx)
+        return convert_subgraph(proto.g, where, ctx, takes_inputs=op != ("", "If"))
     if kind == AttributeType.FLOAT:
         return float(proto.f)
     if kind == AttributeType.INT:
@@ -246,7 +246,8 @@ def convert_attribute(
     if kind in (AttributeType.GRAPH, AttributeType.GRAPHS):
         raise UnsupportedError(
             f"{where} is a subgraph of a {op[1] or 'node'} node (control flow), which this tool "
-            "supports only as the branches of If: fold or unroll it before importing"
+            "supports only as If's branches and Loop's and Scan's body: fold or unroll it "
+            "before importing"
         )
     if kind in (AttributeType.TYPE_PROTO, AttributeType.TYPE_PROTOS):
         raise UnsupportedError(f"{where} is a type attribute, which this tool does not support")
@@ -317,6 +318,8 @@ def _with_captures(proto: NodeProto, label: str, attrs: dict[str, AttrValue]) ->
     captures = Node(proto.op_type, inputs, (), attrs=Attrs(attrs)).captures
     if not captures and not any(isinstance(v, Graph) for v in attrs.values()):
         return inputs
+    if proto.op_type != "If":
+        return _body_op_inputs(inputs, captures, attrs)
     if len(inputs) == 1:
         return inputs + captures
     if inputs[1:] and len(inputs) == 1 + len(captures):
@@ -327,10 +330,26 @@ def _with_captures(proto: NodeProto, label: str, attrs: dict[str, AttrValue]) ->
     )
 
 
-def convert_subgraph(proto: GraphProto, where: str, ctx: ReadContext) -> Graph:
-    """Return a graph attribute (If's branch): its signature, constants and nodes, unchecked.
-    Branch outputs need a type but not a shape; a subgraph of If takes no inputs."""
-    if len(proto.input):
+def _body_op_inputs(
+    inputs: tuple[str, ...], captures: tuple[str, ...], attrs: dict[str, AttrValue]
+) -> tuple[str, ...]:
+    """Return a Loop's or Scan's inputs followed by its captures. Its own inputs are as many
+    as its body's inputs (Scan-8: one more, sequence_lens); a node written back with its
+    captures (a host step of a program file) already ends with them."""
+    body = attrs.get("body")
+    own = len(body.inputs) if isinstance(body, Graph) else len(inputs)
+    if captures and len(inputs) >= own + len(captures) and inputs[-len(captures):] == captures:
+        return inputs
+    return inputs + captures
+
+
+def convert_subgraph(
+    proto: GraphProto, where: str, ctx: ReadContext, *, takes_inputs: bool = False
+) -> Graph:
+    """Return a graph attribute (If's branch, Loop's or Scan's body): its signature, constants
+    and nodes, unchecked. Its inputs and outputs need a type but not a shape; a subgraph of If
+    takes no inputs (`takes_inputs` False)."""
+    if len(proto.input) and not takes_inputs:
         raise ModelError(
             f"{where} declares {len(proto.input)} input(s); an If branch takes none (it reads "
             "outer values by name): fix the model"

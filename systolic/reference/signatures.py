@@ -100,6 +100,7 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("", "Less"): ((1, "A B", "C"),),
     ("", "LessOrEqual"): ((12, "A B", "C"),),
     ("", "Log"): ((1, "input", "output"),),
+    ("", "Loop"): ((1, "M? cond? v_initial+", "v_final_and_scan_outputs+"),),
     ("", "LogSoftmax"): ((1, "input", "output"),),
     ("", "LpNormalization"): ((1, "input", "output"),),
     ("", "MatMul"): ((1, "A B", "Y"),),
@@ -157,6 +158,10 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("", "ReverseSequence"): ((10, "input sequence_lens", "Y"),),
     ("", "RoiAlign"): ((10, "X rois batch_indices", "Y"),),
     ("", "Round"): ((11, "X", "Y"),),
+    ("", "Scan"): (
+        (8, "sequence_lens? initial_state_and_scan_inputs+", "final_state_and_scan_outputs+"),
+        (9, "initial_state_and_scan_inputs+", "final_state_and_scan_outputs+"),
+    ),
     ("", "ScatterElements"): ((11, "data indices updates", "output"),),
     ("", "ScatterND"): ((11, "data indices updates", "output"),),
     ("", "Selu"): ((1, "X", "Y"),),

@@ -199,27 +199,49 @@ def test_sequence_input_is_unsupported() -> None:
         _load(proto)
 
 
-def test_loop_subgraph_is_unsupported() -> None:
+def _loop_graph(op_type: str = "Loop", domain: str = "") -> onnx.GraphProto:
+    """A Loop (or, renamed, another op) whose body reads the outer value 'w' by name."""
     body = helper.make_graph(
-        [helper.make_node("Identity", ["c_in"], ["c_out"])], "body",
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Add", ["v_in", "w"], ["v_out"])], "body",
         [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("c_in", TensorProto.BOOL, [])],
-        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, [])],
+         helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [2])],
     )  # fmt: skip
-    graph = helper.make_graph(
-        [helper.make_node("Loop", ["m", "c"], ["done"], name="loop", body=body)],
+    return helper.make_graph(
+        [helper.make_node(op_type, ["m", "c", "v"], ["done"], name="loop", body=body,
+                          domain=domain)],
         "g",
         [
             helper.make_tensor_value_info("m", TensorProto.INT64, []),
             helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v", TensorProto.FLOAT, [2]),
+            helper.make_tensor_value_info("w", TensorProto.FLOAT, [2]),
         ],
-        [helper.make_tensor_value_info("done", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("done", TensorProto.FLOAT, [2])],
     )
+
+
+def test_loop_body_is_imported_with_its_captures() -> None:
+    model = _load(helper.make_model(_loop_graph(), opset_imports=[helper.make_opsetid("", 14)]))
+    (node,) = model.graph.nodes
+    assert node.captures == ("w",)
+    assert node.inputs == ("m", "c", "v", "w")
+    assert [info.name for info in node.attrs["body"].inputs] == ["i", "c_in", "v_in"]
+
+
+def test_other_subgraph_attributes_are_unsupported() -> None:
+    graph = _loop_graph("MyLoop", "com.microsoft")
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14),
+                                                    helper.make_opsetid("com.microsoft", 1)])
     with pytest.raises(
-        UnsupportedError, match=r"^attribute 'body' of node 'loop' \(Loop\) is a subgraph of a "
-        r"Loop node \(control flow\), which this tool supports only as the branches of If"
+        UnsupportedError, match=r"^attribute 'body' of node 'loop' \(MyLoop\) is a subgraph of a "
+        r"MyLoop node \(control flow\), which this tool supports only as If's branches and "
+        r"Loop's and Scan's body"
     ):
-        _load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]))
+        _load(proto)
 
 
 def test_training_info_is_ignored() -> None:

@@ -29,11 +29,14 @@ class ShapeKnownWhenRunning(ModelError):
     follows, to the declared types)."""
 
 
-def infer_graph(graph: Graph, scope: dict[str, TensorInfo]) -> list[TensorInfo] | None:
+def infer_graph(graph: Graph, scope: dict[str, TensorInfo],
+                known: dict[str, TensorInfo] | None = None) -> list[TensorInfo] | None:
     """Infer `graph`'s output types from the outer values `scope` (its nodes bound); None
-    when some output depends on a value of unknown shape."""
+    when some output depends on a value of unknown shape. `known`, when given, receives the
+    scope and every value inferred (the MAC count of a subgraph reads its nodes' types)."""
     make_op = GRAPH_SERVICES.bind()  # the executor's (it imports the operators)
-    known = dict(scope)
+    known = {} if known is None else known
+    known.update(scope)
     for tensor in graph.initializers:
         known[tensor.name] = TensorInfo(tensor.dtype, tensor.shape, tensor.data)
     for node in graph.nodes:
