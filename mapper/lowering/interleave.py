@@ -15,13 +15,15 @@ unused), and the blocks are independent of each other except through their own p
 order, which is kept. Then the merged program computes what the two layers in sequence do.
 """
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
 
 from systolic.config import ArrayConfig
-from systolic.isa.instructions import Instruction, Load
-from systolic.isa.patterns import Segment
+from systolic.isa.instruction_base import row_pattern_of
+from systolic.isa.instructions import Instruction, Load, LoadTarget
+from systolic.isa.patterns import ElementPattern
 from systolic.isa.store import RowWriter
 
 __all__ = ["DEFAULT_LAG", "blocks_of", "interleave", "last_writers"]
@@ -48,10 +50,13 @@ def blocks_of(code: Sequence[Instruction]) -> list[list[Instruction]]:
 def last_writers(producer: Sequence[Instruction], blocks: Sequence[Sequence[Instruction]],
                  config: ArrayConfig) -> list[int] | None:
     """Return per block the index of the last producer instruction writing an external byte
-    the block's LOADs read (-1 when none), or None when the producer's writes span more than
+    the block's LOADs may read (each LOAD row taken as the span of its elements: a superset
+    of the bytes it reads), -1 when none; or None when the producer's writes span more than
     `_SPAN_LIMIT` bytes."""
-    writers = [index for index, instr in enumerate(producer) if isinstance(instr, RowWriter)]
-    written = [_byte_addresses(producer[index].segments(config)) for index in writers]
+    stores = [(index, instr) for index, instr in enumerate(producer)
+              if isinstance(instr, RowWriter)]  # fmt: skip
+    writers = [index for index, _ in stores]
+    written = [_written_bytes(instr, config) for _, instr in stores]
     if not any(found.size for found in written):
         return [-1] * len(blocks)
     low = min(int(found.min()) for found in written if found.size)
@@ -61,29 +66,56 @@ def last_writers(producer: Sequence[Instruction], blocks: Sequence[Sequence[Inst
     last = np.full(high - low, -1, dtype=np.int64)
     for index, found in zip(writers, written, strict=True):  # later writers overwrite
         last[found - low] = index
-    result = []
-    for block in blocks:
-        read = np.concatenate([_byte_addresses(instr.segments(config))
-                               for instr in block if isinstance(instr, Load)] or [_NONE])
-        read = read[(read >= low) & (read < high)]
-        result.append(int(last[read - low].max()) if read.size else -1)
-    return result
+    return _newest_reads(blocks, last, low, config)
 
 
-_NONE = np.zeros(0, dtype=np.int64)
+def _newest_reads(blocks: Sequence[Sequence[Instruction]], last: np.ndarray, low: int,
+                  config: ArrayConfig) -> list[int]:
+    """Per block the largest `last[byte - low]` over the bytes its spad LOADs may read (each
+    row the span of its elements), -1 when none lies in `last`: one vectorized pass over
+    every LOAD row of every block."""
+    fields = [(b, i.ext, i.n0, i.row_stride0, i.row_stride1, i.count,
+               *_offset_range(i.k0, i.length, i.run, i.n_mid, i.stride_mid, i.stride_outer,
+                              config.operand_bytes))
+              for b, block in enumerate(blocks) for i in block
+              if isinstance(i, Load) and i.mem is not LoadTarget.PARAMS]  # fmt: skip
+    newest = np.full(len(blocks), -1, dtype=np.int64)
+    if not fields:
+        return newest.tolist()
+    block, ext, n0, stride0, stride1, count, lo, hi = np.array(fields, dtype=np.int64).T
+    span = hi - lo + config.operand_bytes
+    row = _ranks(count)  # row r of its LOAD
+    per_row = [np.repeat(a, count) for a in (block, ext, n0, stride0, stride1, lo, span)]
+    block, ext, n0, stride0, stride1, lo, span = per_row
+    base = ext + (row // n0) * stride1 + (row % n0) * stride0 + lo
+    byte = np.repeat(base, span) + _ranks(span) - low
+    inside = (byte >= 0) & (byte < last.size)
+    np.maximum.at(newest, np.repeat(block, span)[inside], last[byte[inside]])
+    return newest.tolist()
 
 
-def _byte_addresses(segments: Sequence[Segment]) -> np.ndarray:
-    """Return every byte address the segments cover (int64, in segment order)."""
-    if not segments:
-        return _NONE
-    starts = np.fromiter((s.address for s in segments), dtype=np.int64, count=len(segments))
-    lengths = np.fromiter((s.length for s in segments), dtype=np.int64, count=len(segments))
-    if (lengths == lengths[0]).all():
-        return (starts[:, None] + np.arange(lengths[0], dtype=np.int64)).ravel()
-    offsets = np.arange(int(lengths.sum()), dtype=np.int64)
-    offsets -= np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return np.repeat(starts, lengths) + offsets
+@functools.lru_cache(maxsize=1024)
+def _offset_range(*fields: int) -> tuple[int, int]:
+    """`ElementPattern(*fields[:-1]).offset_range(fields[-1])`, cached."""
+    return ElementPattern(*fields[:-1]).offset_range(fields[-1])
+
+
+def _ranks(sizes: np.ndarray) -> np.ndarray:
+    """0 .. size-1 for each of `sizes`, concatenated (int64)."""
+    starts: np.ndarray = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    ranks: np.ndarray = np.arange(int(sizes.sum()), dtype=np.int64) - starts
+    return ranks
+
+
+def _rows_bytes(starts: np.ndarray, length: int) -> np.ndarray:
+    """Every byte of rows of `length` bytes from each of `starts` (int64)."""
+    return (starts[:, None] + np.arange(length, dtype=np.int64)).ravel()
+
+
+def _written_bytes(instr: RowWriter, config: ArrayConfig) -> np.ndarray:
+    """The external bytes a STORE-unit instruction writes: `row_bytes` from each row base."""
+    rows: np.ndarray = row_pattern_of(instr).addresses(instr.written_rows())
+    return _rows_bytes(rows, instr.row_bytes(config))
 
 
 def interleave(producer: Sequence[Instruction], blocks: Sequence[Sequence[Instruction]],
