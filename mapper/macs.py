@@ -7,16 +7,21 @@ of the weight's dimensions after the first (its layout is C_in x C_out/group x k
 element takes K MACs, K being the reduced dimension. Recurrent layers (RNN, GRU, LSTM,
 com.microsoft DynamicQuantizeLSTM): every time step of every batch entry multiplies X_t by W
 and H_{t-1} by R in each direction: seq x batch x (elements of W + elements of R), i.e.
-seq x batch x directions x gates·hidden x (input + hidden). Other operators count 0. A count needs
-static shapes; where they are unknown the count is 0.
+seq x batch x directions x gates·hidden x (input + hidden). If, Loop and Scan count the MACs
+of their subgraphs (`systolic.mapper.subgraph_macs`: the larger If branch, a Loop's body times
+its trip count, a Scan's body times its length), with a note saying how. Other operators count
+0. A count needs static shapes; where they are unknown the count is 0.
 """
 
 import math
 from collections.abc import Callable
 
-from systolic.ir import Node, TensorType
+import numpy as np
 
-__all__ = ["node_macs"]
+from systolic.ir import Node, TensorType
+from systolic.mapper.subgraph_macs import subgraph_macs
+
+__all__ = ["node_macs", "node_macs_noted"]
 
 # (domain, op_type) -> index of the weight input of convolutions.
 _CONV_WEIGHT = {
@@ -42,8 +47,28 @@ _RECURRENT = frozenset({("", "RNN"), ("", "GRU"), ("", "LSTM"),
                         ("com.microsoft", "DynamicQuantizeLSTM")})
 
 
-def node_macs(node: Node, type_of: Callable[[str], TensorType | None]) -> int:
-    """Return the MACs one run of `node` performs (0 for other operators or unknown shapes)."""
+def node_macs(node: Node, type_of: Callable[[str], TensorType | None],
+              value_of: Callable[[str], np.ndarray | None] | None = None) -> int:
+    """Return the MACs one run of `node` performs (0 for other operators or unknown shapes).
+    `value_of` gives the constant values known (a Loop's trip count); default: none."""
+    return node_macs_noted(node, type_of, value_of)[0]
+
+
+def node_macs_noted(node: Node, type_of: Callable[[str], TensorType | None],
+                    value_of: Callable[[str], np.ndarray | None] | None = None
+                    ) -> tuple[int, str]:
+    """Return (MACs, note): the note says how a subgraph node's count was made ("" for
+    other nodes)."""
+    if node.subgraphs and not node.domain:
+        return subgraph_macs(node, type_of, value_of or _no_value, node_macs_noted)
+    return _plain_macs(node, type_of), ""
+
+
+def _no_value(name: str) -> np.ndarray | None:
+    return None
+
+
+def _plain_macs(node: Node, type_of: Callable[[str], TensorType | None]) -> int:
     key = (node.domain, node.op_type)
     output = _static(type_of(node.outputs[0])) if node.outputs and node.outputs[0] else None
     if output is None:

@@ -1,15 +1,18 @@
 """A model's summary as plain data (JSON-ready): metadata, signature, one row per node with
-its bound operator, output shapes, MACs and the unit that will run it (array, vector, host,
+its bound operator, output shapes, MACs (with "macs_note" for If, Loop and Scan: how their
+subgraphs were counted) and the unit that will run it (array, vector, host,
 or none for nodes the mapper removes: `systolic.mapper.lowering.coverage.node_units`) and why, and totals.
 
 `systolic inspect` prints it as text or writes it as JSON.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from systolic.ir import Model, Node, Tensor, TensorType, ValueInfo
-from systolic.mapper.macs import node_macs
+import numpy as np
+
+from systolic.ir import Graph, Model, Node, Tensor, TensorType, ValueInfo
+from systolic.mapper.macs import node_macs_noted
 
 __all__ = ["model_report"]
 
@@ -26,9 +29,13 @@ def model_report(model: Model, units: Sequence[tuple[str, str]] | None = None) -
     types.update(
         (info.name, info.type) for info in (*graph.inputs, *graph.value_info, *graph.outputs)
     )
-    nodes = [_node_row(node, types) for node in graph.nodes]
+    constants = {t.name: t for t in graph.initializers}
+    nodes = [_node_row(node, types, constants) for node in graph.nodes]
     for row, (unit, reason) in zip(nodes, units or (), strict=False):
         row["unit"], row["reason"] = unit, reason
+    for row in nodes:
+        if row.get("macs_note"):
+            row["reason"] = f"{row['reason']}; {row['macs_note']}"
     return {
         "ir_version": model.ir_version,
         "opsets": [{"domain": d or "ai.onnx", "version": v} for d, v in model.opsets],
@@ -44,10 +51,17 @@ def model_report(model: Model, units: Sequence[tuple[str, str]] | None = None) -
         "totals": {
             "nodes": len(nodes),
             "macs": sum(row["macs"] for row in nodes),
-            "parameters": sum(t.size for t in graph.initializers)
-            + sum(_constant_size(node) for node in graph.nodes),
+            "parameters": _parameters(graph),
         },
     }
+
+
+def _parameters(graph: Graph) -> int:
+    """Return the values `graph` stores: initializers and Constant nodes, those of its
+    subgraphs (If's branches, Loop's and Scan's bodies) included."""
+    return (sum(t.size for t in graph.initializers)
+            + sum(_constant_size(node) for node in graph.nodes)
+            + sum(_parameters(sub) for node in graph.nodes for _, sub in node.subgraphs))
 
 
 def _constant_size(node: Node) -> int:
@@ -74,8 +88,13 @@ def _type(tensor_type: TensorType | None) -> dict[str, Any]:
     return {"type": tensor_type.text(), "dtype": tensor_type.dtype.name.lower(), "shape": shape}
 
 
-def _node_row(node: Node, types: dict[str, TensorType]) -> dict[str, Any]:
-    return {
+def _node_row(node: Node, types: dict[str, TensorType],
+              constants: dict[str, Tensor]) -> dict[str, Any]:
+    """One node's row; a subgraph node's row carries "macs_note" (how its MACs were counted)."""
+    value_of: Callable[[str], np.ndarray | None] = (
+        lambda name: np.asarray(constants[name].data) if name in constants else None)
+    macs, note = node_macs_noted(node, types.get, value_of)
+    row = {
         "name": node.label,
         "op": node.op_id,
         "domain": node.domain or "ai.onnx",
@@ -83,7 +102,10 @@ def _node_row(node: Node, types: dict[str, TensorType]) -> dict[str, Any]:
         "version": node.version,
         "inputs": list(node.inputs),
         "outputs": [{"name": name, **_type(types.get(name))} for name in node.outputs if name],
-        "macs": node_macs(node, types.get),
+        "macs": macs,
         "unit": "host",
         "reason": HOST_REASON,
     }
+    if note:
+        row["macs_note"] = note
+    return row
