@@ -73,10 +73,11 @@ class OutputStage(wiring.Component):
         top-bit flip) and the clamp bounds, lo <= hi (a fused ReLU raises lo to the zero point,
         ReLU6/Clip lower hi). With lo > hi every output is hi.
     busy : ``Out(1)``
-        A row is inside the stage. The parameters are read combinationally in the stage that
-        needs them (the shift through a register loaded every cycle, read three cycles after
-        the first transfer), so the caller must hold them stable from a tile's first transfer on
-        `i_acc` until `busy` falls after its last row left on `o_q`.
+        A row is inside the stage. The bias is read combinationally by stage 1, the others
+        through per-lane registers loaded every cycle (the multiplier read one cycle after a
+        tile's first transfer, the shift three, the clamp parameters five), so the caller must
+        hold them stable from a tile's first transfer on `i_acc` until `busy` falls after its
+        last row left on `o_q`.
 
     Latency, throughput and backpressure
     ------------------------------------
@@ -183,12 +184,33 @@ class OutputStage(wiring.Component):
                        (floor_min, floor_max))
         return m
 
+    def _clamp_copies(self, m, i):
+        """Lane i's copies of the per-stage parameters, registered every cycle (read by stage
+        6, five cycles after a tile's first transfer): the zero point, hi, lo (or hi when
+        lo > hi) and the bounds lo - zero_point and hi - zero_point that the rounded floor is
+        compared with."""
+        ow = self._out_width
+        names = ("zero_point", "low", "high", "low_rel", "high_rel")
+        shapes = (signed(ow), signed(ow), signed(ow), signed(ow + 1), signed(ow + 1))
+        zp, low, high, low_rel, high_rel = (Signal(shape, name=f"{name}{i}")
+                                            for name, shape in zip(names, shapes, strict=True))
+        m.d.sync += [
+            zp.eq(self.zero_point),
+            low.eq(Mux(self.lo > self.hi, self.hi, self.lo)),
+            high.eq(self.hi),
+            low_rel.eq(self.lo - self.zero_point),
+            high_rel.eq(self.hi - self.zero_point),
+        ]
+        return zp, low, high, low_rel, high_rel
+
     def _lane(self, m, i, advance, amount, sum_width, product_width, keep, floor_range):
         """Add lane `i`'s six stages (see the class docstring) to `m`."""
         x = Signal(signed(sum_width), name=f"x{i}")
         with m.If(advance[0]):
             m.d.sync += x.eq(self.i_acc.payload.data[i] + self.bias[i])
-        pieces = partial_products(x, self.multiplier[i])
+        multiplier = Signal(signed(MULTIPLIER_WIDTH), name=f"multiplier{i}")
+        m.d.sync += multiplier.eq(self.multiplier[i])  # read one cycle after the first transfer
+        pieces = partial_products(x, multiplier)
         partials = [Signal(signed(len(p)), name=f"partial{i}_{k}") for k, (p, _) in enumerate(pieces)]
         with m.If(advance[1]):
             m.d.sync += [r.eq(p) for r, (p, _) in zip(partials, pieces, strict=True)]
@@ -206,7 +228,9 @@ class OutputStage(wiring.Component):
             raised = Mux(full < floor_range[0], floor_range[0], full)
             m.d.sync += [floor.eq(Mux(raised > floor_range[1], floor_range[1], raised)),
                          round_up.eq(up)]
+        zp, low, high, low_rel, high_rel = self._clamp_copies(m, i)
         with m.If(advance[5]):
-            offset = floor + round_up + self.zero_point
-            raised = Mux(offset < self.lo, self.lo, offset)
-            m.d.sync += self.o_q.payload.data[i].eq(Mux(raised > self.hi, self.hi, raised))
+            # clamp(v + zero_point, lo, hi) with the comparisons beside the adder
+            rounded = floor + round_up
+            m.d.sync += self.o_q.payload.data[i].eq(
+                Mux(rounded < low_rel, low, Mux(rounded > high_rel, high, rounded + zp)))
