@@ -41,12 +41,15 @@ class LayerBases:
     table: int
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class _Template:
     instructions: tuple[Instruction, ...]
-    moved: tuple[tuple[int, str], ...]  # (index, LayerBases field) of each LOAD and STORE
+    table_load: Instruction | None
     bases: LayerBases
     cycles: ArrayCycles
+    moved: tuple[tuple[int, str], ...] | None = None
+    """(index, LayerBases field) of each LOAD and STORE, found when the template is first
+    used again (most shapes never are)."""
 
 
 _templates: collections.OrderedDict[Hashable, _Template] = collections.OrderedDict()
@@ -118,6 +121,12 @@ def with_ext(instr: Instruction, ext: int) -> Instruction:
 
 def _moved(template: _Template, bases: LayerBases) -> list[Instruction]:
     """Return the template's instructions with each `ext` moved to `bases`."""
+    if template.moved is None:
+        template.moved = tuple(
+            (index, name)
+            for index, instr in enumerate(template.instructions)
+            if (name := _operand(instr, template.table_load)) is not None
+        )
     out = list(template.instructions)
     delta = {
         name: getattr(bases, name) - getattr(template.bases, name)
@@ -144,12 +153,7 @@ def scheduled(
         return _moved(template, bases), template.cycles
     instructions, table_load, cycles = schedule()
     if key is not None and len(instructions) <= _LIMIT:
-        moved = tuple(
-            (index, name)
-            for index, instr in enumerate(instructions)
-            if (name := _operand(instr, table_load)) is not None
-        )
-        _templates[key] = _Template(tuple(instructions), moved, bases, cycles)
+        _templates[key] = _Template(tuple(instructions), table_load, bases, cycles)
         _held[0] += len(instructions)
         while _held[0] > _LIMIT:
             _held[0] -= len(_templates.popitem(last=False)[1].instructions)
