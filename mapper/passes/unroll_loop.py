@@ -1,0 +1,175 @@
+"""Unroll a Loop of known trip count into the main graph, so its MatMuls and Convs are mapped.
+
+Loop(M, cond, v_initial..., captures...) with M a one-element constant in [1, MAX_TRIPS] and
+cond absent or a constant true that the body passes on unchanged (its condition output is its
+condition input, directly or through Identity nodes, or a constant true) runs the body exactly
+M times, so it equals M copies of the body in the main graph: copy t reads the iteration
+number t and the condition true as constants, the carried values of copy t - 1 (copy 0: the
+initial values) and the outer values through the Loop's inputs standing for them
+(`Node.captures`, by position). Node outputs get fresh names "<loop>/<t>/<name>"; the body's
+initializers are added once ("<loop>/<name>"), shared by every copy. The final carried values
+reach the Loop's outputs through Identity nodes (remove_identities drops them) and each scan
+output is the Concat of its M values, each given a leading axis of 1 (Unsqueeze). Other Loops
+stay (on the host, with a note saying why).
+"""
+
+import dataclasses
+
+import numpy as np
+
+from systolic.ir import Attrs, Graph, Model, Node, Tensor
+from systolic.mapper.passes.fold_if import _namer
+from systolic.mapper.passes.graph_tools import (
+    Namer,
+    constants_of,
+    make_node,
+    scalar_constant,
+    tensor,
+)
+from systolic.mapper.passes.report import FOLDED, PassReport
+
+__all__ = ["MAX_TRIPS", "unroll_loop"]
+
+MAX_TRIPS = 64
+"""The most iterations unrolled (each copies the body into the main graph)."""
+
+
+def unroll_loop(model: Model, report: PassReport) -> Model:
+    """Return `model` with every Loop of known trip count unrolled; `model` itself when
+    there is none."""
+    graph = model.graph
+    constants = constants_of(graph)
+    namer = _namer(graph)
+    opset = dict(model.opsets).get("", 0)
+    nodes: list[Node] = []
+    tensors: list[Tensor] = []
+    for node in graph.nodes:
+        trips = _trip_count(node, constants) if _is_loop(node) else None
+        if isinstance(trips, str):
+            report.note(node.label, trips)
+        if not isinstance(trips, int):
+            nodes.append(node)
+            continue
+        unrolled, added = _unroll(node, trips, namer, opset)
+        nodes += unrolled
+        tensors += added
+        report.record(node.label, FOLDED, reason=f"trip count {trips}: its body runs "
+                      f"{trips} times in the main graph as '{node.label}/<iteration>/...'")
+    if not tensors and len(nodes) == len(graph.nodes) and all(
+            a is b for a, b in zip(nodes, graph.nodes, strict=True)):  # fmt: skip
+        return model
+    new_graph = dataclasses.replace(graph, nodes=tuple(nodes),
+                                    initializers=graph.initializers + tuple(tensors))
+    return dataclasses.replace(model, graph=new_graph)
+
+
+def _is_loop(node: Node) -> bool:
+    return node.op_type == "Loop" and node.domain == "" and isinstance(
+        node.attrs.get("body"), Graph)
+
+
+def _trip_count(node: Node, constants: dict[str, np.ndarray]) -> int | str:
+    """The iteration count when the Loop can be unrolled, else why it stays on the host."""
+    body = node.attrs["body"]
+    assert isinstance(body, Graph)
+    trip = scalar_constant(constants, node.inputs[0]) if node.inputs else None
+    if trip is None:
+        return "its trip count M is not a constant: runs on the host"
+    count = int(trip)
+    if not 1 <= count <= MAX_TRIPS:
+        return f"its trip count {count} is not in [1, {MAX_TRIPS}] (unrolled): runs on the host"
+    cond = node.inputs[1] if len(node.inputs) > 1 else ""
+    if cond:
+        start = scalar_constant(constants, cond)
+        if start is None or not bool(start) or not _passes_true(body):
+            return ("its condition may stop it before the trip count (known only when "
+                    "running): runs on the host")
+    return count
+
+
+def _passes_true(body: Graph) -> bool:
+    """Whether the body's condition output is its condition input (through Identity nodes)
+    or a constant true."""
+    producer = {out: node for node in body.nodes for out in node.outputs if out}
+    name = body.outputs[0].name
+    while (node := producer.get(name)) is not None and node.op_type == "Identity":
+        name = node.inputs[0]
+    if name == body.inputs[1].name:
+        return True
+    value = scalar_constant(constants_of(body), name)
+    return value is not None and bool(value)
+
+
+def _unroll(node: Node, trips: int, namer: Namer, opset: int) -> tuple[list[Node], list[Tensor]]:
+    """Return the M copies of the body, the scan outputs' Unsqueeze/Concat and the output
+    Identity nodes, and the constants they add."""
+    body = node.attrs["body"]
+    assert isinstance(body, Graph)
+    prefix, carried = node.label, len(body.inputs) - 2
+    outer = dict(zip(node.captures, node.inputs[len(node.inputs) - len(node.captures):],
+                     strict=True))
+    shared = {t.name: namer(f"{prefix}/{t.name}") for t in body.initializers}
+    tensors = [dataclasses.replace(t, name=shared[t.name]) for t in body.initializers]
+    values = list(node.inputs[2:2 + carried])
+    scans: list[list[str]] = [[] for _ in body.outputs[1 + carried:]]
+    nodes: list[Node] = []
+    for step in range(trips):
+        rename = {**outer, **shared}
+        iteration, condition = body.inputs[0], body.inputs[1]
+        for info, constant in ((iteration, np.array(step, np.int64)),
+                               (condition, np.array(True))):
+            rank = 0 if info.type is None or info.type.shape is None else len(info.type.shape)
+            rename[info.name] = namer(f"{prefix}/{step}/{info.name}")
+            tensors.append(tensor(rename[info.name], constant.reshape((1,) * rank)))
+        rename.update((info.name, name) for info, name in zip(body.inputs[2:], values,
+                                                               strict=True))
+        nodes += _copy(body, rename, namer, f"{prefix}/{step}")
+        outputs = [rename.get(info.name, info.name) for info in body.outputs]
+        values = outputs[1:1 + carried]
+        for store, name in zip(scans, outputs[1 + carried:], strict=True):
+            store.append(name)
+    for value, target in zip(values, node.outputs[:carried], strict=False):
+        if target:
+            nodes.append(make_node("Identity", [value], [target],
+                                   name=namer(f"{prefix}/final_{target}")))
+    for store, target in zip(scans, node.outputs[carried:], strict=False):
+        if target:
+            stacked, axes = _stack(store, target, namer, prefix, opset)
+            nodes += stacked
+            tensors += axes
+    return nodes, tensors
+
+
+def _copy(body: Graph, rename: dict[str, str], namer: Namer, prefix: str) -> list[Node]:
+    """One copy of the body's nodes, reading and writing names through `rename` (which it
+    extends with the fresh names of the node outputs)."""
+    copies = []
+    for inner in body.nodes:
+        for name in inner.outputs:
+            if name:
+                rename[name] = namer(f"{prefix}/{name}")
+        copies.append(dataclasses.replace(
+            inner, name=namer(f"{prefix}/{inner.name or inner.op_type}"),
+            inputs=tuple(rename.get(n, n) if n else "" for n in inner.inputs),
+            outputs=tuple(rename[n] if n else "" for n in inner.outputs),
+            attrs=Attrs(dict(inner.attrs))))
+    return copies
+
+
+def _stack(names: list[str], target: str, namer: Namer, prefix: str,
+           opset: int) -> tuple[list[Node], list[Tensor]]:
+    """Concat of every iteration's value with a new leading axis (Unsqueeze: axes as an
+    input from opset 13, an attribute before)."""
+    nodes, tensors, parts = [], [], []
+    axes_name = namer(f"{prefix}/axes0")
+    if opset >= 13:
+        tensors.append(tensor(axes_name, np.array([0], np.int64)))
+    for name in names:
+        part = namer(f"{prefix}/{target}_part")
+        inputs, attrs = ([name, axes_name], {}) if opset >= 13 else ([name], {"axes": (0,)})
+        nodes.append(make_node("Unsqueeze", inputs, [part], name=namer(f"{prefix}/unsqueeze"),
+                               attrs=attrs))
+        parts.append(part)
+    nodes.append(make_node("Concat", parts, [target], name=namer(f"{prefix}/stack_{target}"),
+                           attrs={"axis": 0}))
+    return nodes, tensors

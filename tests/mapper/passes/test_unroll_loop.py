@@ -1,0 +1,62 @@
+"""unroll_loop: a Loop of constant trip count (cond absent or a constant true passed on)
+becomes its body's copies in the main graph (the Loop gone, results unchanged, every opset
+form of the scan outputs' Unsqueeze); a Loop whose condition or trip count is known only when
+running, or whose trip count is too large, stays, noted for the host."""
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from systolic.ir import Model
+from systolic.mapper.importer import load_model_bytes
+from systolic.mapper.passes.name_nodes import name_nodes
+from systolic.mapper.passes.pipeline import finalize
+from systolic.mapper.passes.report import FOLDED, PassReport
+from systolic.mapper.passes.unroll_loop import MAX_TRIPS, unroll_loop
+from systolic.reference.executor import run_model
+
+from ...support.loop_scan_models import counted_loop, while_loop
+
+
+def _load(model: onnx.ModelProto) -> Model:
+    return name_nodes(load_model_bytes(model.SerializeToString()))
+
+
+def _unrolled(model: Model) -> tuple[Model, PassReport]:
+    report = PassReport((node.name, node.op_id) for node in model.graph.nodes)
+    result = unroll_loop(model, report)
+    return (result if result is model else finalize(result)), report
+
+
+@pytest.mark.parametrize("opset", [11, 13, 17])
+@pytest.mark.parametrize("trips", [1, 3])
+def test_a_counted_loop_becomes_its_body_copies(opset: int, trips: int) -> None:
+    original = _load(counted_loop(trips, opset=opset))
+    unrolled, report = _unrolled(original)
+    ops = [node.op_type for node in unrolled.graph.nodes]
+    assert "Loop" not in ops and ops.count("MatMul") == trips
+    assert report.fate("yf").action == FOLDED  # type: ignore[union-attr]
+    rng = np.random.default_rng(trips)
+    feeds = {name: rng.standard_normal((1, 4)).astype(np.float32) for name in ("x", "y0")}
+    before, after = run_model(original, feeds), run_model(unrolled, feeds)
+    for name, value in before.items():
+        np.testing.assert_array_equal(after[name], value)
+
+
+def test_a_condition_known_only_when_running_keeps_the_loop() -> None:
+    original = _load(while_loop(with_trips=True))
+    unrolled, report = _unrolled(original)
+    assert unrolled is original
+    assert "condition may stop it" in (report.note_of(original.graph.nodes[0].label) or "")
+
+
+def test_too_many_trips_keep_the_loop() -> None:
+    proto = counted_loop(3)
+    trips = next(t for t in proto.graph.initializer if t.name == "M")
+    trips.CopyFrom(numpy_helper.from_array(np.array(MAX_TRIPS + 1, np.int64), "M"))
+    proto.graph.output[1].type.tensor_type.shape.dim[0].dim_value = MAX_TRIPS + 1
+    original = _load(proto)
+    unrolled, report = _unrolled(original)
+    assert unrolled is original
+    assert f"not in [1, {MAX_TRIPS}]" in (report.note_of("yf") or "")
