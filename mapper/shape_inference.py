@@ -6,10 +6,13 @@ inputs have static shapes; symbolic dimensions (`dim_param`) stay symbolic until
 `mapper.dim_binding.bind_inputs` gives them sizes, and nodes downstream of them keep whatever
 type the model declared. Every inferred tensor is checked against the memory limit, and every
 declared type (graph outputs, value_info) against the inferred one; the symbolic sizes of
-value_info entries are hints, re-inferred rather than held to one size per name.
+value_info entries are hints, re-inferred rather than held to one size per name. A graph
+output declared with another shape (same element type) draws a `DeclarationWarning` and takes
+the inferred shape, as onnxruntime runs such a model; any other disagreement is a ModelError.
 """
 
 import dataclasses
+import warnings
 from collections.abc import Mapping, Sequence
 
 from systolic.errors import ModelError, ResourceError
@@ -18,7 +21,7 @@ from systolic.proto.onnx_tensors import element_bytes
 from systolic.reference.ops.base import Op, TensorInfo
 from systolic.reference.ops.op_if import ShapeKnownWhenRunning
 
-__all__ = ["FOLD_LIMIT", "check_size", "infer_shapes", "substitute"]
+__all__ = ["FOLD_LIMIT", "DeclarationWarning", "check_size", "infer_shapes", "substitute"]
 
 FOLD_LIMIT = 1 << 16
 """Values with more elements than this are not carried through inference (only their type)."""
@@ -162,8 +165,16 @@ def _settle(
         where = (
             " with " + ", ".join(f"{d}={symbols[d]}" for d in dict.fromkeys(used)) if used else ""
         )
-        raise ModelError(
-            f"{role} {info.name!r} is declared {info.type.text()}{where} but inference gives "
-            f"{_type_of(inferred).text()}: fix the declaration or the model"
-        )
+        text = (f"{role} {info.name!r} is declared {info.type.text()}{where} but inference "
+                f"gives {_type_of(inferred).text()}")
+        if role != "graph output" or declared.dtype != inferred.dtype:
+            raise ModelError(f"{text}: fix the declaration or the model")
+        warnings.warn(DeclarationWarning(f"{text}: the inferred shape is used (onnxruntime "
+                                         "runs such a model too, with a warning)"), stacklevel=2)
     return dataclasses.replace(info, type=_type_of(inferred))
+
+
+class DeclarationWarning(UserWarning):
+    """A graph output whose declared shape differs from the one inference gives (an
+    exporter's stale declaration: ddddocr's LSTM recognizer declares [1, seqlen] for a
+    [T, 1, classes] result); its element type must still agree."""
