@@ -5,12 +5,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from systolic.ir import Attrs, DataType
-from systolic.reference.ops._shared import broadcast_shape, check_type, fold, str_attr
+from systolic.ir import Attrs
+from systolic.reference.ops._shared import (
+    NUMERIC_TYPES,
+    broadcast_shape,
+    check_type,
+    fold,
+    str_attr,
+)
 from systolic.reference.ops.base import Op, TensorInfo
 
-_TYPES = frozenset({DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16, DataType.INT32,
-                    DataType.INT64, DataType.UINT32, DataType.UINT64})
 _ELLIPSIS = "..."
 
 
@@ -100,7 +104,7 @@ class Einsum(Op):
         if not present:
             raise self.error("Einsum needs at least one input")
         for i, x in enumerate(present):
-            check_type(self, x, _TYPES, f"input {i}")
+            check_type(self, x, NUMERIC_TYPES, f"input {i}")
             if x.dtype != present[0].dtype:
                 raise self.error(f"inputs must share one element type, got "
                                  f"{present[0].dtype.short} and {x.dtype.short}")

@@ -7,7 +7,7 @@ import numpy as np
 
 from systolic.errors import UnsupportedError
 from systolic.ir import Attrs, DataType
-from systolic.reference.ops._shared import FLOAT_TYPES, check_type, int_attr
+from systolic.reference.ops._shared import check_type, int_attr
 from systolic.reference.ops.base import Op, TensorInfo
 
 
@@ -42,7 +42,8 @@ def overlaps(box: np.ndarray, kept: np.ndarray, threshold: float) -> bool:
 
 
 class NonMaxSuppression(Op):
-    """NonMaxSuppression-10, -11. boxes (B, N, 4), scores (B, C, N); optional scalars
+    """NonMaxSuppression-10, -11. boxes (B, N, 4), scores (B, C, N), both float32 as the
+    spec says; optional scalars
     max_output_boxes_per_class (int64, default 0: nothing is kept), iou_threshold (default
     0) and score_threshold (a box needs a score above it). Per batch and class, candidates
     are taken by falling score (ties: the lower box index first) and kept unless their IoU
@@ -69,7 +70,7 @@ class NonMaxSuppression(Op):
     def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
         boxes, scores, *_ = inputs
         assert boxes is not None and scores is not None
-        check_type(self, boxes, FLOAT_TYPES, "boxes")
+        check_type(self, boxes, frozenset({DataType.FLOAT}), "boxes")
         if scores.dtype != boxes.dtype:
             raise self.error(f"scores ({scores.dtype.short}) must have boxes' type")
         self._check(boxes.shape, scores.shape)

@@ -2,11 +2,22 @@
 ReduceLogSumExp (sentence-embedding normalization, log-likelihoods), on the reduce family's
 base (op_reduce.py): axes an attribute before version 18 and an optional input from it."""
 
+from typing import ClassVar
+
 import numpy as np
 
+from systolic.ir import DataType
 from systolic.reference.ops.op_reduce import _Reduce
 
 _VERSIONS = (1, 11, 13, 18)
+_TYPES = frozenset({DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16, DataType.INT32,
+                    DataType.INT64, DataType.UINT32, DataType.UINT64})
+"""The spec's element types for these five reductions (every version): no 8- or 16-bit
+integers."""
+
+
+class _Norm(_Reduce):
+    types: ClassVar[frozenset[DataType]] = _TYPES
 
 
 def _wide(x: np.ndarray) -> type:
@@ -16,7 +27,7 @@ def _wide(x: np.ndarray) -> type:
     return np.uint64 if x.dtype.kind == "u" else np.int64
 
 
-class ReduceL1(_Reduce):
+class ReduceL1(_Norm):
     """ReduceL1-1, -11, -13, -18: the sum of absolute values (float64 accumulation rounded
     once; integers wrap)."""
 
@@ -27,7 +38,7 @@ class ReduceL1(_Reduce):
         return np.asarray(np.sum(np.abs(x.astype(_wide(x))), axis=axes, keepdims=True))
 
 
-class ReduceSumSquare(_Reduce):
+class ReduceSumSquare(_Norm):
     """ReduceSumSquare-1, -11, -13, -18: the sum of squares (float64 accumulation rounded
     once; integers wrap)."""
 
@@ -39,7 +50,7 @@ class ReduceSumSquare(_Reduce):
         return np.asarray(np.sum(wide * wide, axis=axes, keepdims=True))
 
 
-class ReduceL2(_Reduce):
+class ReduceL2(_Norm):
     """ReduceL2-1, -11, -13, -18: the square root of the sum of squares, in float64 (an
     integer result is truncated to the input's type)."""
 
@@ -51,7 +62,7 @@ class ReduceL2(_Reduce):
         return np.asarray(np.sqrt(np.sum(wide * wide, axis=axes, keepdims=True)))
 
 
-class ReduceLogSum(_Reduce):
+class ReduceLogSum(_Norm):
     """ReduceLogSum-1, -11, -13, -18: log of the sum, in float64 (log 0 is -inf)."""
 
     op_type = "ReduceLogSum"
@@ -63,7 +74,7 @@ class ReduceLogSum(_Reduce):
             return np.asarray(np.log(total))
 
 
-class ReduceLogSumExp(_Reduce):
+class ReduceLogSumExp(_Norm):
     """ReduceLogSumExp-1, -11, -13, -18: log of the sum of exponentials, in float64 and
     shifted by the maximum so that large inputs do not overflow; over no elements, -inf."""
 

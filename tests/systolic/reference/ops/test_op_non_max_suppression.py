@@ -63,3 +63,9 @@ def test_bad_shapes_and_attribute():
         make_op("NonMaxSuppression", {}, 11).run([CORNERS, SCORES[:, :, :5]])
     with pytest.raises(ModelError, match=r"center_point_box must be 0 or 1, got 2"):
         make_op("NonMaxSuppression", {"center_point_box": 2}, 11)
+
+
+def test_boxes_must_be_float32():
+    with pytest.raises(ModelError, match=r"boxes has element type f64; expected one of f32"):
+        make_op("NonMaxSuppression", {}, 11).infer(
+            [TensorInfo(DataType.DOUBLE, (1, 6, 4)), TensorInfo(DataType.DOUBLE, (1, 1, 6))])

@@ -1,7 +1,11 @@
 import numpy as np
 import pytest
 
-from ..oracle import check_op, rng
+from systolic.errors import ModelError
+from systolic.ir import DataType
+from systolic.reference.ops.base import TensorInfo
+
+from ..oracle import check_op, make_op, rng
 
 DATA = rng(97).standard_normal((2, 3, 4)).astype(np.float32)
 OPS = ["ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"]
@@ -61,3 +65,9 @@ def test_reducing_no_elements(op_type):
     cases)."""
     check_op(op_type, [np.zeros((2, 0, 3), np.float32), np.array([1], np.int64)], {},
              opset=18)
+
+
+@pytest.mark.parametrize("op_type", [*OPS, "ReduceLogSum"])
+def test_8_bit_integers_are_refused(op_type):
+    with pytest.raises(ModelError, match=r"data has element type i8"):
+        make_op(op_type, {}, 13).infer([TensorInfo(DataType.INT8, (2, 3))])
