@@ -89,13 +89,16 @@ def _trip_count(node: Node, constants: dict[str, np.ndarray]) -> int | str:
 
 def _passes_true(body: Graph) -> bool:
     """Whether the body's condition output is its condition input (through Identity nodes)
-    or a constant true."""
+    or a constant true (an initializer or a Constant node: torch's scripted loops)."""
     producer = {out: node for node in body.nodes for out in node.outputs if out}
     name = body.outputs[0].name
     while (node := producer.get(name)) is not None and node.op_type == "Identity":
         name = node.inputs[0]
     if name == body.inputs[1].name:
         return True
+    if node is not None and node.op_type == "Constant":
+        held = node.attrs.get("value")
+        return isinstance(held, Tensor) and held.data.size == 1 and bool(held.data.reshape(()))
     value = scalar_constant(constants_of(body), name)
     return value is not None and bool(value)
 

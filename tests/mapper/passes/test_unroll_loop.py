@@ -60,3 +60,13 @@ def test_too_many_trips_keep_the_loop() -> None:
     unrolled, report = _unrolled(original)
     assert unrolled is original
     assert f"not in [1, {MAX_TRIPS}]" in (report.note_of("yf") or "")
+
+
+def test_a_body_condition_from_a_constant_node_is_unrolled() -> None:
+    proto = counted_loop(2)
+    body = proto.graph.node[0].attribute[0].g
+    identity = next(n for n in body.node if n.op_type == "Identity")
+    identity.CopyFrom(onnx.helper.make_node("Constant", [], ["cond_out"],
+                                            value=numpy_helper.from_array(np.array(True))))
+    unrolled, _ = _unrolled(_load(proto))
+    assert [n.op_type for n in unrolled.graph.nodes].count("MatMul") == 2
