@@ -28,6 +28,7 @@ Order (each pass one module):
                         GlobalMaxPool -> MaxPool over the whole spatial extent
  4a. decomposed_softmax ReduceMax/Sub/Exp/ReduceSum/Div over the last axis -> Softmax;
      decompose_lrn      float LRN -> Mul(x, x) -> banded 1x1 Conv -> Pow -> Mul
+     decompose_prelu    float PRelu of a per-channel slope -> Relu(x) + Min(x, 0) * a
  4b. conv_transpose     ConvTranspose -> Convs over its input (polyphase: one per stride
                         phase, then their interleave) or over its zero-inserted input
  4c. fold_bias_add      Add/Sub of a per-channel constant after a float Conv -> its bias
@@ -100,6 +101,7 @@ from systolic.mapper.passes.channel_affine_ptq import channel_island
 from systolic.mapper.passes.compose_tables import compose_tables
 from systolic.mapper.passes.conv_transpose import conv_transpose_to_conv
 from systolic.mapper.passes.decompose_lrn import decompose_lrn
+from systolic.mapper.passes.decompose_prelu import decompose_prelu
 from systolic.mapper.passes.decomposed_softmax import decomposed_softmax
 from systolic.mapper.passes.dequantize_after_layout import dequantize_after_layout
 from systolic.mapper.passes.dynamic_island import fusion_entries, quantize_dynamic_island
@@ -169,7 +171,7 @@ def run_passes(
         model = fold_constants(remove_identities(finalize(widened), report), report)
     for rewrite in (fold_scalar_dequantize, fold_scalar_quantize, finite_masks,
                     arithmetic_masks, rms_mean_to_matmul, instance_norm_to_layernorm,
-                    spatial_mean_to_pool, decomposed_softmax, decompose_lrn,
+                    spatial_mean_to_pool, decomposed_softmax, decompose_lrn, decompose_prelu,
                     conv_transpose_to_conv, fold_bias_add, channel_affine):
         rewritten = rewrite(model, report)
         if rewritten is not model:
