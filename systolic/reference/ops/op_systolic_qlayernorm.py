@@ -8,8 +8,9 @@ import numpy as np
 
 from systolic.ir import SYSTOLIC_DOMAIN, Attrs
 from systolic.isa.layernorm import NORMALIZED_BITS, SQRT_BITS
-from systolic.isa.requant import MULTIPLIER_BITS, SHIFT_MAX, SHIFT_MIN
-from systolic.reference.ops._shared import int_attr, normalize_axis
+from systolic.isa.requant import MULTIPLIER_BITS
+from systolic.reference.ops._row_ops import RowScaling, row_length
+from systolic.reference.ops._shared import int_attr
 from systolic.reference.ops._systolic import OutputStage, check_eight_bit, round_shift, type_range
 from systolic.reference.ops.base import Op, TensorInfo
 
@@ -18,7 +19,6 @@ __all__ = ["MAX_ROW_LENGTH", "QLayerNorm", "inverse_sqrt_rows", "layernorm_rows"
 MAX_ROW_LENGTH = 65535
 """The longest row LAYERNORM normalizes (its u16 `length`)."""
 _EPS_MAX = 2**32 - 1
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _POWERS = np.left_shift(np.int64(1), np.arange(63, dtype=np.int64))
 
 
@@ -77,31 +77,16 @@ class QLayerNorm(Op):
 
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)
-        for name in ("multiplier", "shift"):
-            self.required_attr(name)
-        self.axis = int_attr(self, "axis", -1)
+        self.scaling = RowScaling(self)
         self.x_zero_point = int_attr(self, "x_zero_point", 0)
         self.eps = int_attr(self, "eps", 0)
-        self.multiplier = int_attr(self, "multiplier", 0)
-        self.shift = int_attr(self, "shift", 0)
-        if not _INT32_MIN <= self.multiplier <= _INT32_MAX:
-            raise self.error("multiplier must be a signed 32-bit integer")
-        if not SHIFT_MIN <= self.shift <= SHIFT_MAX:
-            raise self.error(f"shift must lie in [{SHIFT_MIN}, {SHIFT_MAX}], got {self.shift}")
         if not 0 <= self.eps <= _EPS_MAX:
             raise self.error(f"eps must lie in [0, {_EPS_MAX}], got {self.eps}")
         self.stage = OutputStage(self)
 
     def _row_length(self, shape: Sequence[int]) -> tuple[int, int]:
         """Return (the axis, the row length H), checked."""
-        if len(shape) == 0:
-            raise self.error("X must have at least one dimension")
-        axis = normalize_axis(self, self.axis, len(shape))
-        length = int(np.prod(shape[axis:], dtype=np.int64))
-        if not 1 <= length <= MAX_ROW_LENGTH:
-            raise self.error(f"rows (X {list(shape)} from axis {axis} on) must hold 1 to "
-                             f"{MAX_ROW_LENGTH} elements, not {length}")
-        return axis, length
+        return row_length(self, self.scaling.axis, shape, MAX_ROW_LENGTH)
 
     def _check_zero_point(self, info: TensorInfo) -> None:
         lo, hi = type_range(info.dtype)
@@ -124,7 +109,7 @@ class QLayerNorm(Op):
         if x.size == 0:
             return [np.zeros(x.shape, self.stage.dtype.numpy)]
         d = x.astype(np.int64).reshape(-1, length) - self.x_zero_point
-        q = layernorm_rows(d, self.eps, self.multiplier, self.shift)
+        q = layernorm_rows(d, self.eps, self.scaling.multiplier, self.scaling.shift)
         return [self.stage.finish(q).reshape(x.shape)]
 
 

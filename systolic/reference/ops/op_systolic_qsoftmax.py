@@ -6,8 +6,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from systolic.ir import SYSTOLIC_DOMAIN, Attrs, DataType
-from systolic.isa.requant import MULTIPLIER_BITS, SHIFT_MAX, SHIFT_MIN
-from systolic.reference.ops._shared import int_attr, normalize_axis
+from systolic.isa.requant import MULTIPLIER_BITS
+from systolic.reference.ops._row_ops import RowScaling, row_length
 from systolic.reference.ops._systolic import OutputStage, check_eight_bit, round_shift
 from systolic.reference.ops.base import Op, TensorInfo
 
@@ -19,7 +19,6 @@ EXP_ONE = 1 << 15
 """E[0]: the exp table holds exp(-s_x k) in units of 2^-15."""
 _RECIPROCAL_NUMERATOR = 1 << 46
 _RECIPROCAL_CAP = (1 << 32) - 1
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
 def softmax_rows(rows: np.ndarray, table: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
@@ -53,15 +52,7 @@ class QSoftmax(Op):
 
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)
-        for name in ("multiplier", "shift"):
-            self.required_attr(name)
-        self.axis = int_attr(self, "axis", -1)
-        self.multiplier = int_attr(self, "multiplier", 0)
-        self.shift = int_attr(self, "shift", 0)
-        if not _INT32_MIN <= self.multiplier <= _INT32_MAX:
-            raise self.error("multiplier must be a signed 32-bit integer")
-        if not SHIFT_MIN <= self.shift <= SHIFT_MAX:
-            raise self.error(f"shift must lie in [{SHIFT_MIN}, {SHIFT_MAX}], got {self.shift}")
+        self.scaling = RowScaling(self)
         self.stage = OutputStage(self)
 
     def _check_table(self, dtype: DataType, size: int, shape: Sequence[int]) -> None:
@@ -74,20 +65,19 @@ class QSoftmax(Op):
         assert x is not None and table is not None
         check_eight_bit(self, x, "X")
         self._check_table(table.dtype, table.size, table.shape)
-        if len(x.shape) == 0:
-            raise self.error("X must have at least one dimension")
-        normalize_axis(self, self.axis, len(x.shape))
+        row_length(self, self.scaling.axis, x.shape)
         return [TensorInfo(self.stage.dtype, x.shape)]
 
     def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
         x, table = inputs
         assert x is not None and table is not None
         self._check_table(DataType.from_numpy(table.dtype), table.size, table.shape)
-        axis = normalize_axis(self, self.axis, x.ndim)
+        _, length = row_length(self, self.scaling.axis, x.shape)
         if x.size == 0:
             return [np.zeros(x.shape, self.stage.dtype.numpy)]
-        rows = x.astype(np.int64).reshape(int(np.prod(x.shape[:axis], dtype=np.int64)), -1)
-        q = softmax_rows(rows, table.reshape(-1).astype(np.int64), self.multiplier, self.shift)
+        rows = x.astype(np.int64).reshape(-1, length)
+        q = softmax_rows(rows, table.reshape(-1).astype(np.int64), self.scaling.multiplier,
+                         self.scaling.shift)
         return [self.stage.finish(q).reshape(x.shape)]
 
 

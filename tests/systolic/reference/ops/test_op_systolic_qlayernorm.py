@@ -41,7 +41,7 @@ def _oracle(row: list[int], op: QLayerNorm) -> list[int]:
     out = []
     for v in d:
         p = _round_shift((h * v - s1) * r, 14 + k)
-        q = _round_shift(p * op.multiplier, 31 + op.shift) + op.stage.zero_point
+        q = _round_shift(p * op.scaling.multiplier, 31 + op.scaling.shift) + op.stage.zero_point
         out.append(min(max(q, op.stage.lo), op.stage.hi))
     return out
 

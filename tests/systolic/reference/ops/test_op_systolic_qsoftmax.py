@@ -55,7 +55,7 @@ def test_equals_the_integer_oracle(x_type):  # type: ignore[no-untyped-def]
     op = _op(1 / 256, DataType.INT8, zero=-128, y_lo=-100, y_hi=120)
     got = op.run([x, table])[0]
     for row, out in zip(x.astype(int).tolist(), got.astype(int).tolist(), strict=True):
-        assert out == _oracle(row, table, op.multiplier, op.shift, -128, -100, 120)
+        assert out == _oracle(row, table, op.scaling.multiplier, op.scaling.shift, -128, -100, 120)
 
 
 @pytest.mark.parametrize("x_scale", [0.01, 0.05, 0.2, 1.0])
