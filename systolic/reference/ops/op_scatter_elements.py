@@ -1,6 +1,7 @@
 """ScatterElements: write (or reduce) updates into a copy of data at per-element indices."""
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -24,13 +25,14 @@ class ScatterElements(Op):
     row-major order) wins, which ONNX leaves undefined."""
 
     op_type = "ScatterElements"
-    since_versions = (11, 13, 16, 18)
+    since_versions: ClassVar[tuple[int, ...]] = (11, 13, 16, 18)
 
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)
         self.axis = int_attr(self, "axis", 0)
-        self.reduction = str_attr(self, "reduction", "none") if version >= 16 else "none"
-        if _SINCE.get(self.reduction, 99) > version:
+        new = version >= 16 and self.op_type == "ScatterElements"
+        self.reduction = str_attr(self, "reduction", "none") if new else "none"
+        if self.reduction != "none" and _SINCE.get(self.reduction, 99) > version:
             raise self.error(f"reduction {self.reduction!r} is not one of this version's "
                              f"({', '.join(r for r, v in _SINCE.items() if v <= version)})")
 
@@ -73,4 +75,12 @@ class ScatterElements(Op):
         return [out]
 
 
-OPS = (ScatterElements,)
+class Scatter(ScatterElements):
+    """Scatter-9, deprecated by ONNX in opset 11 for ScatterElements: ScatterElements-11's
+    semantics (no reduction), kept for exports of opsets 9 and 10."""
+
+    op_type = "Scatter"
+    since_versions = (9,)
+
+
+OPS = (Scatter, ScatterElements)

@@ -45,3 +45,11 @@ def test_reduction_of_a_later_version_is_refused():
 def test_index_out_of_range():
     with pytest.raises(ModelError, match=r"outside \[-3, 3\) along axis 0"):
         make_op("ScatterElements", {}, 13).run([DATA, UNIQUE + 1, UPDATES])
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_scatter_9_is_scatter_elements(axis):
+    indices = UNIQUE if axis == 0 else np.array([[3, 0, 1, 2], [1, 2, 3, 0]], np.int64)
+    """onnx's ReferenceEvaluator has no Scatter: ScatterElements-11's result is the oracle."""
+    (want,) = check_op("ScatterElements", [DATA, indices, UPDATES], {"axis": axis}, opset=11)
+    check_op("Scatter", [DATA, indices, UPDATES], {"axis": axis}, opset=9, expected=[want])
