@@ -30,6 +30,9 @@ def model_report(model: Model, units: Sequence[tuple[str, str]] | None = None) -
         (info.name, info.type) for info in (*graph.inputs, *graph.value_info, *graph.outputs)
     )
     constants = {t.name: t for t in graph.initializers}
+    constants.update((node.outputs[0], value) for node in graph.nodes
+                     if node.op_type == "Constant" and not node.domain and node.outputs
+                     and isinstance(value := node.attrs.get("value"), Tensor))
     nodes = [_node_row(node, types, constants) for node in graph.nodes]
     for row, (unit, reason) in zip(nodes, units or (), strict=False):
         row["unit"], row["reason"] = unit, reason

@@ -7,8 +7,8 @@ values, a Scan body's the states and one slice of every scan input. Then:
 
 - If: the larger branch's MACs (which branch runs is known only when running, unless a pass
   folded the If away);
-- Loop: the body's MACs times the trip count, when M is a known constant (else the first
-  size of a scan output, when static); unknown: 0;
+- Loop: the body's MACs (as inferred for the first iteration, number 0) times the trip count,
+  when M is a known constant (else the first size of a scan output, when static); unknown: 0;
 - Scan: the body's MACs times the sequence length (Scan-8: times the batch too).
 
 Each count comes with a one-line note saying how it was made, for `inspect`'s reason and JSON.
@@ -36,7 +36,7 @@ def subgraph_macs(node: Node, type_of: TypeOf, value_of: ValueOf,
                   count: NodeCounter) -> tuple[int, str]:
     """Return (MACs, note) of a node with subgraphs; `count` counts each inner node."""
     own = node.own_inputs
-    outer = {name: _info(type_of(value)) for name, value in zip(
+    outer = {name: _info(type_of(value), value_of(value)) for name, value in zip(
         node.captures, node.inputs[len(own):], strict=True)}
     scope = {name: info for name, info in outer.items() if info is not None}
     if node.op_type == "If":
@@ -62,25 +62,36 @@ def _loop_macs(node: Node, body: Graph, inputs: list[TensorInfo | None],
                scope: dict[str, TensorInfo], type_of: TypeOf, value_of: ValueOf,
                count: NodeCounter) -> tuple[int, str]:
     names = [info.name for info in body.inputs]
-    scope = {**scope, names[0]: TensorInfo(DataType.INT64, ()),
-             names[1]: TensorInfo(DataType.BOOL, ())}
+    # The first iteration's number: a body that slices by it (torch's x[i:i+1]) has static
+    # types then; its MACs are taken as every iteration's.
+    first = np.zeros((1,) * len(body.inputs[0].type.shape or ()) if body.inputs[0].type
+                     else (), np.int64)
+    cond = value_of(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+    scope = {**scope, names[0]: TensorInfo(DataType.INT64, first.shape, first),
+             names[1]: TensorInfo(DataType.BOOL, () if cond is None else cond.shape, cond)}
     for name, info in zip(names[2:], inputs[2:], strict=False):
         if info is not None:
             scope[name] = info
-    per_trip = _graph_macs(body, scope, count)
-    trips = _trip_count(node, body, type_of, value_of)
+    known: dict[str, TensorInfo] = {}
+    per_trip = _graph_macs(body, scope, count, known)
+    held = known.get(body.outputs[0].name)
+    stays_true = held is not None and held.value is not None and bool(held.value.all())
+    trips = _trip_count(node, body, type_of, value_of, stays_true)
     if trips is None:
         return 0, (f"{per_trip} MACs per iteration; the trip count is known only when "
                    "running")
-    return per_trip * trips, f"{trips} iterations of the body's {per_trip} MACs"
+    return per_trip * trips, (f"{trips} iterations of the body's {per_trip} MACs (as "
+                              "counted for the first)")
 
 
-def _trip_count(node: Node, body: Graph, type_of: TypeOf, value_of: ValueOf) -> int | None:
-    """The loop's iteration count: M's value when no cond input may stop it earlier, else
-    the static first size of a scan output; None when unknown."""
+def _trip_count(node: Node, body: Graph, type_of: TypeOf, value_of: ValueOf,
+                stays_true: bool) -> int | None:
+    """The loop's iteration count: M's value when no cond input may stop it earlier (none,
+    or one the body keeps true: `stays_true`), else the static first size of a scan output;
+    None when unknown."""
     trip = value_of(node.inputs[0]) if node.inputs and node.inputs[0] else None
     has_cond = len(node.inputs) > 1 and bool(node.inputs[1])
-    if trip is not None and trip.size == 1 and not has_cond:
+    if trip is not None and trip.size == 1 and (stays_true or not has_cond):
         return max(0, int(trip.reshape(-1)[0]))
     carried = len(body.inputs) - 2
     for name in node.outputs[carried:]:
@@ -120,10 +131,12 @@ def _scan_macs(node: Node, body: Graph, inputs: list[TensorInfo | None],
     return per_step * length * batch, f"{length * batch} steps of the body's {per_step} MACs"
 
 
-def _graph_macs(graph: Graph, scope: dict[str, TensorInfo], count: NodeCounter) -> int:
+def _graph_macs(graph: Graph, scope: dict[str, TensorInfo], count: NodeCounter,
+                known: dict[str, TensorInfo] | None = None) -> int:
     """Sum the MACs of `graph`'s nodes, their types inferred from `scope` (0 when the graph
-    cannot take these types: an If branch that cannot run)."""
-    known: dict[str, TensorInfo] = {}
+    cannot take these types: an If branch that cannot run); `known` receives every value
+    inferred."""
+    known = {} if known is None else known
     try:
         infer_graph(graph, scope, known)
     except SystolicError:
@@ -141,8 +154,12 @@ def _graph_macs(graph: Graph, scope: dict[str, TensorInfo], count: NodeCounter) 
     return sum(count(node, type_of, value_of)[0] for node in graph.nodes)
 
 
-def _info(tensor_type: TensorType | None) -> TensorInfo | None:
-    """The static type as inference holds it, or None (unknown or dynamic shape)."""
+def _info(tensor_type: TensorType | None, value: np.ndarray | None = None
+          ) -> TensorInfo | None:
+    """The static type (and constant `value`) as inference holds it, or None (unknown or
+    dynamic shape)."""
+    if value is not None:
+        return TensorInfo(DataType.from_numpy(value.dtype), tuple(value.shape), value)
     if tensor_type is None or not tensor_type.is_static or tensor_type.shape is None:
         return None
     return TensorInfo(tensor_type.dtype,

@@ -20,6 +20,7 @@ from systolic.mapper.passes.graph_tools import constants_of
 from systolic.mapper.passes.report import FOLDED, PassReport
 from systolic.reference.executor import make_op
 from systolic.reference.ops.base import TensorInfo
+from systolic.reference.ops.op_if import ShapeKnownWhenRunning
 
 __all__ = ["fold_constants"]
 
@@ -82,7 +83,10 @@ def _evaluate(
                 return None
             infos.append(TensorInfo(declared.dtype, tuple(int(d) for d in declared.shape
                                                           if isinstance(d, int))))
-    results_info = op.infer(infos)
+    try:
+        results_info = op.infer(infos)
+    except ShapeKnownWhenRunning:  # (If, Loop, Scan: sizes known only when running)
+        return None
     if any(info.value is None for info in results_info):
         return None
     return [np.asarray(info.value) for info in results_info]

@@ -81,25 +81,30 @@ def _trip_count(node: Node, constants: dict[str, np.ndarray]) -> int | str:
     cond = node.inputs[1] if len(node.inputs) > 1 else ""
     if cond:
         start = scalar_constant(constants, cond)
-        if start is None or not bool(start) or not _passes_true(body):
+        if start is None or not bool(start) or not _passes_true(node, body, constants):
             return ("its condition may stop it before the trip count (known only when "
                     "running): runs on the host")
     return count
 
 
-def _passes_true(body: Graph) -> bool:
+def _passes_true(node: Node, body: Graph, constants: dict[str, np.ndarray]) -> bool:
     """Whether the body's condition output is its condition input (through Identity nodes)
-    or a constant true (an initializer or a Constant node: torch's scripted loops)."""
-    producer = {out: node for node in body.nodes for out in node.outputs if out}
+    or a constant true: the body's own (an initializer or a Constant node) or an outer one
+    it reads (torch's scripted loops: Identity of the main graph's true)."""
+    producer = {out: inner for inner in body.nodes for out in inner.outputs if out}
     name = body.outputs[0].name
-    while (node := producer.get(name)) is not None and node.op_type == "Identity":
-        name = node.inputs[0]
+    while (made := producer.get(name)) is not None and made.op_type == "Identity":
+        name = made.inputs[0]
     if name == body.inputs[1].name:
         return True
-    if node is not None and node.op_type == "Constant":
-        held = node.attrs.get("value")
+    if made is not None and made.op_type == "Constant":
+        held = made.attrs.get("value")
         return isinstance(held, Tensor) and held.data.size == 1 and bool(held.data.reshape(()))
+    outer = dict(zip(node.captures, node.inputs[len(node.inputs) - len(node.captures):],
+                     strict=True))
     value = scalar_constant(constants_of(body), name)
+    if value is None and name in outer:
+        value = scalar_constant(constants, outer[name])
     return value is not None and bool(value)
 
 

@@ -10,7 +10,7 @@ from systolic.mapper.importer import load_model_bytes
 from systolic.mapper.macs import node_macs, node_macs_noted
 from systolic.mapper.report import model_report
 
-from ..support.loop_scan_models import counted_loop, scan_sum, while_loop
+from ..support.loop_scan_models import counted_loop, scan_sum, sliced_loop, while_loop
 
 
 def _graph(model: onnx.ModelProto):
@@ -53,7 +53,7 @@ def test_loop_counts_its_body_times_the_trip_count(trips: int) -> None:
     report = model_report(load_model_bytes(counted_loop(trips).SerializeToString()))
     (row,) = report["nodes"]
     assert row["macs"] == report["totals"]["macs"] == trips * 4 * 4
-    assert row["macs_note"] == f"{trips} iterations of the body's 16 MACs"
+    assert row["macs_note"] == f"{trips} iterations of the body's 16 MACs (as counted for the first)"
     assert row["reason"].endswith(row["macs_note"])
 
 
@@ -80,3 +80,11 @@ def test_parameters_inside_subgraphs_are_counted() -> None:
     # outer: n0 (1 value); body: two, one, step (1 value each)
     assert model_report(load_model_bytes(while_loop().SerializeToString()))["totals"][
         "parameters"] == 4
+
+
+def test_a_loop_slicing_by_its_iteration_number_counts_the_first_iteration() -> None:
+    # torch's form: M and cond are Constant nodes, the body's Slice needs the iteration number
+    (row,) = [r for r in model_report(load_model_bytes(sliced_loop(rows=4).SerializeToString())
+                                      )["nodes"] if r["op_type"] == "Loop"]
+    assert row["macs"] == 4 * (8 * 16 + 16 * 16)
+    assert row["macs_note"] == "4 iterations of the body's 384 MACs (as counted for the first)"

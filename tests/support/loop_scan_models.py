@@ -1,13 +1,14 @@
 """Small ONNX models with Loop and Scan nodes, built with onnx.helper and accepted by the ONNX
 checker (full check): a counted Loop whose body multiplies a carried row by an outer weight
 (a capture) and stacks every step (scan output), a while Loop stopped by its body's condition,
-and a Scan accumulating the rows of a matrix in either direction along either axis."""
+a Scan accumulating the rows of a matrix in either direction along either axis, and the form
+torch's TorchScript exporter gives a scripted `for i in range(x.shape[0])` loop."""
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["OPSET", "counted_loop", "scan_sum", "while_loop"]
+__all__ = ["OPSET", "counted_loop", "scan_sum", "sliced_loop", "while_loop"]
 
 OPSET = 17
 _F, _B, _I = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
@@ -98,3 +99,40 @@ def scan_sum(*, opset: int = OPSET, rows: int = 5, width: int = 4, input_axis: i
         [numpy_helper.from_array(np.array(2.0, np.float32), "two")]
         + ([numpy_helper.from_array(weight, "W")] if matmul else []))
     return _checked(graph, opset)
+
+
+def sliced_loop(rows: int = 4, width: int = 8, hidden: int = 16) -> onnx.ModelProto:
+    """torch.onnx.export (TorchScript) of `h = tanh(x[i:i+1] @ A + h @ B)` for each row i of
+    x [rows, width], h [1, hidden] from an input: M and cond are Constant nodes of the main
+    graph, the body slices x by Unsqueeze(i) and Unsqueeze(i + 1), its condition output is an
+    Identity of the main graph's true, and the Loop's output has no declared type.
+    Body MACs: width * hidden + hidden * hidden."""
+    rng = np.random.default_rng(2)
+    a = (rng.standard_normal((width, hidden)) * 0.3).astype(np.float32)
+    b = (rng.standard_normal((hidden, hidden)) * 0.3).astype(np.float32)
+    constant = helper.make_node
+    body = helper.make_graph(
+        [constant("Constant", [], ["one"], value=numpy_helper.from_array(np.array(1, np.int64))),
+         constant("Constant", [], ["zero_axis"],
+                  value=numpy_helper.from_array(np.array([0], np.int64))),
+         helper.make_node("Add", ["i", "one"], ["next"]),
+         helper.make_node("Unsqueeze", ["i", "zero_axis"], ["start"]),
+         helper.make_node("Unsqueeze", ["next", "zero_axis"], ["end"]),
+         helper.make_node("Slice", ["x", "start", "end", "zero_axis"], ["row"]),
+         helper.make_node("MatMul", ["row", "A"], ["xa"]),
+         helper.make_node("MatMul", ["h_in", "B"], ["hb"]),
+         helper.make_node("Add", ["xa", "hb"], ["pre"]),
+         helper.make_node("Tanh", ["pre"], ["h_out"]),
+         helper.make_node("Identity", ["keep_going"], ["cond_out"])],
+        "body", [_io("i", _I, []), _io("cond_in", _B, []), _io("h_in", _F, None)],
+        [_io("cond_out", _B, None), _io("h_out", _F, None)])
+    graph = helper.make_graph(
+        [constant("Constant", [], ["M"], value=numpy_helper.from_array(np.array(rows, np.int64))),
+         constant("Constant", [], ["keep_going"],
+                  value=numpy_helper.from_array(np.array(True))),
+         helper.make_node("Loop", ["M", "keep_going", "h0"], ["h"], body=body),
+         helper.make_node("Relu", ["h"], ["y"])], "g",
+        [_io("x", _F, [rows, width]), _io("h0", _F, [1, hidden])],
+        [_io("y", _F, [1, hidden])],
+        [numpy_helper.from_array(a, "A"), numpy_helper.from_array(b, "B")])
+    return _checked(graph, OPSET)

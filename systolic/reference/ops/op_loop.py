@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from systolic.errors import ModelError, UnsupportedError
 from systolic.ir import Attrs, DataType, Graph, Node, TensorType
 from systolic.reference.ops.base import GRAPH_SERVICES, Op, TensorInfo
 from systolic.reference.ops.op_if import ShapeKnownWhenRunning, infer_graph
@@ -83,7 +84,12 @@ class Loop(Op):
         scope[names[1]] = TensorInfo(DataType.BOOL, (), entering)
         scope.update((name, TensorInfo(info.dtype, info.shape))
                       for name, info in zip(names[2:], carried, strict=True))
-        results = infer_graph(self.body, scope)
+        try:
+            results = infer_graph(self.body, scope)
+        except (ModelError, UnsupportedError) as error:  # (a Slice by the iteration number: torch's x[i:i+1])
+            raise ShapeKnownWhenRunning(self.error(
+                f"the body's types depend on values known only when running ({error})"
+            ).args[0]) from error
         if results is None:
             raise ShapeKnownWhenRunning(self.error("the body's output types cannot be "
                                                    "inferred").args[0])

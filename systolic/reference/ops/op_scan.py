@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from systolic.errors import ModelError, UnsupportedError
 from systolic.ir import Attrs, Graph, Node
 from systolic.reference.ops.base import GRAPH_SERVICES, Op, TensorInfo
 from systolic.reference.ops.op_if import ShapeKnownWhenRunning, infer_graph
@@ -116,7 +117,12 @@ class Scan(Op):
         starts = [TensorInfo(info.dtype, info.shape[skip:]) for info in states]
         scope = {k: v for k, v in captured.items() if isinstance(v, TensorInfo)}
         scope.update((i.name, v) for i, v in zip(self.body.inputs, starts + slices, strict=True))
-        results = infer_graph(self.body, scope)
+        try:
+            results = infer_graph(self.body, scope)
+        except (ModelError, UnsupportedError) as error:
+            raise ShapeKnownWhenRunning(self.error(
+                f"the body's types depend on values known only when running ({error})"
+            ).args[0]) from error
         if results is None:
             raise ShapeKnownWhenRunning(self.error("the body's output types cannot be "
                                                    "inferred").args[0])

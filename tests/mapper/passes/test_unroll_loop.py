@@ -10,13 +10,14 @@ from onnx import numpy_helper
 
 from systolic.ir import Model
 from systolic.mapper.importer import load_model_bytes
+from systolic.mapper.passes.fold_constants import fold_constants
 from systolic.mapper.passes.name_nodes import name_nodes
 from systolic.mapper.passes.pipeline import finalize
 from systolic.mapper.passes.report import FOLDED, PassReport
 from systolic.mapper.passes.unroll_loop import MAX_TRIPS, unroll_loop
 from systolic.reference.executor import run_model
 
-from ...support.loop_scan_models import counted_loop, while_loop
+from ...support.loop_scan_models import counted_loop, sliced_loop, while_loop
 
 
 def _load(model: onnx.ModelProto) -> Model:
@@ -70,3 +71,19 @@ def test_a_body_condition_from_a_constant_node_is_unrolled() -> None:
                                             value=numpy_helper.from_array(np.array(True))))
     unrolled, _ = _unrolled(_load(proto))
     assert [n.op_type for n in unrolled.graph.nodes].count("MatMul") == 2
+
+
+def test_torch_s_sliced_loop_is_unrolled_after_folding() -> None:
+    # M and cond are Constant nodes (folded first); the body's condition is an Identity of
+    # the main graph's true; the Loop's output has no declared type
+    original = _load(sliced_loop(rows=3))
+    report = PassReport((node.name, node.op_id) for node in original.graph.nodes)
+    folded = fold_constants(original, report)
+    unrolled = finalize(unroll_loop(folded, report))
+    ops = [node.op_type for node in unrolled.graph.nodes]
+    assert "Loop" not in ops and ops.count("MatMul") == 6
+    rng = np.random.default_rng(5)
+    feeds = {"x": rng.standard_normal((3, 8)).astype(np.float32),
+             "h0": rng.standard_normal((1, 16)).astype(np.float32)}
+    np.testing.assert_array_equal(run_model(unrolled, feeds)["y"],
+                                  run_model(original, feeds)["y"])

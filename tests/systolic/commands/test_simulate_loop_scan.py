@@ -9,7 +9,7 @@ import onnx
 
 from systolic.commands.cli import main
 
-from ...support.loop_scan_models import counted_loop, scan_sum
+from ...support.loop_scan_models import counted_loop, scan_sum, sliced_loop
 
 
 def _simulate(tmp_path: Path, model: onnx.ModelProto) -> tuple[int, dict]:
@@ -27,6 +27,13 @@ def test_a_counted_loop_is_unrolled_onto_the_array(tmp_path: Path) -> None:
     matmuls = [lay for lay in report["layers"] if lay["op"] == "QMatMul"]
     assert len(matmuls) == 3 and all(lay["unit"] == "array" for lay in matmuls)
     assert (report["coverage"]["array_macs"], report["coverage"]["host_macs"]) == (48, 0)
+
+
+def test_torch_s_sliced_loop_runs_on_the_array(tmp_path: Path) -> None:
+    status, report = _simulate(tmp_path, sliced_loop(rows=4))
+    assert status == 0 and report["checks"]["reference_bit_exact"] is True
+    assert report["checks"]["quantization"]["cosine_similarity"] > 0.999
+    assert (report["coverage"]["array_macs"], report["coverage"]["host_macs"]) == (1536, 0)
 
 
 def test_a_scan_runs_on_the_host_bit_exact(tmp_path: Path) -> None:
