@@ -248,6 +248,11 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
 }
 
 
+EMPTY_VARIADIC_FROM: dict[tuple[str, str], int] = {("", "Loop"): 11}
+"""(domain, op_type) -> the version from which its variadic input may be empty (the schema's
+min_input: Loop-11 runs with no loop-carried values, only scan outputs)."""
+
+
 def signature_of(domain: str, op_type: str, version: int) -> Signature | None:
     """Return the signature of the operator version bound at since_version `version` or
     below, or None for an operator without one."""
@@ -277,7 +282,9 @@ def check_arity(
         ("input", signature[0], inputs),
         ("output", signature[1], outputs),
     ):
-        problem = _arity_problem(formals.split(), actual, role)
+        empty_ok = role == "input" and version >= EMPTY_VARIADIC_FROM.get(
+            (domain, op_type), version + 1)
+        problem = _arity_problem(formals.split(), actual, role, empty_ok)
         if problem:
             raise ModelError(
                 f"node {label!r} ({operator}) {problem}; its {role}s are "
@@ -285,9 +292,11 @@ def check_arity(
             )
 
 
-def _arity_problem(formals: list[str], actual: tuple[str, ...], role: str) -> str:
+def _arity_problem(formals: list[str], actual: tuple[str, ...], role: str,
+                   empty_variadic: bool = False) -> str:
     variadic = bool(formals) and formals[-1].endswith("+")
-    required = [i for i, f in enumerate(formals) if not f.endswith("?")]
+    required = [i for i, f in enumerate(formals) if not f.endswith("?")
+                and not (empty_variadic and variadic and i == len(formals) - 1)]
     least = required[-1] + 1 if required else 0
     most = None if variadic else len(formals)
     if len(actual) < least or (most is not None and len(actual) > most):

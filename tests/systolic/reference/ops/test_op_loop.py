@@ -103,3 +103,32 @@ def test_a_body_without_the_condition_is_refused() -> None:
     with pytest.raises(ModelError, match="must take the iteration number and the condition"):
         make_op(type(graph.nodes[0])("Loop", (), ("y",), attrs=Attrs({"body": short})),
                 {"": 17})
+
+
+def _scan_only_loop(opset: int, check: bool = True) -> onnx.ModelProto:
+    """Loop(M=4, "") with no carried values: the scan output stacks x * i."""
+    h, tp = onnx.helper, onnx.TensorProto
+    body = h.make_graph(
+        [h.make_node("Cast", ["i"], ["fi"], to=tp.FLOAT),
+         h.make_node("Mul", ["x", "fi"], ["step"]),
+         h.make_node("Identity", ["c_in"], ["c_out"])], "body",
+        [h.make_tensor_value_info("i", tp.INT64, []), h.make_tensor_value_info("c_in", tp.BOOL, [])],
+        [h.make_tensor_value_info("c_out", tp.BOOL, []),
+         h.make_tensor_value_info("step", tp.FLOAT, [3])])
+    graph = h.make_graph(
+        [h.make_node("Loop", ["M", ""], ["steps"], body=body)], "g",
+        [h.make_tensor_value_info("x", tp.FLOAT, [3])],
+        [h.make_tensor_value_info("steps", tp.FLOAT, [4, 3])],
+        [onnx.numpy_helper.from_array(np.array(4, np.int64), "M")])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
+    if check:
+        onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def test_a_loop_without_carried_values_from_version_11() -> None:
+    model = _scan_only_loop(13)
+    feeds = {"x": np.array([1.0, -2.0, 0.5], np.float32)}
+    _same(_ours(model, feeds), ort.InferenceSession(model.SerializeToString()).run(None, feeds))
+    with pytest.raises(ModelError, match=r"names 2 input\(s\) but the operator takes 3 or more"):
+        _ours(_scan_only_loop(9, check=False), feeds)  # (the checker refuses it too)
