@@ -15,7 +15,7 @@ from systolic.errors import ResourceError
 from systolic.ir import DataType, Node
 from systolic.isa.instructions import Add, Instruction
 from systolic.mapper.lowering.context import LayerContext
-from systolic.mapper.lowering.feature_map import feature_map, load_pixels
+from systolic.mapper.lowering.feature_map import check_same_layout, feature_map, load_pixels
 from systolic.mapper.lowering.multiply import (
     broadcast_form,
     broadcast_row,
@@ -53,6 +53,8 @@ def lower_add(node: Node, ctx: LayerContext, window: SpadWindow | None = None,
         for n, t in zip((a_name, b_name, y_name), types, strict=True)
     )
     assert a_map is not None and y_map is not None
+    maps = {a_name: a_map, y_name: y_map, **({b_name: b_map} if b_map is not None else {})}
+    check_same_layout(f"QAdd {node.label!r}", maps)
     info = np.iinfo(types[2].numpy)
     quarter = window.rows // 4
     block = min(y_map.height, quarter // y_map.width)

@@ -14,7 +14,7 @@ from systolic.errors import UnsupportedError
 from systolic.isa.instructions import Load, LoadTarget
 from systolic.isa.program import TensorPlacement
 
-__all__ = ["FeatureMap", "feature_map", "load_pixels"]
+__all__ = ["FeatureMap", "check_same_layout", "feature_map", "load_pixels"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +70,22 @@ def feature_map(placement: TensorPlacement, channel_last: bool) -> FeatureMap:
     if c > 1 and channel_stride != element:
         raise UnsupportedError(f"tensor {placement.name!r} does not hold its channels contiguously")
     return FeatureMap(images, height, width, c, row_stride, pixel_stride, element)
+
+
+def check_same_layout(label: str, maps: dict[str, FeatureMap]) -> None:
+    """Raise UnsupportedError unless the element-wise operands and result `maps` (by value
+    name) are seen alike: as many images of as many rows, pixels and channels. Tensors of one
+    shape can be stored differently (an attention product's [B, H, S, S] row-major, a bias
+    made on the host [1, H, S, S] channel-last): lane i of a pixel would then not be the same
+    element in each, so the layer runs on the host."""
+    shapes = {name: (len(m.image_addresses), m.height, m.width, m.channels)
+              for name, m in maps.items()}
+    if len(set(shapes.values())) > 1:
+        seen = ", ".join(f"{name!r} {n} x {h} x {w} x {c}"
+                         for name, (n, h, w, c) in shapes.items())
+        raise UnsupportedError(
+            f"{label}: its operands are stored in different layouts (images x rows x pixels x "
+            f"channels: {seen}), so the vector unit cannot pair their elements; runs on the host")
 
 
 def _unravel(index: int, shape: tuple[int, ...]) -> tuple[int, ...]:

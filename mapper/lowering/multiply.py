@@ -18,7 +18,12 @@ from systolic.isa.instructions import Add, Instruction, Load, LoadTarget
 from systolic.isa.memories import Memory, depth
 from systolic.isa.program import TensorPlacement
 from systolic.mapper.lowering.context import LayerContext
-from systolic.mapper.lowering.feature_map import FeatureMap, feature_map, load_pixels
+from systolic.mapper.lowering.feature_map import (
+    FeatureMap,
+    check_same_layout,
+    feature_map,
+    load_pixels,
+)
 from systolic.mapper.lowering.node_attrs import int_attr
 from systolic.mapper.lowering.vector_tiles import VectorTile, vector_tiles
 from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast, per_channel_broadcast
@@ -140,6 +145,8 @@ def lower_qmul(node: Node, ctx: LayerContext) -> list[Instruction]:
         check_lanes_are_last_axis(node, ctx, (a_name, y_name))
     else:
         b_map = feature_map(ctx.placement(b_name), ctx.plan.channel_last(b_name, types[1], shape))
+    maps = {a_name: a_map, y_name: y_map, **({b_name: b_map} if b_map is not None else {})}
+    check_same_layout(f"QMul {node.label!r}", maps)
     quarter = depth(ctx.config, Memory.SPAD_IN) // 4
     block = min(y_map.height, quarter // y_map.width)
     if block == 0:

@@ -13,7 +13,7 @@ from systolic.reference.executor import run_graph
 from systolic.simulation.layer_check import check_layers
 from systolic.simulation.runner import simulate
 
-from .graphs import OPSETS, graph, node, qconv, random_input
+from .graphs import OPSETS, graph, node, qconv, qmatmul, random_input
 
 U8, I8 = DataType.UINT8, DataType.INT8
 
@@ -148,3 +148,21 @@ def test_per_channel_add_of_a_row_major_tensor_runs_on_the_host():
     compiled = compile_model(g, CONFIGS["4x4"])
     assert compiled.layers[0].unit is LayerUnit.HOST
     assert "channel-last" in compiled.layers[0].reason
+
+
+def test_operands_stored_in_different_layouts_run_on_the_host():
+    """An attention product [1, H, S, S] is row-major; a bias input of that shape is
+    channel-last: the vector unit cannot pair their elements (once an internal error)."""
+    product, constants = qmatmul("x", "m", 3, 4, seed=5)
+    add = node("QAdd", ["m", "b"], "y", a_zero_point=3, b_zero_point=-4,
+               multiplier_a=1 << 30, multiplier_b=1 << 29, shift=0, y_zero_point=1,
+               y_type=int(I8))
+    g = graph({"x": (I8, (1, 2, 4, 3)), "b": (I8, (1, 2, 4, 4))}, {"y": I8}, [product, add],
+              constants)
+    compiled = compile_model(g, CONFIGS["4x4"])
+    layer = compiled.layers[-1]
+    assert layer.unit is LayerUnit.HOST
+    assert "its operands are stored in different layouts" in layer.reason
+    inputs = {"x": random_input(I8, (1, 2, 4, 3), 1), "b": random_input(I8, (1, 2, 4, 4), 2)}
+    expected = run_graph(compiled.graph, inputs, opsets=OPSETS)["y"]
+    np.testing.assert_array_equal(simulate(compiled, inputs)["y"], expected)
