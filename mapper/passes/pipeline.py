@@ -8,7 +8,8 @@ Order (each pass one module):
  3. fold_constants      nodes computable before running (shape chains, Constant ...)
  3b. fold_if            If of constant cond -> the chosen branch's nodes; unroll_loop:
                         Loop of constant trip count (cond absent or constant true) -> its
-                        body's copies (then 2 and 3 again, until none is left)
+                        body's copies; unroll_scan: Scan of static length -> its body's
+                        copies (then 2 and 3 again, until none is left)
  3b'. widen_float16     a float16 model computes in float32 (exact widening; Casts at
                         its float16 inputs and outputs), so it is quantized like any other
  3c. fold_scalar_dequantize  DQ of a one-element 8-bit constant read by element-wise ops
@@ -141,6 +142,7 @@ from systolic.mapper.passes.scalar_dequantize import (
 from systolic.mapper.passes.spatial_mean import spatial_mean_to_pool
 from systolic.mapper.passes.unroll_loop import unroll_loop
 from systolic.mapper.passes.unroll_recurrent import unroll_recurrent_region
+from systolic.mapper.passes.unroll_scan import unroll_scan
 from systolic.mapper.passes.widen_float16 import widen_float16
 from systolic.mapper.shape_inference import infer_shapes
 
@@ -165,7 +167,8 @@ def run_passes(
     report = PassReport((node.name, node.op_id) for node in model.graph.nodes)
     model = remove_identities(model, report)
     model = fold_constants(model, report)
-    while (inlined := unroll_loop(fold_if(model, report), report)) is not model:
+    while (inlined := unroll_scan(unroll_loop(fold_if(model, report), report), report)
+           ) is not model:
         model = fold_constants(remove_identities(finalize(inlined), report), report)
     if (widened := widen_float16(model, report)) is not model:
         model = fold_constants(remove_identities(finalize(widened), report), report)

@@ -17,7 +17,8 @@ import dataclasses
 
 import numpy as np
 
-from systolic.ir import Attrs, Graph, Model, Node, Tensor
+from systolic.ir import Graph, Model, Node, Tensor
+from systolic.mapper.passes.body_copies import copy_body, stack_values
 from systolic.mapper.passes.fold_if import _namer
 from systolic.mapper.passes.graph_tools import (
     Namer,
@@ -131,7 +132,7 @@ def _unroll(node: Node, trips: int, namer: Namer, opset: int) -> tuple[list[Node
             tensors.append(tensor(rename[info.name], constant.reshape((1,) * rank)))
         rename.update((info.name, name) for info, name in zip(body.inputs[2:], values,
                                                                strict=True))
-        nodes += _copy(body, rename, namer, f"{prefix}/{step}")
+        nodes += copy_body(body, rename, namer, f"{prefix}/{step}")
         outputs = [rename.get(info.name, info.name) for info in body.outputs]
         values = outputs[1:1 + carried]
         for store, name in zip(scans, outputs[1 + carried:], strict=True):
@@ -142,42 +143,7 @@ def _unroll(node: Node, trips: int, namer: Namer, opset: int) -> tuple[list[Node
                                    name=namer(f"{prefix}/final_{target}")))
     for store, target in zip(scans, node.outputs[carried:], strict=False):
         if target:
-            stacked, axes = _stack(store, target, namer, prefix, opset)
+            stacked, axes = stack_values(store, target, 0, namer, prefix, opset)
             nodes += stacked
             tensors += axes
-    return nodes, tensors
-
-
-def _copy(body: Graph, rename: dict[str, str], namer: Namer, prefix: str) -> list[Node]:
-    """One copy of the body's nodes, reading and writing names through `rename` (which it
-    extends with the fresh names of the node outputs)."""
-    copies = []
-    for inner in body.nodes:
-        for name in inner.outputs:
-            if name:
-                rename[name] = namer(f"{prefix}/{name}")
-        copies.append(dataclasses.replace(
-            inner, name=namer(f"{prefix}/{inner.name or inner.op_type}"),
-            inputs=tuple(rename.get(n, n) if n else "" for n in inner.inputs),
-            outputs=tuple(rename[n] if n else "" for n in inner.outputs),
-            attrs=Attrs(dict(inner.attrs))))
-    return copies
-
-
-def _stack(names: list[str], target: str, namer: Namer, prefix: str,
-           opset: int) -> tuple[list[Node], list[Tensor]]:
-    """Concat of every iteration's value with a new leading axis (Unsqueeze: axes as an
-    input from opset 13, an attribute before)."""
-    nodes, tensors, parts = [], [], []
-    axes_name = namer(f"{prefix}/axes0")
-    if opset >= 13:
-        tensors.append(tensor(axes_name, np.array([0], np.int64)))
-    for name in names:
-        part = namer(f"{prefix}/{target}_part")
-        inputs, attrs = ([name, axes_name], {}) if opset >= 13 else ([name], {"axes": (0,)})
-        nodes.append(make_node("Unsqueeze", inputs, [part], name=namer(f"{prefix}/unsqueeze"),
-                               attrs=attrs))
-        parts.append(part)
-    nodes.append(make_node("Concat", parts, [target], name=namer(f"{prefix}/stack_{target}"),
-                           attrs={"axis": 0}))
     return nodes, tensors

@@ -1,6 +1,6 @@
 """`systolic simulate` on models with a Loop and a Scan: the Loop of constant trip count is
-unrolled and its MatMuls run on the array, the Scan runs on the host (its body's MACs counted
-as host MACs in the coverage), both bit-exact."""
+unrolled and its MatMuls run on the array, so is a Scan of static length; a Scan too long to
+unroll runs on the host (its body's MACs counted as host MACs in the coverage); all bit-exact."""
 
 import json
 from pathlib import Path
@@ -8,6 +8,7 @@ from pathlib import Path
 import onnx
 
 from systolic.commands.cli import main
+from systolic.mapper.passes.unroll_loop import MAX_TRIPS
 
 from ...support.loop_scan_models import counted_loop, scan_sum, sliced_loop
 
@@ -36,12 +37,20 @@ def test_torch_s_sliced_loop_runs_on_the_array(tmp_path: Path) -> None:
     assert (report["coverage"]["array_macs"], report["coverage"]["host_macs"]) == (1536, 0)
 
 
-def test_a_scan_runs_on_the_host_bit_exact(tmp_path: Path) -> None:
+def test_a_scan_is_unrolled_onto_the_array(tmp_path: Path) -> None:
     model = scan_sum(rows=5, width=4, input_axis=1, reverse_in=True, output_axis=1,
                      matmul=True)
     status, report = _simulate(tmp_path, model)
     assert status == 0 and report["checks"]["reference_bit_exact"] is True
-    assert report["checks"]["onnxruntime_max_abs_diff"] < 1e-5
+    assert report["checks"]["quantization"]["cosine_similarity"] > 0.999
+    matmuls = [lay for lay in report["layers"] if lay["op"] == "QMatMul"]
+    assert len(matmuls) == 5 and all(lay["unit"] == "array" for lay in matmuls)
+    assert (report["coverage"]["array_macs"], report["coverage"]["host_macs"]) == (80, 0)
+
+
+def test_a_scan_too_long_to_unroll_runs_on_the_host_bit_exact(tmp_path: Path) -> None:
+    status, report = _simulate(tmp_path, scan_sum(rows=MAX_TRIPS + 1, width=4, matmul=True))
+    assert status == 0 and report["checks"]["reference_bit_exact"] is True
     (layer,) = report["layers"]
-    assert (layer["op"], layer["unit"], layer["macs"]) == ("Scan", "host", 5 * 4 * 4)
-    assert (report["coverage"]["host_macs"], report["coverage"]["array_macs"]) == (80, 0)
+    assert (layer["op"], layer["unit"]) == ("Scan", "host")
+    assert report["coverage"]["host_macs"] == (MAX_TRIPS + 1) * 16
