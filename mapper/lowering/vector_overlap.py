@@ -30,7 +30,8 @@ INTERLEAVED = "interleaved with the instructions of"
 """How the reason of a vector layer interleaved with its producer begins."""
 
 BLOCK_ROWS = 2
-"""Image rows of output per block of an interleaved vector layer (at most)."""
+"""Image rows of output per block of an interleaved vector layer (at most; one row when the
+window for two would take more than its share of spad_in)."""
 
 _MAX_SHARE = 4
 """The window takes at most 1 / `_MAX_SHARE` of spad_in (else the layers run one after the
@@ -54,8 +55,8 @@ def _shape(graph: Graph, name: str) -> tuple[int, ...] | None:
     return tuple(int(d) for d in found.shape)  # type: ignore[arg-type]
 
 
-def _window_rows(vector: Node, graph: Graph) -> int | None:
-    """Return the spad_in rows the vector node's blocks of `BLOCK_ROWS` output rows need, or
+def _window_rows(vector: Node, graph: Graph, block_rows: int) -> int | None:
+    """Return the spad_in rows the vector node's blocks of `block_rows` output rows need, or
     None when it is not interleaved (not a QAdd or a windowed pool of an image map)."""
     if vector.domain != SYSTOLIC_DOMAIN:
         return None
@@ -63,14 +64,14 @@ def _window_rows(vector: Node, graph: Graph) -> int | None:
         shape = _shape(graph, vector.outputs[0])
         if shape is None or len(shape) != 4:
             return None
-        return 4 * BLOCK_ROWS * shape[3]  # two buffers of A and B
+        return 4 * block_rows * shape[3]  # two buffers of A and B
     if vector.op_type in ("QMaxPool", "QAveragePool"):
         shape = _shape(graph, vector.inputs[0])
         kernel = ints_attr(vector, "kernel_shape", ())
         if shape is None or len(shape) != 4 or len(kernel) != 2 or kernel[0] >= shape[2]:
             return None
         stride = ints_attr(vector, "strides", (1, 1))[0]
-        return 2 * (stride * (BLOCK_ROWS - 1) + kernel[0]) * shape[3]  # two buffers
+        return 2 * (stride * (block_rows - 1) + kernel[0]) * shape[3]  # two buffers
     return None
 
 
@@ -83,10 +84,13 @@ def plan_overlap(node: Node, following: Node | None, graph: Graph, config: Array
     reads = following.inputs[:2] if following.op_type == "QAdd" else following.inputs[:1]
     if node.outputs[0] not in reads:
         return None
-    rows = _window_rows(following, graph)
     full = depth(config, Memory.SPAD_IN)
-    if rows is None or rows * _MAX_SHARE > full:
+    fitting = [rows for block_rows in range(BLOCK_ROWS, 0, -1)
+               if (rows := _window_rows(following, graph, block_rows)) is not None
+               and rows * _MAX_SHARE <= full]  # fmt: skip
+    if not fitting:
         return None
+    rows = fitting[0]
     rows_per_kib = full / config.spad_kib
     kib = -(-rows // max(1, int(rows_per_kib)))
     producer = dataclasses.replace(config, spad_kib=config.spad_kib - kib)
