@@ -68,6 +68,8 @@ Order (each pass one module):
                         its decomposed ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div chain with
                         any Q/DQ between its steps) -> Q -> QLayerNorm (LAYERNORM); gamma
                         and beta stay a Mul and an Add of a last-axis constant (QMul, QAdd)
+ 7d. widen_conv_integer a ConvInteger of uint8 weights whose W - w_zp overflows int8 ->
+                        ConvInteger(A, [W - 128; ones]) + (128 - w_zp) * input sums (int32)
  8. normalize_qoperator QLinearConv, QGemm, QLinearAdd ... -> systolic ops
  9. fuse_integer_matmul a MatMulInteger of a constant B left by normalize_qoperator
                         (dynamic quantization) -> QMatMulInt, int32 out; a computed zero
@@ -143,6 +145,7 @@ from systolic.mapper.passes.spatial_mean import spatial_mean_to_pool
 from systolic.mapper.passes.unroll_loop import unroll_loop
 from systolic.mapper.passes.unroll_recurrent import unroll_recurrent_region
 from systolic.mapper.passes.unroll_scan import unroll_scan
+from systolic.mapper.passes.widen_conv_integer import widen_conv_integer
 from systolic.mapper.passes.widen_float16 import widen_float16
 from systolic.mapper.shape_inference import infer_shapes
 
@@ -215,6 +218,8 @@ def run_passes(
     if (selecting := dequantize_after_layout(model, report)) is not model:
         model = finalize(selecting)
     model = fuse_layernorm(model, report, refused_norms)
+    if (widened := widen_conv_integer(model, report)) is not model:  # uint8 weights' zp
+        model = finalize(widened)
     model = normalize_qoperator(model, report)
     model = fuse_integer_matmul(model, report)
     model = fuse_qdq(model, report)
