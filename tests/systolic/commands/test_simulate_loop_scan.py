@@ -1,11 +1,14 @@
 """`systolic simulate` on models with a Loop and a Scan: the Loop of constant trip count is
 unrolled and its MatMuls run on the array, so is a Scan of static length; a Scan too long to
-unroll runs on the host (its body's MACs counted as host MACs in the coverage); all bit-exact."""
+unroll runs on the host (its body's MACs counted as host MACs in the coverage), and so do the
+MACs of a host If's larger branch; all bit-exact."""
 
 import json
 from pathlib import Path
 
+import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from systolic.commands.cli import main
 from systolic.mapper.passes.unroll_loop import MAX_TRIPS
@@ -54,3 +57,36 @@ def test_a_scan_too_long_to_unroll_runs_on_the_host_bit_exact(tmp_path: Path) ->
     (layer,) = report["layers"]
     assert (layer["op"], layer["unit"]) == ("Scan", "host")
     assert report["coverage"]["host_macs"] == (MAX_TRIPS + 1) * 16
+
+
+def _data_dependent_if() -> onnx.ModelProto:
+    """x [2,3] -> If(ReduceSum(x) > 0): then MatMul(x, W [3,5]) (30 MACs), else
+    MatMul(x, V [3,1]) + zeros [1,5] (6 MACs): cond known only when running."""
+    f, h = onnx.TensorProto.FLOAT, onnx.helper
+    big = h.make_graph([h.make_node("MatMul", ["x", "W"], ["b"])], "big", [],
+                       [h.make_tensor_value_info("b", f, [2, 5])])
+    small = h.make_graph([h.make_node("MatMul", ["x", "V"], ["s1"]),
+                          h.make_node("Add", ["s1", "Z"], ["s"])], "small", [],
+                         [h.make_tensor_value_info("s", f, [2, 5])])
+    rng = np.random.default_rng(4)
+    graph = h.make_graph(
+        [h.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+         h.make_node("Greater", ["total", "zero"], ["c"]),
+         h.make_node("If", ["c"], ["y"], name="choose", then_branch=big, else_branch=small)],
+        "g", [h.make_tensor_value_info("x", f, [2, 3])],
+        [h.make_tensor_value_info("y", f, [2, 5])],
+        [numpy_helper.from_array(rng.standard_normal((3, 5)).astype(np.float32), "W"),
+         numpy_helper.from_array(rng.standard_normal((3, 1)).astype(np.float32), "V"),
+         numpy_helper.from_array(np.zeros((1, 5), np.float32), "Z"),
+         numpy_helper.from_array(np.array(0.0, np.float32), "zero")])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def test_a_host_if_counts_its_larger_branch_as_host_macs(tmp_path: Path) -> None:
+    status, report = _simulate(tmp_path, _data_dependent_if())
+    assert status == 0 and report["checks"]["reference_bit_exact"] is True
+    (layer,) = [lay for lay in report["layers"] if lay["op"] == "If"]
+    assert (layer["unit"], layer["macs"]) == ("host", 2 * 5 * 3)
+    assert report["coverage"]["host_macs"] == 30
