@@ -55,6 +55,7 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("", "Cos"): ((7, "input", "output"),),
     ("", "Cosh"): ((9, "input", "output"),),
     ("", "CumSum"): ((11, "x axis", "y"),),
+    ("", "DFT"): ((17, "input dft_length?", "output"), (20, "input dft_length? axis?", "output")),
     ("", "DepthToSpace"): ((1, "input", "output"),),
     ("", "DequantizeLinear"): ((10, "x x_scale x_zero_point?", "y"),),
     ("", "Div"): ((1, "A B", "C"),),
@@ -114,6 +115,9 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("", "MaxPool"): ((1, "X", "Y"), (8, "X", "Y Indices?")),
     ("", "Mean"): ((1, "data_0+", "mean"),),
     ("", "MeanVarianceNormalization"): ((9, "X", "Y"),),
+    ("", "MelWeightMatrix"): (
+        (17, "num_mel_bins dft_length sample_rate lower_edge_hertz upper_edge_hertz", "output"),
+    ),
     ("", "Min"): ((1, "data_0+", "min"),),
     ("", "Mish"): ((18, "X", "Y"),),
     ("", "Mod"): ((10, "A B", "C"),),
@@ -165,6 +169,7 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("", "ReverseSequence"): ((10, "input sequence_lens", "Y"),),
     ("", "RoiAlign"): ((10, "X rois batch_indices", "Y"),),
     ("", "Round"): ((11, "X", "Y"),),
+    ("", "STFT"): ((17, "signal frame_step window? frame_length?", "output"),),
     ("", "Scan"): (
         (8, "sequence_lens? initial_state_and_scan_inputs+", "final_state_and_scan_outputs+"),
         (9, "initial_state_and_scan_inputs+", "final_state_and_scan_outputs+"),
