@@ -27,6 +27,7 @@ from systolic.mapper.passes.graph_tools import (
     scalar_constant,
     tensor,
 )
+from systolic.mapper.passes.loop_control import TypeOf, controlled_trips
 from systolic.mapper.passes.report import FOLDED, PassReport
 
 __all__ = ["MAX_TRIPS", "unroll_loop"]
@@ -45,7 +46,7 @@ def unroll_loop(model: Model, report: PassReport) -> Model:
     nodes: list[Node] = []
     tensors: list[Tensor] = []
     for node in graph.nodes:
-        trips = _trip_count(node, constants) if _is_loop(node) else None
+        trips = _trip_count(node, constants, graph.type_of) if _is_loop(node) else None
         if isinstance(trips, str):
             report.note(node.label, trips)
         if not isinstance(trips, int):
@@ -69,22 +70,30 @@ def _is_loop(node: Node) -> bool:
         node.attrs.get("body"), Graph)
 
 
-def _trip_count(node: Node, constants: dict[str, np.ndarray]) -> int | str:
+def _trip_count(node: Node, constants: dict[str, np.ndarray], type_of: TypeOf) -> int | str:
     """The iteration count when the Loop can be unrolled, else why it stays on the host."""
     body = node.attrs["body"]
     assert isinstance(body, Graph)
-    trip = scalar_constant(constants, node.inputs[0]) if node.inputs else None
-    if trip is None:
+    given = node.inputs[0] if node.inputs else ""
+    trip = scalar_constant(constants, given)
+    if given and trip is None:
         return "its trip count M is not a constant: runs on the host"
+    cond = node.inputs[1] if len(node.inputs) > 1 else ""
+    if cond and scalar_constant(constants, cond) is None:
+        return "its condition is known only when running: runs on the host"
+    if cond and not (trip is not None and bool(scalar_constant(constants, cond))
+                     and _passes_true(node, body, constants)):
+        found = controlled_trips(node, constants, type_of, None if trip is None
+                                 else int(trip), MAX_TRIPS)
+        if found is None:
+            return ("its condition may stop it before the trip count (known only when "
+                    f"running, or after more than {MAX_TRIPS} iterations): runs on the host")
+        trip = np.array(found)
+    if trip is None:
+        return "it has neither a trip count nor a condition: runs on the host"
     count = int(trip)
     if not 1 <= count <= MAX_TRIPS:
         return f"its trip count {count} is not in [1, {MAX_TRIPS}] (unrolled): runs on the host"
-    cond = node.inputs[1] if len(node.inputs) > 1 else ""
-    if cond:
-        start = scalar_constant(constants, cond)
-        if start is None or not bool(start) or not _passes_true(node, body, constants):
-            return ("its condition may stop it before the trip count (known only when "
-                    "running): runs on the host")
     return count
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["OPSET", "counted_loop", "scan_sum", "sliced_loop", "while_loop"]
+__all__ = ["OPSET", "counted_loop", "counter_loop", "scan_sum", "sliced_loop", "while_loop"]
 
 OPSET = 17
 _F, _B, _I = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
@@ -135,4 +135,33 @@ def sliced_loop(rows: int = 4, width: int = 8, hidden: int = 16) -> onnx.ModelPr
         [_io("x", _F, [rows, width]), _io("h0", _F, [1, hidden])],
         [_io("y", _F, [1, hidden])],
         [numpy_helper.from_array(a, "A"), numpy_helper.from_array(b, "B")])
+    return _checked(graph, OPSET)
+
+
+def counter_loop(n: int = 4, *, huge_trip: bool = True, width: int = 4) -> onnx.ModelProto:
+    """tf2onnx's form of a TF while loop `while k < n: h = tanh(h @ W); k += 1`: M is int64's
+    maximum (or absent), cond a constant true, the counter k a carried value from 0 and the
+    body's condition Less(k + 1, n). Outputs: the final h [1, width] and k."""
+    rng = np.random.default_rng(3)
+    weight = (rng.standard_normal((width, width)) * 0.5).astype(np.float32)
+    body = helper.make_graph(
+        [helper.make_node("Add", ["k_in", "one"], ["k_out"]),
+         helper.make_node("Less", ["k_out", "n"], ["cond_out"]),
+         helper.make_node("MatMul", ["h_in", "W"], ["hw"]),
+         helper.make_node("Tanh", ["hw"], ["h_out"])],
+        "body", [_io("i", _I, []), _io("cond_in", _B, []), _io("k_in", _I, []),
+                 _io("h_in", _F, [1, width])],
+        [_io("cond_out", _B, []), _io("k_out", _I, []), _io("h_out", _F, [1, width])],
+        [numpy_helper.from_array(np.array(1, np.int64), "one")])
+    constants = [numpy_helper.from_array(np.array(n, np.int64), "n"),
+                 numpy_helper.from_array(np.array(0, np.int64), "k0"),
+                 numpy_helper.from_array(np.array(True), "go"),
+                 numpy_helper.from_array(weight, "W")]
+    if huge_trip:
+        constants.append(numpy_helper.from_array(np.array(2**63 - 1, np.int64), "M"))
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["M" if huge_trip else "", "go", "k0", "h0"], ["kf", "h"],
+                          body=body)], "g",
+        [_io("h0", _F, [1, width])], [_io("h", _F, [1, width]), _io("kf", _I, [])],
+        constants)
     return _checked(graph, OPSET)
