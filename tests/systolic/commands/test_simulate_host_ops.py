@@ -1,7 +1,8 @@
 """`systolic simulate` and `inspect` on small float models whose tail uses operators only the
 host reference implements (issue 13: Einsum, TopK, Trilu, DepthToSpace, GroupNormalization,
-ReduceL2, LpNormalization, ...): the convolution runs on the array, those operators run on
-the host, the run exits 0 and is bit-exact against the reference."""
+ReduceL2, LpNormalization, the element-wise and trigonometric ones, STFT and DFT, ...): the
+convolution runs on the array, those operators run on the host, the run exits 0 and is
+bit-exact against the reference."""
 
 import json
 from pathlib import Path
@@ -62,26 +63,91 @@ def vision_like() -> onnx.ModelProto:
                          ("l2", onnx.TensorProto.FLOAT, [1, 1, 16, 1])], extra, opset=21)
 
 
+def elementwise_like() -> onnx.ModelProto:
+    """The element-wise host operators in a chain (values kept inside each one's domain),
+    then Hardmax, MeanVarianceNormalization, RMSNormalization, LpPool, Mean and IsInf."""
+    tail = [helper.make_node("Softsign", ["r"], ["e_a"], name="softsign"),
+            helper.make_node("Shrink", ["e_a"], ["e_b"], lambd=0.1, bias=0.05, name="shrink"),
+            helper.make_node("ThresholdedRelu", ["e_b"], ["e_c"], alpha=0.01, name="thresh"),
+            helper.make_node("Atan", ["e_c"], ["e_d"], name="atan"),
+            helper.make_node("Cosh", ["e_d"], ["e_e"], name="cosh"),
+            helper.make_node("Acosh", ["e_e"], ["e_f"], name="acosh"),
+            helper.make_node("Asin", ["e_a"], ["e_g"], name="asin"),
+            helper.make_node("Atanh", ["e_a"], ["e_h"], name="atanh"),
+            helper.make_node("Mean", ["e_f", "e_g", "e_h"], ["m"], name="mean"),
+            helper.make_node("Hardmax", ["m"], ["hm"], axis=1, name="hardmax"),
+            helper.make_node("MeanVarianceNormalization", ["m"], ["mv"], axes=[0, 2, 3],
+                             name="mvn"),
+            helper.make_node("RMSNormalization", ["mv", "scale"], ["rms"], name="rms"),
+            helper.make_node("LpPool", ["rms"], ["y"], kernel_shape=[2, 2], strides=[2, 2],
+                             name="lppool"),
+            helper.make_node("IsInf", ["hm"], ["inf"], name="isinf")]
+    extra = [_const("scale", np.linspace(0.5, 1.5, 8).astype(np.float32))]
+    return _model(tail, [("y", onnx.TensorProto.FLOAT, [1, 4, 4, 4]),
+                         ("inf", onnx.TensorProto.BOOL, [1, 4, 8, 8])], extra, opset=23)
+
+
+def audio_like() -> onnx.ModelProto:
+    """An audio front end after the convolution: STFT of each channel's flattened map with a
+    Hann window made by HannWindow, power by ReduceSumSquare, mel bands by a MatMul with
+    MelWeightMatrix, and a one-sided DFT of the result."""
+    tail = [helper.make_node("Reshape", ["r", "signal_shape"], ["s"], name="signal"),
+            helper.make_node("HannWindow", ["n_fft"], ["w"], name="hann"),
+            helper.make_node("STFT", ["s", "hop", "w"], ["spec"], onesided=1, name="stft"),
+            helper.make_node("ReduceSumSquare", ["spec", "last"], ["pow"], keepdims=0,
+                             name="power"),
+            helper.make_node("MelWeightMatrix", ["mels", "n_fft", "rate", "low", "high"],
+                             ["mel"], name="melmat"),
+            helper.make_node("MatMul", ["pow", "mel"], ["bands"], name="bands"),
+            helper.make_node("Unsqueeze", ["bands", "last"], ["b3"], name="b3"),
+            helper.make_node("DFT", ["b3"], ["y"], onesided=1, name="dft")]
+    ints = {"signal_shape": [4, 64, 1], "n_fft": 16, "hop": 8, "last": [-1], "mels": 4,
+            "rate": 16000}
+    extra = [_const(k, np.array(v, np.int64)) for k, v in ints.items()]
+    extra += [_const("low", np.array(0.0, np.float32)), _const("high", np.array(8000.0, np.float32))]
+    return _model(tail, [("y", onnx.TensorProto.FLOAT, [4, 7, 3, 2])], extra, opset=20)
+
+
 MODELS = {
     "attention": (attention_like, {"gram": "Einsum", "causal": "Trilu", "top": "TopK"}),
+    "elementwise": (elementwise_like, {
+        "softsign": "Softsign", "shrink": "Shrink", "thresh": "ThresholdedRelu",
+        "atan": "Atan", "cosh": "Cosh", "acosh": "Acosh", "asin": "Asin", "atanh": "Atanh",
+        "mean": "Mean", "hardmax": "Hardmax", "mvn": "MeanVarianceNormalization",
+        "rms": "RMSNormalization", "lppool": "LpPool", "isinf": "IsInf"}),
+    "audio": (audio_like, {"stft": "STFT", "power": "ReduceSumSquare", "dft": "DFT"}),
     "vision": (vision_like, {"d2s": "DepthToSpace", "gn": "GroupNormalization", "celu": "Celu",
                              "l2": "ReduceL2", "lp": "LpNormalization", "round": "Round"}),
 }
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
-def test_simulate_runs_the_new_operators_on_the_host(tmp_path: Path, name: str) -> None:
-    make, host = MODELS[name]
-    onnx.save(make(), tmp_path / "m.onnx")
+def _simulate(tmp_path: Path, model: onnx.ModelProto) -> dict[str, tuple[str, str]]:
+    """Run `systolic simulate` on the model backend; require exit 0 and a bit-exact run and
+    return {layer name: (op, unit)}."""
+    onnx.save(model, tmp_path / "m.onnx")
     target = tmp_path / "report.json"
     status = main(["simulate", str(tmp_path / "m.onnx"), "--backend", "model", "--json",
                    str(target), "--quiet"])
     report = json.loads(target.read_text())
     assert status == 0 and report["checks"]["reference_bit_exact"] is True
-    units = {lay["name"]: (lay["op"], lay["unit"]) for lay in report["layers"]}
+    return {lay["name"]: (lay["op"], lay["unit"]) for lay in report["layers"]}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_simulate_runs_the_new_operators_on_the_host(tmp_path: Path, name: str) -> None:
+    make, host = MODELS[name]
+    units = _simulate(tmp_path, make())
     assert units["conv"] == ("QConv", "array")
     for node, op in host.items():
         assert units[node] == (op, "host"), node
+
+
+def test_audio_constants_fold_and_the_mel_projection_runs_on_the_array(tmp_path: Path) -> None:
+    """HannWindow and MelWeightMatrix of constant sizes fold to constants (no layer), so
+    the MatMul by the mel matrix is a weight product on the array."""
+    units = _simulate(tmp_path, audio_like())
+    assert units["bands"] == ("QMatMul", "array")
+    assert "hann" not in units and "melmat" not in units
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
