@@ -53,6 +53,10 @@ class OutputStage(wiring.Component):
         Width of the signed accumulators, at least 2.
     out_width : int
         Width of the signed outputs, at least 2 (8: int8, and uint8 carried as int8).
+    lend_multipliers : bool
+        Lend stage 2's DSP blocks while the stage is empty (the STORE unit's SOFTMAX and
+        LAYERNORM, `SoftmaxUnit.external_requant`): adds `lend`, `lend_x`, `lend_multiplier`
+        and `o_lent`.
 
     Members
     -------
@@ -72,6 +76,10 @@ class OutputStage(wiring.Component):
         Per-stage parameters: the output zero point (for uint8, already moved to int8 by the
         top-bit flip) and the clamp bounds, lo <= hi (a fused ReLU raises lo to the zero point,
         ReLU6/Clip lower hi). With lo > hi every output is hi.
+    lend, lend_x, lend_multiplier, o_lent : with `lend_multipliers` only
+        While `lend` (and the stage holds no row), stage 2's partial-product registers load
+        the pieces of lend_x[i] * lend_multiplier instead, and `o_lent[i]` is their sum: the
+        exact product of the operands of the previous cycle.
     busy : ``Out(1)``
         A row is inside the stage. The bias is read combinationally by stage 1, the others
         through per-lane registers loaded every cycle (the multiplier read one cycle after a
@@ -109,7 +117,8 @@ class OutputStage(wiring.Component):
     stages now holds at most one DSP block, one adder tree or a few LUT levels.
     """
 
-    def __init__(self, *, cols: int, acc_width: int = 32, out_width: int = 8):
+    def __init__(self, *, cols: int, acc_width: int = 32, out_width: int = 8,
+                 lend_multipliers: bool = False):
         if not isinstance(cols, int) or cols < 1:
             raise ValueError(f"cols must be a positive integer, not {cols!r}")
         if not isinstance(acc_width, int) or acc_width < 2:
@@ -119,7 +128,14 @@ class OutputStage(wiring.Component):
         self._cols = cols
         self._acc_width = acc_width
         self._out_width = out_width
+        self._lend = lend_multipliers
+        sum_width = max(acc_width, PARAM_WIDTH) + 1
+        lent = {"lend": In(1), "lend_x": In(data.ArrayLayout(signed(sum_width), cols)),
+                "lend_multiplier": In(signed(MULTIPLIER_WIDTH)),
+                "o_lent": Out(data.ArrayLayout(signed(sum_width + MULTIPLIER_WIDTH), cols)),
+                } if lend_multipliers else {}
         super().__init__({
+            **lent,
             "i_acc": In(stream.Signature(_row_layout(signed(acc_width), cols))),
             "o_q": Out(stream.Signature(_row_layout(signed(out_width), cols))),
             "bias": In(data.ArrayLayout(signed(PARAM_WIDTH), cols)),
@@ -210,13 +226,20 @@ class OutputStage(wiring.Component):
             m.d.sync += x.eq(self.i_acc.payload.data[i] + self.bias[i])
         multiplier = Signal(signed(MULTIPLIER_WIDTH), name=f"multiplier{i}")
         m.d.sync += multiplier.eq(self.multiplier[i])  # read one cycle after the first transfer
-        pieces = partial_products(x, multiplier)
+        if self._lend:  # while `lend`, the pieces are lend_x * lend_multiplier, summed on o_lent
+            x_operand = Mux(self.lend, self.lend_x[i], x)
+            pieces = partial_products(x_operand, Mux(self.lend, self.lend_multiplier, multiplier))
+        else:
+            pieces = partial_products(x, multiplier)
         partials = [Signal(signed(len(p)), name=f"partial{i}_{k}") for k, (p, _) in enumerate(pieces)]
         with m.If(advance[1]):
             m.d.sync += [r.eq(p) for r, (p, _) in zip(partials, pieces, strict=True)]
+        total = sum_partials(partials, [k for _, k in pieces], product_width)
+        if self._lend:
+            m.d.comb += self.o_lent[i].eq(total)
         product = Signal(signed(product_width), name=f"product{i}")
         with m.If(advance[2]):
-            m.d.sync += product.eq(sum_partials(partials, [k for _, k in pieces], product_width))
+            m.d.sync += product.eq(total)
         window, sticky = Signal(signed(keep), name=f"window{i}"), Signal(name=f"sticky{i}")
         with m.If(advance[3]):
             coarse = coarse_shift(product, amount[_FINE_BITS:], keep)

@@ -143,6 +143,19 @@ def _layernorm_sums(m, looked, multiplied, d, product, scalar, ln, instr):
                  scalar.length.eq(instr.length), scalar.eps.eq(instr.eps)]
 
 
+def _requantize(m, unit, p, scaled):
+    """c + 6: scaled = p * multiplier, registered here or, with `external_requant`, summed from
+    the pieces registered outside (the same cycle)."""
+    multiplier = unit.instr.multiplier
+    if unit.external_requant:
+        m.d.comb += unit.o_requant.multiplier.eq(multiplier)
+        for j in range(len(p)):
+            m.d.comb += [unit.o_requant.p[j].eq(p[j]), scaled[j].eq(unit.i_requant[j])]
+        return
+    m.d.sync += [scaled[j].eq(multiply(m, unit, "requant", j, p[j], multiplier))
+                 for j in range(len(p))]
+
+
 def _outputs(m, unit, looked, product, scalar, base, divided):
     """The output pass: p, the requantization and the chunk's address and byte count."""
     lanes, instr, ln = len(looked.mask), unit.instr, unit.layernorm
@@ -165,18 +178,17 @@ def _outputs(m, unit, looked, product, scalar, base, divided):
         sm_up = value[SOFTMAX_SHIFT - 1] & (value[:SOFTMAX_SHIFT - 1].any() | sm_floor[0])
         q_floor, q_up = round_shift_parts(scaled[j], amount)
         raised = Mux(q_floor < -257, -257, q_floor)
-        requant = multiply(m, unit, "requant", j, p[j], instr.multiplier)
         offset = rounded.floor[j] + rounded.round_up[j] + instr.zero_point
         high = Mux(offset < instr.lo, instr.lo, offset)
         m.d.sync += [
             diff[j].eq(product[j] - Mux(ln, scalar.b, 0)),
             p[j].eq(Mux(ln, ln_floor + ln_up, sm_floor + sm_up)),
-            scaled[j].eq(requant),
             rounded.floor[j].eq(Mux(raised > 255, 255, raised)),
             rounded.round_up[j].eq(q_up),
             out.data[j].eq(Mux(high > instr.hi, instr.hi, high)),
         ]
     m.d.sync += unit.o_chunk.valid.eq(stage_valid[4])
+    _requantize(m, unit, p, scaled)
 
     # The chunk's place in the row's segment.
     addr = Signal(32, name="chunk_addr")

@@ -2,10 +2,10 @@
 
 The STORE unit runs one instruction at a time and each instruction leaves its datapath empty,
 so the vector unit (POOL, ADD) and the row-normalisation unit (SOFTMAX, LAYERNORM) can use the
-same DSP blocks. A datapath built with external products names its multiplications (`name`:
-(a_width, b_width)), sends their operands on `o_operands` and takes each product, in the same
-cycle, from `i_products` (`multiply`); its registers load the product as they loaded `a * b`,
-so its timing is unchanged. `share_multipliers` pairs one multiplication of each datapath in
+same DSP blocks. A datapath names its multiplications (`name`: (a_width, b_width)); for
+those among its `external_products` (a collection of names) it sends the operands on
+`o_operands` and takes each product, in the same cycle, from `i_products` (`multiply`); its
+registers load the product as they loaded `a * b`, so its timing is unchanged. `share_multipliers` pairs one multiplication of each datapath in
 one multiplier as wide as the wider of the two.
 """
 
@@ -29,9 +29,9 @@ def products_layout(shapes: dict[str, tuple[int, int]], lanes: int) -> data.Arra
 
 
 def multiply(m: Module, unit, name: str, lane: int, a: Value, b: Value) -> Value:
-    """Return a * b: computed here, or, when `unit` was built with external products, the
+    """Return a * b: computed here, or, when `name` is among `unit.external_products`, the
     product of its `o_operands` (driven here with a and b) returned on `i_products`."""
-    if not unit.external_products:
+    if name not in unit.external_products:
         return a * b
     operands = unit.o_operands[lane][name]
     m.d.comb += [operands.a.eq(a), operands.b.eq(b)]

@@ -81,9 +81,14 @@ class SoftmaxUnit(wiring.Component):
         The scratchpad row width `dim`.
     bus_bytes : int
         Bytes per write beat (a power of two), for b_i.
-    external_products : bool
-        Take the lanes' products from outside (`row_lanes.PRODUCT_SHAPES`, computed by the
-        STORE unit's shared multipliers): adds `o_operands` and `i_products`.
+    external_products : tuple of str
+        The lanes' multiplications (names of `row_lanes.PRODUCT_SHAPES`) whose products come
+        from outside (the STORE unit's shared multipliers): adds `o_operands` and `i_products`.
+    external_requant : bool
+        Take p * multiplier from outside as registered pieces (the STORE unit's output stage
+        computes them in its partial-product registers, `OutputStage.o_partials`): adds
+        `o_requant` (p per lane and the multiplier) and `i_requant` (per lane, the sum of those
+        pieces, p * multiplier of the previous cycle's operands); timing unchanged.
 
     Members
     -------
@@ -111,18 +116,26 @@ class SoftmaxUnit(wiring.Component):
         The exp table looks up `lanes` entries in this cycle (SOFTMAX's passes 2 and 3: an
         energy event).
     o_operands, i_products : with `external_products` only
-        Per lane, the operands of "lane" and "requant" and, in the same cycle, their products.
+        Per lane, the operands of those multiplications and, in the same cycle, their products.
+    o_requant, i_requant : with `external_requant` only
     """
 
-    def __init__(self, *, lanes: int, bus_bytes: int, external_products: bool = False):
+    def __init__(self, *, lanes: int, bus_bytes: int, external_products: tuple[str, ...] = (),
+                 external_requant: bool = False):
         if not isinstance(lanes, int) or lanes < 1:
             raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
         exact_log2(bus_bytes)
         self._lanes, self._bus_bytes = lanes, bus_bytes
-        self.external_products = external_products
-        ports = {"o_operands": Out(operands_layout(PRODUCT_SHAPES, lanes)),
-                 "i_products": In(products_layout(PRODUCT_SHAPES, lanes))
-                 } if external_products else {}
+        self.external_products, self.external_requant = external_products, external_requant
+        shapes = {name: shape for name, shape in PRODUCT_SHAPES.items()
+                  if name in external_products}
+        ports = {"o_operands": Out(operands_layout(shapes, lanes)),
+                 "i_products": In(products_layout(shapes, lanes))} if shapes else {}
+        if external_requant:
+            p_bits, m_bits = PRODUCT_SHAPES["requant"]
+            ports["o_requant"] = Out(data.StructLayout({
+                "p": data.ArrayLayout(signed(p_bits), lanes), "multiplier": signed(m_bits)}))
+            ports["i_requant"] = In(data.ArrayLayout(signed(p_bits + m_bits), lanes))
         super().__init__({
             **ports,
             "instr": In(fields_layout()),

@@ -28,10 +28,11 @@ MIN_FIFO_DEPTH = 12
 """The fewest FIFO entries (`StoreUnit`'s `fifo_depth`): the row-normalisation unit's chunk
 credit loop is 10 cycles long, and 12 keeps it one chunk per cycle with a margin."""
 
-SHARED_MULTIPLIERS = {"scale": "requant", "product": "lane"}
-"""The vector unit's multiplications computed by the row-normalisation unit's multipliers
-(`shared_multipliers`): x - zero_in times M in p times M's (9 x 32 in 27 x 32), PRODUCT's
-the factor times t in the lane product (9 x 41 in 17 x 52)."""
+SHARED_MULTIPLIERS = {"product": "lane"}
+"""The vector unit's multiplication computed by the row-normalisation unit's multipliers
+(`shared_multipliers`): PRODUCT's factor times t in the lane product (9 x 41 in 17 x 52). The
+row unit's p times M (27 x 32) is computed by the output stage's partial products
+(`_lend_requant`) when every row-unit lane has an output-stage lane (dim == cols)."""
 
 WRITERS = (Store, Copy, Pool, Add, Softmax, LayerNorm)
 """The classes that write rows (all but TABLE): they share the row pattern's fields."""
@@ -154,12 +155,15 @@ class StoreUnit(wiring.Component):
         m = Module()
         cfg = self._config
         width = self._row_bytes
-        m.submodules.stage = stage = OutputStage(cols=cfg.cols, acc_width=cfg.acc_width)
+        lend = cfg.dim == cfg.cols  # the output stage has a lane for every row-unit lane
+        m.submodules.stage = stage = OutputStage(cols=cfg.cols, acc_width=cfg.acc_width,
+                                                 lend_multipliers=lend)
         m.submodules.vector = vector = VectorUnit(lanes=cfg.dim, input_width=cfg.input_width,
-                                                  external_products=True)
+                                                  external_products=tuple(SHARED_MULTIPLIERS))
         m.submodules.table = table = LookupTable(lanes=cfg.dim, entry=signed(8))
-        m.submodules.softmax = softmax = SoftmaxUnit(lanes=cfg.dim, bus_bytes=cfg.bus_bytes,
-                                                     external_products=True)
+        m.submodules.softmax = softmax = SoftmaxUnit(
+            lanes=cfg.dim, bus_bytes=cfg.bus_bytes,
+            external_products=tuple(SHARED_MULTIPLIERS.values()), external_requant=lend)
         m.submodules.fifo = fifo = SyncFIFO(width=_entry_layout(cfg.dim, width).size,
                                             depth=self._fifo_depth)
         m.submodules.writer = writer = RowWriter(elements=width, element_bytes=1,
@@ -167,6 +171,8 @@ class StoreUnit(wiring.Component):
         instr = StoreInstruction(m)
         # POOL/ADD and SOFTMAX/LAYERNORM are never in flight together: one set of multipliers.
         share_multipliers(m, vector, softmax, SHARED_MULTIPLIERS, instr.row_norm, cfg.dim)
+        if lend:
+            _lend_requant(m, stage, softmax, instr.row_norm, cfg.dim)
         control = self._control(m, instr)
         space = Signal()  # FIFO credit: fewer than fifo_depth rows in the datapath and FIFO
         reads = self._reader(m, instr, control, space, softmax)
@@ -329,6 +335,16 @@ class StoreUnit(wiring.Component):
             writer.flip.eq(instr.common("flip_sign", WRITERS)),
         ]
         wiring.connect(m, wiring.flipped(self.o_write), writer.o_write)
+
+
+def _lend_requant(m, stage, softmax, row_norm, lanes):
+    """SOFTMAX and LAYERNORM (never beside a STORE): the row unit's p * multiplier in the
+    output stage's DSP blocks (registered pieces, summed in the row unit's next cycle)."""
+    m.d.comb += [stage.lend.eq(row_norm),
+                 stage.lend_multiplier.eq(softmax.o_requant.multiplier)]
+    for j in range(lanes):
+        m.d.comb += [stage.lend_x[j].eq(softmax.o_requant.p[j]),
+                     softmax.i_requant[j].eq(stage.o_lent[j])]
 
 
 def _entry_layout(dim, width):

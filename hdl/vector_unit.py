@@ -60,10 +60,11 @@ class VectorUnit(wiring.Component):
         Width of the signed inputs, at least 2.
     out_width : int
         Width of the signed outputs, at least 2 (8).
-    external_products : bool
-        Take the two multiplications' products from outside (`shared_multipliers`: the STORE
-        unit computes them in the row-normalisation unit's multipliers): adds `o_operands` and
-        `i_products`; timing and results unchanged.
+    external_products : tuple of str
+        The multiplications (names of `product_shapes`) whose products come from outside
+        (`shared_multipliers`: the STORE unit computes them in the row-normalisation unit's
+        multipliers): adds `o_operands` and `i_products` for them; timing and results
+        unchanged.
 
     Members
     -------
@@ -82,8 +83,8 @@ class VectorUnit(wiring.Component):
         Output zero point (SCALED_SUM only) and clamp bounds, lo <= hi.
     o_operands : ``Out(operands_layout(product_shapes(input_width), lanes))``
     i_products : ``In(products_layout(product_shapes(input_width), lanes))``
-        With `external_products` only: per lane, the operands of "scale" and "product" and,
-        in the same cycle, their exact products.
+        With `external_products` only: per lane, the operands of those multiplications and, in
+        the same cycle, their exact products.
 
     The parameters are read combinationally by the stage that needs them: hold them from a
     group's first element until its row has left `o_row`.
@@ -110,7 +111,7 @@ class VectorUnit(wiring.Component):
     """
 
     def __init__(self, *, lanes: int, input_width: int = 8, out_width: int = 8,
-                 external_products: bool = False):
+                 external_products: tuple[str, ...] = ()):
         if not isinstance(lanes, int) or lanes < 1:
             raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
         if not isinstance(input_width, int) or input_width < 2:
@@ -119,9 +120,10 @@ class VectorUnit(wiring.Component):
             raise ValueError(f"out_width must be an integer of at least 2, not {out_width!r}")
         self._lanes, self._input_width, self._out_width = lanes, input_width, out_width
         self.external_products = external_products
-        shapes = self.product_shapes(input_width)
+        shapes = {name: shape for name, shape in self.product_shapes(input_width).items()
+                  if name in external_products}
         ports = {"o_operands": Out(operands_layout(shapes, lanes)),
-                 "i_products": In(products_layout(shapes, lanes))} if external_products else {}
+                 "i_products": In(products_layout(shapes, lanes))} if shapes else {}
         super().__init__({
             **ports,
             "i_elem": In(stream.Signature(element_layout(input_width, lanes))),

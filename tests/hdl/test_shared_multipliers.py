@@ -18,11 +18,11 @@ from systolic.hdl.shared_multipliers import (
 
 FIRST = {"scale": (9, 32), "product": (9, 41)}
 SECOND = {"requant": (27, 32), "lane": (17, 52)}
-PAIRS = {"scale": "requant", "product": "lane"}
+PAIRS = {"scale": "requant", "product": "lane"}  # (two pairs, as wide as the units' own)
 
 
 def fake_unit(shapes, lanes):
-    return SimpleNamespace(external_products=True,
+    return SimpleNamespace(external_products=tuple(shapes),
                            o_operands=Signal(operands_layout(shapes, lanes)),
                            i_products=Signal(products_layout(shapes, lanes)))
 
@@ -66,7 +66,7 @@ def test_multiply_is_local_or_drives_the_operand_ports():
     external = fake_unit({"scale": (5, 7)}, 1)
     m = Module()
     m.d.comb += [
-        local_out.eq(multiply(m, SimpleNamespace(external_products=False), "scale", 0, a, b)),
+        local_out.eq(multiply(m, SimpleNamespace(external_products=()), "scale", 0, a, b)),
         external_out.eq(multiply(m, external, "scale", 0, a, b)),
         external.i_products[0]["scale"].eq(-1234),  # what the outside multiplier returns
     ]
