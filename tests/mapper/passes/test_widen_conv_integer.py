@@ -55,3 +55,16 @@ def test_weights_that_fit_int8_are_left_alone():
                    "x_zp": np.uint8(7), "w_zp": np.uint8(128)}, opset=13)
     report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
     assert widen_conv_integer(model, report) is model
+
+
+@pytest.mark.parametrize("w_zp", [np.array(120), np.array([120, 3, 250])])
+def test_a_matmul_integer_of_uint8_weights_is_widened_too(w_zp):
+    model = build([node("MatMulInteger", ["x", "w", "x_zp", "w_zp"], ["y"], name="fc")],
+                  [("x", np.uint8, [2, 5])], [("y", np.int32, [2, 3])],
+                  {"w": RNG.integers(0, 256, (5, 3)).astype(np.uint8), "x_zp": np.uint8(9),
+                   "w_zp": w_zp.astype(np.uint8)}, opset=13)
+    integer, _ = run_passes(model)
+    assert "QMatMulInt" in [n.op_type for n in integer.graph.nodes]
+    x = RNG.integers(0, 256, (2, 5)).astype(np.uint8)
+    np.testing.assert_array_equal(run_model(integer, {"x": x})["y"],
+                                  run_model(model, {"x": x})["y"])
