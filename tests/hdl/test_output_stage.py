@@ -260,3 +260,27 @@ def test_converts_to_verilog():
     assert "module output_stage" in text
     for port in ("i_acc__payload", "i_acc__ready", "o_q__payload", "o_q__valid", "multiplier"):
         assert port in text
+
+
+def test_lent_multipliers_return_the_product_a_cycle_later():
+    dut = OutputStage(cols=2, lend_multipliers=True)
+    rng = random.Random(9)
+    cases = [([-(2**26), 2**26 - 1], -(2**31)), ([12345, -1], 2**31 - 1)]
+    cases += [([rng.randrange(-(2**26), 2**26) for _ in range(2)],
+                rng.randrange(-(2**31), 2**31)) for _ in range(20)]
+    got = []
+
+    async def testbench(ctx):
+        ctx.set(dut.lend, 1)
+        for xs, multiplier in cases:
+            ctx.set(dut.lend_x, xs)
+            ctx.set(dut.lend_multiplier, multiplier)
+            await ctx.tick()
+            got.append([ctx.get(dut.o_lent[i]) for i in range(2)])
+        assert not ctx.get(dut.busy)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert got == [[x * multiplier for x in xs] for xs, multiplier in cases]
