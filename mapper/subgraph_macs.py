@@ -8,7 +8,9 @@ values, a Scan body's the states and one slice of every scan input. Then:
 - If: the larger branch's MACs (which branch runs is known only when running, unless a pass
   folded the If away);
 - Loop: the body's MACs (as inferred for the first iteration, number 0) times the trip count,
-  when M is a known constant (else the first size of a scan output, when static); unknown: 0;
+  when M is a known constant and no condition stops it earlier, or the condition is decided by
+  constants (`mapper.loop_control`: tf2onnx's while loops), else the first size of a
+  scan output, when static; unknown: 0;
 - Scan: the body's MACs times the sequence length (Scan-8: times the batch too).
 
 Each count comes with a one-line note saying how it was made, for `inspect`'s reason and JSON.
@@ -21,10 +23,14 @@ import numpy as np
 import systolic.reference.executor  # noqa: F401  (installs the services infer_graph uses)
 from systolic.errors import SystolicError
 from systolic.ir import DataType, Graph, Node, TensorType
+from systolic.mapper.loop_control import controlled_trips
 from systolic.reference.ops.base import TensorInfo
 from systolic.reference.ops.op_if import infer_graph
 
 __all__ = ["NodeCounter", "subgraph_macs"]
+
+CONTROL_LIMIT = 4096
+"""The most iterations a while loop's condition is followed to count its trips."""
 
 TypeOf = Callable[[str], TensorType | None]
 ValueOf = Callable[[str], np.ndarray | None]
@@ -93,6 +99,14 @@ def _trip_count(node: Node, body: Graph, type_of: TypeOf, value_of: ValueOf,
     has_cond = len(node.inputs) > 1 and bool(node.inputs[1])
     if trip is not None and trip.size == 1 and (stays_true or not has_cond):
         return max(0, int(trip.reshape(-1)[0]))
+    if has_cond and (trip is None or trip.size == 1):
+        constants = {name: value for name in node.inputs
+                     if name and (value := value_of(name)) is not None}
+        if node.inputs[1] in constants:  # a while loop decided by constants (tf2onnx's)
+            found = controlled_trips(node, constants, type_of, None if trip is None
+                                     else int(trip.reshape(-1)[0]), CONTROL_LIMIT)
+            if found is not None:
+                return found
     carried = len(body.inputs) - 2
     for name in node.outputs[carried:]:
         shape = _info(type_of(name)) if name else None

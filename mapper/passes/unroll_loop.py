@@ -18,6 +18,7 @@ import dataclasses
 import numpy as np
 
 from systolic.ir import Graph, Model, Node, Tensor
+from systolic.mapper.loop_control import TypeOf, controlled_trips
 from systolic.mapper.passes.body_copies import copy_body, stack_values
 from systolic.mapper.passes.fold_if import _namer
 from systolic.mapper.passes.graph_tools import (
@@ -27,7 +28,6 @@ from systolic.mapper.passes.graph_tools import (
     scalar_constant,
     tensor,
 )
-from systolic.mapper.passes.loop_control import TypeOf, controlled_trips
 from systolic.mapper.passes.report import FOLDED, PassReport
 
 __all__ = ["MAX_TRIPS", "unroll_loop"]

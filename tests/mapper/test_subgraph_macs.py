@@ -10,7 +10,7 @@ from systolic.mapper.importer import load_model_bytes
 from systolic.mapper.macs import node_macs, node_macs_noted
 from systolic.mapper.report import model_report
 
-from ..support.loop_scan_models import counted_loop, scan_sum, sliced_loop, while_loop
+from ..support.loop_scan_models import counted_loop, counter_loop, scan_sum, sliced_loop, while_loop
 
 
 def _graph(model: onnx.ModelProto):
@@ -88,3 +88,10 @@ def test_a_loop_slicing_by_its_iteration_number_counts_the_first_iteration() -> 
                                       )["nodes"] if r["op_type"] == "Loop"]
     assert row["macs"] == 4 * (8 * 16 + 16 * 16)
     assert row["macs_note"] == "4 iterations of the body's 384 MACs (as counted for the first)"
+
+
+def test_a_while_loop_decided_by_constants_counts_its_trips() -> None:
+    graph = _graph(counter_loop(5))
+    assert node_macs_noted(graph.nodes[0], graph.type_of, lambda name: (
+        graph.initializer(name).data if graph.initializer(name) else None)) == (
+        5 * 16, "5 iterations of the body's 16 MACs (as counted for the first)")
