@@ -108,6 +108,48 @@ def audio_like() -> onnx.ModelProto:
     return _model(tail, [("y", onnx.TensorProto.FLOAT, [4, 7, 3, 2])], extra, opset=20)
 
 
+def layout_like() -> onnx.ModelProto:
+    """SpaceToDepth, ScatterElements, ReverseSequence, Compress, CastLike, Sign, ReduceL1,
+    ReduceLogSumExp, RoiAlign, GlobalLpPool, OneHot of an ArgMax, and Tan, Acos, Sinh,
+    Asinh on the convolution's output; indices, lengths, conditions and regions are
+    constants, as exporters write them."""
+    grid = _R.integers(0, 16, (1, 2, 4, 4)).astype(np.int64)
+    tail = [helper.make_node("SpaceToDepth", ["r"], ["sd"], blocksize=2, name="s2d"),
+            helper.make_node("ScatterElements", ["sd", "idx", "upd"], ["sc"], axis=1,
+                             reduction="add", name="scatter"),
+            helper.make_node("Reshape", ["sc", "square"], ["sq"], name="square"),
+            helper.make_node("ReverseSequence", ["sq", "lens"], ["rv"], name="reverse"),
+            helper.make_node("Compress", ["rv", "keep"], ["cp"], axis=0, name="compress"),
+            helper.make_node("CastLike", ["cp", "like"], ["cl"], name="castlike"),
+            helper.make_node("Sign", ["cl"], ["sg"], name="sign"),
+            helper.make_node("ReduceL1", ["sg", "one"], ["l1"], keepdims=0, name="l1"),
+            helper.make_node("ReduceLogSumExp", ["rv", "one"], ["lse"], name="lse"),
+            helper.make_node("RoiAlign", ["sd", "rois", "batch"], ["ra"], output_height=2,
+                             output_width=2, name="roialign"),
+            helper.make_node("GlobalLpPool", ["ra"], ["gl"], name="glp"),
+            helper.make_node("ArgMax", ["r"], ["am"], axis=1, keepdims=0, name="argmax"),
+            helper.make_node("OneHot", ["am", "depth", "onoff"], ["oh"], name="onehot"),
+            helper.make_node("Softsign", ["r"], ["ss"], name="softsign"),
+            helper.make_node("Tan", ["ss"], ["tn"], name="tan"),
+            helper.make_node("Acos", ["ss"], ["ac"], name="acos"),
+            helper.make_node("Sinh", ["ac"], ["sh"], name="sinh"),
+            helper.make_node("Asinh", ["sh"], ["ash"], name="asinh")]
+    extra = [_const("idx", grid), _const("upd", np.full((1, 2, 4, 4), 0.25, np.float32)),
+             _const("square", np.array([16, 16], np.int64)),
+             _const("lens", np.arange(16, dtype=np.int64)),
+             _const("keep", np.arange(16) % 3 == 0), _const("like", np.zeros(1, np.float64)),
+             _const("one", np.array([1], np.int64)),
+             _const("rois", np.array([[0, 0, 3, 3], [0.5, 1, 2, 3.5]], np.float32)),
+             _const("batch", np.zeros(2, np.int64)), _const("depth", np.array(4, np.int64)),
+             _const("onoff", np.array([0, 1], np.float32))]
+    outputs = [("l1", onnx.TensorProto.DOUBLE, [6]), ("lse", onnx.TensorProto.FLOAT, [16, 1]),
+               ("gl", onnx.TensorProto.FLOAT, [2, 16, 1, 1]),
+               ("oh", onnx.TensorProto.FLOAT, [1, 8, 8, 4]),
+               ("tn", onnx.TensorProto.FLOAT, [1, 4, 8, 8]),
+               ("ash", onnx.TensorProto.FLOAT, [1, 4, 8, 8])]
+    return _model(tail, outputs, extra, opset=18)
+
+
 MODELS = {
     "attention": (attention_like, {"gram": "Einsum", "causal": "Trilu", "top": "TopK"}),
     "elementwise": (elementwise_like, {
@@ -116,6 +158,11 @@ MODELS = {
         "mean": "Mean", "hardmax": "Hardmax", "mvn": "MeanVarianceNormalization",
         "rms": "RMSNormalization", "lppool": "LpPool", "isinf": "IsInf"}),
     "audio": (audio_like, {"stft": "STFT", "power": "ReduceSumSquare", "dft": "DFT"}),
+    "layout": (layout_like, {
+        "s2d": "SpaceToDepth", "scatter": "ScatterElements", "reverse": "ReverseSequence",
+        "compress": "Compress", "castlike": "CastLike", "sign": "Sign", "l1": "ReduceL1",
+        "lse": "ReduceLogSumExp", "roialign": "RoiAlign", "glp": "GlobalLpPool",
+        "onehot": "OneHot", "tan": "Tan", "acos": "Acos", "sinh": "Sinh", "asinh": "Asinh"}),
     "vision": (vision_like, {"d2s": "DepthToSpace", "gn": "GroupNormalization", "celu": "Celu",
                              "l2": "ReduceL2", "lp": "LpNormalization", "round": "Round"}),
 }
@@ -161,3 +208,26 @@ def test_inspect_shows_the_new_operators(
             if line.split() and line.split()[0] in host}
     for node, op in host.items():
         assert rows[node][1].startswith(f"ai.onnx.{op}:") and "host" in rows[node], node
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_float_reference_agrees_with_onnxruntime(name: str) -> None:
+    """The host operators' float results against onnxruntime's on the whole model: equal
+    integers and booleans, floats within float32 rounding (the STFT/DFT chain a little
+    more)."""
+    ort = pytest.importorskip("onnxruntime")
+    from systolic.mapper.importer import load_model_bytes
+    from systolic.reference.executor import run_model
+
+    model = MODELS[name][0]()
+    x = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    ours = run_model(load_model_bytes(model.SerializeToString()), {"x": x})
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    for output, want in zip(session.get_outputs(), session.run(None, {"x": x}), strict=True):
+        got = ours[output.name]
+        assert (got.shape, got.dtype) == (want.shape, want.dtype), output.name
+        if got.dtype.kind == "f":
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=5e-5, err_msg=output.name)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=output.name)
