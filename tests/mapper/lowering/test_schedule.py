@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig, Dataflow
-from systolic.isa.instructions import Compute, ComputeOS, Preload
+from systolic.isa.instructions import Compute, ComputeOS, Instruction, Preload
 from systolic.mapper.lowering.gemm import ElementWalk, GemmJob, RowBlock
-from systolic.mapper.lowering.schedule import JobImage, Ring, Scheduler
+from systolic.mapper.lowering.schedule import JobImage, Ring, Scheduler, forget_instructions
 
 
 def test_spans_follow_each_other_and_wrap() -> None:
@@ -72,3 +72,23 @@ def test_equal_executes_of_a_layer_are_one_object(
     distinct = set(executes)
     assert len(distinct) < len(executes)
     assert len({id(instr) for instr in executes}) == len(distinct)
+
+
+def test_schedulers_share_their_executes_until_forgotten() -> None:
+    """Every scheduler of the process takes an equal EXECUTE from one table
+    (`forget_instructions` empties it)."""
+    config = ArrayConfig(rows=4, cols=4, spad_kib=4, acc_kib=2)
+
+    def executes() -> list[Instruction]:
+        scheduler = Scheduler(config)
+        scheduler.emit(_job(300, 24, 12), JobImage(weights=1 << 16, params=1 << 18))
+        return [i for i in scheduler.finish() if isinstance(i, (Preload, Compute))]
+
+    forget_instructions()
+    first, again = executes(), executes()
+    assert first == again
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    forget_instructions()
+    fresh = executes()
+    assert fresh == first
+    assert not any(a is b for a, b in zip(first, fresh, strict=True))
