@@ -13,6 +13,7 @@ from systolic.isa.memories import Memory, depth
 from systolic.isa.program import LayerUnit
 from systolic.mapper.lowering import compile_model
 from systolic.mapper.lowering.vector_overlap import INTERLEAVED, plan_overlap
+from systolic.mapper.lowering.vector_tiles import SpadWindow
 from systolic.sim.timing.program_model import ProgramModel
 from systolic.simulation.layer_check import check_layers
 
@@ -87,3 +88,16 @@ def test_only_a_vector_node_reading_the_output_interleaves():
     assert plan_overlap(conv, None, g, config) is None
     both = ArrayConfig(rows=4, cols=4, dataflow=Dataflow.BOTH)
     assert plan_overlap(conv, add, g, both) is None
+
+
+def test_blocks_of_one_row_when_two_rows_would_take_over_a_quarter_of_spad_in():
+    g = _conv_pool()  # 12 pixels a row: 2 x 5 input rows = 120 spad rows, 2 x 3 = 72
+    config = ArrayConfig(rows=4, cols=4, spad_kib=3)  # 384 spad_in rows: a quarter is 96
+    compiled = compile_model(g, config)
+    _, pool = compiled.program.layers
+    assert pool.count == 0 and pool.reason.startswith(INTERLEAVED)
+    assert compiled.graph is not None
+    overlap = plan_overlap(*compiled.graph.nodes, compiled.graph, config)
+    assert overlap is not None and overlap.producer.spad_kib == 2  # one KiB: 128 rows >= 72
+    assert overlap.window == SpadWindow(256, 128)
+    assert check_layers(compiled, _inputs(g)) is None
