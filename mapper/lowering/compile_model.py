@@ -211,9 +211,14 @@ _ROW_MAJOR_OPS = frozenset({"QMatMul", "QMatMulInt", "QSoftmax", "QLayerNorm"})
 _PASS_LAYOUT = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity"})
 
 
+def _constant_value(graph: Graph) -> Callable[[str], np.ndarray | None]:
+    """The initializers' values by name (a host Loop's trip count, for its MACs)."""
+    return lambda name: None if (t := graph.initializer(name)) is None else t.data
+
+
 def _macs(node: Node, ctx: LayerContext) -> int:
     if node.domain != SYSTOLIC_DOMAIN or node.op_type not in _ARRAY:
-        return node_macs(node, ctx.graph.type_of)
+        return node_macs(node, ctx.graph.type_of, _constant_value(ctx.graph))
     out = math.prod(ctx.shape(node.outputs[0]))
     if node.op_type in _CONV_OPS:
         return out * math.prod(ctx.shape(node.inputs[1])[1:])

@@ -13,7 +13,7 @@ from onnx import numpy_helper
 from systolic.commands.cli import main
 from systolic.mapper.passes.unroll_loop import MAX_TRIPS
 
-from ...support.loop_scan_models import counted_loop, scan_sum, sliced_loop
+from ...support.loop_scan_models import counted_loop, counter_loop, scan_sum, sliced_loop
 
 
 def _simulate(tmp_path: Path, model: onnx.ModelProto) -> tuple[int, dict]:
@@ -90,3 +90,12 @@ def test_a_host_if_counts_its_larger_branch_as_host_macs(tmp_path: Path) -> None
     (layer,) = [lay for lay in report["layers"] if lay["op"] == "If"]
     assert (layer["unit"], layer["macs"]) == ("host", 2 * 5 * 3)
     assert report["coverage"]["host_macs"] == 30
+
+
+def test_a_host_while_loop_counts_its_trips_as_host_macs(tmp_path: Path) -> None:
+    # too long to unroll: its condition, decided by constants, still gives the count
+    status, report = _simulate(tmp_path, counter_loop(MAX_TRIPS + 1))
+    assert status == 0 and report["checks"]["reference_bit_exact"] is True
+    (layer,) = report["layers"]
+    assert (layer["op"], layer["unit"], layer["macs"]) == ("Loop", "host", (MAX_TRIPS + 1) * 16)
+    assert report["coverage"]["host_macs"] == (MAX_TRIPS + 1) * 16
