@@ -40,6 +40,8 @@ def unroll_loop(model: Model, report: PassReport) -> Model:
     """Return `model` with every Loop of known trip count unrolled; `model` itself when
     there is none."""
     graph = model.graph
+    if not any(_is_loop(node) for node in graph.nodes):
+        return model
     constants = constants_of(graph)
     namer = _namer(graph)
     opset = dict(model.opsets).get("", 0)

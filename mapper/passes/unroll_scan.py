@@ -40,6 +40,8 @@ def unroll_scan(model: Model, report: PassReport) -> Model:
     """Return `model` with every Scan of static length unrolled; `model` itself when there
     is none."""
     graph = model.graph
+    if not any(_is_scan(node) for node in graph.nodes):
+        return model
     namer = _namer(graph)
     opset = dict(model.opsets).get("", 0)
     nodes: list[Node] = []
