@@ -59,9 +59,16 @@ def subgraph_macs(node: Node, type_of: TypeOf, value_of: ValueOf,
 
 
 def _if_macs(node: Node, scope: dict[str, TensorInfo], count: NodeCounter) -> tuple[int, str]:
-    found = [(_graph_macs(branch, scope, count), name) for name, branch in node.subgraphs]
-    macs, name = max(found)
-    return macs, f"MACs of the larger branch ({name}); which runs is known only when running"
+    found = sorted((name, _graph_macs(branch, scope, count))
+                   for name, branch in node.subgraphs)
+    runnable = [(macs, name) for name, macs in found if macs is not None]
+    if not runnable:
+        return 0, "no branch takes these shapes"
+    macs, name = max(runnable)
+    each = ", ".join(f"{branch} {'cannot take these shapes' if n is None else n}"
+                     for branch, n in found)
+    return macs, (f"MACs of the larger branch, {name} ({each}); which runs is known only "
+                  "when running")
 
 
 def _loop_macs(node: Node, body: Graph, inputs: list[TensorInfo | None],
@@ -79,7 +86,7 @@ def _loop_macs(node: Node, body: Graph, inputs: list[TensorInfo | None],
         if info is not None:
             scope[name] = info
     known: dict[str, TensorInfo] = {}
-    per_trip = _graph_macs(body, scope, count, known)
+    per_trip = _graph_macs(body, scope, count, known) or 0
     held = known.get(body.outputs[0].name)
     stays_true = held is not None and held.value is not None and bool(held.value.all())
     trips = _trip_count(node, body, type_of, value_of, stays_true)
@@ -141,20 +148,20 @@ def _scan_macs(node: Node, body: Graph, inputs: list[TensorInfo | None],
         body_scope[formal.name] = TensorInfo(info.dtype, info.shape[skip:axis]
                                              + info.shape[axis + 1:])
     batch = values[0].shape[0] if batched and values[0] is not None else 1
-    per_step = _graph_macs(body, body_scope, count)
+    per_step = _graph_macs(body, body_scope, count) or 0
     return per_step * length * batch, f"{length * batch} steps of the body's {per_step} MACs"
 
 
 def _graph_macs(graph: Graph, scope: dict[str, TensorInfo], count: NodeCounter,
-                known: dict[str, TensorInfo] | None = None) -> int:
-    """Sum the MACs of `graph`'s nodes, their types inferred from `scope` (0 when the graph
-    cannot take these types: an If branch that cannot run); `known` receives every value
-    inferred."""
+                known: dict[str, TensorInfo] | None = None) -> int | None:
+    """Sum the MACs of `graph`'s nodes, their types inferred from `scope` (None when the
+    graph cannot take these types: an If branch that cannot run); `known` receives every
+    value inferred."""
     known = {} if known is None else known
     try:
         infer_graph(graph, scope, known)
     except SystolicError:
-        return 0
+        return None
     constants = {t.name: np.asarray(t.data) for t in graph.initializers}
 
     def type_of(name: str) -> TensorType | None:
