@@ -83,6 +83,7 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("", "GlobalMaxPool"): ((1, "X", "Y"),),
     ("", "Greater"): ((1, "A B", "C"),),
     ("", "GreaterOrEqual"): ((12, "A B", "C"),),
+    ("", "GridSample"): ((16, "X grid", "Y"),),
     ("", "GroupNormalization"): ((18, "X scale bias", "Y"),),
     ("", "HammingWindow"): ((17, "size", "output"),),
     ("", "HannWindow"): ((17, "size", "output"),),

@@ -41,7 +41,7 @@ OPS = frozenset({
     "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "NonMaxSuppression",
     "LpPool", "MeanVarianceNormalization", "RMSNormalization", "HannWindow",
     "HammingWindow", "BlackmanWindow", "Scatter", "RoiAlign",
-    "DFT", "STFT", "MelWeightMatrix",
+    "DFT", "STFT", "MelWeightMatrix", "GridSample",
 })  # fmt: skip
 VALUE_SHAPED = frozenset({"NonZero", "NonMaxSuppression", "Compress", "OneHot"})
 READABLE = frozenset({"float32", "float64", "float16", "int8", "int16", "int32", "int64",
