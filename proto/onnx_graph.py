@@ -335,10 +335,16 @@ def _body_op_inputs(
 ) -> tuple[str, ...]:
     """Return a Loop's or Scan's inputs followed by its captures. Its own inputs are as many
     as its body's inputs (Scan-8: one more, sequence_lens); a node written back with its
-    captures (a host step of a program file) already ends with them."""
+    captures (a host step of a program file, where passes may have renamed them) already
+    lists them: it names that many more inputs (when the count cannot tell, Scan-8 against a
+    later Scan with one capture, the last input's name does)."""
     body = attrs.get("body")
-    own = len(body.inputs) if isinstance(body, Graph) else len(inputs)
-    if captures and len(inputs) >= own + len(captures) and inputs[-len(captures):] == captures:
+    if not isinstance(body, Graph) or not captures:
+        return inputs + captures
+    base, extra = len(body.inputs), len(captures)
+    own_counts = (base, base + 1) if "num_scan_inputs" in attrs else (base,)
+    written = len(inputs) - extra in own_counts
+    if written and (len(inputs) not in own_counts or inputs[-extra:] == captures):
         return inputs
     return inputs + captures
 

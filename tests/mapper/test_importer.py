@@ -232,6 +232,18 @@ def test_loop_body_is_imported_with_its_captures() -> None:
     assert [info.name for info in node.attrs["body"].inputs] == ["i", "c_in", "v_in"]
 
 
+def test_a_loop_written_back_with_its_captures_keeps_them_once() -> None:
+    # a host step of a program file lists the captures after the Loop's own inputs, passes
+    # may have renamed them ('w' is read through 'w_renamed')
+    graph = _loop_graph()
+    graph.node[0].input.append("w_renamed")
+    graph.input.append(helper.make_tensor_value_info("w_renamed", TensorProto.FLOAT, [2]))
+    model = load_model_bytes(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 14)]).SerializeToString())
+    loop = next(node for node in model.graph.nodes if node.op_type == "Loop")
+    assert loop.inputs == ("m", "c", "v", "w_renamed") and loop.captures == ("w",)
+
+
 def test_other_subgraph_attributes_are_unsupported() -> None:
     graph = _loop_graph("MyLoop", "com.microsoft")
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14),
