@@ -249,6 +249,7 @@ class _Compiler:
         self.fused: dict[str, str] = {}  # QTable label -> the array layer whose STOREs apply it
         self.chooser = DataflowChooser(config)  # (BOTH: each array layer's dataflow)
         self.overlap: Overlap | None = None  # the vector layer the last array layer awaits
+        self.deferred: dict[str, Callable[[int | None], list[Instruction]]] = {}  # (BOTH)
 
     def _concat_slices(self) -> dict[str, tuple[str, int, int]]:
         """Map each value written straight into its slice of a Concat's output to (output,
@@ -377,6 +378,8 @@ class _Compiler:
         self.compile_nodes(progress)
         self.instructions, self.layers = self.chooser.settle(self.layers, self.instructions,
                                                              self.plan.segments)
+        if self.deferred:
+            self.interleave_deferred()
         tensors = tuple(p for name, p in self.plan.placements.items() if name not in self.views)
         program = Program(
             config=self.config,
@@ -469,16 +472,37 @@ class _Compiler:
             return _INTERLEAVABLE[node.op_type](node, self.ctx(index), overlap.window, band)
 
         try:
-            merged = merge(self.instructions[producer.first:], lower, self.config)
+            if self.config.dataflow is Dataflow.BOTH:  # (after the chooser settles the code)
+                lower(1)
+                self.deferred[producer.name] = lower
+                merged = None
+            else:
+                merged = merge(self.instructions[producer.first:], lower, self.config)
+                if merged is None:
+                    return False
         except (UnsupportedError, ResourceError):
             return False
-        if merged is None:
-            return False
-        self.instructions[producer.first:] = merged
-        self.layers[-1] = dataclasses.replace(producer, count=len(merged))
+        if merged is not None:
+            self.instructions[producer.first:] = merged
+            self.layers[-1] = dataclasses.replace(producer, count=len(merged))
         reason = f"{INTERLEAVED} {producer.name!r} ({node.op_type} on the vector unit)"
         self.add_layer(node, LayerUnit.VECTOR, [], reason, _macs(node, self.ctx(index)))
         return True
+
+    def interleave_deferred(self) -> None:
+        """With `--dataflow both`: interleave the vector layers with their producers' chosen
+        code (`compile_interleaved` deferred them; blocks after the producer when its writes
+        cannot be mapped), and renumber the layers."""
+        out: list[Instruction] = []
+        layers = []
+        for layer in self.layers:
+            code = self.instructions[layer.first:layer.end]
+            lower = self.deferred.get(layer.name)
+            if lower is not None:
+                code = merge(code, lower, self.config) or [*code, *lower(None)]
+            layers.append(dataclasses.replace(layer, first=len(out), count=len(code)))
+            out += code
+        self.instructions, self.layers = out, layers
 
     def fusable_table(self, node: Node) -> Node | None:
         """Return the QTable to fuse into array layer `node`'s STOREs, or None: the QTable
@@ -528,7 +552,8 @@ class _Compiler:
         alloc = _PlanAllocator(self.plan)
 
         def lower(config: ArrayConfig) -> LayerCode:  # (BOTH: per dataflow, dataflow_choice)
-            config = config if overlap is None else overlap.producer
+            if overlap is not None:  # (the dataflow of this lowering, the smaller scratchpad)
+                config = dataclasses.replace(config, spad_kib=overlap.producer.spad_kib)
             if node.op_type in _CONV_OPS:
                 halo = self.halos.get(node.inputs[0], (0, 0))[0]
                 x_halo = (halo,) * (2 * (len(x.shape) - 2)) if halo else ()

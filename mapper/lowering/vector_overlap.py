@@ -7,8 +7,9 @@ it (`interleave`): the producer is lowered with a smaller scratchpad (`Overlap.p
 this frees (`Overlap.window`), its blocks in row-major order (the order a convolution stores
 its pixels in), and each block goes into the producer's stream once its operand is stored.
 The vector layer's own instructions then belong to the producer's layer (the vector layer
-keeps none, its reason starting with `INTERLEAVED`). Not with `--dataflow both` (the chooser
-replaces the array layers' code after compiling).
+keeps none, its reason starting with `INTERLEAVED`). With `--dataflow both` the interleaving
+waits until the chooser has settled each array layer's code (the choice is made on the
+layers without their vector blocks).
 """
 
 import dataclasses
@@ -16,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from systolic.config import ArrayConfig, Dataflow
+from systolic.config import ArrayConfig
 from systolic.ir import SYSTOLIC_DOMAIN, Graph, Node
 from systolic.isa.instructions import Instruction
 from systolic.isa.memories import Memory, depth
@@ -79,7 +80,7 @@ def plan_overlap(node: Node, following: Node | None, graph: Graph, config: Array
                  ) -> Overlap | None:
     """Return how array node `node` and the node after it interleave, or None when they do
     not (module docstring)."""
-    if following is None or config.dataflow is Dataflow.BOTH or not node.outputs:
+    if following is None or not node.outputs:
         return None
     reads = following.inputs[:2] if following.op_type == "QAdd" else following.inputs[:1]
     if node.outputs[0] not in reads:

@@ -14,6 +14,7 @@ from systolic.isa.program import LayerUnit
 from systolic.mapper.lowering import compile_model
 from systolic.mapper.lowering.vector_overlap import INTERLEAVED, plan_overlap
 from systolic.mapper.lowering.vector_tiles import SpadWindow
+from systolic.sim.timing.layer_cycles import layer_cycles
 from systolic.sim.timing.program_model import ProgramModel
 from systolic.simulation.layer_check import check_layers
 
@@ -86,8 +87,6 @@ def test_only_a_vector_node_reading_the_output_interleaves():
     other = node("QAdd", ["b", "b"], "z", multiplier_a=1 << 30, multiplier_b=1 << 30, shift=0)
     assert plan_overlap(conv, other, g, config) is None
     assert plan_overlap(conv, None, g, config) is None
-    both = ArrayConfig(rows=4, cols=4, dataflow=Dataflow.BOTH)
-    assert plan_overlap(conv, add, g, both) is None
 
 
 def test_blocks_of_one_row_when_two_rows_would_take_over_a_quarter_of_spad_in():
@@ -100,4 +99,17 @@ def test_blocks_of_one_row_when_two_rows_would_take_over_a_quarter_of_spad_in():
     overlap = plan_overlap(*compiled.graph.nodes, compiled.graph, config)
     assert overlap is not None and overlap.producer.spad_kib == 2  # one KiB: 128 rows >= 72
     assert overlap.window == SpadWindow(256, 128)
+    assert check_layers(compiled, _inputs(g)) is None
+
+
+@pytest.mark.parametrize("make", [_conv_add, _conv_pool], ids=["add", "maxpool"])
+def test_with_both_dataflows_the_blocks_join_the_chosen_code(make):
+    g = make()
+    config = ArrayConfig(rows=4, cols=4, dataflow=Dataflow.BOTH)
+    compiled = compile_model(g, config, layer_cycles=layer_cycles)
+    conv, vector = compiled.program.layers
+    assert (vector.count, vector.first) == (0, conv.end)
+    assert vector.reason.startswith(f"{INTERLEAVED} 'a'")
+    code = compiled.program.instructions[conv.first:conv.end]
+    assert any(isinstance(i, (Add, Pool)) for i in code)
     assert check_layers(compiled, _inputs(g)) is None
