@@ -35,7 +35,8 @@ def _layers(compiled: CompiledModel) -> list:
 @pytest.mark.parametrize("name", ["lenet_qdq", "mlp_qop"])
 def test_every_layer_takes_at_most_the_faster_dataflows_cycles(
         name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # (both does not interleave pools and adds with the convolutions: compare like with like)
+    # (the chooser times each layer without the pool or add blocks interleaved into it after
+    # the choice: compare the choice on the layers as it sees them)
     monkeypatch.setattr(importlib.import_module("systolic.mapper.lowering.compile_model"),
                         "plan_overlap", lambda *_: None)
     model = integer_model(load_model(MODELS / f"{name}.onnx"))
