@@ -22,6 +22,7 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("", "Acos"): ((7, "input", "output"),),
     ("", "Acosh"): ((9, "input", "output"),),
     ("", "Add"): ((1, "A B", "C"),),
+    ("", "AffineGrid"): ((20, "theta size", "grid"),),
     ("", "And"): ((1, "A B", "C"),),
     ("", "ArgMax"): ((1, "data", "reduced"),),
     ("", "ArgMin"): ((1, "data", "reduced"),),
@@ -44,6 +45,7 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("", "CastLike"): ((15, "input target_type", "output"),),
     ("", "Ceil"): ((1, "X", "Y"),),
     ("", "Celu"): ((12, "X", "Y"),),
+    ("", "CenterCropPad"): ((18, "input_data shape", "output_data"),),
     ("", "Clip"): ((1, "input", "output"), (11, "input min? max?", "output")),
     ("", "Compress"): ((9, "input condition", "output"),),
     ("", "Concat"): ((1, "inputs+", "concat_result"),),
@@ -58,6 +60,7 @@ SIGNATURES: dict[tuple[str, str], tuple[tuple[int, str, str], ...]] = {
     ("", "DFT"): ((17, "input dft_length?", "output"), (20, "input dft_length? axis?", "output")),
     ("", "DepthToSpace"): ((1, "input", "output"),),
     ("", "DequantizeLinear"): ((10, "x x_scale x_zero_point?", "y"),),
+    ("", "Det"): ((11, "X", "Y"),),
     ("", "Div"): ((1, "A B", "C"),),
     ("", "Dropout"): (
         (1, "data", "output mask?"),

@@ -42,6 +42,7 @@ OPS = frozenset({
     "LpPool", "MeanVarianceNormalization", "RMSNormalization", "HannWindow",
     "HammingWindow", "BlackmanWindow", "Scatter", "RoiAlign",
     "DFT", "STFT", "MelWeightMatrix", "GridSample",
+    "AffineGrid", "CenterCropPad", "Det",
 })  # fmt: skip
 VALUE_SHAPED = frozenset({"NonZero", "NonMaxSuppression", "Compress", "OneHot"})
 READABLE = frozenset({"float32", "float64", "float16", "int8", "int16", "int32", "int64",
