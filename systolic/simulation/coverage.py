@@ -26,10 +26,12 @@ LAYOUT_OPS = frozenset({
     "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Concat",
     "QLinearConcat", "Gather", "GatherND", "GatherElements", "Slice", "Split", "Resize",
     "Upsample", "Expand", "Tile", "Pad", "DepthToSpace", "SpaceToDepth", "Shape", "Size",
-    "ConstantOfShape", "Range", "NonZero",
+    "ConstantOfShape", "Range", "NonZero", "Trilu", "TopK", "Compress", "ReverseSequence",
+    "ScatterElements", "ScatterND", "Scatter", "CenterCropPad", "OneHot", "EyeLike", "Hardmax",
 })  # fmt: skip
 """Operators that move or select elements, or compute shapes: layout work, not element-wise
-arithmetic (QLinearConcat requantizes, but its work is the concatenation)."""
+arithmetic (QLinearConcat requantizes, but its work is the concatenation; Trilu, TopK and
+Hardmax select elements, OneHot and EyeLike place ones)."""
 
 CONVERSION_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
                             "Cast"})

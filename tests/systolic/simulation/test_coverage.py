@@ -65,6 +65,12 @@ def test_layer_kinds_separate_elementwise_work_from_layout_and_conversions() -> 
     assert "; 2 of 3 element-wise layers on the accelerator; " in account.text()
 
 
+@pytest.mark.parametrize("op", ["Trilu", "TopK", "Hardmax", "OneHot", "EyeLike", "Compress",
+                                "ReverseSequence", "ScatterElements", "CenterCropPad"])
+def test_selection_ops_are_layout_not_elementwise_work(op: str) -> None:
+    assert layer_kind(LayerResult("x", op, "host", macs=0, cycles=0, elements=64)) == "layout"
+
+
 def test_a_model_without_macs_is_all_on_the_array() -> None:
     assert coverage([LayerResult("relu", "Relu", "host", 0, 0)]).array_mac_share == 1.0
 
