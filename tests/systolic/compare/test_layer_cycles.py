@@ -102,14 +102,15 @@ def test_utilization_never_exceeds_one(path: Path) -> None:
 
 
 def test_a_layer_overlapping_its_predecessor_is_measured_over_its_active_time() -> None:
-    """resnet_tiny's block2_conv1 on a 2x16 WS array with a 4 KiB accumulator starts its
-    EXECUTE work before block1 ends: it adds fewer cycles than it computes for, and MACs /
-    (cycles · PEs) alone would exceed 1."""
+    """resnet_tiny's block2 shortcut conv on a 4x4 WS array with a 4 KiB accumulator starts
+    its EXECUTE work before block2_conv1 ends: it adds fewer cycles than it computes for, so
+    MACs / (cycles · PEs) alone would claim the array fully busy (more than busy before the
+    interleaved residual adds of session 9 shortened the layers around it)."""
     prepared = prepare_model(MODELS / "resnet_tiny_qdq.onnx")
-    config = ArrayConfig(rows=2, cols=16, dataflow=Dataflow.WS, spad_kib=16, acc_kib=4)
+    config = ArrayConfig(rows=4, cols=4, dataflow=Dataflow.WS, spad_kib=16, acc_kib=4)
     result = run_config(prepared.integer, config, label="x")
-    (layer,) = [layer for layer in result.layers if layer.name == "block2_conv1_Conv"]
+    (layer,) = [layer for layer in result.layers if layer.name == "block2_shortcut_shortcut_0_Conv"]
     assert layer.active_cycles > layer.cycles
-    assert layer.macs / (config.pes * layer.cycles) > 1
-    assert layer.utilization(config.pes) == layer.macs / (config.pes * layer.active_cycles) <= 1
+    assert layer.macs / (config.pes * layer.cycles) >= 1
+    assert layer.utilization(config.pes) == layer.macs / (config.pes * layer.active_cycles) < 1
     assert layer.to_json(config.pes)["active_cycles"] == layer.active_cycles
