@@ -45,6 +45,7 @@ FORMS_OF = {
     "mbv3_block": ("float", "qdq", "qop"),
     "bert_tiny": ("float", "qdq", "qop", "dynamic"),
     "lstm2": ("float", "qdq", "qop", "dynamic"),
+    "gru2bi": ("float", "qdq", "qop", "dynamic"),
     "paddle_style": ("float", "qdq", "qop"),
 }
 MIN_ARRAY_MAC_SHARE = 0.95
@@ -74,9 +75,11 @@ MIN_COSINE = 0.999
 """The least cosine similarity of a float model's quantized result with the float model."""
 
 PARTLY_FLOAT = {("lstm2", "qdq"), ("lstm2", "qop"), ("bert_tiny", "dynamic"),
-                ("lstm2", "dynamic"), ("mbv3_block", "qop")}
+                ("lstm2", "dynamic"), ("mbv3_block", "qop"), ("gru2bi", "qdq"),
+                ("gru2bi", "qop"), ("gru2bi", "dynamic")}
 """Quantized models whose float parts the passes quantize after training (lstm2's float LSTMs
-in the QDQ and QOperator forms; the float part between the dynamic products of the dynamic
+and gru2bi's float GRUs in the QDQ, QOperator and dynamic forms: onnxruntime's quantizers leave
+a GRU float; the float part between the dynamic products of the dynamic
 forms; mbv3_block_qop's float HardSwish that a float GlobalAveragePool also reads,
 `float_island`): they are compared with the model as written (run by the reference), like float
 models, not with onnxruntime's quantized steps."""
@@ -226,17 +229,17 @@ def test_float_forms_keep_the_float_result(simulate: Simulate, network: str) -> 
 
 MATRIX_OPS = frozenset({"MatMul", "MatMulInteger", "QLinearMatMul", "Gemm", "QGemm"})
 CONV_OPS = frozenset({"Conv", "QLinearConv", "ConvInteger"})
-RECURRENT_OPS = frozenset({"LSTM", "DynamicQuantizeLSTM"})
+RECURRENT_OPS = frozenset({"LSTM", "GRU", "DynamicQuantizeLSTM"})
 
 
 def performed_macs(network: str, form: str) -> int:
     """The MACs a run of the tool performs: the model's (`model_macs`), less the first step's
-    recurrent products of an LSTM that unroll_recurrent unrolls (every LSTM and
+    recurrent products of an LSTM or GRU that unroll_recurrent unrolls (every LSTM, GRU and
     DynamicQuantizeLSTM) whose initial hidden state is zero (H_0·R^T = 0: no product is
     written for it)."""
     path = MODELS / f"{network}_{form}.onnx"
     total = model_macs(path, first_input(network))
-    unrolled = {"DynamicQuantizeLSTM", "LSTM"}  # every LSTM: float, quantized or dynamic
+    unrolled = {"DynamicQuantizeLSTM", "LSTM", "GRU"}  # float, quantized or dynamic
     model = onnx.load(path)
     values = runtime_values(model, first_input(network))
     for node in model.graph.node:
@@ -244,7 +247,8 @@ def performed_macs(network: str, form: str) -> int:
             continue
         if not np.any(values[node.input[5]]):
             directions, batch, hidden = values[node.input[5]].shape  # initial_h
-            total -= directions * batch * 4 * hidden * hidden
+            gates = 3 if node.op_type == "GRU" else 4
+            total -= directions * batch * gates * hidden * hidden
     return total
 
 
@@ -273,7 +277,7 @@ def node_macs(node: onnx.NodeProto, shapes: dict[str, tuple[int, ...]]) -> int:
         directions, gates, inputs = shapes[node.input[1]]  # W: [D, 4H, I]
         if node.op_type == "DynamicQuantizeLSTM":  # com.microsoft's W: [D, I, 4H]
             directions, inputs, gates = shapes[node.input[1]]
-        hidden = gates // 4
+        hidden = gates // (3 if node.op_type == "GRU" else 4)
         return steps * batch * directions * gates * (inputs + hidden)
     a = shapes[node.input[0]]
     attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
