@@ -75,7 +75,9 @@ def coarse_shift(value: Value, high: Value, keep: int) -> tuple[Value, Value]:
     saturated = Cat((~sign).replicate(keep - 1), sign).as_signed()
     window = Mux(fits[high], candidates[high], saturated)
     groups = [quadrupled[COARSE_STEP * g:COARSE_STEP * (g + 1)].any() for g in amounts]
-    sticky = Cat(*(groups[g] & (Const(g, len(high) + 1) < high) for g in amounts)).any()
+    # Group g lies wholly below the window when g < high (never for the last group: a
+    # comparison that is constant there would be a lint warning).
+    sticky = Cat(*(groups[g] & (Const(g, len(high) + 1) < high) for g in amounts[:-1])).any()
     return window, sticky
 
 
@@ -97,7 +99,7 @@ def fine_round_parts(window: Value, sticky: Value, low: Value) -> tuple[Value, V
     floor = shifted[2:].as_signed()
     guard = shifted[1]
     # Bits 0 .. low of the window lie below the guard (bit low + 1).
-    below = Cat(*(Const(j, _FINE_BITS + 1) <= low for j in range(COARSE_STEP)))
+    below = Cat(Const(1, 1), *(Const(j, _FINE_BITS + 1) <= low for j in range(1, COARSE_STEP)))
     rest = (window[:COARSE_STEP] & below).any()
     round_up = guard & (sticky | rest | floor[0])
     return floor, round_up
