@@ -16,7 +16,13 @@ import dataclasses
 import math
 
 from systolic.ir import Attrs, Graph, Model, Node, Tensor, TensorType
-from systolic.mapper.passes.graph_tools import Namer, constants_of, make_node, scalar_constant
+from systolic.mapper.passes.graph_tools import (
+    Namer,
+    constants_of,
+    make_node,
+    scalar_constant,
+    subgraph_namer,
+)
 from systolic.mapper.passes.report import FOLDED, PassReport
 
 __all__ = ["HOST_REASON", "fold_if", "selector_inputs_of"]
@@ -30,7 +36,7 @@ def fold_if(model: Model, report: PassReport) -> Model:
     nodes; `model` itself when there is none."""
     graph = model.graph
     constants = constants_of(graph)
-    namer = _namer(graph)
+    namer = subgraph_namer(graph)
     nodes: list[Node] = []
     tensors: list[Tensor] = []
     for node in graph.nodes:
@@ -97,27 +103,6 @@ def _is_scalar_integer(tensor_type: TensorType) -> bool:
 def _is_if(node: Node) -> bool:
     return node.op_type == "If" and node.domain == "" and bool(node.inputs) and bool(
         node.inputs[0])
-
-
-def _namer(graph: Graph) -> Namer:
-    """A Namer that also avoids every name inside the graph's subgraphs, at any depth."""
-    namer = Namer(graph)
-    pending = [sub for node in graph.nodes for _, sub in node.subgraphs]
-    while pending:
-        sub = pending.pop()
-        for name in _names_of(sub):
-            namer(name)  # (reserves it)
-        pending += [inner for node in sub.nodes for _, inner in node.subgraphs]
-    return namer
-
-
-def _names_of(graph: Graph) -> set[str]:
-    names = {t.name for t in graph.initializers}
-    names.update(info.name for info in (*graph.inputs, *graph.outputs))
-    for node in graph.nodes:
-        names.update((node.name, *node.inputs, *node.outputs))
-    names.discard("")
-    return names
 
 
 def _inline(node: Node, branch: Graph, namer: Namer) -> tuple[list[Node], list[Tensor]]:

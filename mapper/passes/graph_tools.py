@@ -21,6 +21,7 @@ __all__ = [
     "replace_graph",
     "scalar_constant",
     "splice",
+    "subgraph_namer",
     "with_graph",
 ]
 
@@ -56,6 +57,27 @@ class Namer:
             index += 1
         self._taken.add(name)
         return name
+
+
+def subgraph_namer(graph: Graph) -> Namer:
+    """Return a Namer that also avoids every name inside the graph's subgraphs, at any depth."""
+    namer = Namer(graph)
+    pending = [sub for node in graph.nodes for _, sub in node.subgraphs]
+    while pending:
+        sub = pending.pop()
+        for name in _names_of(sub):
+            namer(name)  # (reserves it)
+        pending += [inner for node in sub.nodes for _, inner in node.subgraphs]
+    return namer
+
+
+def _names_of(graph: Graph) -> set[str]:
+    names = {t.name for t in graph.initializers}
+    names.update(info.name for info in (*graph.inputs, *graph.outputs))
+    for node in graph.nodes:
+        names.update((node.name, *node.inputs, *node.outputs))
+    names.discard("")
+    return names
 
 
 def make_node(

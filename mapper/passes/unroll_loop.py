@@ -20,12 +20,12 @@ import numpy as np
 from systolic.ir import Graph, Model, Node, Tensor
 from systolic.mapper.loop_control import TypeOf, controlled_trips
 from systolic.mapper.passes.body_copies import copy_body, stack_values
-from systolic.mapper.passes.fold_if import _namer
 from systolic.mapper.passes.graph_tools import (
     Namer,
     constants_of,
     make_node,
     scalar_constant,
+    subgraph_namer,
     tensor,
 )
 from systolic.mapper.passes.report import FOLDED, PassReport
@@ -43,7 +43,7 @@ def unroll_loop(model: Model, report: PassReport) -> Model:
     if not any(_is_loop(node) for node in graph.nodes):
         return model
     constants = constants_of(graph)
-    namer = _namer(graph)
+    namer = subgraph_namer(graph)
     opset = dict(model.opsets).get("", 0)
     nodes: list[Node] = []
     tensors: list[Tensor] = []

@@ -17,8 +17,7 @@ import numpy as np
 
 from systolic.ir import Graph, Model, Node, Tensor
 from systolic.mapper.passes.body_copies import copy_body, stack_values
-from systolic.mapper.passes.fold_if import _namer
-from systolic.mapper.passes.graph_tools import Namer, make_node, tensor
+from systolic.mapper.passes.graph_tools import Namer, make_node, subgraph_namer, tensor
 from systolic.mapper.passes.report import FOLDED, PassReport
 from systolic.mapper.passes.unroll_loop import MAX_TRIPS
 
@@ -42,7 +41,7 @@ def unroll_scan(model: Model, report: PassReport) -> Model:
     graph = model.graph
     if not any(_is_scan(node) for node in graph.nodes):
         return model
-    namer = _namer(graph)
+    namer = subgraph_namer(graph)
     opset = dict(model.opsets).get("", 0)
     nodes: list[Node] = []
     tensors: list[Tensor] = []
