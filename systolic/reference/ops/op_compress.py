@@ -4,10 +4,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from systolic.errors import UnsupportedError
 from systolic.ir import Attrs, DataType
 from systolic.reference.ops._shared import fold, normalize_axis
 from systolic.reference.ops.base import Op, TensorInfo
+from systolic.reference.ops.op_if import ShapeKnownWhenRunning
 
 
 class Compress(Op):
@@ -44,7 +44,7 @@ class Compress(Op):
         if condition.dtype != DataType.BOOL:
             raise self.error(f"condition must be bool, got {condition.dtype.short}")
         if condition.value is None:
-            raise UnsupportedError(
+            raise ShapeKnownWhenRunning(
                 f"node {self.node_label!r} (ai.onnx.Compress:{self.version}): its output size "
                 "depends on the condition's values, which are known only when running; the "
                 "reference needs static shapes (make the condition a constant)")

@@ -5,10 +5,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from systolic.errors import UnsupportedError
 from systolic.ir import Attrs, DataType
 from systolic.reference.ops._shared import check_type, int_attr
 from systolic.reference.ops.base import Op, TensorInfo
+from systolic.reference.ops.op_if import ShapeKnownWhenRunning
 
 
 def corners(boxes: np.ndarray, center_point_box: bool) -> np.ndarray:
@@ -75,7 +75,7 @@ class NonMaxSuppression(Op):
             raise self.error(f"scores ({scores.dtype.short}) must have boxes' type")
         self._check(boxes.shape, scores.shape)
         if any(info is not None and info.value is None for info in inputs):
-            raise UnsupportedError(
+            raise ShapeKnownWhenRunning(
                 f"node {self.node_label!r} (ai.onnx.NonMaxSuppression:{self.version}): its "
                 "output size depends on the boxes' and scores' values, which are known only "
                 "when running; the reference needs static shapes")

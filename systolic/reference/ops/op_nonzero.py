@@ -4,9 +4,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from systolic.errors import UnsupportedError
 from systolic.ir import DataType
 from systolic.reference.ops.base import Op, TensorInfo
+from systolic.reference.ops.op_if import ShapeKnownWhenRunning
 
 
 class NonZero(Op):
@@ -22,7 +22,7 @@ class NonZero(Op):
         (x,) = inputs
         assert x is not None
         if x.value is None:
-            raise UnsupportedError(
+            raise ShapeKnownWhenRunning(
                 f"node {self.node_label!r} (ai.onnx.NonZero:{self.version}): its output size "
                 "depends on the input's values, which are known only when running; the "
                 "reference needs static shapes (make the input a constant)")

@@ -76,11 +76,11 @@ class ScatterElements(Op):
 
 
 class Scatter(ScatterElements):
-    """Scatter-9, deprecated by ONNX in opset 11 for ScatterElements: ScatterElements-11's
-    semantics (no reduction), kept for exports of opsets 9 and 10."""
+    """Scatter-9, -11 (ONNX's schema of opset 11 marks it deprecated for ScatterElements):
+    ScatterElements-11's semantics (no reduction), kept for older exports."""
 
     op_type = "Scatter"
-    since_versions = (9,)
+    since_versions = (9, 11)
 
 
 OPS = (Scatter, ScatterElements)

@@ -1,9 +1,10 @@
 import numpy as np
 import pytest
 
-from systolic.errors import ModelError, UnsupportedError
+from systolic.errors import ModelError
 from systolic.ir import DataType
 from systolic.reference.ops.base import TensorInfo
+from systolic.reference.ops.op_if import ShapeKnownWhenRunning
 
 from ..oracle import check_op, make_op, rng
 
@@ -27,7 +28,7 @@ def test_negative_axis_from_11():
 
 
 def test_condition_unknown_at_compile_time_is_unsupported():
-    with pytest.raises(UnsupportedError, match=r"depends on the condition's values"):
+    with pytest.raises(ShapeKnownWhenRunning, match=r"depends on the condition's values"):
         make_op("Compress", {"axis": 0}, 11).infer(
             [TensorInfo(DataType.FLOAT, (3, 4)), TensorInfo(DataType.BOOL, (3,))])
 
