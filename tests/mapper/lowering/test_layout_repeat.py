@@ -80,7 +80,7 @@ def _layout_graph(kind: str):  # type: ignore[no-untyped-def]
     return graph({"x": (I8, (1, 3, 2, 3))}, {"a": I8, "b": I8}, [pool, split], [sizes])
 
 
-@pytest.mark.parametrize("kind", ["resize", "split"])
+@pytest.mark.parametrize("kind", [pytest.param("resize", marks=pytest.mark.slow), "split"])
 def test_layout_copies_on_the_amaranth_simulator(kind: str) -> None:
     compiled = compile_model(_layout_graph(kind), ArrayConfig(rows=2, cols=2))
     inputs = {"x": random_input(I8, (1, 3, 2, 3), 21)}

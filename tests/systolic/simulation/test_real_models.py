@@ -48,6 +48,9 @@ FORMS_OF = {
     "gru2bi": ("float", "qdq", "qop", "dynamic"),
     "paddle_style": ("float", "qdq", "qop"),
 }
+SLOW_FORMS = {("gru2bi", "qdq"), ("gru2bi", "qop")}
+"""Forms whose cases run in the slow set only (gru2bi's float and dynamic forms stay: the
+quantized ones unroll the same float GRUs)."""
 MIN_ARRAY_MAC_SHARE = 0.95
 """Issue 13's goal: at least 95% of a model's MACs on the array at 16x16."""
 
@@ -99,6 +102,8 @@ def _cases(xfail: dict[tuple[str, str], str], simulated: bool = True) -> list[An
             if simulated:
                 reason = REFUSED.get((network, form), reason)
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            if (network, form) in SLOW_FORMS:
+                marks.append(pytest.mark.slow)
             cases.append(pytest.param(network, form, marks=marks, id=f"{network}_{form}"))
     return cases
 
