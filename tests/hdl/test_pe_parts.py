@@ -1,3 +1,5 @@
+# amaranth: UnusedElaboratable=no
+
 """The parts the PEs are built from: parameter checks, the weight-stationary ports, and the
 double-buffered weight and output-stationary sum alone in a module (the whole PEs are tested
 in test_pe and test_pe_both)."""
