@@ -24,6 +24,7 @@ memory image and placements, and the host steps (`CompiledModel`).
 """
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Mapping
 
@@ -53,6 +54,7 @@ from systolic.mapper.lowering.layer_code import LayerCode
 from systolic.mapper.lowering.layernorm import lower_qlayernorm
 from systolic.mapper.lowering.layout import LAYOUT_OPS, decide_layout
 from systolic.mapper.lowering.layout_resize import enlarging_resample
+from systolic.mapper.lowering.layout_sets import layout_sets
 from systolic.mapper.lowering.layout_split import compile_split
 from systolic.mapper.lowering.matmul import lower_qmatmul
 from systolic.mapper.lowering.memory_plan import EIGHT_BIT, MemoryPlan, element_type
@@ -149,66 +151,6 @@ def _halos(graph: Graph) -> dict[str, tuple[int, int]]:
 
 
 _CONV_OPS = frozenset({"QConv", "QConvInt"})
-_SPATIAL_OPS = frozenset({"QConv", "QConvInt", "QMaxPool", "QAveragePool"})
-_ELEMENTWISE = frozenset({"QAdd", "QMul", "QTable"})
-"""The elementwise systolic ops: their operands and result share one layout."""
-
-
-def _spatial(graph: Graph) -> frozenset[str]:
-    """Return the values 1-D/2-D convolutions and pooling read or write, and (through QAdd,
-    QMul and QTable) the values combined with them: the rank-3 ones among them are stored
-    channel-last."""
-    spatial = {
-        name
-        for node in graph.nodes
-        if node.domain == SYSTOLIC_DOMAIN and node.op_type in _SPATIAL_OPS
-        for name in (node.inputs[0], node.outputs[0])
-    }
-    adds = [n for n in graph.nodes if n.domain == SYSTOLIC_DOMAIN and n.op_type in _ELEMENTWISE]
-    changed = True
-    while changed:
-        changed = False
-        for node in adds:
-            operands = node.inputs[:1] if node.op_type == "QTable" else node.inputs[:2]
-            names = {n for n in (*operands, node.outputs[0]) if n}
-            if names & spatial and not names <= spatial:
-                spatial |= names
-                changed = True
-    return frozenset(spatial)
-
-
-def _matrix(graph: Graph, spatial: frozenset[str]) -> frozenset[str]:
-    """Return the values a QMatMul reads or writes (A, a computed B, Y) or a QSoftmax or
-    QLayerNorm (X, Y), and those layout ops connect to them, that no spatial operator touches:
-    of rank 4 they are stored row-major (the product's and the normalized rows contiguous),
-    not channel-last."""
-    names = {
-        name
-        for node in graph.nodes
-        if node.domain == SYSTOLIC_DOMAIN and node.op_type in _ROW_MAJOR_OPS
-        for name in (*node.inputs[:2], node.outputs[0])
-        if graph.initializer(name) is None
-    }
-    # and the values the layout ops between them pass through (heads split by Reshape and
-    # Transpose, merged again), so those stay re-interpretations or strided views, and the
-    # result of a QTable of them (written by the product's STOREs when fused)
-    layouts = [n for n in graph.nodes if (n.domain == "" and n.op_type in _PASS_LAYOUT)
-               or (n.domain == SYSTOLIC_DOMAIN and n.op_type == "QTable")]  # fmt: skip
-    changed = True
-    while changed:
-        changed = False
-        for node in layouts:
-            pair = {node.inputs[0], node.outputs[0]}
-            if pair & names and not pair <= names and not pair & spatial:
-                names |= pair
-                changed = True
-    return frozenset(names - spatial)
-
-
-_ROW_MAJOR_OPS = frozenset({"QMatMul", "QMatMulInt", "QSoftmax", "QLayerNorm"})
-"""Systolic ops whose operands and results are matrices (rows contiguous, row-major)."""
-
-_PASS_LAYOUT = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity"})
 
 
 def _constant_value(graph: Graph) -> Callable[[str], np.ndarray | None]:
@@ -230,10 +172,10 @@ class _Compiler:
         self.graph = graph
         self.config = config
         self.opsets = dict(opsets)
-        spatial = _spatial(graph)
+        sets = layout_sets(graph)
         wide = frozenset(node.outputs[0] for node in graph.nodes
                          if node.domain == SYSTOLIC_DOMAIN and node.op_type == "QConvInt")
-        self.plan = MemoryPlan(config, spatial=spatial, matrix=_matrix(graph, spatial),
+        self.plan = MemoryPlan(config, spatial=sets.spatial, matrix=sets.matrix,
                                wide=wide)  # fmt: skip
         self.halos = _halos(graph)
         self.consumers = graph.consumers()
@@ -376,6 +318,9 @@ class _Compiler:
     def run(self, progress: Callable[[int, int], None] | None = None) -> CompiledModel:
         """Compile every node in order (`compile_nodes`) into the program."""
         self.compile_nodes(progress)
+        for name in [n for n, lower in self.deferred.items()
+                     if self.chooser.refine(n, functools.partial(self.merged, lower))]:
+            del self.deferred[name]  # (interleaved into each candidate before the choice)
         self.instructions, self.layers = self.chooser.settle(self.layers, self.instructions,
                                                              self.plan.segments)
         if self.deferred:
@@ -489,17 +434,24 @@ class _Compiler:
         self.add_layer(node, LayerUnit.VECTOR, [], reason, _macs(node, self.ctx(index)))
         return True
 
+    def merged(self, lower: Callable[[int | None], list[Instruction]],
+               code: list[Instruction]) -> list[Instruction]:
+        """Return producer `code` with the vector layer `lower` lowers interleaved (`merge`),
+        or its blocks after the producer when the producer's writes cannot be mapped."""
+        return merge(code, lower, self.config) or [*code, *lower(None)]
+
     def interleave_deferred(self) -> None:
-        """With `--dataflow both`: interleave the vector layers with their producers' chosen
-        code (`compile_interleaved` deferred them; blocks after the producer when its writes
-        cannot be mapped), and renumber the layers."""
+        """With `--dataflow both`: interleave the vector layers `compile_interleaved` deferred
+        with their producers' code, for producers the chooser had no choice for (the others
+        are interleaved into each candidate before the choice, `run`), and renumber the
+        layers."""
         out: list[Instruction] = []
         layers = []
         for layer in self.layers:
             code = self.instructions[layer.first:layer.end]
             lower = self.deferred.get(layer.name)
             if lower is not None:
-                code = merge(code, lower, self.config) or [*code, *lower(None)]
+                code = self.merged(lower, code)
             layers.append(dataclasses.replace(layer, first=len(out), count=len(code)))
             out += code
         self.instructions, self.layers = out, layers

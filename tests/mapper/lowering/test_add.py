@@ -142,17 +142,22 @@ def test_add_of_a_constant_per_channel_shift():
     np.testing.assert_array_equal(simulate(compiled, inputs)["y"], expected)
 
 
-def test_per_channel_add_of_a_row_major_tensor_runs_on_the_host():
-    """[N, C, W] that no 1-D operator touches is row-major: its lanes are not channels."""
+def test_per_channel_add_of_a_rank_3_tensor_stores_it_channel_last():
+    """[N, C, W] plus [1, C, 1] (a group norm's shift): A and Y are stored channel-last."""
     g = graph({"a": (U8, (2, 5, 6)), "b": (U8, (1, 5, 1))}, {"y": U8}, [_add(U8, U8, U8)])
     compiled = compile_model(g, CONFIGS["4x4"])
-    assert compiled.layers[0].unit is LayerUnit.HOST
-    assert "channel-last" in compiled.layers[0].reason
+    assert compiled.layers[0].unit is LayerUnit.VECTOR
+    assert compiled.program.tensor("y").strides == (30, 1, 5)
+    inputs = {"a": random_input(U8, (2, 5, 6), 3), "b": random_input(U8, (1, 5, 1), 4)}
+    assert check_layers(compiled, inputs) is None
+    expected = run_graph(compiled.graph, inputs, opsets=OPSETS)["y"]
+    np.testing.assert_array_equal(simulate(compiled, inputs)["y"], expected)
 
 
-def test_operands_stored_in_different_layouts_run_on_the_host():
-    """An attention product [1, H, S, S] is row-major; a bias input of that shape is
-    channel-last: the vector unit cannot pair their elements (once an internal error)."""
+def test_a_bias_added_to_an_attention_product_is_stored_like_it():
+    """An attention product [1, H, S, S] is row-major; a bias input of that shape is stored
+    row-major too (the memory plan's layout groups), so the vector unit pairs their elements
+    (on the host before: a channel-last bias; once an internal error)."""
     product, constants = qmatmul("x", "m", 3, 4, seed=5)
     add = node("QAdd", ["m", "b"], "y", a_zero_point=3, b_zero_point=-4,
                multiplier_a=1 << 30, multiplier_b=1 << 29, shift=0, y_zero_point=1,
@@ -160,9 +165,9 @@ def test_operands_stored_in_different_layouts_run_on_the_host():
     g = graph({"x": (I8, (1, 2, 4, 3)), "b": (I8, (1, 2, 4, 4))}, {"y": I8}, [product, add],
               constants)
     compiled = compile_model(g, CONFIGS["4x4"])
-    layer = compiled.layers[-1]
-    assert layer.unit is LayerUnit.HOST
-    assert "its operands are stored in different layouts" in layer.reason
+    assert [layer.unit for layer in compiled.layers] == [LayerUnit.ARRAY, LayerUnit.VECTOR]
+    assert compiled.program.tensor("b").strides == compiled.program.tensor("m").strides == (32, 16, 4, 1)
     inputs = {"x": random_input(I8, (1, 2, 4, 3), 1), "b": random_input(I8, (1, 2, 4, 4), 2)}
+    assert check_layers(compiled, inputs) is None
     expected = run_graph(compiled.graph, inputs, opsets=OPSETS)["y"]
     np.testing.assert_array_equal(simulate(compiled, inputs)["y"], expected)

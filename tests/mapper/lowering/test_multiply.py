@@ -15,7 +15,7 @@ from systolic.reference.executor import run_graph
 from systolic.simulation.layer_check import check_layers
 from systolic.simulation.runner import simulate
 
-from .graphs import OPSETS, graph, node, qconv, random_input
+from .graphs import OPSETS, graph, node, qconv, qmatmul, random_input
 
 U8, I8 = DataType.UINT8, DataType.INT8
 
@@ -60,9 +60,10 @@ def _run(g, config, inputs):  # type: ignore[no-untyped-def]
         ((4, 21), (1, 21)),
         ((2, 5, 21), (21,)),  # LayerNorm's gamma over the last axis
         ((2, 3, 20), (1, 1, 20)),
+        ((1, 3, 2, 20), (20,)),  # ConvNeXt's layer scale after the channels-last permute
     ],
     ids=["map", "batch", "matrix", "vector", "per-channel", "per-channel-n1", "matrix-n1",
-         "last-axis", "last-axis-rank3"],
+         "last-axis", "last-axis-rank3", "last-axis-rank4"],
 )
 @pytest.mark.parametrize("types", [(U8, U8, U8), (I8, I8, I8), (U8, I8, U8)],
                          ids=["u8", "i8", "mixed"])  # fmt: skip
@@ -90,13 +91,26 @@ def test_mul_scales_a_convolution_per_channel():
     assert [layer.unit for layer in compiled.layers] == [LayerUnit.ARRAY] * 2 + [LayerUnit.VECTOR]
 
 
-def test_per_channel_mul_of_a_row_major_tensor_runs_on_the_host():
-    """[N, C, W] that no 1-D operator touches is row-major: its lanes are not channels."""
+def test_per_channel_mul_of_a_rank_3_tensor_stores_it_channel_last():
+    """[N, C, W] times [1, C, 1] (a group norm's scale): the memory plan stores A and Y
+    channel-last, so the channels are the lanes the broadcast row scales."""
     g = graph({"a": (U8, (2, 5, 6)), "b": (U8, (1, 5, 1))}, {"y": U8}, [_mul(U8, U8, U8)])
     inputs = {"a": random_input(U8, (2, 5, 6), 7), "b": random_input(U8, (1, 5, 1), 8)}
     compiled = _run(g, CONFIGS["4x4"], inputs)
-    assert compiled.layers[0].unit is LayerUnit.HOST
-    assert "channel-last" in compiled.layers[0].reason
+    assert compiled.layers[0].unit is LayerUnit.VECTOR
+    assert compiled.program.tensor("a").strides == (30, 1, 5)
+
+
+def test_per_channel_mul_of_a_matrix_product_runs_on_the_host():
+    """A rank-3 QMatMul result stays row-major (its rows contiguous): a per-row B cannot be
+    broadcast over its lanes, so the product runs on the host, with the reason."""
+    product, constants = qmatmul("x", "a", 3, 6, seed=9, y_type=U8)
+    g = graph({"x": (I8, (2, 5, 3)), "b": (U8, (1, 5, 1))}, {"y": U8},
+              [product, _mul(U8, U8, U8)], constants)  # fmt: skip
+    inputs = {"x": random_input(I8, (2, 5, 3), 7), "b": random_input(U8, (1, 5, 1), 8)}
+    compiled = _run(g, CONFIGS["4x4"], inputs)
+    assert [layer.unit for layer in compiled.layers] == [LayerUnit.ARRAY, LayerUnit.HOST]
+    assert "channel-last" in compiled.layers[1].reason
 
 
 def test_broadcast_form():
