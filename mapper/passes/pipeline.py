@@ -32,6 +32,8 @@ Order (each pass one module):
      decompose_prelu    float PRelu of a per-channel slope -> Relu(x) + Min(x, 0) * a
  4b. conv_transpose     ConvTranspose -> Convs over its input (polyphase: one per stride
                         phase, then their interleave) or over its zero-inserted input
+ 4b'. float_linear_resize  float linear Resize -> [Transpose] MatMul(constant interpolation
+                        matrix) [Transpose] per resized axis (QMatMuls once quantized)
  4c. fold_bias_add      Add/Sub of a per-channel constant after a float Conv -> its bias
  4d. channel_affine     a chain of per-channel affine ops (BatchNormalization, Mul/Add/Sub/
                         Div of a per-channel constant) -> one BatchNormalization after a
@@ -64,6 +66,8 @@ Order (each pass one module):
                         indices)(DQ(u)) -> DQ(op(u)) (exact): they select integers; a reader
                         Q of DQ's parameters is dropped, others requantize (a QTable; before
                         an upsampling, on its input's elements)
+ 7b''. quantized_linear_resize  DQ -> linear Resize -> Q -> per resized axis [Transpose]
+                        DQ MatMul(DQ(int8 interpolation matrix)) Q [Transpose] (QMatMuls)
  7c. fuse_layernorm    DQ -> layer normalization over the last axis (LayerNormalization, or
                         its decomposed ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div chain with
                         any Q/DQ between its steps) -> Q -> QLayerNorm (LAYERNORM); gamma
@@ -124,6 +128,7 @@ from systolic.mapper.passes.fuse_tables import fuse_tables
 from systolic.mapper.passes.instance_norm import instance_norm_to_layernorm
 from systolic.mapper.passes.layernorm_moments import moments_layernorm
 from systolic.mapper.passes.layernorm_ptq import layernorm_island
+from systolic.mapper.passes.linear_resize import float_linear_resize, quantized_linear_resize
 from systolic.mapper.passes.masked_softmax import (
     arithmetic_masks,
     finite_masks,
@@ -178,7 +183,7 @@ def run_passes(
     for rewrite in (fold_scalar_dequantize, fold_scalar_quantize, finite_masks,
                     arithmetic_masks, rms_mean_to_matmul, instance_norm_to_layernorm,
                     spatial_mean_to_pool, decomposed_softmax, decompose_lrn, decompose_prelu,
-                    conv_transpose_to_conv, fold_bias_add, channel_affine):
+                    conv_transpose_to_conv, float_linear_resize, fold_bias_add, channel_affine):
         rewritten = rewrite(model, report)
         if rewritten is not model:
             model = finalize(rewritten)
@@ -217,6 +222,8 @@ def run_passes(
         model = finalize(hoisted)
     if (selecting := dequantize_after_layout(model, report)) is not model:
         model = finalize(selecting)
+    if (interpolated := quantized_linear_resize(model, report)) is not model:
+        model = finalize(interpolated)
     model = fuse_layernorm(model, report, refused_norms)
     if (widened := widen_conv_integer(model, report)) is not model:  # uint8 weights' zp
         model = finalize(widened)
