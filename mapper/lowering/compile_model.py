@@ -417,7 +417,7 @@ class _Compiler:
             return _INTERLEAVABLE[node.op_type](node, self.ctx(index), overlap.window, band)
 
         try:
-            if self.config.dataflow is Dataflow.BOTH:  # (after the chooser settles the code)
+            if self.config.dataflow is Dataflow.BOTH:  # (into each candidate: `run`)
                 lower(1)
                 self.deferred[producer.name] = lower
                 merged = None

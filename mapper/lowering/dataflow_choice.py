@@ -8,7 +8,9 @@ address of the memory plan, which then moves past the larger of the two: only th
 bytes enter the image), keeps both and returns the weight-stationary instructions as the
 layer's placeholder, without constants.
 
-`settle(layers, instructions, segments)` then chooses, once every layer is compiled, in
+`refine(name, change)` rewrites both lowerings of a layer (compile_model interleaves the
+vector layer that follows it into each: `vector_overlap`), so that the choice times the
+code that will run. `settle(layers, instructions, segments)` then chooses, once every layer is compiled, in
 program order. For each array layer it times, with `layer_cycles(program, config)` (the cycle
 model on the BOTH array: `systolic.sim.timing.layer_cycles.layer_cycles`, injected by the
 caller because the mapper sits below the simulators), the program made of the layers since
@@ -82,6 +84,19 @@ class DataflowChooser:
             raise refusal
         self.candidates[name] = tuple(codes)
         return dataclasses.replace(codes[0], segments=())
+
+    def refine(self, name: str, change: Callable[[list[Instruction]], list[Instruction]]
+               ) -> bool:
+        """Replace the instructions of each lowering kept for layer `name` by `change(them)`
+        (the vector layer interleaved into it: the choice then times what will run); return
+        False, changing nothing, when the layer has no lowerings kept (no choice to make)."""
+        codes = self.candidates.get(name)
+        if codes is None:
+            return False
+        self.candidates[name] = tuple(
+            dataclasses.replace(code, instructions=tuple(change(list(code.instructions))))
+            for code in codes)
+        return True
 
     def settle(self, layers: Sequence[ProgramLayer], instructions: Sequence[Instruction],
                segments: list[MemorySegment]

@@ -26,7 +26,7 @@ from systolic.isa.instructions import Instruction, Load, LoadTarget
 from systolic.isa.patterns import ElementPattern, RowPattern
 from systolic.isa.store import RowWriter
 
-__all__ = ["DEFAULT_LAG", "SPACING_PERCENT", "blocks_of", "interleave", "last_writers"]
+__all__ = ["DEFAULT_LAG", "SPACING_PERCENT", "WriterMap", "blocks_of", "interleave", "last_writers"]
 
 DEFAULT_LAG = 1
 """Producer STOREs between a block's last operand STORE and the block (measured on the light
@@ -56,50 +56,68 @@ def last_writers(producer: Sequence[Instruction], blocks: Sequence[Sequence[Inst
     """Return per block the index of the last producer instruction writing an external byte
     the block's LOADs may read (each LOAD row taken as the span of its elements: a superset
     of the bytes it reads), -1 when none; or None when the producer's writes span more than
-    `_SPAN_LIMIT` bytes."""
-    fields = [(index, *_rows(row_pattern_of(i)), i.written_rows(), i.row_bytes(config))
-              for index, i in enumerate(producer) if isinstance(i, RowWriter)]  # fmt: skip
-    if not fields:
-        return [-1] * len(blocks)
-    index, ext, n0, stride0, stride1, count, length = np.array(fields, dtype=np.int64).T
-    row = _ranks(count)
-    index, ext, n0, stride0, stride1, length = (
-        np.repeat(a, count) for a in (index, ext, n0, stride0, stride1, length))
-    base = ext + (row // n0) * stride1 + (row % n0) * stride0
-    written = np.repeat(base, length) + _ranks(length)
-    if not written.size:
-        return [-1] * len(blocks)
-    low, high = int(written.min()), int(written.max()) + 1
-    if high - low > _SPAN_LIMIT:
-        return None
-    last = np.full(high - low, -1, dtype=np.int64)
-    np.maximum.at(last, written - low, np.repeat(index, length))  # the latest writer
-    return _newest_reads(blocks, last, low, config)
+    `_SPAN_LIMIT` bytes. (`WriterMap(producer, config).newest(blocks)`.)"""
+    writers = WriterMap(producer, config)
+    return None if writers.too_wide else writers.newest(blocks)
 
 
-def _newest_reads(blocks: Sequence[Sequence[Instruction]], last: np.ndarray, low: int,
-                  config: ArrayConfig) -> list[int]:
-    """Per block the largest `last[byte - low]` over the bytes its spad LOADs may read (each
-    row the span of its elements), -1 when none lies in `last`: one vectorized pass over
-    every LOAD row of every block."""
-    fields = [(b, i.ext, i.n0, i.row_stride0, i.row_stride1, i.count,
-               *_offset_range(i.k0, i.length, i.run, i.n_mid, i.stride_mid, i.stride_outer,
-                              config.operand_bytes))
-              for b, block in enumerate(blocks) for i in block
-              if isinstance(i, Load) and i.mem is not LoadTarget.PARAMS]  # fmt: skip
-    newest = np.full(len(blocks), -1, dtype=np.int64)
-    if not fields:
+class WriterMap:
+    """The newest producer instruction writing each external byte, kept per segment: the
+    byte range cut at every start and end of a written row (a RowWriter's row is a
+    contiguous span of `row_bytes`), so its size and the cost of building and querying it
+    grow with the number of written rows, not bytes (sorting them: n log n).
+
+    `too_wide` is True when the writes span more than `_SPAN_LIMIT` bytes (the caller then
+    does not interleave); `newest(blocks)` answers as `last_writers`."""
+
+    def __init__(self, producer: Sequence[Instruction], config: ArrayConfig) -> None:
+        self.config = config
+        fields = [(index, *_rows(row_pattern_of(i)), i.written_rows(), i.row_bytes(config))
+                  for index, i in enumerate(producer) if isinstance(i, RowWriter)]  # fmt: skip
+        table = np.array(fields, dtype=np.int64).reshape(-1, 7).T
+        index, ext, n0, stride0, stride1, count, length = table
+        row = _ranks(count)
+        index, ext, n0, stride0, stride1, length = (
+            np.repeat(a, count) for a in (index, ext, n0, stride0, stride1, length))
+        starts = ext + (row // n0) * stride1 + (row % n0) * stride0
+        keep = length > 0
+        starts, ends, index = starts[keep], starts[keep] + length[keep], index[keep]
+        self.too_wide = bool(starts.size) and int(ends.max() - starts.min()) > _SPAN_LIMIT
+        # segment s = [edges[s], edges[s + 1]); the last one, [edges[-1], ...), has no writer
+        self.edges = np.unique(np.concatenate([starts, ends]))
+        self.last = np.full(self.edges.size + 1, -1, dtype=np.int64)  # (+1: a sentinel)
+        first = np.searchsorted(self.edges, starts)
+        covered = np.searchsorted(self.edges, ends) - first
+        segment = np.repeat(first, covered) + _ranks(covered)
+        np.maximum.at(self.last, segment, np.repeat(index, covered))
+
+    def newest(self, blocks: Sequence[Sequence[Instruction]]) -> list[int]:
+        """Per block the newest writer of a byte its spad LOADs may read (each LOAD row the
+        span of its elements), -1 when none: one vectorized pass over every LOAD row."""
+        ob = self.config.operand_bytes
+        fields = [(b, i.ext, i.n0, i.row_stride0, i.row_stride1, i.count,
+                   *_offset_range(i.k0, i.length, i.run, i.n_mid, i.stride_mid,
+                                  i.stride_outer, ob))
+                  for b, block in enumerate(blocks) for i in block
+                  if isinstance(i, Load) and i.mem is not LoadTarget.PARAMS]  # fmt: skip
+        newest = np.full(len(blocks), -1, dtype=np.int64)
+        if not fields or not self.edges.size:
+            return newest.tolist()
+        block, ext, n0, stride0, stride1, count, lo, hi = np.array(fields, dtype=np.int64).T
+        row = _ranks(count)  # row r of its LOAD
+        block, ext, n0, stride0, stride1, lo, hi = (
+            np.repeat(a, count) for a in (block, ext, n0, stride0, stride1, lo, hi))
+        starts = ext + (row // n0) * stride1 + (row % n0) * stride0 + lo
+        ends = starts + (hi - lo + ob)
+        first = np.maximum(np.searchsorted(self.edges, starts, side="right") - 1, 0)
+        stop = np.searchsorted(self.edges, ends, side="left")  # (segments first .. stop - 1)
+        hit = stop > first
+        if not hit.any():
+            return newest.tolist()
+        pairs = np.column_stack([first[hit], stop[hit]]).ravel()
+        row_newest = np.maximum.reduceat(self.last, pairs)[::2]
+        np.maximum.at(newest, block[hit], row_newest)
         return newest.tolist()
-    block, ext, n0, stride0, stride1, count, lo, hi = np.array(fields, dtype=np.int64).T
-    span = hi - lo + config.operand_bytes
-    row = _ranks(count)  # row r of its LOAD
-    per_row = [np.repeat(a, count) for a in (block, ext, n0, stride0, stride1, lo, span)]
-    block, ext, n0, stride0, stride1, lo, span = per_row
-    base = ext + (row // n0) * stride1 + (row % n0) * stride0 + lo
-    byte = np.repeat(base, span) + _ranks(span) - low
-    inside = (byte >= 0) & (byte < last.size)
-    np.maximum.at(newest, np.repeat(block, span)[inside], last[byte[inside]])
-    return newest.tolist()
 
 
 def _rows(pattern: RowPattern) -> tuple[int, int, int, int]:

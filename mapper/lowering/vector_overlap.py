@@ -7,9 +7,9 @@ it (`interleave`): the producer is lowered with a smaller scratchpad (`Overlap.p
 this frees (`Overlap.window`), its blocks in row-major order (the order a convolution stores
 its pixels in), and each block goes into the producer's stream once its operand is stored.
 The vector layer's own instructions then belong to the producer's layer (the vector layer
-keeps none, its reason starting with `INTERLEAVED`). With `--dataflow both` the interleaving
-waits until the chooser has settled each array layer's code (the choice is made on the
-layers without their vector blocks).
+keeps none, its reason starting with `INTERLEAVED`). With `--dataflow both` the blocks are
+interleaved into each dataflow's lowering of the producer before the chooser times them
+(`DataflowChooser.refine`): the choice sees what will run.
 """
 
 import dataclasses
@@ -21,7 +21,7 @@ from systolic.config import ArrayConfig
 from systolic.ir import SYSTOLIC_DOMAIN, Graph, Node
 from systolic.isa.instructions import Instruction
 from systolic.isa.memories import Memory, depth
-from systolic.mapper.lowering.interleave import blocks_of, interleave, last_writers
+from systolic.mapper.lowering.interleave import WriterMap, blocks_of, interleave
 from systolic.mapper.lowering.node_attrs import ints_attr
 from systolic.mapper.lowering.vector_tiles import SpadWindow
 
@@ -112,12 +112,13 @@ def merge(producer: Sequence[Instruction], lower: Callable[[int | None], list[In
     storing one channel block of every pixel at a time the second. The second is not
     lowered when no block of the first waits longer than for its own operand. (Bands in
     between score better by that sum on the light ResNet-50 but run slower.)"""
+    written = WriterMap(producer, config)  # (built once for both orders)
+    if written.too_wide:
+        return None
     best: tuple[int, list[list[Instruction]], list[int]] | None = None
     for band in (1, None):
         blocks = blocks_of(lower(band))
-        writers = last_writers(producer, blocks, config)
-        if writers is None:
-            return None
+        writers = written.newest(blocks)
         waits = np.maximum.accumulate(np.asarray(writers, dtype=np.int64)) if writers else _NONE
         if best is None or int(waits.sum()) < best[0]:
             best = (int(waits.sum()), blocks, writers)

@@ -1,9 +1,11 @@
 """Interleaving a vector layer's blocks into its producer's instruction stream: the blocks,
 the last producer write each block reads, and where the blocks go."""
 
+import numpy as np
+
 from systolic.config import ArrayConfig
 from systolic.isa.instructions import Add, Compute, Load, LoadTarget, Preload, Store
-from systolic.mapper.lowering.interleave import blocks_of, interleave, last_writers
+from systolic.mapper.lowering.interleave import WriterMap, blocks_of, interleave, last_writers
 
 CONFIG = ArrayConfig(rows=4, cols=4)
 
@@ -38,6 +40,29 @@ def test_each_block_waits_for_the_last_store_of_a_byte_it_reads():
     # bytes 4..7 are written by the STOREs at 2 (rows 0, 1) only; 12..15 by the one at 3
     assert last_writers(producer, blocks, CONFIG) == [2, 3, -1]
     assert last_writers(producer, [[_load(0), _add()]], CONFIG) == [4]  # rewritten later
+
+
+def _newest_by_byte(producer: list[Store], blocks: list[list[Load]]) -> list[int]:
+    """`last_writers` byte by byte: the reference the segment map must equal."""
+    last: dict[int, int] = {}
+    for index, store in enumerate(producer):
+        for row in range(store.m):
+            for byte in range(store.ext + 4 * row, store.ext + 4 * row + 4):
+                last[byte] = index
+    return [max((last.get(byte, -1) for load in block for row in range(load.count)
+                 for byte in range(load.ext + 4 * row, load.ext + 4 * row + 4)), default=-1)
+            for block in blocks]  # fmt: skip
+
+
+def test_the_segment_map_finds_what_a_map_of_every_byte_finds():
+    rng = np.random.default_rng(5)
+    producer = [_store(int(rng.integers(0, 60)) * 2, rows=int(rng.integers(1, 4)))
+                for _ in range(40)]  # (overlapping, unaligned rewrites)
+    blocks = [[_load(int(rng.integers(0, 70)) * 2, rows=int(rng.integers(1, 3)))
+               for _ in range(int(rng.integers(1, 3)))] for _ in range(60)]
+    expected = _newest_by_byte(producer, blocks)
+    assert WriterMap(producer, CONFIG).newest(blocks) == expected
+    assert -1 in expected and max(expected) == 39  # (both cases occur)
 
 
 def test_blocks_go_after_their_writer_and_lag_stores_in_their_own_order():
