@@ -96,6 +96,8 @@ def resize(
     `mode` is "nearest" or "linear" (n-linear over every resized axis, computed in float64);
     `roi` gives (start, end) per axis for tf_crop_and_resize, whose coordinates outside the
     input take `extrapolation_value`. A nearest index outside the input is clamped to it.
+    Integer `x` resampled linearly: the float64 result truncated toward zero (onnxruntime's
+    cast).
     """
     result = x.astype(np.float64) if mode == "linear" else x
     outside = np.zeros(tuple(out_shape), dtype=bool)

@@ -1,7 +1,10 @@
 """Resize and its deprecated predecessor Upsample: nearest and linear resampling.
 
 The output shape must be known before running, so scales, sizes and roi must be constants
-(or folded from constants). Cubic interpolation and antialiased shrinking are refused.
+(or folded from constants). Cubic interpolation and antialiased shrinking are refused. A linear
+Resize of integers (a QOperator export's uint8 Resize) interpolates in float64 and truncates
+toward zero, as onnxruntime's CPU kernel casts its float result (onnxruntime sums in float32:
+where that sum falls just below a whole number, for non-dyadic weights, it is 1 lower).
 """
 
 from collections.abc import Sequence
@@ -12,7 +15,6 @@ from systolic.errors import UnsupportedError
 from systolic.ir import Attrs
 from systolic.reference.kernels.resize import COORDINATE_MODES, NEAREST_MODES, resize
 from systolic.reference.ops._shared import (
-    FLOAT_TYPES,
     NUMERIC_TYPES,
     check_type,
     float_attr,
@@ -80,11 +82,6 @@ class _Resample(Op):
         x = inputs[0]
         assert x is not None
         check_type(self, x, NUMERIC_TYPES, "X")
-        if self.mode == "linear" and x.dtype not in FLOAT_TYPES:
-            raise UnsupportedError(
-                f"node {self.node_label!r} (ai.onnx.{self.op_type}:{self.version}): linear "
-                f"resizing of {x.dtype.short} is not implemented by the host reference; resize "
-                "in float (dequantize first) or use mode 'nearest'")
         out_shape, _, _ = self.plan(x.shape, self._values(inputs))
         return fold(self, inputs, [TensorInfo(x.dtype, out_shape)])
 

@@ -129,11 +129,22 @@ def test_resize_refuses_an_unknown_coordinate_mode():
         make_op("Resize", {"coordinate_transformation_mode": "half_pixel_symmetric"}, 18)
 
 
-def test_resize_refuses_linear_integers():
-    x = np.zeros((1, 1, 2, 2), np.uint8)
-    with pytest.raises(UnsupportedError, match=r"linear resizing of u8 is not implemented"):
-        run_ours("Resize", [x, EMPTY, np.array([1, 1, 2, 2], np.float32)], {"mode": "linear"}, 13,
-                 known=[1, 2])
+@pytest.mark.parametrize("coord", COORDS)
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_resize_linear_integers_truncate_as_onnxruntime(coord, dtype):
+    """A QOperator export's integer Resize: the float result truncated toward zero; equal to
+    onnxruntime for dyadic weights, within 1 where its float32 sum rounds below a whole
+    number."""
+    info = np.iinfo(dtype)
+    x = rng(91).integers(info.min, info.max + 1, (1, 2, 5, 7)).astype(dtype)
+    for scales, most in (([1, 1, 2, 2], 0 if coord != "align_corners" else 1),
+                         ([1, 1, 1.5, 2.5], 1), ([1, 1, 0.5, 0.6], 1)):
+        inputs = [x, EMPTY, np.array(scales, np.float32)]
+        attrs = {"mode": "linear", "coordinate_transformation_mode": coord}
+        ours = run_ours("Resize", inputs, attrs, 13, known=[1, 2])[0][0]
+        theirs = run_ort("Resize", inputs, attrs, opset=13, constant=[1, 2])[0]
+        assert ours.dtype == dtype
+        assert np.abs(ours.astype(int) - theirs.astype(int)).max() <= most
 
 
 def test_resize_refuses_antialiased_shrinking():
