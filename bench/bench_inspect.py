@@ -60,7 +60,8 @@ def where(model: Path) -> None:
                 stack = [f"{entry.filename.split('/')[-1]}:{entry.lineno} {entry.name}"
                          for entry in traceback.extract_stack(frame)
                          if "systolic" in entry.filename or "mapper" in entry.filename]  # fmt: skip
-                print(f"  {rss / 1e6:7.0f} MB  {' < '.join(reversed(stack[-3:]))}")
+                print(f"  {rss / 1e6:7.0f} MB  {' < '.join(reversed(stack[-3:]))}",
+                      file=sys.__stdout__)
                 last[0] = rss
             time.sleep(0.002)
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from systolic.errors import ModelError
 from systolic.ir import DataType, Graph, Model, Node
+from systolic.mapper.passes.constant_layout import filled
 from systolic.reference.executor import run_model
 from systolic.reference.kernels.blas_threads import single_threaded_blas
 from systolic.reference.kernels.conv import reused_scratch
@@ -53,7 +54,9 @@ def calibrate(
     `also`, when given, observes every node of the same runs (what else the quantizer needs
     from them: Softmax row maxima, `softmax_ranges.RowFloors`), so nothing runs twice. A
     value that is NaN or infinite in any feed is a ModelError naming it: it has no range to
-    quantize."""
+    quantize. Repeated-value constants are filled in first (`constant_layout.filled`)."""
+    if feeds:
+        model = filled(model)
     wanted = set(names)
     ranges: dict[str, tuple[float, float]] = {}
 

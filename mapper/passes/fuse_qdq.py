@@ -35,6 +35,7 @@ from collections.abc import Callable
 import numpy as np
 
 from systolic.ir import DataType, Model, Node
+from systolic.mapper.passes.constant_layout import transposed_copy
 from systolic.mapper.passes.fusion_context import FusionContext
 from systolic.mapper.passes.graph_tools import attr_float, attr_int, attr_ints, attr_str
 from systolic.mapper.passes.pool_geometry import pool_geometry
@@ -258,7 +259,7 @@ def _matmul_like(ctx: FusionContext, node: Node, report: PassReport) -> None:
         bias_inputs = [ctx.constant(f"{node.label}_bias_i32", bias)]
     weights = effective_weights(w.values, w.zero_point, channel_axis)
     if trans_b:
-        weights = np.ascontiguousarray(weights.T)
+        weights = transposed_copy(weights)
     mult, shift = output_multipliers(list(acc_scale / np.float64(yp.scale)))
     attrs = {"a_zero_point": ap.zero_point, "multiplier": mult, "shift": shift,
              **_stage_attrs(act, ctx, yp)}

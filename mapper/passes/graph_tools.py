@@ -8,6 +8,7 @@ from collections.abc import Set as AbstractSet
 import numpy as np
 
 from systolic.ir import Attrs, AttrValue, DataType, Graph, Model, Node, Tensor
+from systolic.mapper.passes.constant_layout import c_contiguous
 
 __all__ = [
     "Namer",
@@ -137,9 +138,9 @@ def with_graph(model: Model, graph: Graph) -> Model:
 
 def tensor(name: str, value: np.ndarray) -> Tensor:
     """Return a constant tensor holding `value` (a read-only copy unless `value` is a
-    read-only contiguous array already), of `value`'s shape: a scalar stays 0-D
-    (`np.ascontiguousarray` would make it [1])."""
-    data = np.asarray(value, order="C")
+    read-only contiguous array, or a repeated-value view: `constant_layout`), of `value`'s
+    shape: a scalar stays 0-D (`np.ascontiguousarray` would make it [1])."""
+    data = c_contiguous(value)
     if data is not value and data.flags.writeable and not np.may_share_memory(data, value):
         data.flags.writeable = False  # a fresh copy nobody else holds: no second copy
     return Tensor(name, DataType.from_numpy(value.dtype), data)

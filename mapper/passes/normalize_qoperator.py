@@ -30,6 +30,7 @@ from collections.abc import Callable
 import numpy as np
 
 from systolic.ir import DataType, Model, Node
+from systolic.mapper.passes.constant_layout import transposed_copy
 from systolic.mapper.passes.fusion_context import FusionContext
 from systolic.mapper.passes.graph_tools import attr_float, attr_int, attr_ints, attr_str
 from systolic.mapper.passes.pool_geometry import pool_geometry
@@ -181,7 +182,7 @@ def _qgemm(ctx: FusionContext, node: Node, report: PassReport) -> None:
         raise NotFusable("B is not a constant matrix")
     weights, b_scale = _weights(ctx, node, 3, 4, 5, 0 if trans_b else 1)
     if trans_b:
-        weights = np.ascontiguousarray(weights.T)
+        weights = transposed_copy(weights)
     alpha = np.float32(attr_float(node, "alpha", 1.0))
     if alpha <= 0:
         raise NotFusable("QGemm with alpha <= 0 is not fused")

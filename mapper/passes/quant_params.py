@@ -207,11 +207,12 @@ def add_multipliers(real_a: float, real_b: float) -> tuple[int, int, int]:
 
 
 def effective_weights(w: np.ndarray, zero_point: np.ndarray | None, axis: int) -> np.ndarray:
-    """Return int8 w - zero_point (zero point per tensor or per `axis`); raise NotFusable
-    when a difference does not fit 8 signed bits (the weight width)."""
+    """Return int8 w - zero_point (zero point per tensor or per `axis`; `w` itself when it
+    is read-only int8 and nothing is subtracted); raise NotFusable when a difference does
+    not fit 8 signed bits (the weight width)."""
     if w.dtype == np.int8 and (zero_point is None or (
             zero_point.size in (1, w.shape[axis]) and not np.any(zero_point))):
-        return w.copy()  # nothing to subtract: already the difference
+        return w.copy() if w.flags.writeable else w  # already the difference
     narrow = w.dtype.itemsize == 1 and (zero_point is None or zero_point.dtype.itemsize == 1)
     wide = np.dtype(np.int16 if narrow else np.int64)  # two bytes' difference fits int16
     diff: np.ndarray = w.astype(wide)

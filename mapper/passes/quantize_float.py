@@ -78,6 +78,7 @@ from systolic.mapper.passes.channel_affine_ptq import (
     keeps_shape,
     quantized_by_model,
 )
+from systolic.mapper.passes.constant_layout import core, spread
 from systolic.mapper.passes.constant_operand_ptq import (
     constant_operand_index,
     quantized_operand,
@@ -520,10 +521,26 @@ _CHUNK = 1 << 20
 def quantize_weights(
     w: np.ndarray, axis: int, guard: WeightGuard | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Return (int8 values, float32 scale per channel along `axis`), symmetric. A channel's
-    scale is max|W| / 127 (1 for an all-zero channel), raised to `weight_scale_floor` from
-    `guard` (x_scale, y_scale, bias; None: no floor)."""
+    """Return (read-only int8 values, float32 scale per channel along `axis`), symmetric. A
+    channel's scale is max|W| / 127 (1 for an all-zero channel), raised to
+    `weight_scale_floor` from `guard` (x_scale, y_scale, bias; None: no floor). A
+    repeated-value view (`constant_layout`) is quantized one element per repetition and the
+    integers are a view of the same shape again."""
     axis = axis % w.ndim
+    compact = core(w)
+    if compact is w:
+        return _quantize_weights(w, axis, guard)
+    wide = list(compact.shape)
+    wide[axis] = w.shape[axis]  # every channel, for its own scale
+    values, scale = _quantize_weights(np.ascontiguousarray(np.broadcast_to(compact, wide)),
+                                      axis, guard)
+    return spread(values, w.shape), scale
+
+
+def _quantize_weights(
+    w: np.ndarray, axis: int, guard: WeightGuard | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """`quantize_weights` of an array in memory, `axis` non-negative."""
     others = tuple(i for i in range(w.ndim) if i != axis)
     # Slices of axis 0 of about _CHUNK elements: no temporary of the whole weight (abs, float64).
     step = max(1, _CHUNK // max(1, w[:1].size))
@@ -545,6 +562,7 @@ def quantize_weights(
         np.rint(q, out=q)
         np.clip(q, -WEIGHT_MAX, WEIGHT_MAX, out=q)
         out[part] = q
+    out.flags.writeable = False  # a constant from here on: `tensor` keeps it, no copy
     return out, scale
 
 
@@ -562,10 +580,14 @@ def _guard(node: Node, plan: _Plan, params: Mapping[str, Params],
 
 
 def _check_finite_weights(graph: Graph, plan: _Plan) -> None:
-    """Raise ModelError naming the first weight to quantize that holds NaN or infinity."""
+    """Raise ModelError naming the first weight to quantize that holds NaN or infinity (its
+    minimum and maximum tell, NaN propagating: no temporary of the weight's size)."""
     constants = constants_of(graph)
     for node in graph.nodes:
         if node.name not in plan.weights:
+            continue
+        values = core(constants[node.inputs[1]])
+        if not values.size or np.isfinite(values.min()) and np.isfinite(values.max()):
             continue
         bad = int(np.count_nonzero(~np.isfinite(constants[node.inputs[1]])))
         if bad:

@@ -1,5 +1,7 @@
 import numpy as np
+from onnx import helper
 
+from systolic.mapper.passes.constant_layout import filled
 from systolic.mapper.passes.fold_constants import fold_constants
 from systolic.mapper.passes.pipeline import finalize
 from systolic.mapper.passes.report import PassReport
@@ -66,3 +68,41 @@ def test_quantization_markers_are_not_folded():
                   {"wq": np.array([1, 2], np.int8), "s": np.array(0.5, np.float32)})
     folded = fold_constants(model, report_for(model))
     assert [n.op_type for n in folded.graph.nodes] == ["DequantizeLinear", "Add"]
+
+
+def _constant_of_shape_model(shape, reader):
+    """ConstantOfShape(shape) of 0.25 read by `reader` ("MatMul": x @ w, "Transpose": w.T)."""
+    fill = helper.make_tensor("fill", 1, [1], [0.25])
+    nodes = [node("ConstantOfShape", ["shape"], ["w"], value=fill, name="fill")]
+    if reader == "MatMul":
+        nodes.append(node("MatMul", ["x", "w"], ["y"], name="use"))
+        out = [2, shape[1]]
+    else:
+        nodes += [node("Transpose", ["w"], ["wt"], perm=[1, 0], name="transpose"),
+                  node("MatMul", ["x", "wt"], ["y"], name="use")]
+        out = [2, shape[0]]
+    k = shape[0] if reader == "MatMul" else shape[1]
+    return build(nodes, [("x", np.float32, [2, k])], [("y", np.float32, out)],
+                 {"shape": np.array(shape, np.int64)})
+
+
+def test_a_large_constant_of_shape_folds_into_a_view_of_its_value():
+    model = _constant_of_shape_model((512, 256), "MatMul")  # 131,072 > FOLD_LIMIT elements
+    folded = finalize(fold_constants(model, report_for(model)))
+    w = folded.graph.initializer("w").data
+    assert w.shape == (512, 256) and not any(w.strides) and not w.flags.writeable
+    x = np.random.default_rng(1).standard_normal((2, 512)).astype(np.float32)
+    # what calibration runs: the view filled in, summed as the unfolded model sums
+    np.testing.assert_array_equal(run_model(filled(folded), {"x": x})["y"],
+                                  run_model(model, {"x": x})["y"])
+
+
+def test_a_small_constant_of_shape_is_filled_and_a_transpose_keeps_the_view():
+    small = _constant_of_shape_model((16, 8), "MatMul")
+    w = finalize(fold_constants(small, report_for(small))).graph.initializer("w").data
+    assert w.flags.c_contiguous and w.strides != (0, 0)
+    large = _constant_of_shape_model((256, 512), "Transpose")
+    folded = finalize(fold_constants(large, report_for(large)))
+    wt = folded.graph.initializer("wt").data
+    assert wt.shape == (512, 256) and not any(wt.strides)
+    np.testing.assert_array_equal(wt, np.full((512, 256), 0.25, np.float32))
