@@ -78,6 +78,9 @@ Order (each pass one module):
  9. fuse_integer_matmul a MatMulInteger of a constant B left by normalize_qoperator
                         (dynamic quantization) -> QMatMulInt, int32 out; a computed zero
                         point's correction on the host (Cast, Mul, Add)
+ 9b. expand_constant_operand  DQ(8-bit constant) an Add/Mul broadcasts over its other
+                        operand -> the constant in that operand's rank or whole shape
+                        (a group norm's [C, 1] scale, LeViT's and Swin's attention biases)
 10. fuse_qdq            DQ -> op -> [Relu|Clip] -> Q -> systolic ops (QMul for the product
                         of two quantized tensors), integer layout ops
 10b. fuse_gather        DQ -> Gather(constant indices) -> Q of the same parameters -> the
@@ -113,6 +116,7 @@ from systolic.mapper.passes.decomposed_softmax import decomposed_softmax
 from systolic.mapper.passes.dequantize_after_layout import dequantize_after_layout
 from systolic.mapper.passes.dynamic_island import fusion_entries, quantize_dynamic_island
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
+from systolic.mapper.passes.expand_constant_operand import expand_constant_operand
 from systolic.mapper.passes.float_island import float_remnants
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.fold_bias_add import fold_bias_add
@@ -229,6 +233,8 @@ def run_passes(
         model = finalize(widened)
     model = normalize_qoperator(model, report)
     model = fuse_integer_matmul(model, report)
+    if (expanded := expand_constant_operand(model, report)) is not model:
+        model = finalize(expanded)
     model = fuse_qdq(model, report)
     model = fuse_gather(model, report)
     model = fuse_activations(model, report)

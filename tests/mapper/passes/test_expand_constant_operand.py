@@ -1,0 +1,101 @@
+"""expand_constant_operand: a quantized constant an Add/Mul broadcasts over a computed operand
+takes that operand's rank (a group norm's [C, 1] scale -> [1, C, 1]) or whole shape (an
+attention bias [H, S, S] -> [1, H, S, S], [1, H, S, S] -> [B, H, S, S]); the model computes
+exactly what it did, and the sum becomes a QAdd."""
+
+import numpy as np
+import pytest
+
+from systolic.mapper.passes.expand_constant_operand import (
+    MAX_EXPANDED_BYTES,
+    expand_constant_operand,
+    expanded_shape,
+)
+from systolic.mapper.passes.pipeline import finalize, run_passes
+from systolic.mapper.passes.report import PassReport
+from systolic.reference.executor import run_model
+
+from .table_models import make, node
+
+
+def _model(x_shape, c_value, reader="Add"):  # type: ignore[no-untyped-def]
+    """x -> Q -> DQ -> reader(., DQ(c)) -> Q -> DQ -> y, c an int8 constant."""
+    nodes = [node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+             node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+             node("DequantizeLinear", ["cq", "cs", "cz"], ["c"]),
+             node(reader, ["xd", "c"], ["sum"]),
+             node("QuantizeLinear", ["sum", "ys", "yz"], ["yq"]),
+             node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    constants = {"s": np.array(0.05, np.float32), "z": np.array(3, np.int8),
+                 "cs": np.array(0.02, np.float32), "cz": np.array(-2, np.int8),
+                 "ys": np.array(0.07, np.float32), "yz": np.array(1, np.int8),
+                 "cq": c_value.astype(np.int8)}
+    return make(nodes, [("x", np.float32, x_shape)], [("y", np.float32, x_shape)], constants)[1]
+
+
+def _expand(model):  # type: ignore[no-untyped-def]
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    return finalize(expand_constant_operand(model, report))
+
+
+def _constant_of(model, dq_output="c"):  # type: ignore[no-untyped-def]
+    dq = next(n for n in model.graph.nodes if n.outputs[0] == dq_output)
+    return model.graph.initializer(dq.inputs[0]).data
+
+
+@pytest.mark.parametrize(("constant", "other", "shape"), [
+    ((4, 6, 6), (1, 4, 6, 6), (1, 4, 6, 6)),  # LeViT's attention bias: rank only
+    ((1, 3, 5, 5), (4, 3, 5, 5), (4, 3, 5, 5)),  # Swin's bias over the windows: copied
+    ((8, 1), (1, 8, 30), (1, 8, 1)),  # wav2vec2's group norm scale: per channel
+    ((30,), (1, 8, 30), None),  # along the last axis: fused as it is
+    ((1, 8, 30), (1, 8, 30), None),  # the operand's own shape
+    ((3, 1), (1, 8, 30), None),  # not broadcast to the operand
+    ((1, 1, 1, 30), (1, 8, 30), None),  # more axes than the operand
+    ((1, 1), (1, 8, 30), None),  # one element: part of a table
+])
+def test_expanded_shape(constant, other, shape):  # type: ignore[no-untyped-def]
+    assert expanded_shape(constant, other) == shape
+
+
+def test_a_constant_above_the_size_limit_keeps_its_shape():
+    other = (MAX_EXPANDED_BYTES + 1, 2)
+    assert expanded_shape((1, 2, 1), (1, *other)) is None  # not broadcast (rank 3 > 2)
+    assert expanded_shape((1, 1), (MAX_EXPANDED_BYTES + 1, 2)) is None
+
+
+@pytest.mark.parametrize(("x_shape", "c_shape", "reader"), [
+    ((1, 4, 6, 6), (4, 6, 6), "Add"),
+    ((4, 3, 5, 5), (1, 3, 5, 5), "Add"),
+    ((1, 8, 30), (8, 1), "Mul"),
+])
+def test_the_model_computes_what_it_did(x_shape, c_shape, reader):  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(7)
+    c = rng.integers(-128, 128, c_shape)
+    model = _model(x_shape, c, reader)
+    expanded = _expand(model)
+    new = _constant_of(expanded)
+    assert new.ndim == len(x_shape)
+    np.testing.assert_array_equal(np.broadcast_to(new, x_shape), np.broadcast_to(c, x_shape))
+    feed = {"x": rng.normal(0, 2, x_shape).astype(np.float32)}
+    np.testing.assert_array_equal(run_model(expanded, feed)["y"], run_model(model, feed)["y"])
+
+
+def test_an_attention_bias_becomes_a_qadd():
+    """With the pipeline: the bias [H, S, S] beside [1, H, S, S] is fused (on the host
+    before: "a per-channel constant is not one table")."""
+    c = np.random.default_rng(8).integers(-128, 128, (4, 6, 6))
+    integer, _ = run_passes(_model((1, 4, 6, 6), c))
+    assert "QAdd" in [n.op_type for n in integer.graph.nodes]
+
+
+def test_a_constant_with_readers_of_different_shapes_is_left_alone():
+    """DQ(c) added to operands of two shapes: no single shape to give it."""
+    nodes = [node("DequantizeLinear", ["cq", "cs", "cz"], ["c"]),
+             node("Add", ["a", "c"], ["y1"]), node("Add", ["b", "c"], ["y2"])]
+    constants = {"cq": np.ones((4, 6, 6), np.int8), "cs": np.array(0.02, np.float32),
+                 "cz": np.array(0, np.int8)}
+    _, model = make(nodes, [("a", np.float32, (1, 4, 6, 6)), ("b", np.float32, (2, 4, 6, 6))],
+                    [("y1", np.float32, (1, 4, 6, 6)), ("y2", np.float32, (2, 4, 6, 6))],
+                    constants)  # fmt: skip
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    assert expand_constant_operand(model, report) is model
