@@ -80,12 +80,16 @@ def test_the_model_computes_what_it_did(x_shape, c_shape, reader):  # type: igno
     np.testing.assert_array_equal(run_model(expanded, feed)["y"], run_model(model, feed)["y"])
 
 
-def test_an_attention_bias_becomes_a_qadd():
-    """With the pipeline: the bias [H, S, S] beside [1, H, S, S] is fused (on the host
-    before: "a per-channel constant is not one table")."""
-    c = np.random.default_rng(8).integers(-128, 128, (4, 6, 6))
-    integer, _ = run_passes(_model((1, 4, 6, 6), c))
-    assert "QAdd" in [n.op_type for n in integer.graph.nodes]
+@pytest.mark.parametrize(("x_shape", "c_shape", "reader", "fused"), [
+    ((1, 6, 6), (6, 6), "Add", "QAdd"),  # an attention bias of one head
+    ((1, 8, 30), (8, 1), "Mul", "QMul"),  # a group norm's scale
+])
+def test_the_sum_or_product_becomes_a_systolic_op(x_shape, c_shape, reader, fused):  # type: ignore[no-untyped-def]
+    """With the pipeline: fused (on the host before: "a per-channel constant is not one
+    table")."""
+    c = np.random.default_rng(8).integers(-128, 128, c_shape)
+    integer, _ = run_passes(_model(x_shape, c, reader))
+    assert fused in [n.op_type for n in integer.graph.nodes]
 
 
 def test_a_constant_with_readers_of_different_shapes_is_left_alone():
