@@ -1,15 +1,13 @@
 """IsInf: which elements are infinite."""
 
-from collections.abc import Sequence
-
 import numpy as np
 
-from systolic.ir import Attrs, DataType
-from systolic.reference.ops._shared import FLOAT_TYPES, check_type, fold, int_attr
-from systolic.reference.ops.base import Op, TensorInfo
+from systolic.ir import Attrs
+from systolic.reference.ops._float_predicate import FloatPredicate
+from systolic.reference.ops._shared import int_attr
 
 
-class IsInf(Op):
+class IsInf(FloatPredicate):
     """IsInf-10, -20 (more float types): a bool tensor of X's shape, true where X is +inf
     (when `detect_positive`, default 1) or -inf (when `detect_negative`, default 1)."""
 
@@ -21,21 +19,13 @@ class IsInf(Op):
         self.positive = int_attr(self, "detect_positive", 1) != 0
         self.negative = int_attr(self, "detect_negative", 1) != 0
 
-    def infer(self, inputs: Sequence[TensorInfo | None]) -> list[TensorInfo]:
-        (x,) = inputs
-        assert x is not None
-        check_type(self, x, FLOAT_TYPES, "X")
-        return fold(self, inputs, [TensorInfo(DataType.BOOL, x.shape)])
-
-    def run(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
-        (x,) = inputs
-        assert x is not None
+    def holds(self, x: np.ndarray) -> np.ndarray:
         hit = np.zeros(x.shape, np.bool_)
         if self.positive:
             hit |= np.isposinf(x)
         if self.negative:
             hit |= np.isneginf(x)
-        return [hit]
+        return hit
 
 
 OPS = (IsInf,)
