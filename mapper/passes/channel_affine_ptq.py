@@ -44,19 +44,41 @@ def channel_vector_index(node: Node, graph: Graph,
     x_type, y_type = graph.type_of(x), graph.type_of(node.outputs[0])
     if (c is None or x in constants or x_type is None or y_type is None
             or x_type.dtype != DataType.FLOAT or y_type.dtype != DataType.FLOAT
-            or x_type.shape is None or len(x_type.shape) not in (2, 4)
+            or x_type.shape is None or len(x_type.shape) not in (2, 3, 4)
             or y_type.shape != x_type.shape):
         return None
     shape = x_type.shape
-    if len(shape) == 2:  # [M, C]: a vector along the last axis (channel_affine's BatchNorm1d)
-        return (index if c.dtype == np.float32 and c.ndim == 1 and c.size > 1
-                and shape[1] == c.size and bool(np.all(np.isfinite(c))) else None)
+    if len(shape) in (2, 3):  # [M, C], [N, S, C]: a vector along the last axis
+        return (index if _last_axis_vector(c, shape[-1])
+                and not _product_bias(node, x, graph) else None)
     if (c.dtype != np.float32 or c.ndim != 4 or c.shape[0] != 1 or c.size <= 1
             or not all(isinstance(d, int) for d in shape)
             or not per_channel_broadcast([int(d) for d in shape if isinstance(d, int)], c.shape)
             or not np.all(np.isfinite(c))):
         return None
     return index
+
+
+def _last_axis_vector(constant: np.ndarray, size: object) -> bool:
+    """True for a finite float32 constant of `size` > 1 values along the last axis: [C],
+    [1, C] or [1, 1, C] (channel_affine's BatchNorm1d, a token's per-feature scale or shift:
+    MobileBERT's NoNorm, a transformer's layer scale)."""
+    return (constant.dtype == np.float32 and 1 <= constant.ndim <= 3 and constant.size > 1
+            and constant.shape[-1] == size and constant.size == size
+            and bool(np.all(np.isfinite(constant))))
+
+
+def _product_bias(node: Node, x: str, graph: Graph) -> bool:
+    """True when `node` is an Add and the only reader of `x`, the result of a MatMul: the
+    product's bias, which quantize_float fuses into the product (its output stage)."""
+    if node.op_type != "Add" or any(info.name == x for info in graph.outputs):
+        return False
+    made_by_matmul, readers = False, 0
+    for other in graph.nodes:
+        readers += other.inputs.count(x)
+        made_by_matmul |= (x in other.outputs and other.op_type == "MatMul"
+                           and other.domain == "")
+    return made_by_matmul and readers == 1
 
 
 def keeps_shape(constant: np.ndarray) -> bool:
