@@ -4,19 +4,25 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from systolic.hdl.round_shift import round_shift_parts
+from systolic.hdl.round_shift import COARSE_STEP, coarse_shift, fine_round_parts
 from systolic.hdl.shared_multipliers import multiply, operands_layout, products_layout
 
 __all__ = [
     "LATENCY", "MAX", "PRODUCT", "PRODUCT_LATENCY", "SCALED_SUM", "VectorUnit", "element_layout",
 ]
 
-LATENCY = 5
+LATENCY = 6
 """Cycles from a group's last element transfer on `i_elem` to its row's `o_row.valid` (MAX,
 SCALED_SUM)."""
 
-PRODUCT_LATENCY = 6
+PRODUCT_LATENCY = 7
 """The same in PRODUCT mode (one more stage: the second multiplication)."""
+
+WINDOW_MARGIN = 11
+"""Bits of `coarse_shift`'s window beyond out_width (as the output stage's): a saturated
+window's floor lies beyond the floor's saturation range, so it clamps the same."""
+
+_FINE_BITS = (COARSE_STEP - 1).bit_length()  # the amount's low bits, shifted in stage 5
 
 MAX, SCALED_SUM, PRODUCT = 0, 1, 2
 """Values of `mode`."""
@@ -86,28 +92,40 @@ class VectorUnit(wiring.Component):
         With `external_products` only: per lane, the operands of those multiplications and, in
         the same cycle, their exact products.
 
-    The parameters are read combinationally by the stage that needs them: hold them from a
-    group's first element until its row has left `o_row`.
+    The parameters are read combinationally by the stage that needs them (the shift amount
+    through a register loaded every cycle, read by stages 4 and 5, at least three cycles after
+    the group's first element): hold them from a group's first element until its row has left
+    `o_row`.
 
     Latency, throughput and backpressure
     ------------------------------------
-    One element per cycle. Five stages: (1) x - zero_in, (2) product, (3) group sum or max,
-    (4) rounding shift with the floor saturated to out_width + 2 bits, (5) zero point and
-    clamp. A group whose last element transfers in cycle t has its row valid on `o_row` in
-    cycle t + LATENCY (5). PRODUCT has a sixth stage between (3) and (4): stage (2) turns a
+    One element per cycle. Six stages: (1) x - zero_in, (2) product, (3) group sum or max,
+    (4) the coarse half of the rounding shift (`round_shift.coarse_shift`: by 8 times the
+    amount's top three bits into a saturated window of out_width + WINDOW_MARGIN bits and a
+    sticky bit), (5) the fine half (`round_shift.fine_round_parts`) with the floor saturated
+    to out_width + 2 bits, (6) zero point and clamp (MAX: shifted by 0, so the max itself). A
+    group whose last element transfers in cycle t has its row valid on `o_row` in cycle
+    t + LATENCY (6). PRODUCT has a seventh stage between (3) and (4): stage (2) turns a
     into (a - zero_in[0]) * multiplier[0] and b into b - zero_in[1] (its multiplier replaced
     by 1), stage (3) keeps the first and registers the second beside it, stage (3b) multiplies
-    them; its rows are valid in cycle t + PRODUCT_LATENCY (6). The whole pipeline holds while
-    `o_row` has an untaken row: `i_elem.ready = ~o_row.valid | o_row.ready`.
+    them; its rows are valid in cycle t + PRODUCT_LATENCY (7). The whole pipeline holds while
+    `o_row` has an untaken row: `i_elem.ready = ~o_row.valid | o_row.ready`. POOL's and ADD's
+    K = 3 + LATENCY = 9 (10 with `mul`) in `systolic.sim.timing.store_timing`, the native
+    facts and docs/cycle-model.md.
 
     Cost per lane
     -------------
     An (input_width + 1)-bit subtractor, a signed (input_width + 1) x 32 multiplier, an
-    (input_width + 65)-bit accumulator (adder, comparator for the max), a rounding shifter of
-    that width (round_shift_parts) and two (out_width + 3)-bit adders with four comparators.
-    PRODUCT adds a signed (input_width + 33) x (input_width + 1) multiplier (41 x 9 bits for
-    int8), an (input_width + 1)-bit and an (input_width + 65)-bit register, and a mux in front
-    of the shifter.
+    (input_width + 65)-bit accumulator (adder, comparator for the max), an 8:1 mux of
+    out_width + 11 bits with eight sign tests of the sum's top bits and a sticky OR of its
+    bits, an (out_width + 11)-bit shifter of three mux levels, and two (out_width + 3)-bit
+    adders with four comparators. PRODUCT adds a signed (input_width + 33) x
+    (input_width + 1) multiplier (41 x 9 bits for int8), an (input_width + 1)-bit and an
+    (input_width + 65)-bit register, and a mux in front of the coarse shift.
+
+    FPGA note (bench/README.md, "FPGA"): the rounding shift was one stage, a barrel shifter of
+    the whole (input_width + 65)-bit sum with its sticky OR and saturation, as the output
+    stage's 66-bit one that limited it to 40.2 MHz on ECP5 before it was split the same way.
     """
 
     def __init__(self, *, lanes: int, input_width: int = 8, out_width: int = 8,
@@ -162,7 +180,10 @@ class VectorUnit(wiring.Component):
         running = Signal(lanes_of(sum_width))
         s3 = Signal(data.StructLayout({"t": lanes_of(sum_width), "factor": lanes_of(diff_width)}))
         s3b = Signal(lanes_of(sum_width))  # PRODUCT only: t * factor
-        s4 = Signal(data.StructLayout({"floor": lanes_of(ow + 2), "round_up": data.ArrayLayout(1, lanes)}))
+        keep = ow + WINDOW_MARGIN  # coarse_shift's window: saturates beyond the floor range
+        s4 = Signal(data.StructLayout({"window": lanes_of(keep), "sticky": data.ArrayLayout(1, lanes)}))
+        s5 = Signal(data.StructLayout({"floor": lanes_of(ow + 2), "round_up": data.ArrayLayout(1, lanes)}))
+        amount = Signal(6, name="amount")  # MAX: 0 (the max itself), else 31 + shift
         valid = [Signal(name=f"valid{k}") for k in range(1, LATENCY + 1)]
         valid_product = Signal()
 
@@ -176,6 +197,7 @@ class VectorUnit(wiring.Component):
             self.i_elem.ready.eq(advance),
             self.o_row.valid.eq(valid[-1]),
         ]
+        m.d.sync += amount.eq(Mux(is_max, 0, (self.shift + 31).as_unsigned()[:6]))
         elem = self.i_elem.payload
         total = [Signal(signed(sum_width), name=f"total{i}") for i in range(lanes)]
         for i in range(lanes):
@@ -198,11 +220,11 @@ class VectorUnit(wiring.Component):
                 valid_product.eq(valid[2] & is_product),
                 valid[3].eq(Mux(is_product, valid_product, valid[2])),
                 valid[4].eq(valid[3]),
+                valid[5].eq(valid[4]),
                 s1.sel.eq(elem.sel), s1.first.eq(elem.first), s1.last.eq(elem.last),
                 s2.first.eq(s1.first), s2.last.eq(s1.last),
             ]
             zero_in = self.zero_in[elem.sel]
-            amount = (self.shift + 31).as_unsigned()[:6]
             for i in range(lanes):
                 m.d.sync += [
                     s1.x[i].eq(elem.data[i]),
@@ -218,14 +240,16 @@ class VectorUnit(wiring.Component):
                     s3b[i].eq(products[i]),
                 ]
                 reduced = Mux(is_product, s3b[i], s3.t[i])
-                floor, round_up = round_shift_parts(reduced, amount)
-                chosen = Mux(is_max, reduced, floor)
-                raised = Mux(chosen < floor_min, floor_min, chosen)
+                window, sticky = coarse_shift(reduced, amount[_FINE_BITS:], keep)
+                m.d.sync += [s4.window[i].eq(window), s4.sticky[i].eq(sticky)]
+                floor, round_up = fine_round_parts(s4.window[i], s4.sticky[i],
+                                                   amount[:_FINE_BITS])
+                raised = Mux(floor < floor_min, floor_min, floor)
                 m.d.sync += [
-                    s4.floor[i].eq(Mux(raised > floor_max, floor_max, raised)),
-                    s4.round_up[i].eq(Mux(is_max, 0, round_up)),
+                    s5.floor[i].eq(Mux(raised > floor_max, floor_max, raised)),
+                    s5.round_up[i].eq(round_up),
                 ]
-                offset = s4.floor[i] + s4.round_up[i] + Mux(is_max, 0, self.zero_out)
+                offset = s5.floor[i] + s5.round_up[i] + Mux(is_max, 0, self.zero_out)
                 low = Mux(offset < self.lo, self.lo, offset)
                 m.d.sync += self.o_row.payload[i].eq(Mux(low > self.hi, self.hi, low))
         return m
