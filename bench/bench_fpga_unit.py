@@ -13,6 +13,12 @@ resources, Fmax and the critical path. Run it under `nice`; usage:
     nice -n 19 python bench/bench_fpga_unit.py stage --array 8x8
     nice -n 19 python bench/bench_fpga_unit.py vector --array 8x8 --synth-only
     nice -n 19 python bench/bench_fpga_unit.py store --array 8x8 --synth-only
+    nice -n 19 python bench/bench_fpga_unit.py softmax --array 8x8   # the row-normalisation unit
+    nice -n 19 python bench/bench_fpga_unit.py writer --array 8x8    # the STORE unit's RowWriter
+
+`vector` is the vector unit with its own multipliers; `softmax` is the row-normalisation unit
+as the STORE unit instantiates it (its shared multiplications, `store_unit.SHARED_MULTIPLIERS`
+and the output stage's lent ones, become ports to the harness).
 """
 
 import argparse
@@ -35,7 +41,7 @@ from systolic.verilog.fpga_parts import PARTS
 from systolic.verilog.fpga_tools import YOSYS_PHASES, PhaseClock, run_tool
 from systolic.verilog.synth import without_zero_memory_init
 
-UNITS = ("dispatcher", "load", "stage", "vector", "store")
+UNITS = ("dispatcher", "load", "stage", "vector", "store", "softmax", "writer")
 _LOGIC = ("LUT4", "PFUMX", "L6MUX21", "CCU2C")
 
 
@@ -61,9 +67,27 @@ def build_unit(which: str, config: ArrayConfig) -> tuple[Any, str]:
         from systolic.hdl.store_unit import StoreUnit
 
         return StoreUnit(config), "store_unit"
+    if which in ("softmax", "writer"):
+        return _store_part(which, config)
     from systolic.hdl.output_stage import OutputStage
 
     return OutputStage(cols=config.cols), "output_stage"
+
+
+def _store_part(which: str, config: ArrayConfig) -> tuple[Any, str]:
+    """The row-normalisation unit or the row writer, as `StoreUnit.elaborate` builds them."""
+    if which == "softmax":
+        from systolic.hdl.softmax_unit import SoftmaxUnit
+        from systolic.hdl.store_unit import SHARED_MULTIPLIERS
+
+        return SoftmaxUnit(lanes=config.dim, bus_bytes=config.bus_bytes,
+                           external_products=tuple(SHARED_MULTIPLIERS.values()),
+                           external_requant=config.dim == config.cols), "softmax_unit"
+    from systolic.hdl.row_writer import RowWriter
+
+    row_bytes = max(config.dim * config.operand_bytes, 4 * config.cols)  # StoreUnit._row_bytes
+    return RowWriter(elements=row_bytes, element_bytes=1, bus_bytes=config.bus_bytes), \
+        "row_writer"
 
 
 def _dispatcher_widths(config: ArrayConfig) -> dict[str, int]:
