@@ -12,7 +12,7 @@ class IsNaN(FloatPredicate):
     since_versions = (9, 13, 20)
 
     def holds(self, x: np.ndarray) -> np.ndarray:
-        return np.isnan(x)
+        return np.asarray(np.isnan(x))
 
 
 OPS = (IsNaN,)
