@@ -67,7 +67,9 @@ Order (each pass one module):
                         Q of DQ's parameters is dropped, others requantize (a QTable; before
                         an upsampling, on its input's elements)
  7b''. quantized_linear_resize  DQ -> linear Resize -> Q -> per resized axis [Transpose]
-                        DQ MatMul(DQ(int8 interpolation matrix)) Q [Transpose] (QMatMuls)
+                        DQ MatMul(DQ(int8 interpolation matrix)) Q [Transpose] (QMatMuls);
+                        softmax_to_last_axis: DQ -> Softmax(inner axis, opset >= 13) -> Q
+                        -> Transpose, the softmax over the last axis, Transpose (exact)
  7c. fuse_layernorm    DQ -> layer normalization over the last axis (LayerNormalization, or
                         its decomposed ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div chain with
                         any Q/DQ between its steps) -> Q -> QLayerNorm (LAYERNORM); gamma
@@ -150,6 +152,7 @@ from systolic.mapper.passes.scalar_dequantize import (
     fold_scalar_dequantize,
     fold_scalar_quantize,
 )
+from systolic.mapper.passes.softmax_axis import softmax_to_last_axis
 from systolic.mapper.passes.spatial_mean import spatial_mean_to_pool
 from systolic.mapper.passes.unroll_loop import unroll_loop
 from systolic.mapper.passes.unroll_recurrent import unroll_recurrent_region
@@ -228,6 +231,8 @@ def run_passes(
         model = finalize(selecting)
     if (interpolated := quantized_linear_resize(model, report)) is not model:
         model = finalize(interpolated)
+    if (rows := softmax_to_last_axis(model, report)) is not model:
+        model = finalize(rows)
     model = fuse_layernorm(model, report, refused_norms)
     if (widened := widen_conv_integer(model, report)) is not model:  # uint8 weights' zp
         model = finalize(widened)
