@@ -102,8 +102,7 @@ def channel_affine(model: Model, report: PassReport) -> Model:
             into = f"{producer.op_type} {producer.label!r} (float)"
         elif (_rank(graph, chain.x) not in MUL_ADD_RANKS or len(chain.scale) < 2
               or _canonical(chain, constants) or _folds_into_matmul(chain, graph, constants,
-                                                                    consumers, outputs)
-              or _requantizes_integer_product(chain, producers)):
+                                                                    consumers, outputs)):
             continue
         else:
             new, tensors = _mul_add(chain, namer, _rank(graph, chain.x))
@@ -253,17 +252,6 @@ def _canonical(chain: _Chain, constants: dict[str, np.ndarray]) -> bool:
         return False
     c = next(constants[n] for n in node.inputs if n != chain.x)
     return (c.ndim == 4 and c.shape[0] == 1) or c.ndim == 1
-
-
-def _requantizes_integer_product(chain: _Chain, producers: dict[str, Node]) -> bool:
-    """True for a chain over Cast(MatMulInteger or ConvInteger): the float requantization of
-    an integer product (a scale and a bias), which `normalize_qoperator` fuses into the
-    product's output stage; left for it."""
-    cast = producers.get(chain.x)
-    if cast is None or cast.op_type != "Cast" or cast.domain != "" or not cast.inputs:
-        return False
-    product = producers.get(cast.inputs[0])
-    return product is not None and product.op_type in ("MatMulInteger", "ConvInteger")
 
 
 def _folds_into_matmul(chain: _Chain, graph: Graph, constants: dict[str, np.ndarray],

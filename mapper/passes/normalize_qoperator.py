@@ -25,7 +25,7 @@ rounds, up to a float32 rounding of the product) and decomposed with the hardwar
 """
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -52,14 +52,37 @@ from systolic.mapper.passes.tables import table_of
 from systolic.reference.kernels.conv import resolve_auto_pad
 from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast, per_channel_broadcast
 
-__all__ = ["normalize_qoperator"]
+__all__ = ["fuse_integer_requantization", "normalize_qoperator"]
 
 
 def normalize_qoperator(model: Model, report: PassReport) -> Model:
     """Return `model` with QOperator nodes replaced by systolic ops where they fit."""
+    return _normalize(model, report, _HANDLERS)
+
+
+def fuse_integer_requantization(model: Model, report: PassReport) -> Model:
+    """Return `model` with the MatMulInteger/ConvInteger requantization chains (Cast ->
+    Mul(constant) -> [Add(constant)] -> [Relu|Clip] -> QuantizeLinear) fused as
+    `normalize_qoperator` fuses them; `model` itself when it has none. The pipeline runs it
+    before the per-channel and float-island passes, which would otherwise take the chain's
+    float scale and bias as a batch norm of their own (one QAdd more than the product's
+    own bias)."""
+    if not any(node.op_type in ("MatMulInteger", "ConvInteger") and node.domain == ""
+               for node in model.graph.nodes):
+        return model
+    fused = _normalize(model, report, _INTEGER_HANDLERS)
+    same = len(fused.graph.nodes) == len(model.graph.nodes) and all(
+        a is b for a, b in zip(fused.graph.nodes, model.graph.nodes, strict=True))
+    return model if same else fused
+
+
+def _normalize(model: Model, report: PassReport,
+               handlers: Mapping[tuple[str, str], "Handler"]) -> Model:
+    """Return `model` with each node that `handlers` (by domain and op type) fuses replaced;
+    a node they refuse is noted in `report` with the reason."""
     ctx = FusionContext(model.graph)
     for node in model.graph.nodes:
-        handler = _HANDLERS.get((node.domain, node.op_type))
+        handler = handlers.get((node.domain, node.op_type))
         if handler is None or ctx.is_scheduled(node):
             continue
         try:
@@ -433,3 +456,4 @@ _HANDLERS: dict[tuple[str, str], Handler] = {
     ("com.microsoft", "QLinearMul"): _qlinear_mul,
     ("com.microsoft", "QLinearConcat"): qlinear_concat,
 }
+_INTEGER_HANDLERS = {key: _HANDLERS[key] for key in (("", "MatMulInteger"), ("", "ConvInteger"))}

@@ -12,6 +12,10 @@ Order (each pass one module):
                         copies (then 2 and 3 again, until none is left)
  3b'. widen_float16     a float16 model computes in float32 (exact widening; Casts at
                         its float16 inputs and outputs), so it is quantized like any other
+ 3b''. fuse_integer_requantization  MatMulInteger/ConvInteger -> Cast -> Mul(constant) ->
+                        [Add(constant)] -> [Relu|Clip] -> Q -> QMatMul/QConv (normalize_qoperator's
+                        integer-product pattern, first: the per-channel and island passes
+                        below would take its float scale and bias as a batch norm)
  3c. fold_scalar_dequantize  DQ of a one-element 8-bit constant read by element-wise ops
                         -> its float value (onnxruntime's QDQ of scalar constants);
                         fold_scalar_quantize: Q of one such constant read by QLinearAdd/
@@ -141,7 +145,10 @@ from systolic.mapper.passes.masked_softmax import (
     quantized_isnan,
 )
 from systolic.mapper.passes.name_nodes import name_nodes
-from systolic.mapper.passes.normalize_qoperator import normalize_qoperator
+from systolic.mapper.passes.normalize_qoperator import (
+    fuse_integer_requantization,
+    normalize_qoperator,
+)
 from systolic.mapper.passes.quantize_before_layout import quantize_before_layout
 from systolic.mapper.passes.quantize_float import is_quantized, quantize_float
 from systolic.mapper.passes.recurrent_island import recurrent_island
@@ -187,6 +194,8 @@ def run_passes(
         model = fold_constants(remove_identities(finalize(inlined), report), report)
     if (widened := widen_float16(model, report)) is not model:
         model = fold_constants(remove_identities(finalize(widened), report), report)
+    if (integer := fuse_integer_requantization(model, report)) is not model:
+        model = finalize(integer)  # before channel_affine and the islands take its Mul/Add
     for rewrite in (fold_scalar_dequantize, fold_scalar_quantize, finite_masks,
                     arithmetic_masks, rms_mean_to_matmul, instance_norm_to_layernorm,
                     spatial_mean_to_pool, decomposed_softmax, decompose_lrn, decompose_prelu,
