@@ -19,10 +19,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from systolic.errors import ModelError, UnsupportedError
-from systolic.ir import Attrs, DataType, Graph, Node, TensorType
-from systolic.reference.ops.base import GRAPH_SERVICES, Op, TensorInfo
-from systolic.reference.ops.op_if import ShapeKnownWhenRunning, infer_graph
+from systolic.ir import Attrs, DataType, TensorType
+from systolic.reference.ops._body_op import BodyOp
+from systolic.reference.ops.base import TensorInfo
+from systolic.reference.ops.op_if import ShapeKnownWhenRunning
 
 __all__ = ["OPS", "Loop", "scalar_for"]
 
@@ -33,7 +33,7 @@ def scalar_for(value: np.ndarray, declared: TensorType | None) -> np.ndarray:
     return value.reshape((1,) * rank)
 
 
-class Loop(Op):
+class Loop(BodyOp):
     """Loop-1, -11 (cond and M may both be omitted from the inputs' minimum), -13, -16, -19,
     -21, -23 (later versions widen the carried types to sequences and optionals, which the
     reference does not hold: tensors only)."""
@@ -43,20 +43,16 @@ class Loop(Op):
 
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)
-        body = self.required_attr("body")
-        if not isinstance(body, Graph):
-            raise self.error("attribute 'body' must be a graph")
+        body = self.body
         if len(body.inputs) < 2 or not body.outputs:
             raise self.error(f"the body takes {len(body.inputs)} inputs and gives "
                              f"{len(body.outputs)} outputs; it must take the iteration number "
                              "and the condition, and give the condition first")
-        self.body = body
         self.carried = len(body.inputs) - 2
         self.scans = len(body.outputs) - 1 - self.carried
         if self.scans < 0:
             raise self.error(f"the body carries {self.carried} values in but gives "
                              f"{len(body.outputs) - 1} back after the condition")
-        self.captures = Node(self.op_type, (), (), attrs=attrs).captures
 
     def _split(self, values: Sequence[object]) -> tuple[list[object], dict[str, object]]:
         """Return the own inputs (M, cond, carried) and the captures bound to their names."""
@@ -84,20 +80,8 @@ class Loop(Op):
         scope[names[1]] = TensorInfo(DataType.BOOL, (), entering)
         scope.update((name, TensorInfo(info.dtype, info.shape))
                       for name, info in zip(names[2:], carried, strict=True))
-        try:
-            results = infer_graph(self.body, scope)
-        except (ModelError, UnsupportedError) as error:  # (a Slice by the iteration number: torch's x[i:i+1])
-            raise ShapeKnownWhenRunning(self.error(
-                f"the body's types depend on values known only when running ({error})"
-            ).args[0]) from error
-        if results is None:
-            raise ShapeKnownWhenRunning(self.error("the body's output types cannot be "
-                                                   "inferred").args[0])
-        for index, (start, end) in enumerate(zip(carried, results[1:], strict=False)):
-            if start.dtype != end.dtype or start.shape != end.shape:
-                raise ShapeKnownWhenRunning(self.error(
-                    f"carried value {index} enters as {start.dtype.short}{list(start.shape)} "
-                    f"but the body gives {end.dtype.short}{list(end.shape)}").args[0])
+        results = self.infer_body(scope)
+        self.check_carried(carried, results[1:], "carried value")
         count = self._static_trips(trip, cond, results[0])
         scans = [TensorInfo(info.dtype, (count, *info.shape))
                  for info in results[1 + self.carried:]]
@@ -145,13 +129,11 @@ class Loop(Op):
     def _iterate(self, count: int, going: bool, carried: list[np.ndarray],
                  scope: dict[str, np.ndarray]) -> list[np.ndarray]:
         """Run the body once and return its outputs in order."""
-        run_graph = GRAPH_SERVICES.runner()
         iteration, condition, *rest = self.body.inputs
         feeds = {iteration.name: scalar_for(np.array(count, np.int64), iteration.type),
                  condition.name: scalar_for(np.array(going), condition.type)}
         feeds.update((info.name, value) for info, value in zip(rest, carried, strict=True))
-        results = run_graph(self.body, feeds, opsets={}, outer=scope)
-        return [np.asarray(results[info.name]) for info in self.body.outputs]
+        return self.run_body(feeds, scope)
 
     def _stack(self, index: int, store: list[np.ndarray]) -> np.ndarray:
         """Stack one scan output's per-iteration values (none: an empty [0] tensor)."""

@@ -22,15 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from systolic.errors import ModelError, UnsupportedError
-from systolic.ir import Attrs, Graph, Node
-from systolic.reference.ops.base import GRAPH_SERVICES, Op, TensorInfo
-from systolic.reference.ops.op_if import ShapeKnownWhenRunning, infer_graph
+from systolic.ir import Attrs
+from systolic.reference.ops._body_op import BodyOp
+from systolic.reference.ops.base import TensorInfo
 
 __all__ = ["OPS", "Scan"]
 
 
-class Scan(Op):
+class Scan(BodyOp):
     """Scan-8 (batched, sequence_lens), -9 (axes and output directions), -11 (negative
     axes), -16, -19, -21, -23 (later versions widen the types)."""
 
@@ -39,10 +38,7 @@ class Scan(Op):
 
     def __init__(self, attrs: Attrs, version: int, node_label: str) -> None:
         super().__init__(attrs, version, node_label)
-        body = self.required_attr("body")
-        if not isinstance(body, Graph):
-            raise self.error("attribute 'body' must be a graph")
-        self.body = body
+        body = self.body
         scanned = self.required_attr("num_scan_inputs")
         if not isinstance(scanned, int) or not 0 < scanned <= len(body.inputs):
             raise self.error(f"num_scan_inputs is {scanned!r}; it must be between 1 and the "
@@ -61,7 +57,6 @@ class Scan(Op):
         self.in_axes = [0] * scanned if batched else self._ints("scan_input_axes", scanned)
         self.out_axes = [0] * self.scans if batched else self._ints("scan_output_axes",
                                                                     self.scans)
-        self.captures = Node(self.op_type, (), (), attrs=attrs).captures
 
     def _ints(self, name: str, count: int) -> list[int]:
         value = self.attr(name, (0,) * count)
@@ -117,20 +112,8 @@ class Scan(Op):
         starts = [TensorInfo(info.dtype, info.shape[skip:]) for info in states]
         scope = {k: v for k, v in captured.items() if isinstance(v, TensorInfo)}
         scope.update((i.name, v) for i, v in zip(self.body.inputs, starts + slices, strict=True))
-        try:
-            results = infer_graph(self.body, scope)
-        except (ModelError, UnsupportedError) as error:
-            raise ShapeKnownWhenRunning(self.error(
-                f"the body's types depend on values known only when running ({error})"
-            ).args[0]) from error
-        if results is None:
-            raise ShapeKnownWhenRunning(self.error("the body's output types cannot be "
-                                                   "inferred").args[0])
-        for index, (start, end) in enumerate(zip(starts, results, strict=False)):
-            if start.dtype != end.dtype or start.shape != end.shape:
-                raise ShapeKnownWhenRunning(self.error(
-                    f"state {index} enters as {start.dtype.short}{list(start.shape)} but the "
-                    f"body gives {end.dtype.short}{list(end.shape)}").args[0])
+        results = self.infer_body(scope)
+        self.check_carried(starts, results, "state")
         batch = states[0].shape[:1] if batched and states else sequences[0].shape[:skip]
         outputs = [TensorInfo(s.dtype, batch + s.shape) for s in starts]
         for info, axis in zip(results[self.states:], self.out_axes, strict=True):
@@ -166,14 +149,12 @@ class Scan(Op):
         if len(lengths) != 1:
             raise self.error(f"the scan inputs have different lengths {sorted(lengths)}")
         length = lengths.pop() if padded is None else padded[0]
-        run_graph = GRAPH_SERVICES.runner()
         collected: list[list[np.ndarray]] = [[] for _ in range(self.scans)]
         for step in range(length):
             slices = [np.take(x, length - 1 - step if back else step, axis=axis)
                       for x, axis, back in zip(sequences, axes, self.in_dirs, strict=True)]
             feeds = dict(zip((i.name for i in self.body.inputs), states + slices, strict=True))
-            results = run_graph(self.body, feeds, opsets={}, outer=scope)
-            outputs = [np.asarray(results[info.name]) for info in self.body.outputs]
+            outputs = self.run_body(feeds, scope)
             states = outputs[:self.states]
             for store, value in zip(collected, outputs[self.states:], strict=True):
                 store.append(value)
