@@ -1,14 +1,52 @@
-"""Copies of a Loop's or Scan's body in the main graph, and the stacking of per-iteration
-values into a scan output: what unroll_loop and unroll_scan share."""
+"""What unroll_loop and unroll_scan share: the pass's walk over the graph (`unroll_each`),
+copies of a body in the main graph and the stacking of per-iteration values into a scan
+output."""
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
-from systolic.ir import Attrs, Graph, Node, Tensor
-from systolic.mapper.passes.graph_tools import Namer, make_node, tensor
+from systolic.ir import Attrs, Graph, Model, Node, Tensor
+from systolic.mapper.passes.graph_tools import Namer, make_node, subgraph_namer, tensor
+from systolic.mapper.passes.report import FOLDED, PassReport
 
-__all__ = ["copy_body", "stack_values"]
+__all__ = ["Unrolled", "Unroller", "copy_body", "stack_values", "unroll_each"]
+
+Unrolled = tuple[list[Node], list[Tensor], str]
+"""The nodes and new constants that replace an unrolled node, and the report's reason."""
+
+Unroller = Callable[[Node, Namer, int], Unrolled | str | None]
+"""Called with a node, the namer and the model's default-domain opset: its `Unrolled`, or
+why the node stays (a note), or None for a node it does not unroll."""
+
+
+def unroll_each(model: Model, report: PassReport, unroll: Unroller) -> Model:
+    """Return `model` with each node that `unroll` unrolls replaced by its copies (recorded as
+    folded with the reason `unroll` gives; a refusal noted); `model` itself when nothing
+    changed."""
+    graph = model.graph
+    namer = subgraph_namer(graph)
+    opset = dict(model.opsets).get("", 0)
+    nodes: list[Node] = []
+    tensors: list[Tensor] = []
+    for node in graph.nodes:
+        done = unroll(node, namer, opset)
+        if isinstance(done, str):
+            report.note(node.label, done)
+        if not isinstance(done, tuple):
+            nodes.append(node)
+            continue
+        unrolled, added, reason = done
+        nodes += unrolled
+        tensors += added
+        report.record(node.label, FOLDED, reason=reason)
+    if not tensors and len(nodes) == len(graph.nodes) and all(
+            a is b for a, b in zip(nodes, graph.nodes, strict=True)):  # fmt: skip
+        return model
+    new_graph = dataclasses.replace(graph, nodes=tuple(nodes),
+                                    initializers=graph.initializers + tuple(tensors))
+    return dataclasses.replace(model, graph=new_graph)
 
 
 def copy_body(body: Graph, rename: dict[str, str], namer: Namer, prefix: str) -> list[Node]:

@@ -19,16 +19,15 @@ import numpy as np
 
 from systolic.ir import Graph, Model, Node, Tensor
 from systolic.mapper.loop_control import TypeOf, controlled_trips
-from systolic.mapper.passes.body_copies import copy_body, stack_values
+from systolic.mapper.passes.body_copies import Unrolled, copy_body, stack_values, unroll_each
 from systolic.mapper.passes.graph_tools import (
     Namer,
     constants_of,
     make_node,
     scalar_constant,
-    subgraph_namer,
     tensor,
 )
-from systolic.mapper.passes.report import FOLDED, PassReport
+from systolic.mapper.passes.report import PassReport
 
 __all__ = ["MAX_TRIPS", "unroll_loop"]
 
@@ -43,28 +42,16 @@ def unroll_loop(model: Model, report: PassReport) -> Model:
     if not any(_is_loop(node) for node in graph.nodes):
         return model
     constants = constants_of(graph)
-    namer = subgraph_namer(graph)
-    opset = dict(model.opsets).get("", 0)
-    nodes: list[Node] = []
-    tensors: list[Tensor] = []
-    for node in graph.nodes:
+
+    def unroll(node: Node, namer: Namer, opset: int) -> Unrolled | str | None:
         trips = _trip_count(node, constants, graph.type_of) if _is_loop(node) else None
-        if isinstance(trips, str):
-            report.note(node.label, trips)
         if not isinstance(trips, int):
-            nodes.append(node)
-            continue
-        unrolled, added = _unroll(node, trips, namer, opset)
-        nodes += unrolled
-        tensors += added
-        report.record(node.label, FOLDED, reason=f"trip count {trips}: its body runs "
-                      f"{trips} times in the main graph as '{node.label}/<iteration>/...'")
-    if not tensors and len(nodes) == len(graph.nodes) and all(
-            a is b for a, b in zip(nodes, graph.nodes, strict=True)):  # fmt: skip
-        return model
-    new_graph = dataclasses.replace(graph, nodes=tuple(nodes),
-                                    initializers=graph.initializers + tuple(tensors))
-    return dataclasses.replace(model, graph=new_graph)
+            return trips
+        nodes, tensors = _unroll(node, trips, namer, opset)
+        return nodes, tensors, (f"trip count {trips}: its body runs {trips} times in the main "
+                                f"graph as '{node.label}/<iteration>/...'")
+
+    return unroll_each(model, report, unroll)
 
 
 def _is_loop(node: Node) -> bool:

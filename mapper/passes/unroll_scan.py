@@ -16,9 +16,9 @@ import dataclasses
 import numpy as np
 
 from systolic.ir import Graph, Model, Node, Tensor
-from systolic.mapper.passes.body_copies import copy_body, stack_values
-from systolic.mapper.passes.graph_tools import Namer, make_node, subgraph_namer, tensor
-from systolic.mapper.passes.report import FOLDED, PassReport
+from systolic.mapper.passes.body_copies import Unrolled, copy_body, stack_values, unroll_each
+from systolic.mapper.passes.graph_tools import Namer, make_node, tensor
+from systolic.mapper.passes.report import PassReport
 from systolic.mapper.passes.unroll_loop import MAX_TRIPS
 
 __all__ = ["unroll_scan"]
@@ -41,27 +41,16 @@ def unroll_scan(model: Model, report: PassReport) -> Model:
     graph = model.graph
     if not any(_is_scan(node) for node in graph.nodes):
         return model
-    namer = subgraph_namer(graph)
-    opset = dict(model.opsets).get("", 0)
-    nodes: list[Node] = []
-    tensors: list[Tensor] = []
-    for node in graph.nodes:
+
+    def unroll(node: Node, namer: Namer, opset: int) -> Unrolled | str | None:
         plan = _plan(node, graph) if _is_scan(node) else None
-        if isinstance(plan, str):
-            report.note(node.label, plan)
         if not isinstance(plan, _Plan):
-            nodes.append(node)
-            continue
-        unrolled, added = _unroll(node, plan, namer, opset)
-        nodes += unrolled
-        tensors += added
-        report.record(node.label, FOLDED, reason=f"length {plan.length}: its body runs "
-                      f"{plan.length} times in the main graph as '{node.label}/<step>/...'")
-    if not tensors and len(nodes) == len(graph.nodes):
-        return model
-    new_graph = dataclasses.replace(graph, nodes=tuple(nodes),
-                                    initializers=graph.initializers + tuple(tensors))
-    return dataclasses.replace(model, graph=new_graph)
+            return plan
+        nodes, tensors = _unroll(node, plan, namer, opset)
+        return nodes, tensors, (f"length {plan.length}: its body runs {plan.length} times in "
+                                f"the main graph as '{node.label}/<step>/...'")
+
+    return unroll_each(model, report, unroll)
 
 
 def _is_scan(node: Node) -> bool:
