@@ -15,7 +15,7 @@ that `normalize_qoperator` sees x + c, x * c with a constant c: one table.
 """
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -39,36 +39,86 @@ _EIGHT_OR_SIXTEEN_BIT = frozenset({DataType.INT8, DataType.UINT8, DataType.INT16
                                    DataType.UINT16})
 
 
+@dataclasses.dataclass(frozen=True)
+class _Scope:
+    """What a fold looks up in the graph."""
+
+    constants: dict[str, np.ndarray]
+    consumers: Mapping[str, list[Node]]
+    producers: Mapping[str, Node]
+    opsets: dict[str, int]
+    outputs: set[str]
+
+
+Fold = Callable[[Node, _Scope], np.ndarray | None]
+"""The constant value that replaces a node's one output, or None to keep the node."""
+
+
 def fold_scalar_dequantize(model: Model, report: PassReport) -> Model:
     """Return `model` with each DequantizeLinear of a one-element 8/16-bit constant, whose
     readers are all element-wise ops, replaced by its float value; `model` itself when none
     is."""
+    return _fold(model, report, _dequantized_scalar, "a dequantized scalar constant")
+
+
+def fold_scalar_quantize(model: Model, report: PassReport) -> Model:
+    """Return `model` with each QuantizeLinear of one-element constants read only as an
+    operand (A or B) of com.microsoft QLinearAdd/QLinearMul replaced by its integer value;
+    `model` itself when none is."""
+    return _fold(model, report, _quantized_scalar, "a quantized scalar constant")
+
+
+def _fold(model: Model, report: PassReport, fold: Fold, reason: str) -> Model:
+    """Return `model` with each node that `fold` gives a value for replaced by that constant
+    (its readers renamed to it; recorded folded with `reason`); `model` itself when none."""
     graph = model.graph
-    constants, consumers = constants_of(graph), graph.consumers()
-    producers, opsets = graph.producers(), dict(model.opsets)
-    outputs = {info.name for info in graph.outputs}
+    scope = _Scope(constants_of(graph), graph.consumers(), graph.producers(),
+                   dict(model.opsets), {info.name for info in graph.outputs})
     namer, added, alias = Namer(graph), [], {}
     for node in graph.nodes:
-        if node.op_type != "DequantizeLinear" or node.domain != "":
+        value = fold(node, scope)
+        if value is None:
             continue
-        readers = consumers.get(node.outputs[0], [])
-        if (not readers or node.outputs[0] in outputs
-                or any(r.op_type not in ELEMENTWISE or r.domain != "" for r in readers)):
-            continue
-        x = _scalar_integer(node.inputs[0], constants, producers, opsets)
-        if (x is None or DataType.from_numpy(x.dtype) not in _EIGHT_OR_SIXTEEN_BIT
-                or any(name and name not in constants for name in node.inputs[1:])):
-            continue
-        op = make_op(node, opsets)
-        (value,) = op.run([x, *(constants[n] if n else None for n in node.inputs[1:])])
         name = namer(f"{node.outputs[0]}_value")
         added.append(tensor(name, value))
         alias[node.outputs[0]] = name
-        report.record(node.label, FOLDED, reason="a dequantized scalar constant")
+        report.record(node.label, FOLDED, reason=reason)
     if not alias:
         return model
     nodes = [rename_inputs(node, alias) for node in graph.nodes]
     return dataclasses.replace(model, graph=replace_graph(graph, nodes, added))
+
+
+def _dequantized_scalar(node: Node, scope: _Scope) -> np.ndarray | None:
+    """The float value of a DequantizeLinear of a one-element 8/16-bit constant read only by
+    element-wise ops; else None."""
+    if node.op_type != "DequantizeLinear" or node.domain != "":
+        return None
+    readers = scope.consumers.get(node.outputs[0], [])
+    if (not readers or node.outputs[0] in scope.outputs
+            or any(r.op_type not in ELEMENTWISE or r.domain != "" for r in readers)):
+        return None
+    constants = scope.constants
+    x = _scalar_integer(node.inputs[0], constants, scope.producers, scope.opsets)
+    if (x is None or DataType.from_numpy(x.dtype) not in _EIGHT_OR_SIXTEEN_BIT
+            or any(name and name not in constants for name in node.inputs[1:])):
+        return None
+    op = make_op(node, scope.opsets)
+    (value,) = op.run([x, *(constants[n] if n else None for n in node.inputs[1:])])
+    return value
+
+
+def _quantized_scalar(node: Node, scope: _Scope) -> np.ndarray | None:
+    """The integer value of a QuantizeLinear of one-element constants read only as an
+    operand of QLinearAdd/QLinearMul; else None."""
+    if node.op_type != "QuantizeLinear" or node.domain != "" or node.outputs[0] in scope.outputs:
+        return None
+    readers = scope.consumers.get(node.outputs[0], [])
+    if not readers or any(r.op_type not in _QLINEAR_PAIRS or r.domain != "com.microsoft"
+                          or node.outputs[0] not in (r.inputs[0], r.inputs[3])
+                          for r in readers):
+        return None
+    return _scalar_integer(node.outputs[0], scope.constants, scope.producers, scope.opsets)
 
 
 def _scalar_integer(name: str, constants: Mapping[str, np.ndarray],
@@ -85,33 +135,3 @@ def _scalar_integer(name: str, constants: Mapping[str, np.ndarray],
         return None
     (value,) = make_op(source, opsets).run([constants[n] if n else None for n in source.inputs])
     return value
-
-
-def fold_scalar_quantize(model: Model, report: PassReport) -> Model:
-    """Return `model` with each QuantizeLinear of one-element constants read only as an
-    operand (A or B) of com.microsoft QLinearAdd/QLinearMul replaced by its integer value;
-    `model` itself when none is."""
-    graph = model.graph
-    constants, consumers = constants_of(graph), graph.consumers()
-    producers, opsets = graph.producers(), dict(model.opsets)
-    outputs = {info.name for info in graph.outputs}
-    namer, added, alias = Namer(graph), [], {}
-    for node in graph.nodes:
-        if node.op_type != "QuantizeLinear" or node.domain != "" or node.outputs[0] in outputs:
-            continue
-        readers = consumers.get(node.outputs[0], [])
-        if not readers or any(r.op_type not in _QLINEAR_PAIRS or r.domain != "com.microsoft"
-                              or node.outputs[0] not in (r.inputs[0], r.inputs[3])
-                              for r in readers):
-            continue
-        value = _scalar_integer(node.outputs[0], constants, producers, opsets)
-        if value is None:
-            continue
-        name = namer(f"{node.outputs[0]}_value")
-        added.append(tensor(name, value))
-        alias[node.outputs[0]] = name
-        report.record(node.label, FOLDED, reason="a quantized scalar constant")
-    if not alias:
-        return model
-    nodes = [rename_inputs(node, alias) for node in graph.nodes]
-    return dataclasses.replace(model, graph=replace_graph(graph, nodes, added))
