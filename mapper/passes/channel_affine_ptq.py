@@ -24,7 +24,8 @@ from collections.abc import Collection, Mapping
 
 import numpy as np
 
-from systolic.ir import DataType, Graph, Node
+from systolic.ir import Graph, Node
+from systolic.mapper.passes.constant_operand_ptq import float_constant_operand
 from systolic.mapper.passes.graph_tools import constants_of
 from systolic.mapper.passes.quant_params import is_activation
 from systolic.reference.ops.op_systolic_qmul import per_channel_broadcast
@@ -36,21 +37,13 @@ def channel_vector_index(node: Node, graph: Graph,
                          constants: dict[str, np.ndarray]) -> int | None:  # fmt: skip
     """Return the input index of the per-channel constant of a Mul/Add `node` as the module
     docstring describes, or None when `node` is no such op."""
-    if (node.op_type not in ("Mul", "Add") or node.domain != "" or len(node.inputs) != 2
-            or len(node.outputs) != 1):
+    found = float_constant_operand(node, graph, constants, ("Mul", "Add"))
+    if found is None or len(found[2]) not in (2, 3, 4):
         return None
-    index = 1 if node.inputs[1] in constants else 0
-    x, c = node.inputs[1 - index], constants.get(node.inputs[index])
-    x_type, y_type = graph.type_of(x), graph.type_of(node.outputs[0])
-    if (c is None or x in constants or x_type is None or y_type is None
-            or x_type.dtype != DataType.FLOAT or y_type.dtype != DataType.FLOAT
-            or x_type.shape is None or len(x_type.shape) not in (2, 3, 4)
-            or y_type.shape != x_type.shape):
-        return None
-    shape = x_type.shape
+    index, c, shape = found
     if len(shape) in (2, 3):  # [M, C], [N, S, C]: a vector along the last axis
         return (index if _last_axis_vector(c, shape[-1])
-                and not _product_bias(node, x, graph) else None)
+                and not _product_bias(node, node.inputs[1 - index], graph) else None)
     if (c.dtype != np.float32 or c.ndim != 4 or c.shape[0] != 1 or c.size <= 1
             or not all(isinstance(d, int) for d in shape)
             or not per_channel_broadcast([int(d) for d in shape if isinstance(d, int)], c.shape)

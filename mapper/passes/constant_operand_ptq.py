@@ -11,13 +11,15 @@ computed input and the result are quantized as activations, so `fuse_qdq` makes 
 B is a constant in memory (an element-wise VECTOR_ADD of two tensors).
 """
 
+from collections.abc import Collection
+
 import numpy as np
 
 from systolic.ir import DataType, Graph, Node
 from systolic.mapper.passes.fuse_qdq import WHOLE_CONSTANT_RANK
 from systolic.mapper.passes.layernorm_ptq import quantize_vector
 
-__all__ = ["constant_operand_index", "quantized_operand"]
+__all__ = ["constant_operand_index", "float_constant_operand", "quantized_operand"]
 
 
 def constant_operand_index(node: Node, graph: Graph,
@@ -27,7 +29,28 @@ def constant_operand_index(node: Node, graph: Graph,
     1s added, is the other (computed, float, static) input's shape and the result's, of rank
     at most fuse_qdq.WHOLE_CONSTANT_RANK. None when
     `node` is no such Add."""
-    if (node.op_type != "Add" or node.domain != "" or len(node.inputs) != 2
+    found = float_constant_operand(node, graph, constants, ("Add",))
+    if found is None:
+        return None
+    index, c, dims = found
+    if not all(isinstance(d, int) for d in dims):
+        return None
+    shape = tuple(int(d) for d in dims if isinstance(d, int))
+    if (c.dtype != np.float32 or c.size <= 1 or c.ndim > len(shape)
+            or len(shape) > WHOLE_CONSTANT_RANK
+            or (1,) * (len(shape) - c.ndim) + c.shape != shape or not np.all(np.isfinite(c))):
+        return None
+    return index
+
+
+def float_constant_operand(
+    node: Node, graph: Graph, constants: dict[str, np.ndarray], op_types: Collection[str]
+) -> tuple[int, np.ndarray, tuple[int | str | None, ...]] | None:
+    """Return (input index, value, the other input's shape) of the constant operand of a
+    binary ai.onnx `node` of `op_types` whose other input is computed and float, as its
+    result is, of the same known shape; None when `node` is no such op. (What
+    `constant_operand_index` and `channel_affine_ptq.channel_vector_index` check first.)"""
+    if (node.op_type not in op_types or node.domain != "" or len(node.inputs) != 2
             or len(node.outputs) != 1):
         return None
     index = 1 if node.inputs[1] in constants else 0
@@ -35,14 +58,9 @@ def constant_operand_index(node: Node, graph: Graph,
     x_type, y_type = graph.type_of(x), graph.type_of(node.outputs[0])
     if (c is None or x in constants or x_type is None or y_type is None
             or x_type.dtype != DataType.FLOAT or y_type.dtype != DataType.FLOAT
-            or x_type.shape is None or not x_type.is_static or y_type.shape != x_type.shape):
+            or x_type.shape is None or y_type.shape != x_type.shape):
         return None
-    shape = tuple(int(d) for d in x_type.shape if isinstance(d, int))
-    if (c.dtype != np.float32 or c.size <= 1 or c.ndim > len(shape)
-            or len(shape) > WHOLE_CONSTANT_RANK
-            or (1,) * (len(shape) - c.ndim) + c.shape != shape or not np.all(np.isfinite(c))):
-        return None
-    return index
+    return index, c, tuple(x_type.shape)
 
 
 def quantized_operand(constant: np.ndarray, shape: tuple[int, ...]
