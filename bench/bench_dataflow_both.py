@@ -16,6 +16,9 @@ backend). Prints, per array size:
 Usage:
 
     python bench/bench_dataflow_both.py [--arrays 16x16,32x32] [--bus-bytes 16] [--worst 5]
+                                        [--spad-kib N] [--acc-kib N|auto]
+
+(`--acc-kib auto`: 64 KiB, or the least the array accepts, as `bench_large_arrays.py`.)
 """
 
 import argparse
@@ -58,18 +61,29 @@ def _families(program) -> tuple[int, int]:  # type: ignore[no-untyped-def]
     return ws, os
 
 
+def _acc_kib(value: str, rows: int, cols: int) -> int:
+    """`--acc-kib`: a number, or auto (64, or two tiles of `rows` rows of `cols` int32 sums
+    when that is more)."""
+    if value != "auto":
+        return int(value)
+    return max(64, -(-2 * rows * cols * 4 // 1024))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arrays", default="16x16,32x32")
     parser.add_argument("--bus-bytes", type=int, default=ArrayConfig().bus_bytes)
     parser.add_argument("--worst", type=int, default=5, help="layers above min(WS, OS) to list")
+    parser.add_argument("--spad-kib", type=int, default=ArrayConfig().spad_kib)
+    parser.add_argument("--acc-kib", default=str(ArrayConfig().acc_kib))
     args = parser.parse_args()
     start = time.perf_counter()
     prepared = prepare_model(MODEL)
     print(f"passes: {time.perf_counter() - start:.1f} s")
     for shape in parse_list("--arrays", args.arrays):
         rows, cols = ArrayConfig.parse_shape(shape)
-        base = ArrayConfig(rows=rows, cols=cols, bus_bytes=args.bus_bytes)
+        base = ArrayConfig(rows=rows, cols=cols, bus_bytes=args.bus_bytes,
+                           spad_kib=args.spad_kib, acc_kib=_acc_kib(args.acc_kib, rows, cols))
         rows_of = {}
         for flow in Dataflow:
             config = dataclasses.replace(base, dataflow=flow)

@@ -413,6 +413,7 @@ class _Compiler:
         if any(self.place(n) is None for n in (*node.inputs[:2], node.outputs[0]) if n):
             return False
 
+        @functools.cache  # (with `--dataflow both`, merged into each candidate alike)
         def lower(band: int | None) -> list[Instruction]:
             return _INTERLEAVABLE[node.op_type](node, self.ctx(index), overlap.window, band)
 
