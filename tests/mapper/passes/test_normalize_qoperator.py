@@ -1,6 +1,8 @@
 import numpy as np
 
+from systolic.mapper.passes.normalize_qoperator import fuse_integer_requantization
 from systolic.mapper.passes.pipeline import run_passes
+from systolic.mapper.passes.report import PassReport
 from systolic.reference.executor import run_model
 
 from .model_builder import build, node
@@ -57,6 +59,18 @@ def test_matmul_integer_with_float_requantization():
         "fused"}
     assert fused.graph.nodes[1].attrs["y_lo"] == 20
     compare(model, fused, (4, 8), r, 0.1)
+
+
+def test_fuse_integer_requantization_leaves_a_model_without_the_chain_as_it_is():
+    constants = {"b": np.ones((8, 5), np.int8)}
+    raw = build([node("MatMulInteger", ["x", "b"], ["y"], name="mmi")],
+                [("x", np.uint8, [4, 8])], [("y", np.int32, [4, 5])], constants)
+    report = PassReport((n.label, n.op_id) for n in raw.graph.nodes)
+    assert fuse_integer_requantization(raw, report) is raw  # no Cast -> Mul -> Q after it
+    assert report.note_of("mmi") == "'y' is a graph output"  # (the chain's first check)
+    relu = build([node("Relu", ["x"], ["y"], name="relu")], [("x", np.float32, [4])],
+                 [("y", np.float32, [4])])
+    assert fuse_integer_requantization(relu, report) is relu
 
 
 def test_matmul_integer_without_requantization_runs_raw_on_the_array():
