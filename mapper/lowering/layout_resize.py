@@ -9,7 +9,8 @@ round_prefer_floor, half_pixel and pytorch_half_pixel with either round_prefer m
 integer factor; asymmetric with ceil or round_prefer_ceil and half_pixel with floor do not;
 align_corners does for some sizes (4 -> 8) and not for others (4 -> 12).
 
-A linear (bilinear) Resize is a weighted sum, not a selection: it stays on the host
+A linear (bilinear) Resize is a weighted sum, not a selection: the passes make it QMatMuls
+(`mapper/passes/linear_resize.py`); one that reaches the lowering stays on the host
 (`resize_reason`).
 """
 
@@ -24,11 +25,10 @@ RESAMPLING = frozenset({"Resize", "Upsample"})
 """The resampling operators: layout ops when nearest (Upsample: its coordinates truncated)."""
 
 LINEAR_RESIZE = (
-    "a linear Resize interpolates (weighted sums in float64, rounded once by its "
-    "QuantizeLinear); on the array it would be a depthwise transposed convolution with fixed "
-    "weights, but its clamped borders need edge replication and an integer multiplier and "
-    "shift would round differently from the float result, so it would not be bit-exact with "
-    "the model: it runs on the host"
+    "a linear Resize interpolates (weighted sums, not a selection of elements); the passes make "
+    "it QMatMuls by constant interpolation matrices when a DequantizeLinear feeds it and one "
+    "QuantizeLinear reads it (or in a float model, before quantization): this one did not "
+    "qualify, so it runs on the host"
 )
 """Why a linear Resize stays on the host."""
 

@@ -1,14 +1,15 @@
 """Move a QuantizeLinear in front of the float layout ops that feed it, so they move integers.
 
 QuantizeLinear is element-wise and layout ops (Reshape, Flatten, Squeeze, Unsqueeze,
-Transpose, Concat) only move elements, so for per-tensor parameters p
+Transpose, Concat, Slice) only move elements, so for per-tensor parameters p
 
     Q_p(layout(a, b, ...)) = layout(Q_p(a), Q_p(b), ...)
 
 exactly. A float layout chain ending in a Q (the zero insertion `conv_transpose` writes in a
 float model: Concat of a float fill constant, then `quantize_float` quantizes only the
-Conv's input) becomes the same chain on the integers, which the lowering runs as layout
-(aliases and COPYs) instead of float ops on the host. Each leaf of the chain becomes:
+Conv's input; YOLOv5/YOLOX's Focus: Concat of four strided Slices of the float input image)
+becomes the same chain on the integers, which the lowering runs as layout (aliases and COPYs)
+instead of float ops on the host. Each leaf of the chain becomes:
 - a value read through a DequantizeLinear of the same per-tensor parameters: its integers
   (Q_p(DQ_p(u)) = u);
 - a float constant: the constant quantized now (QuantizeLinear's rounding: half to even,
@@ -40,7 +41,8 @@ from systolic.reference.kernels import quant
 
 __all__ = ["quantize_before_layout"]
 
-LAYOUT = frozenset({"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Concat"})
+LAYOUT = frozenset({"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Concat",
+                    "Slice"})
 
 
 def quantize_before_layout(model: Model, report: PassReport) -> Model:

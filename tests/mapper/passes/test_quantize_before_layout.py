@@ -88,3 +88,27 @@ def test_an_opset_9_float_model_gets_quantize_nodes_it_can_bind():
     integer, _ = run_passes(model, seed=0)
     assert "QConv" in [n.op_type for n in integer.graph.nodes]
     assert {n.version for n in integer.graph.nodes if n.op_type == "QuantizeLinear"} == {13}
+
+
+def test_a_focus_of_strided_slices_of_the_float_input_moves_integers():
+    """YOLOv5/YOLOX's Focus: Concat of x[..., ::2, ::2], x[..., 1::2, ::2], ... then a Q: one
+    Q of the input, then Slices and the Concat on integers."""
+    constants = {"s": S, "z": Z, "two": np.array([2, 2]), "axes": np.array([2, 3]),
+                 "end": np.array([1 << 30, 1 << 30])}
+    nodes, parts = [], []
+    for k, (row, col) in enumerate([(0, 0), (1, 0), (0, 1), (1, 1)]):
+        constants[f"start{k}"] = np.array([row, col])
+        nodes.append(node("Slice", ["x", f"start{k}", "end", "axes", "two"], [f"p{k}"],
+                          name=f"slice{k}"))
+        parts.append(f"p{k}")
+    nodes += [node("Concat", parts, ["c"], axis=1, name="focus"),
+              node("QuantizeLinear", ["c", "s", "z"], ["y"], name="q_out")]
+    model = build(nodes, [("x", np.float32, [1, 2, 4, 6])], [("y", np.uint8, [1, 8, 2, 3])],
+                  constants)
+    result, _ = moved(model)
+    assert [n.op_type for n in result.graph.nodes] == ["QuantizeLinear", *["Slice"] * 4,
+                                                        "Concat"]
+    for seed in range(3):
+        x = np.random.default_rng(seed).uniform(-3, 5, (1, 2, 4, 6)).astype(np.float32)
+        np.testing.assert_array_equal(run_model(result, {"x": x})["y"],
+                                      run_model(model, {"x": x})["y"])
