@@ -27,6 +27,7 @@ import dataclasses
 from collections.abc import Callable, Hashable, Sequence
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.isa.field_copies import copy_with
 from systolic.isa.instructions import (
     Compute,
     ComputeOS,
@@ -204,9 +205,6 @@ _HOIST = {"in": 2, "wt": 4}
 """How many steps early a tile's LOAD may run, at most, per scratchpad (when rows allow)."""
 
 
-_LOAD_FIELDS = tuple(field for field in dataclasses.fields(Load) if field.init)
-
-
 def _per_tile(load: Instruction) -> list[Instruction]:
     """Return a weight LOAD of several column tiles (n0 rows each) as one LOAD per tile.
 
@@ -216,12 +214,9 @@ def _per_tile(load: Instruction) -> list[Instruction]:
     """
     if not isinstance(load, Load) or load.n0 >= load.count or load.count % load.n0:
         return [load]
-    fields = {field.name: getattr(load, field.name) for field in _LOAD_FIELDS}
     n0, step = load.n0, load.row_stride1
-    return [
-        Load(**{**fields, "row": load.row + t * n0, "count": n0, "ext": load.ext + t * step})
-        for t in range(load.count // n0)
-    ]  # (dataclasses.replace, with the fields read once)
+    return [copy_with(load, row=load.row + t * n0, count=n0, ext=load.ext + t * step)
+            for t in range(load.count // n0)]  # fmt: skip
 
 
 def _spread(step: _Step, ahead: list[Instruction]) -> list[Instruction]:
@@ -271,6 +266,8 @@ class Scheduler:
         self._made = _EXECUTES
         self._rows = _GROUPS
         self._pieces: dict[tuple[int, int, int], list[RowPiece]] = {}  # (`_split`, this job's)
+        self._a_loads: dict[tuple[int, int], Load] = {}  # (`_a_prototype`, this job's)
+        self._store_prototype: Store | None = None  # (`_store`, this job's)
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -409,18 +406,27 @@ class Scheduler:
     def _load_a(
         self, job: GemmJob, pieces: list[RowPiece], row: int, k0: int, length: int, hoist: int
     ) -> None:
-        walk = job.walk
+        """Add the LOADs of A's elements k0..k0+length-1 of the rows `pieces` cover, into
+        spad_in from row `row`: copies of one LOAD per (k0, length) (`_a_prototype`)."""
+        prototype = self._a_prototype(job, k0, length)
+        loads = self._steps[-1].loads
         for piece in pieces:
-            self._add_load(
-                hoist,
-                Load(
-                    LoadTarget.SPAD_IN, row + piece.offset, piece.count, piece.ext,
-                    n0=piece.n0, row_stride0=piece.stride0, row_stride1=piece.stride1,
-                    k0=k0, length=length, run=walk.run, n_mid=walk.n_mid,
-                    stride_mid=walk.stride_mid, stride_outer=walk.stride_outer,
-                    flip_sign=job.flip_in,
-                ),
+            loads.append((copy_with(prototype, row=row + piece.offset, count=piece.count,
+                                    ext=piece.ext, n0=piece.n0, row_stride0=piece.stride0,
+                                    row_stride1=piece.stride1), hoist))  # fmt: skip
+
+    def _a_prototype(self, job: GemmJob, k0: int, length: int) -> Load:
+        """Return a LOAD of A's elements k0..k0+length-1 in the current job's walk: what its
+        A LOADs share; they differ only in fields no LOAD rule reads (`copy_with`)."""
+        prototype = self._a_loads.get((k0, length))
+        if prototype is None:
+            walk = job.walk
+            prototype = self._a_loads[k0, length] = Load(
+                LoadTarget.SPAD_IN, 0, 1, 0, k0=k0, length=length, run=walk.run,
+                n_mid=walk.n_mid, stride_mid=walk.stride_mid, stride_outer=walk.stride_outer,
+                flip_sign=job.flip_in,
             )  # fmt: skip
+        return prototype
 
     def _load_weights(
         self,
@@ -464,18 +470,23 @@ class Scheduler:
         self, job: GemmJob, start: int, stop: int, acc_row: int, t: int, param_row: int,
         out: list[Instruction],
     ) -> None:  # fmt: skip
+        """Add to `out` the STOREs of column tile t's rows start..stop-1 (from acc row
+        `acc_row`, requantized with params row `param_row`): copies of one STORE of the job
+        that differ only in fields no STORE rule reads (`copy_with`)."""
         cols = self.config.cols
         ob = RAW_BYTES if job.raw else self.config.operand_bytes
         n = min(cols, job.n - t * cols)
-        for piece in self._split(job.y_rows, start, stop):
-            out.append(
-                Store(
-                    acc_row + piece.offset, piece.count, n, param_row, job.zero_point, job.lo,
-                    job.hi, piece.ext + t * cols * ob, n0=piece.n0, row_stride0=piece.stride0,
-                    row_stride1=piece.stride1, flip_sign=job.flip_out, lut=job.lut,
-                    raw=job.raw,
-                )
+        prototype = self._store_prototype
+        if prototype is None:
+            prototype = self._store_prototype = Store(
+                0, 1, 1, 0, job.zero_point, job.lo, job.hi, 0, flip_sign=job.flip_out,
+                lut=job.lut, raw=job.raw,
             )  # fmt: skip
+        for piece in self._split(job.y_rows, start, stop):
+            out.append(copy_with(prototype, acc_row=acc_row + piece.offset, m=piece.count, n=n,
+                                 param_row=param_row, ext=piece.ext + t * cols * ob,
+                                 n0=piece.n0, row_stride0=piece.stride0,
+                                 row_stride1=piece.stride1))  # fmt: skip
 
     def _flush(self) -> None:
         for instr in self._pending:
@@ -512,6 +523,8 @@ class Scheduler:
         """Add the instructions computing `job` (its constants at `image`)."""
         self._jobs += 1
         self._pieces.clear()  # (keyed by the identity of the job's row blocks)
+        self._a_loads.clear()
+        self._store_prototype = None
         if self.config.dataflow is Dataflow.WS:
             self._emit_ws(job, image, plan_ws(job, self.config))
         else:
