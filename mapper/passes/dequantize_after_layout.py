@@ -8,12 +8,15 @@ parameters p
 
 exactly (the other inputs, split sizes, bounds, scales, sizes or indices, are unchanged). A node
 qualifies when its data input is read through a DequantizeLinear of 8-bit `u` with constant
-per-tensor parameters p, and each of its outputs is no graph output and is read only by
-QuantizeLinear nodes (default domain, constant per-tensor parameters). The op then reads `u`;
-for each output, one reader of p's own parameters is dropped (the op writes its integers
-under that reader's output name: Q_p(DQ_p(v)) = v), and every other reader Q_k reads
-DQ_p(op(u)) instead, a requantization that `fuse_tables` makes a QTable. An enlarging Resize
-read by one Q_k of other parameters requantizes first instead: op(Q_k(DQ_p(u))), the table
+per-tensor parameters p, each of its outputs is no graph output and is read, and some output is
+read by a QuantizeLinear (default domain, constant per-tensor parameters). The op then reads
+`u`; for each output, one reader of p's own parameters is dropped (the op writes its integers
+under that reader's output name: Q_p(DQ_p(v)) = v), and every other reader, a Q_k or a float
+op (a QOperator export's float ReduceMean beside the Q of the same Slice: GhostNet's
+squeeze-excitation), reads DQ_p(op(u)) instead (for a Q_k a requantization that `fuse_tables`
+makes a QTable; a float op then reads a DequantizeLinear the later fusions may take).
+An enlarging Resize read by one Q_k of other parameters alone requantizes first instead:
+op(Q_k(DQ_p(u))), the table
 on the input's elements rather than the output's. A Resize qualifies only in mode "nearest"
 without tf_crop_and_resize (whose extrapolated elements are no input element); a Gather of
 constant indices is `fuse_gather`'s.
@@ -97,16 +100,24 @@ def _dequantized_input(ctx: FusionContext, node: Node) -> tuple[Node, QuantParam
 
 
 def _quantize_readers(ctx: FusionContext, node: Node) -> list[list[tuple[Node, QuantParams]]]:
-    """Return, per output, its QuantizeLinear readers and their parameters."""
+    """Return, per output, its QuantizeLinear readers and their parameters (its other
+    readers then read a DequantizeLinear: `_float_readers`). NotFusable when an output is a
+    graph output, omitted or unread, or when no output is read by a QuantizeLinear."""
     found = []
     for name in node.outputs:
-        if not name or name in ctx.outputs:
-            raise NotFusable("an output is a graph output or omitted")
-        readers = ctx.consumers.get(name, [])
-        if not readers or any(r.op_type != "QuantizeLinear" or r.domain != "" for r in readers):
-            raise NotFusable("an output is read by other nodes than QuantizeLinear")
-        found.append([(r, _params(ctx, r, "output")) for r in readers])
+        if not name or name in ctx.outputs or not ctx.consumers.get(name):
+            raise NotFusable("an output is a graph output, omitted or unread")
+        found.append([(r, _params(ctx, r, "output")) for r in ctx.consumers[name]
+                      if r.op_type == "QuantizeLinear" and r.domain == ""])
+    if not any(found):
+        raise NotFusable("no output is read by a QuantizeLinear")
     return found
+
+
+def _float_readers(ctx: FusionContext, name: str) -> bool:
+    """True when a node other than a QuantizeLinear reads `name`."""
+    return any(r.op_type != "QuantizeLinear" or r.domain != ""
+               for r in ctx.consumers.get(name, []))
 
 
 def _params(ctx: FusionContext, node: Node, what: str) -> QuantParams:
@@ -122,7 +133,8 @@ def _requantize_first(ctx: FusionContext, node: Node, params: QuantParams,
     op on the requantized integers under the last Q's output name (nearest resampling
     commutes with any element-wise function): the table then runs on the input's elements,
     not on the f-times-larger output. Return whether it did."""
-    if node.op_type not in ("Resize", "Upsample") or len(readers[0]) != 1:
+    if (node.op_type not in ("Resize", "Upsample") or len(readers[0]) != 1
+            or _float_readers(ctx, node.outputs[0])):
         return False
     before, after = ctx.shape_of(node.inputs[0]), ctx.shape_of(node.outputs[0])
     if before is None or after is None or math.prod(after) <= math.prod(before):
@@ -182,7 +194,8 @@ def _rewrite(ctx: FusionContext, node: Node, dequantize: Node, params: QuantPara
             removed.append(same)
             report.record(same.label, REMOVED, reason=f"{node.label!r} now selects integers "
                           "of the same parameters")
-        if any(q is not same for q, _ in quantizers):  # the float value for the others
+        if _float_readers(ctx, name) or any(q is not same for q, _ in quantizers):
+            # the float value for the other readers
             added.append(make_node("DequantizeLinear", (integer, *dequantize.inputs[1:]),
                                    (name,), name=ctx.namer(f"{name}_DequantizeLinear")))
     data = (dequantize.inputs[0], *node.inputs[1:])

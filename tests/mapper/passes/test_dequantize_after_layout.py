@@ -125,11 +125,26 @@ def test_a_part_of_other_parameters_is_requantized():
     assert on_the_accelerator(model, "Split").unit is LayerUnit.LAYOUT
 
 
-def test_a_part_read_by_a_float_op_stays_float():
+def test_a_part_also_read_by_a_float_op_is_dequantized_for_it():
     model = split_model(extra_reader=True)
     result, report = rewritten(model)
+    assert [n.op_type for n in result.graph.nodes] == [
+        "QuantizeLinear", "Split", "DequantizeLinear", "Relu"]
+    assert report.fate("split").action == "layout"
+    same_outputs(result, model)
+
+
+def test_a_part_read_by_float_ops_only_is_not_moved():
+    """Without a QuantizeLinear reader nothing would run on integers: the op stays float."""
+    constants: dict[str, np.ndarray] = {}
+    nodes = [*_qdq_front(constants), node("Split", ["xd"], ["f0", "f1"], name="split", axis=1),
+             node("Relu", ["f0"], ["r0"]), node("Relu", ["f1"], ["r1"])]
+    model = build(nodes, [("x", np.float32, SHAPE)],
+                  [("r0", np.float32, [1, 3, 4, 4]), ("r1", np.float32, [1, 3, 4, 4])],
+                  constants)  # fmt: skip
+    result, report = rewritten(model)
     assert [n.op_type for n in result.graph.nodes] == [n.op_type for n in model.graph.nodes]
-    assert "other nodes than QuantizeLinear" in report.note_of("split")
+    assert "no output is read by a QuantizeLinear" in report.note_of("split")
 
 
 @pytest.mark.parametrize("form", [
@@ -272,3 +287,29 @@ def test_the_realistic_yolo_block_runs_its_split_and_resize_on_the_accelerator(f
     layers = plan_layers(integer, ArrayConfig(rows=16, cols=16))
     units = {layer.op: layer.unit for layer in layers if layer.op in ("Split", "Resize")}
     assert units == {"Split": LayerUnit.LAYOUT, "Resize": LayerUnit.LAYOUT}
+
+
+def test_a_slice_read_by_a_quantize_and_a_float_pool_puts_both_on_the_accelerator():
+    """A QOperator export's squeeze-excitation (GhostNet): DQ -> Slice -> Q (the block's path)
+    and the same Slice -> float GlobalAveragePool -> Q: the Slice selects integers and the
+    pool reads them through a DequantizeLinear, so it fuses into a pool on the array."""
+    constants: dict[str, np.ndarray] = {"starts": np.array([0], np.int64),
+                                        "ends": np.array([4], np.int64),
+                                        "axes": np.array([1], np.int64)}
+    nodes = _qdq_front(constants)
+    nodes += [node("Slice", ["xd", "starts", "ends", "axes"], ["f"], name="slice"),
+              node("QuantizeLinear", ["f", "s", "z"], ["y"], name="q_out"),
+              node("GlobalAveragePool", ["f"], ["g"], name="pool"),
+              node("QuantizeLinear", ["g", "s2", "z"], ["p"], name="q_pool")]
+    model = build(nodes, [("x", np.float32, SHAPE)],
+                  [("y", np.uint8, [1, 4, 4, 4]), ("p", np.uint8, [1, 4, 1, 1])],
+                  constants)  # fmt: skip
+    result, report = rewritten(model)
+    assert [n.op_type for n in result.graph.nodes] == [
+        "QuantizeLinear", "Slice", "DequantizeLinear", "GlobalAveragePool", "QuantizeLinear"]
+    assert report.fate("slice").action == "layout"
+    same_outputs(result, model)
+    assert on_the_accelerator(model, "Slice").unit is LayerUnit.LAYOUT
+    integer, _ = run_passes(model)
+    pool = next(n for n in integer.graph.nodes if "pool" in n.name)
+    assert pool.domain == "systolic"
