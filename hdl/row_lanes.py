@@ -5,7 +5,7 @@ from amaranth.hdl import Module, Mux, Signal, Value, signed
 from amaranth.lib import data
 
 from systolic.hdl.layernorm_scalar import LANE_BITS, P_SHIFT
-from systolic.hdl.round_shift import round_shift_parts
+from systolic.hdl.round_shift import COARSE_STEP, coarse_shift, fine_round_parts
 from systolic.hdl.shared_multipliers import multiply
 
 __all__ = [
@@ -20,6 +20,10 @@ SOFTMAX_SHIFT = 31
 """SOFTMAX's p = rhe(E r / 2^31)."""
 P_BITS = 27
 """p's bits: SOFTMAX's p <= 2^17, LAYERNORM's |p| <= 2^24 + 1."""
+WINDOW_BITS = 19
+"""`coarse_shift`'s window of p * multiplier (out_width + 11, as the output stage's): a
+saturated window's floor lies beyond the floor's saturation range [-257, 255]."""
+_FINE_BITS = (COARSE_STEP - 1).bit_length()
 PRODUCT_SHAPES = {"lane": (17, LANE_BITS + 1), "requant": (P_BITS, 32)}
 """The lanes' multiplications by name, (a width, b width) (`shared_multipliers`): "lane" (c + 3:
 E or d times r, d or a) and "requant" (c + 6: p times the multiplier)."""
@@ -39,7 +43,8 @@ def emit_lanes(m: Module, unit, flags: Value, base: Value, divided: Value, table
     Pipeline from a read in cycle c: c + 1 the data (SOFTMAX's maximum; the exp table's
     index), c + 2 `looked` (E per lane, or LAYERNORM's d = x - in_zero_point), c + 3 the
     lane products E r, d^2 or d a (modulo 2^51), c + 4 the products minus b (LAYERNORM) and
-    the chunk sums, c + 5 p, c + 6 p * multiplier, c + 7 its rounding, c + 8 the chunk."""
+    the chunk sums, c + 5 p, c + 6 p * multiplier, c + 7 and c + 8 its rounding (the coarse
+    and the fine half, `round_shift.coarse_shift` and `fine_round_parts`), c + 9 the chunk."""
     lanes, instr, ln = len(unit.spad_data), unit.instr, unit.layernorm
     x = unit.spad_data
     in_lane = [Signal(name=f"lane{j}_valid") for j in range(lanes)]
@@ -159,35 +164,43 @@ def _requantize(m, unit, p, scaled):
 def _outputs(m, unit, looked, product, scalar, base, divided):
     """The output pass: p, the requantization and the chunk's address and byte count."""
     lanes, instr, ln = len(looked.mask), unit.instr, unit.layernorm
-    stage_valid = [Signal(name=f"out_valid{k}") for k in range(3, 8)]
+    stage_valid = [Signal(name=f"out_valid{k}") for k in range(3, 9)]
     m.d.sync += [stage_valid[0].eq(looked.valid & (looked.phase == OUTPUT)),
-                 *(stage_valid[k].eq(stage_valid[k - 1]) for k in range(1, 5))]
+                 *(stage_valid[k].eq(stage_valid[k - 1]) for k in range(1, 6))]
     diff = Signal(data.ArrayLayout(LANE_BITS, lanes), name="lane_difference")
     p = Signal(data.ArrayLayout(signed(P_BITS), lanes), name="p")
     scaled = Signal(data.ArrayLayout(signed(P_BITS + 32), lanes), name="p_times_multiplier")
+    coarse = Signal(data.StructLayout({"window": data.ArrayLayout(signed(WINDOW_BITS), lanes),
+                                       "sticky": data.ArrayLayout(1, lanes)}),
+                    name="coarse")
     rounded = Signal(data.StructLayout({"floor": data.ArrayLayout(signed(10), lanes),
                                         "round_up": data.ArrayLayout(1, lanes)}),
                      name="rounded")
     out = unit.o_chunk.payload
-    amount = (instr.shift + 31).as_unsigned()[:6]
+    amount = Signal(6, name="requant_amount")  # loaded every cycle: instr is held from start
+    m.d.sync += amount.eq((instr.shift + 31).as_unsigned()[:6])
     for j in range(lanes):
         value = diff[j]
         ln_floor = value[P_SHIFT:].as_signed()
         ln_up = value[P_SHIFT - 1] & (value[:P_SHIFT - 1].any() | ln_floor[0])
         sm_floor = value[SOFTMAX_SHIFT:]
         sm_up = value[SOFTMAX_SHIFT - 1] & (value[:SOFTMAX_SHIFT - 1].any() | sm_floor[0])
-        q_floor, q_up = round_shift_parts(scaled[j], amount)
+        window, sticky = coarse_shift(scaled[j], amount[_FINE_BITS:], WINDOW_BITS)
+        q_floor, q_up = fine_round_parts(coarse.window[j], coarse.sticky[j],
+                                         amount[:_FINE_BITS])
         raised = Mux(q_floor < -257, -257, q_floor)
         offset = rounded.floor[j] + rounded.round_up[j] + instr.zero_point
         high = Mux(offset < instr.lo, instr.lo, offset)
         m.d.sync += [
             diff[j].eq(product[j] - Mux(ln, scalar.b, 0)),
             p[j].eq(Mux(ln, ln_floor + ln_up, sm_floor + sm_up)),
+            coarse.window[j].eq(window),
+            coarse.sticky[j].eq(sticky),
             rounded.floor[j].eq(Mux(raised > 255, 255, raised)),
             rounded.round_up[j].eq(q_up),
             out.data[j].eq(Mux(high > instr.hi, instr.hi, high)),
         ]
-    m.d.sync += unit.o_chunk.valid.eq(stage_valid[4])
+    m.d.sync += unit.o_chunk.valid.eq(stage_valid[5])
     _requantize(m, unit, p, scaled)
 
     # The chunk's place in the row's segment.

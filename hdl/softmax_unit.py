@@ -108,7 +108,7 @@ class SoftmaxUnit(wiring.Component):
         is issued only then, and `reserve` pulses with it.
     reserve : ``Out(1)``
     o_chunk : ``Out(stream.Signature(chunk_layout(lanes), always_ready=True))``
-        Output chunks, 8 cycles after their output-pass read.
+        Output chunks, 9 cycles after their output-pass read.
     written : ``In(1)``
         Pulse: the last beat of a chunk was written.
     done : ``Out(1)``

@@ -26,7 +26,7 @@ __all__ = ["MIN_FIFO_DEPTH", "StoreUnit", "store_events_layout"]
 
 MIN_FIFO_DEPTH = 12
 """The fewest FIFO entries (`StoreUnit`'s `fifo_depth`): the row-normalisation unit's chunk
-credit loop is 10 cycles long, and 12 keeps it one chunk per cycle with a margin."""
+credit loop is 11 cycles long, and 12 keeps it one chunk per cycle with a margin."""
 
 SHARED_MULTIPLIERS = {"product": "lane"}
 """The vector unit's multiplication computed by the row-normalisation unit's multipliers
@@ -79,7 +79,7 @@ class StoreUnit(wiring.Component):
     fifo_depth : int
         Output rows buffered between the datapath and the writer (at least `MIN_FIFO_DEPTH`,
         12, so that the writer never waits for the pipeline once it has started: a SOFTMAX or
-        LAYERNORM chunk's credit comes back 10 cycles after its read, 8 in the lanes and 2
+        LAYERNORM chunk's credit comes back 11 cycles after its read, 9 in the lanes and 2
         through the FIFO, and their one-beat chunks leave one per cycle).
 
     Members
