@@ -350,9 +350,16 @@ def _scalar_operand_table(ctx: FusionContext, node: Node, report: PassReport) ->
     return True
 
 
-def _qlinear_add(ctx: FusionContext, node: Node, report: PassReport) -> None:
+_Operand = tuple[str, QuantParams, tuple[int, ...]]
+"""A QLinearAdd/QLinearMul input: its name, quantization parameters and static shape."""
+
+
+def _binary_operands(ctx: FusionContext, node: Node, report: PassReport
+                     ) -> tuple[_Operand, _Operand, QuantParams] | None:
+    """Return a QLinearAdd's or QLinearMul's two operands and its output parameters; None
+    when the node became a table instead (one constant one-value operand)."""
     if _scalar_operand_table(ctx, node, report):
-        return
+        return None
     ap = _params(ctx, node, 1, 2, "first input")
     bp = _params(ctx, node, 4, 5, "second input")
     yp = _params(ctx, node, 6, 7, "output")
@@ -360,6 +367,14 @@ def _qlinear_add(ctx: FusionContext, node: Node, report: PassReport) -> None:
     shape_a, shape_b = ctx.shape_of(a), ctx.shape_of(b)
     if shape_a is None or shape_b is None:
         raise NotFusable("the inputs do not have static shapes")
+    return (a, ap, shape_a), (b, bp, shape_b), yp
+
+
+def _qlinear_add(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    operands = _binary_operands(ctx, node, report)
+    if operands is None:
+        return
+    (a, ap, shape_a), (b, bp, shape_b), yp = operands
     if shape_a != shape_b and last_axis_broadcast(shape_b, shape_a):
         (a, ap), (b, bp) = (b, bp), (a, ap)
     elif shape_a != shape_b and not last_axis_broadcast(shape_a, shape_b):
@@ -416,15 +431,10 @@ def _qlinear_lookup(ctx: FusionContext, node: Node, report: PassReport) -> None:
 
 
 def _qlinear_mul(ctx: FusionContext, node: Node, report: PassReport) -> None:
-    if _scalar_operand_table(ctx, node, report):
+    operands = _binary_operands(ctx, node, report)
+    if operands is None:
         return
-    ap = _params(ctx, node, 1, 2, "first input")
-    bp = _params(ctx, node, 4, 5, "second input")
-    yp = _params(ctx, node, 6, 7, "output")
-    a, b = node.inputs[0], node.inputs[3]
-    shape_a, shape_b = ctx.shape_of(a), ctx.shape_of(b)
-    if shape_a is None or shape_b is None:
-        raise NotFusable("the inputs do not have static shapes")
+    (a, ap, shape_a), (b, bp, shape_b), yp = operands
     if shape_a != shape_b and (per_channel_broadcast(shape_b, shape_a)
                                or last_axis_broadcast(shape_b, shape_a)):
         (a, ap, shape_a), (b, bp, shape_b) = (b, bp, shape_b), (a, ap, shape_a)
