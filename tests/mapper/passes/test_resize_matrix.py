@@ -86,3 +86,15 @@ def test_int8_columns_sum_to_the_reciprocal_of_their_power_of_two_scale():
         np.testing.assert_array_equal(q.astype(np.int64).sum(axis=0), 1 / scale)
         assert np.all(np.log2(scale) == np.round(np.log2(scale)))
         assert np.abs(q * scale - step.weights).max() <= 2.0 ** -8
+
+
+def test_an_opset_9_bilinear_upsample_has_its_asymmetric_matrices():
+    constants = {"scales": np.array([1, 1, 2, 3], np.float32)}
+    nodes = [node("Upsample", ["x", "scales"], ["y"], name="up", mode="linear")]
+    model = build(nodes, [("x", np.float32, SHAPE)], [("y", np.float32, [1, 2, 10, 18])],
+                  constants, opset=9)
+    graph = model.graph
+    axes = linear_resize_axes(graph.nodes[0], graph, {t.name: t.data for t in graph.initializers})
+    x = np.random.default_rng(1).standard_normal(SHAPE).astype(np.float32)
+    np.testing.assert_allclose(_apply(x.astype(np.float64), axes), run_model(model, {"x": x})["y"],
+                               rtol=0, atol=1e-5)
