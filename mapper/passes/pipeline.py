@@ -52,6 +52,9 @@ Order (each pass one module):
                         MatMul/Add/Gather, gate functions, Mul, Concat (quantized below);
                         com.microsoft DynamicQuantizeLSTM -> DynamicQuantizeLinear +
                         MatMulInteger per gate
+ 6b. expand_computed_operand  float models: an Add/Mul operand broadcast over the other
+                        (neither per channel nor along the last axis: GPT-2's causal mask
+                        [1, 1, S, S] over the scores) -> read through Expand to its shape
  7. quantize_float      float models (no quantization in the graph): post-training
                         quantization, expressed as QuantizeLinear/DequantizeLinear pairs
                         (types are inferred again afterwards); quantized models: the same
@@ -122,6 +125,7 @@ from systolic.mapper.passes.decomposed_softmax import decomposed_softmax
 from systolic.mapper.passes.dequantize_after_layout import dequantize_after_layout
 from systolic.mapper.passes.dynamic_island import fusion_entries, quantize_dynamic_island
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
+from systolic.mapper.passes.expand_computed_operand import expand_computed_operand
 from systolic.mapper.passes.expand_constant_operand import expand_constant_operand
 from systolic.mapper.passes.float_island import float_remnants
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
@@ -214,6 +218,8 @@ def run_passes(
         model = finalize(unrolled)
     quantized = is_quantized(model)
     if not quantized:
+        if (expanded := expand_computed_operand(model, report)) is not model:
+            model = finalize(expanded)  # a broadcast operand made explicit for PTQ
         model = finalize(quantize_float(model, report, calibration=calibration, seed=seed,
                                         entries=fusion_entries(model.graph)))
     elif island:
