@@ -6,11 +6,11 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from systolic.hdl.range_overlap import (
-    compact_conflict,
+    compact_conflict_terms,
     compact_footprint,
     compact_layout,
+    footprint_conflict_terms,
     footprint_layout,
-    footprints_conflict,
 )
 
 __all__ = ["Dispatcher"]
@@ -79,10 +79,10 @@ class Dispatcher(wiring.Component):
     Latency, throughput and backpressure
     ------------------------------------
     All cycles are transfer cycles. An instruction accepted in cycle t occupies a table entry and
-    a queue slot from cycle t + 1 and can be issued in cycle t + 2 at the earliest (its hazards
-    are computed in cycle t + 1). It is offered in cycle s > t + 1 when it heads its queue (its
-    same-unit predecessor was issued before s) and every recorded instruction's completion was
-    transferred before s; so a completion in cycle c lets a dependant issue in cycle c + 1, and
+    a queue slot from cycle t + 1 and can be issued in cycle t + 3 at the earliest (its hazards
+    are compared in cycle t + 1 and recorded in t + 2). It is offered in cycle s > t + 2 when it
+    heads its queue (its same-unit predecessor was issued before s) and every recorded
+    instruction's completion was transferred before s; so a completion in cycle c lets a dependant issue in cycle c + 1, and
     an instruction accepted in the same cycle as the completion of an instruction it conflicts
     with does not wait for it. A completion in cycle c frees the entry for an acceptance in
     cycle c + 1; an issue in cycle s frees the queue slot for an acceptance in cycle s + 1. At
@@ -97,13 +97,15 @@ class Dispatcher(wiring.Component):
     Registers: N * (2 + unit bits + R * (2W + 5) + N) for the table (compact: 2A + 2 more per
     entry), plus one SyncFIFO of queue_depth x (payload + tag) bits per unit. Logic: N * R * R
     range comparisons (2 W-bit magnitude comparators each; compact: N more of 2 A-bit ones
-    for the external ranges). The hazards of an instruction are computed in the cycle after
+    for the external ranges). The hazards of an instruction are compared in the cycle after
     its acceptance, from a register copy of it (`fresh`), against the entries then valid
-    (the same set acceptance saw, without those completing in the acceptance cycle), and
-    recorded in its mask; each mask has one more bit, `pending`, set from the entry's
-    allocation until then. Longest paths: `fresh` footprint -> comparator -> OR of R * R
-    terms -> mask register; mask register -> (N + 1)-input NOR -> N:1 mux by the queue
-    head's tag -> `o_issue[u].valid`; `i_instr.unit` -> queue full -> `i_instr.ready` -> the
+    (the same set acceptance saw, without those completing in the acceptance cycle); each
+    range pair's result is registered (`hits`: N * R * R flip-flops, compact N more), ORed in the next
+    cycle and recorded in its mask; each mask has one more bit, `pending`, set from the
+    entry's allocation until then. Longest paths: `fresh` footprint -> comparator -> `hits`
+    register; `hits` -> OR of R * R (+ 1) terms -> mask register; mask register ->
+    (N + 1)-input NOR -> N:1 mux by the queue head's tag -> `o_issue[u].valid`;
+    `i_instr.unit` -> queue full -> `i_instr.ready` -> the
     enables of the allocated entry.
     """
 
@@ -161,6 +163,42 @@ class Dispatcher(wiring.Component):
     def queue_depth(self) -> int:
         return self._queue_depth
 
+    def _hazards(self, m, accept, alloc, unit, ranges, terms, staying, entry_unit,
+                 entry_ranges):
+        """Compute the hazards of the instruction accepted (`accept`) in cycle t into entry
+        `alloc` in two register stages; return (waits, tag, done): in cycle t + 2, `done` is
+        high, `tag` is its entry and `waits` (combinational) its mask over the entries.
+
+        Cycle t + 1 compares the registered copy of the instruction (`fresh`) with every entry
+        in flight then and not completing then (`staying`, the set acceptance saw, without the
+        completions of cycle t) and registers each range pair's conflict (`terms`) and whether
+        the entry may conflict at all (in flight, another unit): the comparators run from
+        registers to registers. Cycle t + 2 ORs them into `waits`.
+        """
+        n = self._table_entries
+        fresh_valid = Signal()
+        fresh_tag = Signal(self.tag_shape)
+        fresh_unit = Signal.like(unit)
+        fresh_ranges = Signal(self.entry_layout, name="fresh_ranges")
+        m.d.sync += fresh_valid.eq(accept)
+        with m.If(accept):
+            m.d.sync += [fresh_tag.eq(alloc), fresh_unit.eq(unit), fresh_ranges.eq(ranges)]
+
+        done = Signal()
+        tag = Signal(self.tag_shape, name="hazard_tag")
+        candidates = Signal(n)
+        m.d.sync += [done.eq(fresh_valid), tag.eq(fresh_tag)]
+        waits = Signal(n)
+        for e in range(n):
+            pair_terms = terms(fresh_ranges, entry_ranges[e])
+            hits = Signal(len(pair_terms), name=f"hits{e}")
+            m.d.sync += [
+                hits.eq(Cat(*pair_terms)),
+                candidates[e].eq(staying[e] & (entry_unit[e] != fresh_unit)),
+            ]
+            m.d.comb += waits[e].eq(candidates[e] & hits.any())
+        return waits, tag, done
+
     def elaborate(self, platform):
         m = Module()
         n = self._table_entries
@@ -204,42 +242,26 @@ class Dispatcher(wiring.Component):
             m.d.comb += complete.ready.eq(1)
 
         if self._onchip_width is None:
-            new_ranges, conflict = new.ranges, footprints_conflict
+            new_ranges, terms = new.ranges, footprint_conflict_terms
         else:
-            new_ranges, conflict = Signal(self.entry_layout, name="new_ranges"), compact_conflict
+            new_ranges, terms = (Signal(self.entry_layout, name="new_ranges"),
+                                 compact_conflict_terms)
             compact_footprint(m, new.ranges, new_ranges)
 
         allocated = Signal(n)
         m.d.comb += allocated.eq(accept << alloc)
         m.d.sync += valid.eq((valid & ~completing) | allocated)
 
-        # The instruction accepted in the previous cycle (`fresh`) is compared with the table in
-        # the cycle after its acceptance, from registers: the entries valid now are exactly those
-        # in flight then and not completing then (besides itself, of its own unit), so these are
-        # the hazards acceptance would have recorded. They are recorded in its entry at the end
-        # of that cycle; until then the entry's extra mask bit (`pending`, set when it is
-        # allocated) holds it back, so the comparators end at the mask registers and the issue
-        # decision starts at them.
-        fresh_valid = Signal()
-        fresh_tag = Signal(self.tag_shape)
-        fresh_unit = Signal.like(new.unit)
-        fresh_ranges = Signal(self.entry_layout, name="fresh_ranges")
-        m.d.sync += fresh_valid.eq(accept)
-        with m.If(accept):
-            m.d.sync += [fresh_tag.eq(alloc), fresh_unit.eq(new.unit),
-                         fresh_ranges.eq(new_ranges)]
-        fresh_waits = Signal(n)
-        for e in range(n):
-            m.d.comb += fresh_waits[e].eq(
-                valid[e] & (entry_unit[e] != fresh_unit) & conflict(fresh_ranges, entry_ranges[e])
-            )
+        fresh_waits, fresh_tag, fresh_done = self._hazards(
+            m, accept, alloc, new.unit, new_ranges, terms,
+            valid & ~completing, entry_unit, entry_ranges)
         pending = 1 << n
         keep = Cat(~completing, 1)  # clears completed entries' bits, keeps `pending`
         for e in range(n):
             with m.If(allocated[e]):
                 m.d.sync += [entry_unit[e].eq(new.unit), entry_ranges[e].eq(new_ranges),
                              entry_waits[e].eq(pending)]
-            with m.Elif(fresh_valid & (fresh_tag == e)):
+            with m.Elif(fresh_done & (fresh_tag == e)):
                 m.d.sync += entry_waits[e].eq(fresh_waits & ~completing)
             with m.Else():
                 m.d.sync += entry_waits[e].eq(entry_waits[e] & keep)

@@ -17,7 +17,7 @@ pair needs full-width comparators.
 
 from collections.abc import Sequence
 
-from amaranth.hdl import Module, Mux, Value
+from amaranth.hdl import Cat, Module, Mux, Value
 from amaranth.lib import data
 
 from systolic.config import ArrayConfig
@@ -29,9 +29,11 @@ __all__ = [
     "MEM_WIDTH",
     "at_most",
     "compact_conflict",
+    "compact_conflict_terms",
     "compact_contract_holds",
     "compact_footprint",
     "compact_layout",
+    "footprint_conflict_terms",
     "footprint_layout",
     "footprints_conflict",
     "onchip_addr_width",
@@ -87,17 +89,22 @@ def ranges_conflict(a: data.View, b: data.View) -> Value:
     )
 
 
+def footprint_conflict_terms(a: data.View, b: data.View) -> list[Value]:
+    """Return the 1-bit conflicts of every range pair of footprints `a` and `b` (a's range i
+    against b's range j at index i * len(b) + j); the footprints conflict when any is 1.
+
+    Cost: len(a) * len(b) range comparisons.
+    """
+    return [ranges_conflict(a[i], b[j])
+            for i in range(a.shape().length) for j in range(b.shape().length)]
+
+
 def footprints_conflict(a: data.View, b: data.View) -> Value:
     """Return a 1-bit value: some range of footprint `a` conflicts with some range of `b`.
 
     Cost: len(a) * len(b) range comparisons and an OR of their results.
     """
-    result: Value = ranges_conflict(a[0], b[0])
-    for i in range(a.shape().length):
-        for j in range(b.shape().length):
-            if i or j:
-                result = result | ranges_conflict(a[i], b[j])
-    return result
+    return Cat(*footprint_conflict_terms(a, b)).any()
 
 
 def onchip_addr_width(config: ArrayConfig) -> int:
@@ -157,12 +164,21 @@ def compact_footprint(m: Module, footprint: data.View, compact: data.View) -> No
     m.d.comb += [getattr(external, name).eq(value) for name, value in chosen.items()]
 
 
-def compact_conflict(a: data.View, b: data.View) -> Value:
-    """Return a 1-bit value: compact footprints `a` and `b` conflict.
+def compact_conflict_terms(a: data.View, b: data.View) -> list[Value]:
+    """Return the 1-bit conflicts of compact footprints `a` and `b` term by term: their on-chip
+    range pairs (`footprint_conflict_terms`), then their external ranges; the footprints
+    conflict when any is 1.
 
     Cost: len(a.onchip) * len(b.onchip) narrow range comparisons and one full-width one.
     """
     x, y = a.external, b.external
     external = (x.valid & y.valid & (x.write | y.write)
                 & at_most(x.first, y.last) & at_most(y.first, x.last))
-    return footprints_conflict(a.onchip, b.onchip) | external
+    return [*footprint_conflict_terms(a.onchip, b.onchip), external]
+
+
+def compact_conflict(a: data.View, b: data.View) -> Value:
+    """Return a 1-bit value: compact footprints `a` and `b` conflict (the OR of
+    `compact_conflict_terms`).
+    """
+    return Cat(*compact_conflict_terms(a, b)).any()

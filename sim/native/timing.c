@@ -460,7 +460,8 @@ int timing_pass(i64 n, const i64 *kinds, const i64 *units, const i64 *masks, con
             i64 newest = queue[(qhead + qlen - 1) % depth];
             if (newest >= head) head = newest + 1;
         }
-        i64 clear = head > t + 2 ? head : t + 2; /* the mask is computed in t + 1 */
+        /* the footprint is compared in t + 1, the mask recorded in t + 2 (HAZARD_CYCLES) */
+        i64 clear = head > t + 3 ? head : t + 3;
         const i64 mask = masks[index];
         if (mask) {
             const i64 writes = mask >> 8 & all_memories;

@@ -10,9 +10,9 @@ closed form, instruction by instruction in program order (no cycle loop):
 - accept(i) = the first cycle t >= max(arrival(i), accept(i-1) + 1) in which fewer than
   `table_entries` older instructions have completion >= t, and fewer than `queue_depth` older
   instructions of its unit have issue >= t;
-- issue(i) = max(accept(i) + 2, issue of the unit's previous instruction + 1, the cycle its unit
+- issue(i) = max(accept(i) + 3, issue of the unit's previous instruction + 1, the cycle its unit
   is free again, completion + 1 of every older conflicting instruction of another unit) (the
-  cycle after acceptance computes the hazards into the mask);
+  cycle after acceptance compares the hazards, the next one records them in the mask);
 - complete(i) follows the unit's timing (`UnitModel`).
 """
 
@@ -25,6 +25,7 @@ from typing import NamedTuple
 from systolic.isa.memories import Access, Memory
 
 __all__ = [
+    "HAZARD_CYCLES",
     "MEMORY_ID",
     "UNITS",
     "DispatchModel",
@@ -36,6 +37,10 @@ __all__ = [
     "UnitTiming",
     "hazard_stall",
 ]
+
+HAZARD_CYCLES = 3
+"""An instruction accepted in cycle t issues in t + HAZARD_CYCLES at the earliest: the
+dispatcher compares its footprint with the table in t + 1 and records its mask in t + 2."""
 
 MEMORY_ID: dict[Memory, int] = {
     Memory.SPAD_IN: 0,
@@ -174,13 +179,14 @@ class DispatchState:
         """Return the cycle an instruction of `unit` accepted in `accept` (heading its queue
         from `head`) has its mask clear, and the instructions it waits for.
 
-        The mask is computed in the cycle after `accept` (its `pending` bit holds the
-        instruction until then), so it is clear from `accept + 2` at the earliest. It waits for
+        The mask is compared in the cycle after `accept` and recorded in the next (its
+        `pending` bit holds the instruction until then), so it is clear from `accept + 3` at
+        the earliest. It waits for
         every instruction in flight of another unit that `conflicts` (given its index) and
         completes after `accept` (a completion in the accept cycle is not recorded in the
         mask): the mask clears after the last of their completions.
         """
-        clear = max(head, accept + 2)
+        clear = max(head, accept + HAZARD_CYCLES)
         waited = []
         for other, owner in self.table:
             end = self.completes[owner]

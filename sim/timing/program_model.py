@@ -13,9 +13,9 @@ instruction in program order, with no loop over cycles:
 - accept(i) = the first t >= accept(i-1) + 1 with fewer than 16 older instructions whose
   completion is >= t and fewer than 4 older instructions of its unit whose issue is >= t.
 - The instruction heads its queue from h = max(accept + 1, issue of its unit's previous + 1);
-  its mask clears in v = max(h, accept + 2, completion + 1 of every older conflicting
+  its mask clears in v = max(h, accept + 3, completion + 1 of every older conflicting
   instruction of another unit that is still in flight after its acceptance cycle) (the mask
-  is computed in the cycle after acceptance); the unit takes it in the
+  is compared in the cycle after acceptance and recorded in the next); the unit takes it in the
   first cycle >= v in which it is ready: LOAD after max(beats, 2) cycles of the previous LOAD,
   STORE-unit instructions one cycle after the previous completion, EXECUTE as
   `ExecuteTiming` says.

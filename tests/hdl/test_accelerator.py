@@ -19,6 +19,7 @@ from systolic.isa.program import MemorySegment, Program
 from systolic.sim.result import InstructionTimes, RunResult
 from systolic.sim.rtl.commands import encode_command
 from systolic.sim.run.backends import run_program
+from systolic.sim.timing.dispatch_model import HAZARD_CYCLES
 from systolic.sim.timing.execute_timing import ExecuteTiming
 from systolic.sim.timing.load_timing import load_duration
 from systolic.sim.timing.store_timing import duration as store_duration
@@ -104,7 +105,7 @@ def check_execute_timing(program: Program, result: RunResult) -> int:
     for index, instr in enumerate(instrs[:-1]):
         if instr.UNIT is not Unit.EX:
             continue
-        offered = max([times[index].accept + 2, previous_issue + 1] + [
+        offered = max([times[index].accept + HAZARD_CYCLES, previous_issue + 1] + [
             times[older].complete + 1 for older in range(index)
             if instrs[older].UNIT is not Unit.EX and conflicts(program, older, index)])
         timing = model.issue(instr, offered)

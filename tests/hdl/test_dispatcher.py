@@ -158,12 +158,12 @@ def cycles(times: list[JobTimes]) -> list[tuple[int, int, int]]:
 
 def test_read_after_write_waits_for_the_writer():
     times = check([Job(0, [w(SPAD_IN, 0, 3)], 5), Job(1, [r(SPAD_IN, 2, 5)], 2)])
-    assert cycles(times) == [(0, 2, 7), (1, 8, 10)]  # issue from acceptance + 2
+    assert cycles(times) == [(0, 3, 8), (1, 9, 11)]  # issue from acceptance + 3
 
 
 def test_write_after_read_waits_for_the_reader():
     times = check([Job(1, [r(SPAD_IN, 0, 3)], 5), Job(0, [w(SPAD_IN, 3, 3)], 2)])
-    assert cycles(times) == [(0, 2, 7), (1, 8, 10)]
+    assert cycles(times) == [(0, 3, 8), (1, 9, 11)]
 
 
 def test_write_after_write_waits_and_each_range_counts():
@@ -171,7 +171,7 @@ def test_write_after_write_waits_and_each_range_counts():
         Job(1, [r(SPAD_IN, 0, 9), r(SPAD_WT, 0, 9), w(ACC, 0, 7)], 4),
         Job(2, [r(EXTERNAL, 0, 99), w(ACC, 7, 7)], 3),
     ]
-    assert cycles(check(jobs)) == [(0, 2, 6), (1, 7, 10)]
+    assert cycles(check(jobs)) == [(0, 3, 7), (1, 8, 11)]
 
 
 def test_independent_instructions_do_not_wait():
@@ -181,7 +181,7 @@ def test_independent_instructions_do_not_wait():
         Job(2, [r(EXTERNAL, 0, 2**32 - 1)], 9),  # overlapping reads
         Job(1, [w(SPAD_WT, 0, 3)], 1),  # same addresses, another memory
     ]
-    assert cycles(check(jobs)) == [(0, 2, 11), (1, 3, 12), (2, 4, 13), (3, 12, 13)]
+    assert cycles(check(jobs)) == [(0, 3, 12), (1, 4, 13), (2, 5, 14), (3, 13, 14)]
 
 
 def test_same_unit_instructions_are_not_checked():
@@ -190,27 +190,27 @@ def test_same_unit_instructions_are_not_checked():
         Job(0, [w(SPAD_IN, 0, 3)], UnitTiming(busy=1, latency=10)),
         Job(1, [r(SPAD_IN, 0, 0)], 1),
     ]
-    assert cycles(check(jobs)) == [(0, 2, 12), (1, 3, 13), (2, 14, 15)]
+    assert cycles(check(jobs)) == [(0, 3, 13), (1, 4, 14), (2, 15, 16)]
 
 
 def test_table_full_stalls_until_a_completion():
     jobs = [Job(u, [], 10) for u in (0, 1, 2, 0, 1)]
     times = check(jobs, table_entries=4)
-    assert cycles(times) == [(0, 2, 12), (1, 3, 13), (2, 4, 14), (3, 12, 22), (13, 15, 25)]
+    assert cycles(times) == [(0, 3, 13), (1, 4, 14), (2, 5, 15), (3, 13, 23), (14, 17, 27)]
     assert [t.tag for t in times] == [0, 1, 2, 3, 0]
 
 
 def test_queue_full_stalls_dispatch_of_every_unit():
     jobs = [Job(0, [], 10) for _ in range(4)] + [Job(1, [], 1)]
     times = check(jobs, queue_depth=2)
-    assert cycles(times) == [(0, 2, 12), (1, 12, 22), (3, 22, 32), (13, 32, 42), (14, 16, 17)]
+    assert cycles(times) == [(0, 3, 13), (1, 13, 23), (4, 23, 33), (14, 33, 43), (15, 18, 19)]
 
 
-@pytest.mark.parametrize("arrival", [1, 2, 3])
+@pytest.mark.parametrize("arrival", [1, 2, 3, 4])
 def test_completion_in_the_accept_cycle_is_not_waited_for(arrival):
     jobs = [Job(0, [w(SPAD_IN, 0, 0)], 1), Job(1, [r(SPAD_IN, 0, 0)], 1, arrival)]
-    issue = max(4, arrival + 2)  # after the completion in 3 unless accepted in that cycle
-    assert cycles(check(jobs)) == [(0, 2, 3), (arrival, issue, issue + 1)]
+    issue = max(5, arrival + 3)  # after the completion in 4 unless accepted in that cycle
+    assert cycles(check(jobs)) == [(0, 3, 4), (arrival, issue, issue + 1)]
 
 
 def test_issue_follows_a_completion_by_one_cycle_through_a_chain():
@@ -219,7 +219,7 @@ def test_issue_follows_a_completion_by_one_cycle_through_a_chain():
         Job(1, [r(SPAD_IN, 0, 0), w(ACC, 0, 0)], 3),
         Job(2, [r(ACC, 0, 0)], 3),
     ]
-    assert cycles(check(jobs)) == [(0, 2, 5), (1, 6, 9), (2, 10, 13)]
+    assert cycles(check(jobs)) == [(0, 3, 6), (1, 7, 10), (2, 11, 14)]
 
 
 # -- random programs ---------------------------------------------------------------------------
@@ -330,7 +330,7 @@ def test_compact_table_compares_external_ranges_at_full_width():
         Job(1, [r(SPAD_IN, 4, 511), w(ACC, 4, 4)], 1),
     ]
     times = check(jobs, onchip_width=9)
-    assert cycles(times) == [(0, 2, 11), (1, 3, 4), (2, 12, 13), (3, 5, 6)]
+    assert cycles(times) == [(0, 3, 12), (1, 4, 5), (2, 13, 14), (3, 6, 7)]
 
 
 # -- parameters and conversion -----------------------------------------------------------------

@@ -33,16 +33,17 @@ def test_timing_callback_sees_the_issue_cycle():
         return 2 + issue
 
     times = DispatchModel().run([Job(0, [], 5, arrival=3), Job(0, [], timing)])
-    # Issue two cycles after acceptance at the earliest (the mask is computed in between).
-    assert seen == [10]
-    assert [(t.dispatch, t.issue, t.complete) for t in times] == [(3, 5, 10), (4, 10, 22)]
+    # Issue three cycles after acceptance at the earliest (the mask is compared and recorded
+    # in between).
+    assert seen == [11]
+    assert [(t.dispatch, t.issue, t.complete) for t in times] == [(3, 6, 11), (4, 11, 24)]
 
 
 def test_plain_tuples_are_jobs():
     access = Access(Memory.ACC, 0, 0, True)
     times = DispatchModel().run([(1, [access], 2), (2, [access], 1)])
     assert [(t.dispatch, t.issue, t.complete, t.tag) for t in times] == [
-        (0, 2, 4, 0), (1, 5, 6, 1)
+        (0, 3, 5, 0), (1, 6, 7, 1)
     ]
 
 
@@ -52,7 +53,7 @@ def test_plain_tuples_are_jobs():
      r"^instruction 1: 4 ranges exceed the 3 a footprint holds$"),
     ([Job(0, [], 0)], r"^busy must be an integer of at least 1, not 0$"),
     ([Job(0, [], UnitTiming(busy=1, latency=1)), Job(0, [], lambda issue: -issue)],
-     r"^busy must be an integer of at least 1, not -3$"),
+     r"^busy must be an integer of at least 1, not -4$"),
 ])
 def test_bad_jobs_are_rejected(jobs, message):
     with pytest.raises(ValueError, match=message):
@@ -75,7 +76,7 @@ def test_state_rules_one_instruction_at_a_time():
     assert state.accept(2) == (2, [])
     assert state.head(2, 2) == 3
     assert state.mask_clear(2, 2, 3, lambda owner: owner == 0) == (10, [0])
-    assert state.mask_clear(2, 2, 3, lambda owner: False) == (4, [])  # computed in 3
+    assert state.mask_clear(2, 2, 3, lambda owner: False) == (5, [])  # compared in 3, kept in 4
     state.record(2, 1, issue=10, stalled=hazard_stall(3, 10, ready_from=5))
     assert state.hazard_stall == [0, 0, 5]
     checkpoint = state.copy()

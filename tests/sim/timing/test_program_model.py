@@ -178,13 +178,13 @@ def test_one_layer_by_hand() -> None:
     program = [load_w, load_a, Preload(row=0, k=2, n=2), Compute(in_row=0, m=3, acc_row=0),
                store, Halt()]
     timing = ProgramModel(config).run(program)
-    # LOAD w: accepted 1, issued 1 + 2 = 3 (the dispatcher computes its hazards in 2), one beat
-    # per row (2 bytes inside a 4-byte beat): done 3 + 2 + 3 + 2 = 10. LOAD a follows in the
-    # LOAD unit from 3 + max(2, 2) = 5: 5 + 3 + 5 = 13.
-    assert timing.accept[:2] == (1, 2) and timing.issue[:2] == (3, 5)
-    assert timing.complete[:2] == (10, 13)
-    # PRELOAD waits for its weights (LOAD w completes in 10): issued 11; COMPUTE waits for A.
-    assert timing.issue[2] == 11 and timing.issue[3] == 14
+    # LOAD w: accepted 1, issued 1 + 3 = 4 (the dispatcher compares its hazards in 2 and
+    # records them in 3), one beat per row (2 bytes inside a 4-byte beat): done 4 + 2 + 3 + 2 =
+    # 11. LOAD a follows in the LOAD unit from 4 + max(2, 2) = 6: 6 + 3 + 5 = 14.
+    assert timing.accept[:2] == (1, 2) and timing.issue[:2] == (4, 6)
+    assert timing.complete[:2] == (11, 14)
+    # PRELOAD waits for its weights (LOAD w completes in 11): issued 12; COMPUTE waits for A.
+    assert timing.issue[2] == 12 and timing.issue[3] == 15
     # STORE waits for COMPUTE and takes duration() cycles; HALT follows the last completion.
     assert timing.issue[4] == timing.complete[3] + 1
     assert timing.complete[4] == timing.issue[4] + duration(store, config)
@@ -192,7 +192,7 @@ def test_one_layer_by_hand() -> None:
     assert timing.accept[5] == timing.issue[5] == timing.complete[5] == timing.total_cycles
     assert timing.counters["cycles"] == timing.total_cycles
     assert timing.counters["instructions"] == 6
-    assert timing.counters["hazard_stall_ex"] == (11 - 4) + (14 - 12)  # heads ready from 4, 12
+    assert timing.counters["hazard_stall_ex"] == (12 - 4) + (15 - 13)  # heads ready from 4, 13
 
 
 def test_a_full_table_and_queue_stall_dispatch() -> None:
@@ -200,12 +200,12 @@ def test_a_full_table_and_queue_stall_dispatch() -> None:
     loads = [Load.dense(LoadTarget.SPAD_IN, row=i, count=1, ext=4 * i, row_stride=2, length=2)
              for i in range(8)]
     timing = ProgramModel(config).run([*loads, Halt()])
-    # One LOAD issued every 2 cycles (2 beats each), from 3, one accepted every cycle: in cycle
-    # 7 the LOAD queue holds four unissued LOADs (3rd to 6th), so the 7th waits for the 3rd's
-    # issue (7), and in cycle 9 the 8th for the 4th's (9).
-    assert timing.issue[:8] == tuple(3 + 2 * i for i in range(8))
-    assert timing.accept[:8] == (1, 2, 3, 4, 5, 6, 8, 10)
-    assert timing.counters["dispatch_stall"] == 2
+    # One LOAD issued every 2 cycles (2 beats each), from 4, one accepted every cycle: in cycle
+    # 6 the LOAD queue holds four unissued LOADs (2nd to 5th), so the 6th waits for the 2nd's
+    # issue (6), the 7th for the 3rd's (8) and the 8th for the 4th's (10).
+    assert timing.issue[:8] == tuple(4 + 2 * i for i in range(8))
+    assert timing.accept[:8] == (1, 2, 3, 4, 5, 7, 9, 11)
+    assert timing.counters["dispatch_stall"] == 3
     model = ProgramModel(config, table_entries=2)
     small_table = model.run([*loads, Halt()])
     assert small_table.accept[2] == small_table.complete[0] + 1
