@@ -137,8 +137,9 @@ class LoadUnit(wiring.Component):
         m.d.comb += before_cwrap.eq(counts[2] - counts[1])
         jrun0 = counts[0] * counts[2] - before_cwrap
         jgroup = counts[3] * counts[2]
+        row_length = Mux(is_params, params_row_bytes(config), word.length)
         m.d.comb += [
-            k.length.eq(Mux(is_params, params_row_bytes(config), word.length)),
+            k.length.eq(row_length), start.rest.eq(row_length),
             k.ob_shift.eq(Mux(is_params, 0, ob_shift)),
             k.cond_c.eq(is_params | cond_c), k.cond_j.eq(is_params | cond_j),
             k.run_sat.eq(sat(word.run)), k.n_mid_sat.eq(sat(word.n_mid)),

@@ -20,13 +20,27 @@ most `dim` elements).
 Params rows are one segment each (`cond_c = cond_j = 1`, one-byte elements).
 """
 
-from amaranth.hdl import Module, Mux, Signal, Value, signed
+from typing import NamedTuple
+
+from amaranth.hdl import Cat, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from systolic.hdl.dma_gather import placement_layout
+from systolic.hdl.range_overlap import at_most
 
 __all__ = ["SegmentWalker", "consts_layout", "job_layout", "meta_layout", "position_layout"]
+
+
+class Step(NamedTuple):
+    """One segment step: the segment's register values, the position after it, and whether it
+    ends its row, is its instruction's last and is that last and one beat long."""
+
+    segment: dict[str, Value]
+    after: data.View
+    ends_row: Value
+    last: Value
+    single_last: Value
 
 
 def consts_layout(cnt_width: int, length_width: int, row_width: int) -> data.StructLayout:
@@ -47,7 +61,7 @@ def position_layout(cnt_width: int, length_width: int, row_width: int) -> data.S
     return data.StructLayout({
         "off": 32, "base_i": 32, "base_j": 32, "j_left": cnt_width, "to_cwrap": cnt_width,
         "jrun": 2 * cnt_width + 1,
-        "done": length_width, "row_base": 32, "r1_base": 32, "r0": 32, "rows_left": 32,
+        "done": length_width, "rest": length_width, "row_base": 32, "r1_base": 32, "r0": 32, "rows_left": 32,
         "row": row_width,
     })
 
@@ -98,39 +112,60 @@ class SegmentWalker(wiring.Component):
             "o_almost_idle": Out(1),
         })
 
-    def _next(self, m: Module, pos: data.View, k: data.View) -> tuple[dict[str, Value], data.View, Signal]:
-        """Return the segment starting at `pos`, the position after it and 'ends the row'."""
+    def _next(self, m: Module, pos: data.View, k: data.View) -> Step:
+        """Return the step from `pos`: the segment starting there, the position after it, and
+        whether it ends the row and is the instruction's last single-beat segment.
+
+        Every candidate of the segment's length is compared with the elements left in the row
+        (`rest`) at once, beside the beat counts of both outcomes, so that `ends_row` only
+        selects among results: it is the last level before the registers.
+        """
         cnt_width, length_width, _row_width = self.widths
-        rest = Signal(length_width)
-        m.d.comb += rest.eq(k.length - pos.done)
+        shift = (self.bus_bytes - 1).bit_length()
+        rest = pos.rest
         last_j = pos.j_left == 1
         span_wrap = ~k.cond_c & k.cond_j & last_j
         to_jwrap = (k.cond_c & ~k.cond_j) | (~k.cond_c & ~k.cond_j & last_j)
+        span = pos.to_cwrap + k.run_sat
         length = Signal(2 * cnt_width + 1)
         with m.If(k.cond_c & k.cond_j):
             m.d.comb += length.eq(rest)
         with m.Elif(k.cond_c):
             m.d.comb += length.eq(pos.jrun)
         with m.Elif(span_wrap):
-            m.d.comb += length.eq(pos.to_cwrap + k.run_sat)
+            m.d.comb += length.eq(span)
         with m.Else():
             m.d.comb += length.eq(pos.to_cwrap)
-        ends_row = length >= rest
-        elements = Mux(ends_row, rest, length)[:length_width]
-        nbytes = elements << k.ob_shift
-        shift = (self.bus_bytes - 1).bit_length()
+        ends_row = Signal()
+        m.d.comb += ends_row.eq(Mux(k.cond_c, k.cond_j | at_most(rest, pos.jrun),
+                                    Mux(span_wrap, at_most(rest, span),
+                                        at_most(rest, pos.to_cwrap))))
         # The beat count needs only the address's offset in its bus word (the segment lies in
         # the 32-bit address space, so address + nbytes - 1 does not wrap): a narrow adder,
-        # not two chained 32-bit ones after the length.
+        # not two chained 32-bit ones after the length; one for each outcome of `ends_row`.
         in_word = (pos.row_base[:shift] + pos.off[:shift])[:shift]
+        lo = pos.done << k.ob_shift
+        bytes_rest, bytes_part = rest << k.ob_shift, length[:length_width] << k.ob_shift
+        rest_beats = (in_word + bytes_rest - 1) >> shift
+        beats_rest = Signal(rest_beats.shape(), name="beats_rest")
+        m.d.comb += beats_rest.eq(rest_beats)
         segment = {
             "beat": (pos.row_base + pos.off)[shift:32],
-            "beats_left": (in_word + nbytes - 1) >> shift,
-            "sel": self.row_bytes - (pos.done << k.ob_shift) + in_word,
-            "lo": pos.done << k.ob_shift,
-            "hi": (pos.done << k.ob_shift) + nbytes,
+            "beats_left": Mux(ends_row, beats_rest, (in_word + bytes_part - 1) >> shift),
+            "sel": self.row_bytes - lo + in_word,
+            "lo": lo,
+            "hi": Mux(ends_row, lo + bytes_rest, lo + bytes_part),
         }
+        last_row = pos.rows_left == 1
+        return Step(segment, self._after(m, pos, k, ends_row, length, span_wrap, to_jwrap),
+                    ends_row, ends_row & last_row,
+                    ends_row & last_row & (beats_rest == 0))
 
+    def _after(self, m: Module, pos: data.View, k: data.View, ends_row: Value, length: Value,
+               span_wrap: Value, to_jwrap: Value) -> data.View:
+        """Return the position after the segment of `length` elements starting at `pos` (the
+        rest of the row when `ends_row`)."""
+        _cnt_width, length_width, _row_width = self.widths
         after = Signal(position_layout(*self.widths))
         m.d.comb += after.eq(pos)
         next_i = (pos.base_i + k.stride_outer)[:32]
@@ -140,14 +175,16 @@ class SegmentWalker(wiring.Component):
             m.d.comb += [
                 after.off.eq(k.off0), after.base_i.eq(k.base_i0), after.base_j.eq(k.base_j0),
                 after.j_left.eq(k.j_left0), after.to_cwrap.eq(k.to_cwrap0), after.done.eq(0),
-                after.jrun.eq(k.jrun0),
+                after.rest.eq(k.length), after.jrun.eq(k.jrun0),
                 after.rows_left.eq(pos.rows_left - 1), after.row.eq(pos.row + 1),
                 after.r0.eq(Mux(wrap, 0, pos.r0 + 1)),
                 after.r1_base.eq(Mux(wrap, next_r1, pos.r1_base)),
                 after.row_base.eq(Mux(wrap, next_r1, pos.row_base + k.stride0)),
             ]
         with m.Else():
-            m.d.comb += [after.done.eq(pos.done + elements), after.to_cwrap.eq(k.run_sat)]
+            elements = length[:length_width]
+            m.d.comb += [after.done.eq(pos.done + elements), after.rest.eq(pos.rest - elements),
+                         after.to_cwrap.eq(k.run_sat)]
             with m.If(span_wrap):
                 m.d.comb += [
                     after.base_i.eq(next_i), after.base_j.eq(next_i + k.stride_mid),
@@ -163,10 +200,26 @@ class SegmentWalker(wiring.Component):
                 m.d.comb += [
                     after.base_j.eq(next_j), after.off.eq(next_j), after.j_left.eq(pos.j_left - 1),
                 ]
-        return segment, after, ends_row
+        return after
+
+    def _chosen(self, m: Module, more: Value, going: Step, starting: Step) -> Step:
+        """Return `going` (the active job's next step) when `more`, else `starting` (the
+        offered job's first), each field through one mux."""
+        segment = {}
+        for name, value in going.segment.items():
+            segment[name] = Signal(Value.cast(value).shape(), name=f"seg_{name}")
+            m.d.comb += segment[name].eq(Mux(more, value, starting.segment[name]))
+        after = Signal.like(going.after, name="after")
+        flags = Signal(3, name="step_flags")
+        m.d.comb += [
+            after.eq(Mux(more, going.after, starting.after)),
+            flags.eq(Mux(more, Cat(going.ends_row, going.last, going.single_last),
+                         Cat(starting.ends_row, starting.last, starting.single_last))),
+        ]
+        return Step(segment, after, flags[0], flags[1], flags[2])
 
     def elaborate(self, platform: object) -> Module:
-        """Build the job registers, the segment step and the beat counter."""
+        """Build the job registers, the segment steps and the beat counter."""
         m = Module()
         _cnt_width, _length_width, row_width = self.widths
         job = self.i_job.payload
@@ -187,18 +240,15 @@ class SegmentWalker(wiring.Component):
         final_beat = beats_left == 0
         need = ~seg_valid | (issue & final_beat)
         starting = need & ~more & self.i_job.valid
+        m.d.comb += self.i_job.ready.eq(need & ~more)
 
-        # The segment step reads the offered job whenever no job is active (`more` low): what
-        # it computes is only kept when a job starts, so the choice needs no `i_job.valid` and
-        # the offered job's valid bit stays off the step's long paths.
-        src_pos = Signal.like(pos)
+        # Two steps side by side: the active job's next segment from the registered position,
+        # and the offered job's first from the job (what it computes is only kept when a job
+        # starts); `more`, a register, picks one at their ends, so it is off their paths.
+        going = self._next(m, pos, consts)
+        step = self._chosen(m, more, going, self._next(m, job.start, job.consts))
         src_k = Signal.like(consts)
-        m.d.comb += [
-            src_pos.eq(Mux(more, pos, job.start)),
-            src_k.eq(Mux(more, consts, job.consts)),
-            self.i_job.ready.eq(need & ~more),
-        ]
-        segment, after, ends_row = self._next(m, src_pos, src_k)
+        m.d.comb += src_k.eq(Mux(more, consts, job.consts))
 
         with m.If(issue):
             m.d.sync += [beat.eq(beat + 1), beats_left.eq(beats_left - 1),
@@ -206,24 +256,25 @@ class SegmentWalker(wiring.Component):
         with m.If(need):
             m.d.sync += seg_valid.eq(0)
             with m.If(more | self.i_job.valid):
-                last_instr = ends_row & (src_pos.rows_left == 1)
+                segment = step.segment
                 m.d.sync += [
                     seg_valid.eq(1), beat.eq(segment["beat"]),
                     beats_left.eq(segment["beats_left"]),
                     place.sel.eq(segment["sel"]), place.lo.eq(segment["lo"]),
                     place.hi.eq(segment["hi"]), place.flip.eq(src_k.flip),
-                    seg_last_row.eq(ends_row),
-                    meta.row.eq(src_pos.row), meta.mem.eq(src_k.mem), meta.tag.eq(src_k.tag),
-                    meta.last.eq(last_instr),
-                    pos.eq(after), more.eq(~last_instr),
+                    seg_last_row.eq(step.ends_row),
+                    meta.row.eq(Mux(more, pos.row, job.start.row)), meta.mem.eq(src_k.mem), meta.tag.eq(src_k.tag),
+                    meta.last.eq(step.last),
+                    pos.eq(step.after), more.eq(~step.last),
                 ]
             with m.If(starting):
                 m.d.sync += consts.eq(job.consts)
 
-        single_last = ends_row & (src_pos.rows_left == 1) & (segment["beats_left"] == 0)
+        # Ready for the next job: from the active job's own step only (`going`), never the
+        # offered job's, whose `valid` already holds the answer low.
         m.d.comb += self.o_almost_idle.eq(~self.i_job.valid & Mux(
             more,
-            need & single_last,
+            need & going.single_last,
             ~seg_valid | final_beat | ((beats_left == 1) & issue),
         ))
 
