@@ -102,6 +102,20 @@ def test_blocks_of_one_row_when_two_rows_would_take_over_a_quarter_of_spad_in():
     assert check_layers(compiled, _inputs(g)) is None
 
 
+def test_a_one_row_window_may_take_up_to_a_third_of_spad_in():
+    g = _conv_pool()  # one-row blocks: 2 x 3 input rows of 12 pixels = 72 spad rows
+    config = ArrayConfig(rows=4, cols=4, spad_kib=2)  # 256 spad_in rows: 64 < 72 <= 85
+    compiled = compile_model(g, config)
+    _, pool = compiled.program.layers
+    assert pool.count == 0 and pool.reason.startswith(INTERLEAVED)
+    assert compiled.graph is not None
+    overlap = plan_overlap(*compiled.graph.nodes, compiled.graph, config)
+    assert overlap is not None and overlap.window == SpadWindow(128, 128)
+    assert check_layers(compiled, _inputs(g)) is None
+    smaller = ArrayConfig(rows=4, cols=4, spad_kib=1)  # 128 rows: a third is 42 < 72
+    assert plan_overlap(*compiled.graph.nodes, compiled.graph, smaller) is None
+
+
 @pytest.mark.parametrize("make", [_conv_add, _conv_pool], ids=["add", "maxpool"])
 def test_with_both_dataflows_the_blocks_join_the_chosen_code(make):
     g = make()
