@@ -93,9 +93,9 @@ class VectorUnit(wiring.Component):
         the same cycle, their exact products.
 
     The parameters are read combinationally by the stage that needs them (the shift amount
-    through a register loaded every cycle, read by stages 4 and 5, at least three cycles after
-    the group's first element): hold them from a group's first element until its row has left
-    `o_row`.
+    and the last stage's zero point and clamp bounds through registers loaded every cycle,
+    read by stages 4 to 6, at least three cycles after the group's first element): hold them
+    from a group's first element until its row has left `o_row`.
 
     Latency, throughput and backpressure
     ------------------------------------
@@ -162,6 +162,25 @@ class VectorUnit(wiring.Component):
         diff_width = max(input_width, 8) + 1
         return {"scale": (diff_width, 32), "product": (diff_width, diff_width + 32)}
 
+    def _clamp_copies(self, m, is_max):
+        """Registered copies of the last stage's parameters, loaded every cycle (read five
+        cycles after a group's first element at the earliest): the zero point (0 for MAX), hi,
+        lo (or hi when lo > hi) and the bounds lo - zero point and hi - zero point that the
+        rounded floor is compared with."""
+        ow = self._out_width
+        clamp = Signal(data.StructLayout({
+            "zero": signed(ow), "low": signed(ow), "high": signed(ow),
+            "low_rel": signed(ow + 1), "high_rel": signed(ow + 1)}), name="clamp")
+        zero = Mux(is_max, 0, self.zero_out)
+        m.d.sync += [
+            clamp.zero.eq(zero),
+            clamp.low.eq(Mux(self.lo > self.hi, self.hi, self.lo)),
+            clamp.high.eq(self.hi),
+            clamp.low_rel.eq(self.lo - zero),
+            clamp.high_rel.eq(self.hi - zero),
+        ]
+        return clamp
+
     def elaborate(self, platform):
         m = Module()
         lanes, iw, ow = self._lanes, self._input_width, self._out_width
@@ -198,6 +217,7 @@ class VectorUnit(wiring.Component):
             self.o_row.valid.eq(valid[-1]),
         ]
         m.d.sync += amount.eq(Mux(is_max, 0, (self.shift + 31).as_unsigned()[:6]))
+        clamp = self._clamp_copies(m, is_max)
         elem = self.i_elem.payload
         total = [Signal(signed(sum_width), name=f"total{i}") for i in range(lanes)]
         for i in range(lanes):
@@ -249,7 +269,9 @@ class VectorUnit(wiring.Component):
                     s5.floor[i].eq(Mux(raised > floor_max, floor_max, raised)),
                     s5.round_up[i].eq(round_up),
                 ]
-                offset = s5.floor[i] + s5.round_up[i] + Mux(is_max, 0, self.zero_out)
-                low = Mux(offset < self.lo, self.lo, offset)
-                m.d.sync += self.o_row.payload[i].eq(Mux(low > self.hi, self.hi, low))
+                # clamp(v + zero point, lo, hi) with the comparisons beside the adder
+                rounded = s5.floor[i] + s5.round_up[i]
+                m.d.sync += self.o_row.payload[i].eq(Mux(
+                    rounded < clamp.low_rel, clamp.low,
+                    Mux(rounded > clamp.high_rel, clamp.high, rounded + clamp.zero)))
         return m
