@@ -16,6 +16,11 @@ Along each resized axis a the output is X @ W_a with the constant W_a [size_in, 
   (DQ -> float resize -> Q) for dyadic weights, and the weights' own rounding (at most 2^-8
   of the neighbours' difference per tap) adds to that otherwise.
 
+The axes go in the cheapest order (`resize_matrix`), but the last step must be a transposed
+one (its Transpose a layout copy writing the result) unless the result only leaves the model:
+a QMatMul writes contiguous rows, and a result a convolution or pooling also touches (an Add
+with a conv output: LR-ASPP's classifier) is stored channel-last.
+
 The last MatMul keeps the Resize's name (the report follows it); the rest are new nodes.
 """
 
@@ -24,7 +29,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from systolic.ir import Model, Node, Tensor
+from systolic.ir import Graph, Model, Node, Tensor
 from systolic.mapper.passes.graph_tools import Namer, constants_of, make_node, replace_graph, tensor
 from systolic.mapper.passes.quant_params import NotFusable, per_tensor_params
 from systolic.mapper.passes.quantize_float import is_quantized
@@ -61,7 +66,8 @@ def float_linear_resize(model: Model, report: PassReport) -> Model:
         try:
             if found is None or found.dtype.numpy != np.float32:
                 raise NotFusable("not float32")
-            axes = linear_resize_axes(node, graph, constants)
+            axes = linear_resize_axes(node, graph, constants,
+                                      end_transposed=not _only_output(node, graph))
         except NotFusable:
             nodes.append(node)
             continue
@@ -70,6 +76,18 @@ def float_linear_resize(model: Model, report: PassReport) -> Model:
     if not added:
         return model
     return dataclasses.replace(model, graph=replace_graph(graph, nodes, added))
+
+
+def _only_output(node: Node, graph: Graph) -> bool:
+    """True when `node`'s result is a graph output read by nothing else, or read only by
+    DequantizeLinear nodes writing graph outputs: no spatial op can ask for it channel-last,
+    so the last step may be a QMatMul along the last axis (module docstring)."""
+    outputs, users = {info.name for info in graph.outputs}, graph.consumers()
+    readers = users.get(node.outputs[0], [])
+    if node.outputs[0] in outputs:
+        return not readers
+    return bool(readers) and all(r.op_type == "DequantizeLinear" and r.outputs[0] in outputs
+                                 and not users.get(r.outputs[0]) for r in readers)
 
 
 def _float_steps(node: Node, axes: list[AxisResize], rank: int, namer: Namer,
@@ -114,8 +132,9 @@ def quantized_linear_resize(model: Model, report: PassReport) -> Model:
     added: list[Tensor] = []
     for node in graph.nodes:
         try:
-            axes = linear_resize_axes(node, graph, constants)
             dq, q = _borders(node, producers, readers, outputs, constants)
+            axes = linear_resize_axes(node, graph, constants,
+                                      end_transposed=not _only_output(q, graph))
         except NotFusable as reason:
             if node.op_type in ("Resize", "Upsample") and node.domain == "":
                 report.note(node.label, str(reason))

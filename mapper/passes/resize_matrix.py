@@ -40,11 +40,13 @@ class AxisResize:
     weights: np.ndarray
 
 
-def linear_resize_axes(node: Node, graph: Graph,
-                       constants: Mapping[str, np.ndarray]) -> list[AxisResize]:
+def linear_resize_axes(node: Node, graph: Graph, constants: Mapping[str, np.ndarray], *,
+                       end_transposed: bool = False) -> list[AxisResize]:
     """Return the resized axes of linear Resize/Upsample `node` with their matrices, in the
     order to apply them (the cheapest by `_cost`: an enlarging resize moves its inner axes
-    before the larger output exists). Raise NotFusable with the reason when `node` is not such a node of
+    before the larger output exists; with `end_transposed`, among the orders whose last step
+    is off the last axis, when there is one, so a Transpose (a layout copy, which writes any
+    layout) and not a QMatMul (rows contiguous only) writes the result). Raise NotFusable with the reason when `node` is not such a node of
     static shape and constant scales/sizes, or when it crops (tf_crop_and_resize)."""
     if node.domain != "" or node.op_type not in ("Resize", "Upsample"):
         raise NotFusable("not a Resize or Upsample")
@@ -75,7 +77,11 @@ def linear_resize_axes(node: Node, graph: Graph,
                       mode="linear", coordinate_mode=op.coordinate_mode)
         if size_in != size_out or not np.array_equal(rows, np.eye(size_in)):
             axes.append(AxisResize(axis, np.ascontiguousarray(rows.T)))
-    return list(min(itertools.permutations(axes), key=lambda order: _cost(order, shape)))
+    orders = list(itertools.permutations(axes))
+    ending = [o for o in orders if o[-1].axis != len(shape) - 1]
+    if end_transposed and ending:
+        orders = ending
+    return list(min(orders, key=lambda order: _cost(order, shape)))
 
 
 def _cost(order: Iterable[AxisResize], shape: tuple[int, ...]) -> float:

@@ -113,3 +113,26 @@ def test_a_resize_whose_output_is_a_graph_output_stays():
     integer, report = run_passes(model)
     assert "Resize" in {n.op_type for n in integer.graph.nodes}
     assert report.note_of("resize") == "its output is not read by one QuantizeLinear only"
+
+
+def test_a_resize_read_by_a_convolution_ends_with_a_transpose():
+    """A convolution stores its input channel-last, which a QMatMul cannot write (contiguous
+    rows): the last step is a transposed one, whose Transpose (a layout copy) writes it."""
+    constants: dict[str, np.ndarray] = {
+        "s": S, "z": Z, "w": np.full((4, 3, 1, 1), 7, np.int8), "ws": np.float32(0.01),
+        "wz": np.int8(0)}
+    nodes = [node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q_in"),
+             node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq_in"),
+             _resize_node("f", {}, constants, scales=[1, 1, 2, 2]),
+             node("QuantizeLinear", ["f", "s", "z"], ["fq"], name="q_up"),
+             node("DequantizeLinear", ["fq", "s", "z"], ["fd"], name="dq_up"),
+             node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], name="dq_w"),
+             node("Conv", ["fd", "wd"], ["c"], name="conv"),
+             node("QuantizeLinear", ["c", "s", "z"], ["y"], name="q_out")]
+    model = build(nodes, [("x", np.float32, SHAPE)], [("y", np.uint8, [1, 4, 12, 10])],
+                  constants)
+    integer, compiled, _ = _mapped(model)
+    kinds = [n.op_type for n in integer.graph.nodes]
+    assert kinds[kinds.index("QConv") - 1] == "Transpose"
+    products = [layer for layer in compiled.layers if layer.op == "QMatMul"]
+    assert len(products) == 2 and all(p.unit is LayerUnit.ARRAY for p in products)
