@@ -6,7 +6,8 @@ are loaded, A and B into two of four spad_in quarters (double-buffered), and add
 that writes the block of Y. A B along A's last axis (A [..., H] row-major, B [H], [1, H] ...:
 LayerNorm's beta) is loaded as one row per chunk of `dim` lanes and read for every row of the
 block (`b_broadcast`); so is a per-channel B (A [N, C, *spatial] channel-last, B [N or 1, C,
-1, ...]: a batch norm's shift), one row per channel chunk read for every pixel, as QMul's.
+1, ...]: a batch norm's shift), one row per channel chunk read for every pixel, as QMul's; a
+per-channel B of a rank-3 A stored row-major is one value per row of A (`row_column`, as QMul's).
 """
 
 import numpy as np
@@ -21,6 +22,8 @@ from systolic.mapper.lowering.multiply import (
     broadcast_row,
     check_lanes_are_channels,
     check_lanes_are_last_axis,
+    row_column,
+    rows_are_channels,
 )
 from systolic.mapper.lowering.node_attrs import int_attr
 from systolic.mapper.lowering.vector_tiles import SpadWindow, vector_tiles
@@ -43,7 +46,9 @@ def lower_add(node: Node, ctx: LayerContext, window: SpadWindow | None = None,
     flips = [_FLIP if t == DataType.UINT8 else 0 for t in types]
     b_shape = ctx.shape(b_name)
     form = broadcast_form(ctx.shape(a_name), b_shape, "QAdd")
-    if form == "channel":
+    if form == "channel" and rows_are_channels(ctx, (a_name, y_name), shape):
+        form = "row"
+    elif form == "channel":
         check_lanes_are_channels(node, ctx, (a_name, y_name))
     elif form == "last":
         check_lanes_are_last_axis(node, ctx, (a_name, y_name))
@@ -71,9 +76,12 @@ def lower_add(node: Node, ctx: LayerContext, window: SpadWindow | None = None,
         b_row = a_row + quarter
         code.append(load_pixels(a_map, t.image, t.y0, t.rows, t.c0, t.lanes, a_row,
                                 flip_sign=bool(flips[0])))  # fmt: skip
-        if b_map is None:
+        b_image = t.image if form in ("channel", "row") and b_shape[0] > 1 else 0
+        if form == "row":
+            code.append(row_column(ctx.placement(b_name), b_image, t.y0, t.rows, t.lanes,
+                                   b_row, bool(flips[1])))  # fmt: skip
+        elif b_map is None:
             assert form is not None
-            b_image = t.image if form == "channel" and b_shape[0] > 1 else 0  # B [N, C, 1, ..]
             code.append(broadcast_row(ctx.placement(b_name), form, b_image, t.c0, t.lanes,
                                       b_row, bool(flips[1])))  # fmt: skip
         else:
@@ -98,7 +106,7 @@ def lower_add(node: Node, ctx: LayerContext, window: SpadWindow | None = None,
                 row_stride0=y_map.pixel_stride if y_map.width > 1 else 0,
                 row_stride1=y_map.row_stride if t.rows > 1 else 0,
                 flip_sign=bool(flips[2]),
-                b_broadcast=b_map is None,
+                b_broadcast=b_map is None and form != "row",
             )
         )
     return code

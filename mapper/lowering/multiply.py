@@ -7,7 +7,10 @@ per-channel vector (A [N, C, *spatial], B [N or 1, C, 1, ...]) it is loaded as o
 channel chunk and the ADD reads it for every pixel (`b_broadcast`); A's channels must then be
 its scratchpad lanes (a channel-last map, or a matrix [N, C]). When B is a vector along A's last
 axis (A [..., H] row-major, B [H], [1, H], [1, 1, H] ...: LayerNorm's gamma) it is loaded as one
-row per chunk of `dim` lanes of H and broadcast over A's rows the same way.
+row per chunk of `dim` lanes of H and broadcast over A's rows the same way. A per-channel B of
+a rank-3 A stored row-major (A [N, S, H] a matrix product's, B [N or 1, S, 1]: T5's RMS norm
+x * r) is one value per row of A: it is loaded as a block of rows like A's, each element
+repeated over the lanes (`row_column`), and the ADD reads it without `b_broadcast`.
 """
 
 import numpy as np
@@ -34,6 +37,8 @@ __all__ = [
     "check_lanes_are_channels",
     "check_lanes_are_last_axis",
     "lower_qmul",
+    "row_column",
+    "rows_are_channels",
 ]
 
 _FLIP = 128
@@ -81,6 +86,25 @@ def _channel_row(b: TensorPlacement, image: int, c0: int, lanes: int, row: int,
         LoadTarget.SPAD_IN, row, 1, b.address + image * b.strides[0] + c0 * stride,
         length=lanes, run=lanes if contiguous else 1, n_mid=1 if contiguous else lanes,
         stride_mid=0 if contiguous else stride, flip_sign=flip,
+    )  # fmt: skip
+
+
+def rows_are_channels(ctx: LayerContext, names: tuple[str, ...], shape: tuple[int, ...]) -> bool:
+    """True when a per-channel B ([N or 1, C, 1]) of a rank-3 A stored row-major (every value
+    of `names` not channel-last: a matrix product's [N, S, H]) is one value per image row:
+    the feature map's rows are A's channels, and B is loaded per row (`row_column`)."""
+    return len(shape) == 3 and not any(ctx.plan.channel_last(n, ctx.dtype(n), shape)
+                                       for n in names)
+
+
+def row_column(b: TensorPlacement, image: int, y0: int, rows: int, lanes: int, row: int,
+               flip: bool) -> Load:  # fmt: skip
+    """LOAD B[image or 0, y0 .. y0+rows-1, 0] of a per-row B into spad_in rows row .., each
+    element repeated over `lanes` lanes (`stride_mid` 0): one row of B per row of A."""
+    return Load(
+        LoadTarget.SPAD_IN, row, rows, b.address + image * b.strides[0] + y0 * b.strides[1],
+        row_stride1=b.strides[1] if rows > 1 else 0,
+        length=lanes, run=1, n_mid=lanes, stride_mid=0, flip_sign=flip,
     )  # fmt: skip
 
 
@@ -139,7 +163,9 @@ def lower_qmul(node: Node, ctx: LayerContext) -> list[Instruction]:
     a_map, y_map = (feature_map(ctx.placement(n), ctx.plan.channel_last(n, t, shape))
                     for n, t in ((a_name, types[0]), (y_name, types[2])))  # fmt: skip
     b_map = None
-    if form == "channel":
+    if form == "channel" and rows_are_channels(ctx, (a_name, y_name), shape):
+        form = "row"
+    elif form == "channel":
         check_lanes_are_channels(node, ctx, (a_name, y_name))
     elif form == "last":
         check_lanes_are_last_axis(node, ctx, (a_name, y_name))
@@ -162,13 +188,17 @@ def lower_qmul(node: Node, ctx: LayerContext) -> list[Instruction]:
         b_row = a_row + quarter
         code.append(load_pixels(a_map, t.image, t.y0, t.rows, t.c0, t.lanes, a_row,
                                 flip_sign=bool(flips[0])))  # fmt: skip
-        if b_map is None:
+        b_image = t.image if form in ("channel", "row") and b_shape[0] > 1 else 0
+        if form == "row":
+            code.append(row_column(b_place, b_image, t.y0, t.rows, t.lanes, b_row,
+                                   bool(flips[1])))  # fmt: skip
+        elif b_map is None:
             assert form is not None
-            b_image = t.image if form == "channel" and b_shape[0] > 1 else 0  # B [N, C, 1, ..]
             code.append(broadcast_row(b_place, form, b_image, t.c0, t.lanes, b_row,
                                       bool(flips[1])))  # fmt: skip
         else:
             code.append(load_pixels(b_map, t.image, t.y0, t.rows, t.c0, t.lanes, b_row,
                                     flip_sign=bool(flips[1])))  # fmt: skip
-        code.append(_add(node, ctx, t, y_map, (a_row, b_row), flips, form is not None))
+        code.append(_add(node, ctx, t, y_map, (a_row, b_row), flips,
+                         form not in (None, "row")))  # fmt: skip
     return code

@@ -171,3 +171,17 @@ def test_a_bias_added_to_an_attention_product_is_stored_like_it():
     assert check_layers(compiled, inputs) is None
     expected = run_graph(compiled.graph, inputs, opsets=OPSETS)["y"]
     np.testing.assert_array_equal(simulate(compiled, inputs)["y"], expected)
+
+
+def test_per_row_add_of_a_matrix_product():
+    """A row-major [N, S, H] QMatMul result plus a per-channel B [1, S, 1]: one value per
+    row, repeated over the lanes (row_column)."""
+    product, constants = qmatmul("x", "a", 3, 9, seed=6)
+    g = graph({"x": (I8, (2, 4, 3)), "b": (I8, (1, 4, 1))}, {"y": I8},
+              [product, _add(I8, I8, I8)], constants)  # fmt: skip
+    compiled = compile_model(g, CONFIGS["4x4"])
+    assert [layer.unit for layer in compiled.layers] == [LayerUnit.ARRAY, LayerUnit.VECTOR]
+    inputs = {"x": random_input(I8, (2, 4, 3), 5), "b": random_input(I8, (1, 4, 1), 6)}
+    assert check_layers(compiled, inputs) is None
+    expected = run_graph(compiled.graph, inputs, opsets=OPSETS)["y"]
+    np.testing.assert_array_equal(simulate(compiled, inputs)["y"], expected)

@@ -101,16 +101,20 @@ def test_per_channel_mul_of_a_rank_3_tensor_stores_it_channel_last():
     assert compiled.program.tensor("a").strides == (30, 1, 5)
 
 
-def test_per_channel_mul_of_a_matrix_product_runs_on_the_host():
-    """A rank-3 QMatMul result stays row-major (its rows contiguous): a per-row B cannot be
-    broadcast over its lanes, so the product runs on the host, with the reason."""
-    product, constants = qmatmul("x", "a", 3, 6, seed=9, y_type=U8)
-    g = graph({"x": (I8, (2, 5, 3)), "b": (U8, (1, 5, 1))}, {"y": U8},
+@pytest.mark.parametrize("b_shape", [(1, 5, 1), (2, 5, 1)])
+@pytest.mark.parametrize("config", CONFIGS.values(), ids=CONFIGS.keys())
+def test_per_row_mul_of_a_matrix_product(config, b_shape):  # type: ignore[no-untyped-def]
+    """A rank-3 QMatMul result stays row-major (its rows contiguous); a per-channel B
+    [N or 1, S, 1] (T5's RMS norm x * r) is one value per row, loaded repeated over the
+    lanes, and the ADD reads it without b_broadcast (on the host before)."""
+    product, constants = qmatmul("x", "a", 3, 21, seed=9, y_type=U8)
+    g = graph({"x": (I8, (2, 5, 3)), "b": (U8, b_shape)}, {"y": U8},
               [product, _mul(U8, U8, U8)], constants)  # fmt: skip
-    inputs = {"x": random_input(I8, (2, 5, 3), 7), "b": random_input(U8, (1, 5, 1), 8)}
-    compiled = _run(g, CONFIGS["4x4"], inputs)
-    assert [layer.unit for layer in compiled.layers] == [LayerUnit.ARRAY, LayerUnit.HOST]
-    assert "channel-last" in compiled.layers[1].reason
+    inputs = {"x": random_input(I8, (2, 5, 3), 7), "b": random_input(U8, b_shape, 8)}
+    compiled = _run(g, config, inputs)
+    assert [layer.unit for layer in compiled.layers] == [LayerUnit.ARRAY, LayerUnit.VECTOR]
+    adds = [i for i in compiled.program.instructions if isinstance(i, Add)]
+    assert adds and not any(i.b_broadcast for i in adds)
 
 
 def test_broadcast_form():
