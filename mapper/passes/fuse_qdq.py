@@ -11,6 +11,8 @@ the systolic integer ops (section C of the shared contracts).
   computed, of the same shape, or b an 8-bit constant vector along a's last axis ([H], [1, H],
   [1, 1, H] ... of more than one element: LayerNorm's beta; the constant goes to memory) or
   per channel ([1, C, 1, ...]: a batch norm's shift, `channel_affine`)
+- DQ(a), DQ(b) -> Sub -> [Relu|Clip] -> Q  becomes  QAdd with B's multiplier negated (a
+  negative multiplier subtracts): a and b computed, of the same shape, or b along a's last axis
 - DQ(a), DQ(b) -> Mul -> [Relu|Clip] -> Q  becomes  QMul: a and b computed, of the same
   shape, one per channel [N|1, C, 1, ...] of the other [N, C, *spatial] (squeeze-excitation
   scaling) or one along the other's last axis [1, ..., H]; or b an 8-bit constant vector
@@ -388,6 +390,28 @@ def _add(ctx: FusionContext, node: Node, report: PassReport) -> None:
     _finish(ctx, report, "QAdd", [a_q, b_q], [node, act, q], attrs, [])
 
 
+def _sub(ctx: FusionContext, node: Node, report: PassReport) -> None:
+    """a - b of two computed tensors (RepMixer's mixer(x) - norm(x), PoolFormer's pool(x) -
+    x): the QAdd of `_add` with multiplier_b negated; b of a's shape or along its last axis
+    (not swapped: the order matters). A constant operand is a table's or channel_affine's."""
+    (a_q, ap), (b_q, bp) = (_dq_activation(ctx, name, what) for name, what in
+                            zip(node.inputs, ("first input", "second input"), strict=True))
+    if a_q in ctx.constants or b_q in ctx.constants:
+        raise NotFusable("a Sub of a constant is fused as an activation table or a shift")
+    shape_a, shape_b = ctx.shape_of(node.inputs[0]), ctx.shape_of(node.inputs[1])
+    if (shape_a is None or shape_b is None
+            or shape_a != shape_b and not last_axis_broadcast(shape_a, shape_b)):
+        raise NotFusable("the Sub's inputs have neither the same static shape nor the second "
+                         "along the first's last axis [1, ..., H]")
+    act, q, yp = _output_chain(ctx, node)
+    ma, mb, shift = add_multipliers(np.float64(ap.scale) / np.float64(yp.scale),
+                                    np.float64(bp.scale) / np.float64(yp.scale))
+    attrs = {"a_zero_point": ap.zero_point, "b_zero_point": bp.zero_point,
+             "multiplier_a": ma, "multiplier_b": -mb, "shift": shift,
+             **_stage_attrs(act, ctx, yp)}
+    _finish(ctx, report, "QAdd", [a_q, b_q], [node, act, q], attrs, [])
+
+
 def _mul(ctx: FusionContext, node: Node, report: PassReport) -> None:
     (a_q, ap, a_in), (b_q, bp, b_in) = _ordered(ctx, node)
     shape_a, shape_b = ctx.shape_of(a_in), ctx.shape_of(b_in)
@@ -465,6 +489,7 @@ _HANDLERS: dict[str, Handler] = {
     "MatMul": _matmul_like,
     "Add": _add,
     "Sum": _add,
+    "Sub": _sub,
     "Mul": _mul,
     "MaxPool": _pool,
     "AveragePool": _pool,
