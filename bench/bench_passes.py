@@ -2,7 +2,7 @@
 
 Runs `systolic.mapper.passes.pipeline.run_passes` (default calibration: 8 seeded random
 inputs for float models) on the light models of the onnx wheel (ResNet-50, VGG-19,
-SqueezeNet, DenseNet-121, Inception-v1) and on the twelve models of tests/models, and prints,
+SqueezeNet, DenseNet-121, Inception-v1) and on every model of tests/models, and prints,
 per model, the CPU and wall seconds of the passes (loading excluded; with `--repeat K` those
 of the run with the least CPU time) and a fingerprint of the
 integer graph.

@@ -264,6 +264,16 @@ def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = Non
     taken: set[int] = set() if region is None else {
         id(node) for node in graph.nodes if node.name not in region}
     order = {id(node): index for index, node in enumerate(graph.nodes)}
+
+    def absorbing(result: str) -> str:
+        """Return `result`, or the output of the Relu/Clip that alone reads it (then taken:
+        the fused op's output stage applies it)."""
+        readers = consumers.get(result, [])
+        if len(readers) == 1 and result not in outputs and is_activation(readers[0], constants):
+            taken.add(id(readers[0]))
+            return readers[0].outputs[0]
+        return result
+
     norms = layernorm_plans(graph, taken)
     taken.update(id(n) for norm in norms.values() for n in norm.nodes)
     for node in graph.nodes:
@@ -306,13 +316,7 @@ def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = Non
         elif is_product_of_computed(node, graph, constants):
             for name in node.inputs:
                 add(name)
-            result = node.outputs[0]
-            readers = consumers.get(result, [])
-            if (len(readers) == 1 and result not in outputs
-                    and is_activation(readers[0], constants)):
-                taken.add(id(readers[0]))
-                result = readers[0].outputs[0]
-            add(result)
+            add(absorbing(node.outputs[0]))
         elif (node.op_type == "Softmax" and node.inputs[0] in chosen
               and _softmax_on_rows(graph, node)):
             add(node.outputs[0])  # DQ -> Softmax -> Q: a QSoftmax (fuse_softmax)
@@ -320,12 +324,7 @@ def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = Non
                 plan.softmax_inputs.append(node)
         elif (index := _constant_operand(node, graph, constants, plan)) is not None:
             add(node.inputs[1 - index])  # -> QMul / QAdd of a per-channel or whole-tensor B
-            result = node.outputs[0]
-            readers = consumers.get(result, [])
-            if (len(readers) == 1 and result not in outputs
-                    and is_activation(readers[0], constants)):
-                taken.add(id(readers[0]))
-                result = readers[0].outputs[0]
+            result = absorbing(node.outputs[0])
             if not quantized_by_model(result, consumers, outputs):
                 add(result)
         elif node.op_type in ELEMENTWISE:
