@@ -6,8 +6,9 @@ the layer), the table is one more constant, loaded and TABLEd before the first j
 STORE gets `lut` (and the table output's `flip_sign`).
 
 Every constant is placed first, then the instructions are emitted; a one-job layer of a shape
-scheduled before (same configuration) takes that code moved to its addresses
-(`layer_templates`), which is what scheduling it again would give.
+and plan scheduled before (same configuration but for the bus width, which only the plans
+read) takes that code moved to its addresses (`layer_templates`), which is what scheduling it
+again would give.
 
 Inside `planning_only()` (`compile_model.plan_layers`, `systolic inspect`), `lower_jobs` runs
 the same checks (weight width, accumulator bound, params rows, table) but lays out no weights
@@ -27,7 +28,10 @@ from systolic.mapper.lowering.gemm import ComputedWeights, GemmJob
 from systolic.mapper.lowering.layer_code import ConstantAllocator, LayerCode, LayerStats
 from systolic.mapper.lowering.layer_templates import (
     LayerBases,
+    Plan,
     clear_templates,
+    layer_plan,
+    schedule_key,
     scheduled,
     template_key,
 )
@@ -129,24 +133,26 @@ def _instructions(
 ) -> tuple[list[Instruction], ArrayCycles]:
     """Return the instructions of the placed jobs (after the table's LOAD and TABLE when
     `table` is its address) and their array cycles; a one-job layer's come from the
-    template of its shape when one was scheduled before (`layer_templates`)."""
+    template of its shape and plan when one was scheduled before (`layer_templates`)."""
+    plan: Plan | None = None
 
     def schedule() -> tuple[list[Instruction], Instruction | None, ArrayCycles]:
         scheduler = Scheduler(config)
         table_load = scheduler.load_table(table) if table is not None else None
         for job, image in placed:
-            scheduler.emit(job, image)
+            scheduler.emit(job, image, plan)
         instructions = scheduler.finish()
         return instructions, table_load, array_cycles(instructions, config)
 
-    if len(placed) != 1:
+    key = template_key(placed[0][0], config, table is not None) if len(placed) == 1 else None
+    if key is None:
         instructions, _, cycles = schedule()
         return instructions, cycles
     job, image = placed[0]
-    key = template_key(job, config, table is not None)
+    plan = layer_plan(key, job, config)
     bases = LayerBases(job.a_rows[0].base, job.y_rows[0].base, image.weights, image.params,
                        table or 0)  # fmt: skip
-    return scheduled(key, bases, schedule)
+    return scheduled(schedule_key(key, plan), bases, schedule)
 
 
 def _check_job(job: GemmJob, config: ArrayConfig) -> bytes:

@@ -7,8 +7,15 @@ into spad_in reads A (or the activation table), one into spad_wt the weight imag
 the params memory the params rows; a STORE writes Y. So the code of a layer whose shape was
 scheduled before (ResNet-50 repeats most of its bottleneck blocks) is that code with each
 LOAD's and STORE's `ext` moved by its operand's change of base; the other instructions are
-the same values. The plans read A's bases modulo the bus width (`tiling._alignments`), which
-the key therefore holds.
+the same values.
+
+The bus width is read by the plans only (`tiling`: their cost model, and A's bases modulo the
+bus width, `tiling._alignments`); the scheduler then reads the plan and the rest of the
+configuration. So a layer's plan is made once per `template_key` (the configuration, A's bus
+offsets and the shape: what the plans read; `layer_plan`), and its code is scheduled once per
+`schedule_key` (that key without the bus width and the offsets, with the plan): the points of
+a sweep that differ only in their bus width share the code of every layer whose plan the bus
+does not change.
 
 The templates live in a bounded least-recently-used table for the process: the same shape at
 the same configuration, in this compile or a later one, is scheduled once.
@@ -18,12 +25,16 @@ import collections
 import dataclasses
 from collections.abc import Callable, Hashable, Sequence
 
-from systolic.config import ArrayConfig
+from systolic.config import ArrayConfig, Dataflow
 from systolic.isa.instructions import Instruction, Load, LoadTarget, Store
 from systolic.mapper.lowering.estimate import ArrayCycles
 from systolic.mapper.lowering.gemm import ComputedWeights, GemmJob, RowBlock
+from systolic.mapper.lowering.tiling import OsPlan, WsPlan, plan_os, plan_ws
 
-__all__ = ["LayerBases", "clear_templates", "scheduled", "template_key", "with_ext"]
+__all__ = [
+    "LayerBases", "Plan", "TemplateKey", "clear_templates", "layer_plan", "schedule_key", "scheduled",
+    "template_key", "with_ext",
+]  # fmt: skip
 
 _LIMIT = 1 << 18
 """The most instructions the table holds (templates are dropped oldest-used first)."""
@@ -57,27 +68,68 @@ _held = [0]  # instructions in `_templates`
 
 
 def clear_templates() -> None:
-    """Forget every template (benchmarks time a compile from scratch)."""
+    """Forget every template and plan (benchmarks time a compile from scratch)."""
     _templates.clear()
+    _plans.clear()
     _held[0] = 0
 
 
-def _blocks(blocks: tuple[RowBlock, ...], bus: int) -> tuple[object, ...]:
+def _blocks(blocks: tuple[RowBlock, ...]) -> tuple[object, ...]:
+    """The row blocks relative to the first one's base."""
     base = blocks[0].base
-    shape = tuple((b.base - base, b.count, b.n0, b.stride0, b.stride1) for b in blocks)
-    return (base % bus, shape)
+    return tuple((b.base - base, b.count, b.n0, b.stride0, b.stride1) for b in blocks)
 
 
-def template_key(job: GemmJob, config: ArrayConfig, table: bool) -> Hashable | None:
-    """Return what a one-job layer's code depends on besides its operands' bases, or None
-    when the job reads computed weights (their loads follow B's own layout)."""
+@dataclasses.dataclass(frozen=True)
+class TemplateKey:
+    """What a one-job layer's plan and code depend on besides its operands' bases: the
+    configuration, A's and Y's first bases modulo the bus width, and the shape (the row
+    blocks relative to their first base, the walk, the weights' shape, the output-stage
+    fields, whether an activation table is loaded)."""
+
+    config: ArrayConfig
+    offsets: tuple[int, int]
+    shape: tuple[object, ...]
+
+
+Plan = WsPlan | OsPlan
+_plans: dict[TemplateKey, Plan] = {}
+"""The plans of `layer_plan` by `template_key` (emptied when it reaches `_PLAN_LIMIT`)."""
+_PLAN_LIMIT = 1 << 14
+
+
+def template_key(job: GemmJob, config: ArrayConfig, table: bool) -> TemplateKey | None:
+    """Return what a one-job layer's plan and code depend on besides its operands' bases, or
+    None when the job reads computed weights (their loads follow B's own layout)."""
     if isinstance(job.weights, ComputedWeights):
         return None
-    return (
-        config, table, _blocks(job.a_rows, config.bus_bytes), _blocks(job.y_rows, config.bus_bytes),
-        job.walk, job.weights.shape, job.zero_point, job.lo, job.hi, job.flip_in, job.flip_out,
-        job.lut, job.raw,
+    bus = config.bus_bytes
+    shape = (
+        table, _blocks(job.a_rows), _blocks(job.y_rows), job.walk, job.weights.shape,
+        job.zero_point, job.lo, job.hi, job.flip_in, job.flip_out, job.lut, job.raw,
     )  # fmt: skip
+    return TemplateKey(config, (job.a_rows[0].base % bus, job.y_rows[0].base % bus), shape)
+
+
+def layer_plan(key: TemplateKey, job: GemmJob, config: ArrayConfig) -> Plan:
+    """Return the plan of a one-job layer (`tiling.plan_ws` / `plan_os`) whose `template_key`
+    is `key`, made once per key (the plans read nothing the key does not hold)."""
+    plan = _plans.get(key)
+    if plan is None:
+        if len(_plans) >= _PLAN_LIMIT:
+            _plans.clear()
+        plan = _plans[key] = (plan_ws if config.dataflow is Dataflow.WS else plan_os)(job, config)
+    return plan
+
+
+def schedule_key(key: TemplateKey, plan: Plan) -> Hashable:
+    """Return what the code of a one-job layer of `template_key` `key` depends on once its
+    plan is `plan`: the key without the bus width and A's and Y's bus offsets (which the
+    scheduler never reads), with the plan."""
+    config = key.config
+    fields = tuple(getattr(config, field.name) for field in dataclasses.fields(config)
+                   if field.name != "bus_bytes")  # fmt: skip
+    return (fields, plan, key.shape)
 
 
 def _operand(instr: Instruction, table_load: Instruction | None) -> str | None:

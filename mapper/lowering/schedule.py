@@ -519,16 +519,17 @@ class Scheduler:
         self._body(table)
         return load
 
-    def emit(self, job: GemmJob, image: JobImage) -> None:
-        """Add the instructions computing `job` (its constants at `image`)."""
+    def emit(self, job: GemmJob, image: JobImage, plan: WsPlan | OsPlan | None = None) -> None:
+        """Add the instructions computing `job` (its constants at `image`) by `plan`, which
+        must be the job's plan on this configuration (None: made here, `plan_ws`/`plan_os`)."""
         self._jobs += 1
         self._pieces.clear()  # (keyed by the identity of the job's row blocks)
         self._a_loads.clear()
         self._store_prototype = None
         if self.config.dataflow is Dataflow.WS:
-            self._emit_ws(job, image, plan_ws(job, self.config))
+            self._emit_ws(job, image, plan if isinstance(plan, WsPlan) else plan_ws(job, self.config))
         else:
-            self._emit_os(job, image, plan_os(job, self.config))
+            self._emit_os(job, image, plan if isinstance(plan, OsPlan) else plan_os(job, self.config))
 
     def _emit_ws(self, job: GemmJob, image: JobImage, plan: WsPlan) -> None:
         rows, cols = self.config.rows, self.config.cols

@@ -12,7 +12,13 @@ from systolic.isa.instructions import Load, LoadTarget, Store
 from systolic.mapper.lowering.gemm import ElementWalk, GemmJob, RowBlock
 from systolic.mapper.lowering.jobs import lower_jobs
 from systolic.mapper.lowering.layer_code import BumpAllocator, LayerCode
-from systolic.mapper.lowering.layer_templates import clear_templates, template_key, with_ext
+from systolic.mapper.lowering.layer_templates import (
+    clear_templates,
+    layer_plan,
+    schedule_key,
+    template_key,
+    with_ext,
+)
 from systolic.mapper.lowering.table import Activation
 
 K, N, M = 40, 12, 30
@@ -69,6 +75,34 @@ def test_the_key_holds_what_the_plans_read() -> None:
     assert key != template_key(_job(1 << 16, 1 << 17), config, True)
     other = dataclasses.replace(config, dataflow=Dataflow.OS)
     assert key != template_key(_job(1 << 16, 1 << 17), other, False)
+
+
+@pytest.mark.parametrize("dataflow", [Dataflow.WS, Dataflow.OS])
+def test_bus_widths_with_the_same_plan_share_the_schedule(dataflow: Dataflow) -> None:
+    narrow = ArrayConfig(rows=4, cols=4, dataflow=dataflow, bus_bytes=16)
+    wide = dataclasses.replace(narrow, bus_bytes=64)
+    job = _job(1 << 16, 1 << 17)
+    keys = [template_key(job, config, False) for config in (narrow, wide)]
+    assert keys[0] != keys[1]
+    plans = [layer_plan(key, job, config) for key, config in zip(keys, (narrow, wide))]
+    assert plans[0] == plans[1]  # (this shape's plan does not depend on the bus)
+    assert schedule_key(keys[0], plans[0]) == schedule_key(keys[1], plans[1])
+    clear_templates()
+    _lower(job, narrow, 1 << 18, False)  # the template, scheduled at 16 bytes
+    moved = _lower(_job(5 << 16, 7 << 17), wide, 3 << 18, False)
+    clear_templates()
+    afresh = _lower(_job(5 << 16, 7 << 17), wide, 3 << 18, False)
+    assert moved.instructions == afresh.instructions
+    assert moved.stats == afresh.stats
+
+
+def test_a_plan_is_part_of_the_schedule_key() -> None:
+    config = ArrayConfig(rows=4, cols=4)
+    key = template_key(_job(1 << 16, 1 << 17), config, False)
+    assert key is not None
+    plan = layer_plan(key, _job(1 << 16, 1 << 17), config)
+    other = dataclasses.replace(plan, group=plan.group + 1)
+    assert schedule_key(key, plan) != schedule_key(key, other)
 
 
 def test_a_moved_copy_equals_the_constructed_instruction() -> None:
