@@ -91,4 +91,15 @@ def test_the_graph_crosses_once_per_worker_not_per_point(
     [pool] = _InlinePool.made
     assert pickle.loads(pool.initargs[0]).integer == lenet.integer
     labels = [result.label for result in sweep(lenet, configs)]
-    assert [args[1:] for args in pool.submitted] == list(zip(configs, labels, strict=True))
+    submitted = [point for (group,) in pool.submitted for point in group]
+    assert submitted == list(zip(range(len(configs)), configs, labels, strict=True))
+
+
+def test_points_that_differ_only_in_the_bus_width_share_a_worker() -> None:
+    configs = config_grid(ArrayConfig(), arrays=["4x4", "8x8"], dataflows=["ws"],
+                          bus_bytes=[16, 64])  # fmt: skip
+    points = [(config, str(index)) for index, config in enumerate(configs)]
+    groups = parallel.bus_groups(points)
+    assert [[index for index, _, _ in group] for group in groups] == [[0, 1], [2, 3]]
+    assert [point for group in groups for point in group] == [
+        (index, config, label) for index, (config, label) in enumerate(points)]  # fmt: skip
