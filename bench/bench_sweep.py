@@ -14,8 +14,9 @@ Runs the mapper passes once on the onnx wheel's light ResNet-50
    cumulative time.
 
     python bench/bench_sweep.py [--points 100] [--arrays 4x4,...] [--jobs 2] [--repeat 3] [--top 15]
-    python bench/bench_sweep.py --per-array [--arrays 4x4,...]   (one timed point per array and
-        dataflow, largest first, and the sweep's CPU estimated from them)
+    python bench/bench_sweep.py --per-array [--arrays 4x4,...]   (per array and dataflow,
+        largest first, the bus-16 point from scratch and the bus-64 point after it, timed, and
+        the sweep's CPU estimated from them)
 """
 
 import argparse
@@ -63,26 +64,34 @@ def _sweep(prepared: PreparedModel, arrays: list[str], points: int, jobs: int) -
 
 
 def _per_array(integer: Model, arrays: list[str]) -> None:
-    """One point per (array, dataflow) of the grid (default scratchpad and bus), largest
-    array first, each compiled from scratch: its compile and cycle-model CPU seconds, and
-    the sweep's CPU estimated from them (each pair stands for its 6 points: 3 scratchpads x
-    2 buses)."""
+    """Per (array, dataflow) of the grid, largest array first (default scratchpad): the point
+    at bus 16 from scratch, then the point at bus 64 after it (a worker runs them one after
+    the other, sharing the layers whose plan the bus leaves alone: `compare.parallel`);
+    each one's compile and cycle-model CPU seconds, and the sweep's CPU estimated from them
+    (each pair stands for its 6 points: 3 scratchpads x 2 buses)."""
     total = 0.0
     for array in reversed(arrays):
         rows, cols = map(int, array.split("x"))
         for dataflow in (Dataflow.WS, Dataflow.OS):
             forget_schedules()
-            start = time.process_time()
-            compiled = compile_model(integer, ArrayConfig(rows=rows, cols=cols, dataflow=dataflow))
-            middle = time.process_time()
-            layer_rows(compiled, accelerator_runs(compiled, "model", {}))
-            point = time.process_time() - start
-            total += 6 * point
-            print(f"  {array} {dataflow.value}: compile {middle - start:.2f} s, cycle model + rows "
-                  f"{time.process_time() - middle:.2f} s CPU; load average "
-                  f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+            for bus in (16, 64):
+                config = ArrayConfig(rows=rows, cols=cols, dataflow=dataflow, bus_bytes=bus)
+                total += 3 * _timed_point(integer, config, f"{array} {dataflow.value} bus {bus}")
     print(f"estimated sweep of {6 * 2 * len(arrays)} points: {total:.0f} s CPU, "
           f"{total / 2:.0f} s wall on 2 idle cores")
+
+
+def _timed_point(integer: Model, config: ArrayConfig, label: str) -> float:
+    """Compile and run the cycle model for one point; print and return its CPU seconds."""
+    start = time.process_time()
+    compiled = compile_model(integer, config)
+    middle = time.process_time()
+    layer_rows(compiled, accelerator_runs(compiled, "model", {}))
+    end = time.process_time()
+    print(f"  {label}: compile {middle - start:.2f} s, cycle model + rows {end - middle:.2f} s "
+          f"CPU ({len(compiled.program.instructions)} instructions); load average "
+          f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    return end - start
 
 
 def _point_cpu(integer: Model, repeat: int) -> None:
