@@ -8,11 +8,8 @@ ReduceMean whose Pow reads a Sub is a layer normalization's variance (fused whol
 stays. The sum times 1/H differs from the sum divided by H by at most one float rounding
 (none when H is a power of two).
 
-The scaling x * r by the per-row r = 1 / sqrt(ms + eps) ([N, S, 1] against x [N, S, H]) is a
-per-channel product of a rank-3 tensor, which the vector unit takes only channel-last; it is
-written over the transposed rows instead, Transpose(Transpose(x) * Transpose(r)) (r then along
-the last axis, as a layer normalization's gamma; the two Transposes are layout copies), for a
-rank-3 x whose mean of squares was rewritten.
+The scaling x * r by the per-row r = 1 / sqrt(ms + eps) ([N, S, 1] against x [N, S, H]) stays
+as it is: the vector unit reads r one value per row of the row-major x (QMul's per-row form).
 
 Its gamma, a Mul of that product by a constant [H] whose every reader is a MatMul reading it as
 A with a constant B [H, K], is folded into those B (diag(gamma) B, one copy per reader): T5's
@@ -63,9 +60,8 @@ def rms_mean_to_matmul(model: Model, report: PassReport) -> Model:
                     "by 1/H")
     if not added:
         return model
-    rows = [_row_scale_transposed(graph, node, bases, constants, namer) for node in nodes]
-    scaled = {made[-1].outputs[0] for made in rows if len(made) > 1}  # x * r's results
-    nodes = [node for made in rows for node in made]
+    scaled = {node.outputs[0] for node in nodes  # x * r's results
+              if _row_scale(graph, node, bases, constants)}
     nodes = _fold_gammas(graph, nodes, scaled, constants, (namer, added))
     for label in {n.label for n in graph.nodes} - {n.label for n in nodes}:
         report.record(label, FOLDED, reason="an RMS norm's gamma, folded into the weights "
@@ -119,26 +115,17 @@ def _matmul_of_constant(node: Node, value: str, constants: dict[str, np.ndarray]
             and b.dtype == np.float32)
 
 
-def _row_scale_transposed(graph: Graph, node: Node, bases: set[str],
-                          constants: dict[str, np.ndarray], namer: Namer) -> list[Node]:
-    """`node` itself, or, when it is Mul(x, r) of a rank-3 x in `bases` and a computed r of
-    x's shape but 1 in the last axis, the same product over the transposed rows."""
+def _row_scale(graph: Graph, node: Node, bases: set[str],
+               constants: dict[str, np.ndarray]) -> bool:
+    """True when `node` is Mul(x, r) of a rank-3 x in `bases` and a computed r of x's shape
+    but 1 in the last axis."""
     if node.op_type != "Mul" or node.domain != "" or len(node.inputs) != 2:
-        return [node]
+        return False
     x, r = node.inputs if node.inputs[0] in bases else node.inputs[::-1]
     x_type, r_type = graph.type_of(x), graph.type_of(r)
-    if (x not in bases or r in constants or x_type is None or r_type is None
-            or x_type.shape is None or r_type.shape is None or len(x_type.shape) != 3
-            or tuple(r_type.shape) != (*x_type.shape[:-1], 1)):
-        return [node]
-    base = node.name or node.outputs[0]
-    tx, tr, ty = (namer(f"{base}_{s}") for s in ("rows_t", "scale_t", "product_t"))
-    perm = {"perm": (0, 2, 1)}
-    return [make_node("Transpose", [x], [tx], name=namer(f"{base}_transpose_x"), attrs=perm),
-            make_node("Transpose", [r], [tr], name=namer(f"{base}_transpose_r"), attrs=perm),
-            make_node("Mul", [tx, tr], [ty], name=node.name),
-            make_node("Transpose", [ty], list(node.outputs), name=namer(f"{base}_transpose"),
-                      attrs=perm)]
+    return not (x not in bases or r in constants or x_type is None or r_type is None
+                or x_type.shape is None or r_type.shape is None or len(x_type.shape) != 3
+                or tuple(r_type.shape) != (*x_type.shape[:-1], 1))
 
 
 def _mean_of_squares(graph: Graph, node: Node, constants: dict[str, np.ndarray],
