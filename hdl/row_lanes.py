@@ -161,6 +161,24 @@ def _requantize(m, unit, p, scaled):
                  for j in range(len(p))]
 
 
+def _clamp_copies(m, instr):
+    """Registered copies of the last stage's parameters, loaded every cycle (`instr` is held
+    from the instruction's start, long before its first output): the zero point, hi, lo (or hi
+    when lo > hi), and lo - zero point and hi - zero point, which the rounded floor is compared
+    with (clamp(v + zero point, lo, hi) without the adder before the comparisons)."""
+    clamp = Signal(data.StructLayout({"zero": signed(8), "low": signed(8), "high": signed(8),
+                                      "low_rel": signed(9), "high_rel": signed(9)}),
+                   name="clamp")
+    m.d.sync += [
+        clamp.zero.eq(instr.zero_point),
+        clamp.low.eq(Mux(instr.lo > instr.hi, instr.hi, instr.lo)),
+        clamp.high.eq(instr.hi),
+        clamp.low_rel.eq(instr.lo - instr.zero_point),
+        clamp.high_rel.eq(instr.hi - instr.zero_point),
+    ]
+    return clamp
+
+
 def _outputs(m, unit, looked, product, scalar, base, divided):
     """The output pass: p, the requantization and the chunk's address and byte count."""
     lanes, instr, ln = len(looked.mask), unit.instr, unit.layernorm
@@ -179,6 +197,7 @@ def _outputs(m, unit, looked, product, scalar, base, divided):
     out = unit.o_chunk.payload
     amount = Signal(6, name="requant_amount")  # loaded every cycle: instr is held from start
     m.d.sync += amount.eq((instr.shift + 31).as_unsigned()[:6])
+    clamp = _clamp_copies(m, instr)
     for j in range(lanes):
         value = diff[j]
         ln_floor = value[P_SHIFT:].as_signed()
@@ -189,8 +208,7 @@ def _outputs(m, unit, looked, product, scalar, base, divided):
         q_floor, q_up = fine_round_parts(coarse.window[j], coarse.sticky[j],
                                          amount[:_FINE_BITS])
         raised = Mux(q_floor < -257, -257, q_floor)
-        offset = rounded.floor[j] + rounded.round_up[j] + instr.zero_point
-        high = Mux(offset < instr.lo, instr.lo, offset)
+        level = rounded.floor[j] + rounded.round_up[j]  # compared beside the zero point's adder
         m.d.sync += [
             diff[j].eq(product[j] - Mux(ln, scalar.b, 0)),
             p[j].eq(Mux(ln, ln_floor + ln_up, sm_floor + sm_up)),
@@ -198,7 +216,8 @@ def _outputs(m, unit, looked, product, scalar, base, divided):
             coarse.sticky[j].eq(sticky),
             rounded.floor[j].eq(Mux(raised > 255, 255, raised)),
             rounded.round_up[j].eq(q_up),
-            out.data[j].eq(Mux(high > instr.hi, instr.hi, high)),
+            out.data[j].eq(Mux(level < clamp.low_rel, clamp.low, Mux(
+                level > clamp.high_rel, clamp.high, level + clamp.zero))),
         ]
     m.d.sync += unit.o_chunk.valid.eq(stage_valid[5])
     _requantize(m, unit, p, scaled)
