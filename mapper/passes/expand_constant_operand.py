@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from systolic.ir import Model, Node
+from systolic.ir import Model, Node, Tensor
 from systolic.mapper.passes.graph_tools import (
     Namer,
     constants_of,
@@ -37,7 +37,8 @@ from systolic.mapper.passes.graph_tools import (
 from systolic.mapper.passes.report import PassReport
 from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast, per_channel_broadcast
 
-__all__ = ["MAX_EXPANDED_BYTES", "expand_constant_operand", "expanded_shape"]
+__all__ = ["MAX_EXPANDED_BYTES", "expand_constant_operand", "expand_float_constant",
+           "expanded_shape"]
 
 MAX_EXPANDED_BYTES = 1 << 20
 """The most bytes a constant is expanded to (a larger one stays as it is, on the host)."""
@@ -81,6 +82,30 @@ def _static_shapes(model: Model) -> dict[str, tuple[int, ...] | None]:
     return shapes
 
 
+def _one_shape(readers: list[Node], name: str,
+               shapes: Mapping[str, tuple[int, ...] | None]) -> tuple[int, ...] | None:
+    """The one static shape of the other operand of every reader (all Add/Mul), else None."""
+    others = {_other_shape(r, name, shapes) for r in readers}
+    return others.pop() if readers and len(others) == 1 else None
+
+
+def _expanded(value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    padded = value.reshape((1,) * (len(shape) - value.ndim) + value.shape)
+    return np.ascontiguousarray(np.broadcast_to(padded, shape))
+
+
+def _replace_inputs(model: Model, renamed: list[tuple[Node, dict[str, str]]],
+                    added: list[Tensor]) -> Model:
+    if not added:
+        return model
+    graph = model.graph
+    swap: dict[int, dict[str, str]] = {}
+    for node, mapping in renamed:
+        swap.setdefault(id(node), {}).update(mapping)
+    nodes = [rename_inputs(n, swap[id(n)]) if id(n) in swap else n for n in graph.nodes]
+    return dataclasses.replace(model, graph=replace_graph(graph, nodes, added))
+
+
 def expand_constant_operand(model: Model, report: PassReport) -> Model:
     """Return `model` with each such constant (module docstring) replaced by its expanded
     copy; `model` itself when there is none. `report` is not written: D and its readers are
@@ -88,7 +113,8 @@ def expand_constant_operand(model: Model, report: PassReport) -> Model:
     graph = model.graph
     constants, consumers = constants_of(graph), graph.consumers()
     shapes, namer = _static_shapes(model), Namer(graph)
-    added, renamed = [], []
+    added: list[Tensor] = []
+    renamed: list[tuple[Node, dict[str, str]]] = []
     for node in graph.nodes:
         if node.op_type != "DequantizeLinear" or node.domain != "":
             continue
@@ -97,19 +123,33 @@ def expand_constant_operand(model: Model, report: PassReport) -> Model:
         if (value is None or value.dtype not in (np.int8, np.uint8)
                 or any(p is None or p.size != 1 for p in params)):
             continue
-        readers = consumers.get(node.outputs[0], [])
-        others = {_other_shape(r, node.outputs[0], shapes) for r in readers}
-        if not readers or len(others) != 1 or (other := others.pop()) is None:
+        other = _one_shape(consumers.get(node.outputs[0], []), node.outputs[0], shapes)
+        shape = None if other is None else expanded_shape(tuple(value.shape), other)
+        if shape is not None:
+            name = namer(f"{node.inputs[0]}_expanded")
+            added.append(tensor(name, _expanded(value, shape)))
+            renamed.append((node, {node.inputs[0]: name}))
+    return _replace_inputs(model, renamed, added)
+
+
+def expand_float_constant(model: Model, report: PassReport) -> Model:
+    """The same for a float32 constant that Add/Mul nodes read directly (a group norm's [C, 1]
+    scale and shift; Swin's relative-position bias), before the per-channel passes and
+    post-training quantization, so they see it per channel or of its operand's shape; `model`
+    itself when there is none. `report` is not written."""
+    graph = model.graph
+    consumers, shapes, namer = graph.consumers(), _static_shapes(model), Namer(graph)
+    added: list[Tensor] = []
+    renamed: list[tuple[Node, dict[str, str]]] = []
+    for constant in graph.initializers:
+        value = constant.data
+        if value.dtype != np.float32:
             continue
-        shape = expanded_shape(tuple(value.shape), other)
-        if shape is None:
-            continue
-        name = namer(f"{node.inputs[0]}_expanded")
-        added.append(tensor(name, np.ascontiguousarray(np.broadcast_to(
-            value.reshape((1,) * (len(shape) - value.ndim) + value.shape), shape))))
-        renamed.append((node, {node.inputs[0]: name}))
-    if not added:
-        return model
-    swap = {id(node): mapping for node, mapping in renamed}
-    nodes = [rename_inputs(n, swap[id(n)]) if id(n) in swap else n for n in graph.nodes]
-    return dataclasses.replace(model, graph=replace_graph(graph, nodes, added))
+        readers = consumers.get(constant.name, [])
+        other = _one_shape(readers, constant.name, shapes)
+        shape = None if other is None else expanded_shape(tuple(value.shape), other)
+        if shape is not None:
+            name = namer(f"{constant.name}_expanded")
+            added.append(tensor(name, _expanded(value, shape)))
+            renamed += [(r, {constant.name: name}) for r in readers]
+    return _replace_inputs(model, renamed, added)

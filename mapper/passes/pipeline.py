@@ -38,6 +38,10 @@ Order (each pass one module):
                         phase, then their interleave) or over its zero-inserted input
  4b'. float_linear_resize  float linear Resize -> [Transpose] MatMul(constant interpolation
                         matrix) [Transpose] per resized axis (QMatMuls once quantized)
+ 4b''. expand_float_constant  a float constant that Add/Mul broadcast over their other
+                        operand, of fewer axes or neither per channel nor along the last axis
+                        (a group norm's [C, 1] scale, Swin's [1, H, S, S] bias over the
+                        windows) -> in that operand's rank or shape (exact)
  4c. fold_bias_add      Add/Sub of a per-channel constant after a float Conv -> its bias
  4d. channel_affine     a chain of per-channel affine ops (BatchNormalization, Mul/Add/Sub/
                         Div of a per-channel constant) -> one BatchNormalization after a
@@ -126,7 +130,10 @@ from systolic.mapper.passes.dequantize_after_layout import dequantize_after_layo
 from systolic.mapper.passes.dynamic_island import fusion_entries, quantize_dynamic_island
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.expand_computed_operand import expand_computed_operand
-from systolic.mapper.passes.expand_constant_operand import expand_constant_operand
+from systolic.mapper.passes.expand_constant_operand import (
+    expand_constant_operand,
+    expand_float_constant,
+)
 from systolic.mapper.passes.float_island import float_remnants
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.fold_bias_add import fold_bias_add
@@ -203,7 +210,8 @@ def run_passes(
     for rewrite in (fold_scalar_dequantize, fold_scalar_quantize, finite_masks,
                     arithmetic_masks, rms_mean_to_matmul, instance_norm_to_layernorm,
                     spatial_mean_to_pool, decomposed_softmax, decompose_lrn, decompose_prelu,
-                    conv_transpose_to_conv, float_linear_resize, fold_bias_add, channel_affine):
+                    conv_transpose_to_conv, float_linear_resize, expand_float_constant,
+                    fold_bias_add, channel_affine):
         rewritten = rewrite(model, report)
         if rewritten is not model:
             model = finalize(rewritten)

@@ -9,6 +9,7 @@ import pytest
 from systolic.mapper.passes.expand_constant_operand import (
     MAX_EXPANDED_BYTES,
     expand_constant_operand,
+    expand_float_constant,
     expanded_shape,
 )
 from systolic.mapper.passes.pipeline import finalize, run_passes
@@ -103,3 +104,37 @@ def test_a_constant_with_readers_of_different_shapes_is_left_alone():
                     constants)  # fmt: skip
     report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
     assert expand_constant_operand(model, report) is model
+
+
+def _float_model(x_shape, c_value, reader):  # type: ignore[no-untyped-def]
+    """A float model: x -> 1x1 Conv (rank 4) or MatMul (rank 3) -> reader(., c) -> y, c a
+    float constant."""
+    rng = np.random.default_rng(4)
+    if len(x_shape) == 4:
+        first = node("Conv", ["x", "w"], ["h"])
+        w = rng.normal(0, 0.5, (x_shape[1], x_shape[1], 1, 1))
+    else:
+        first = node("MatMul", ["x", "w"], ["h"])
+        w = rng.normal(0, 0.5, (x_shape[-1], x_shape[-1]))
+    constants = {"w": w.astype(np.float32), "c": c_value.astype(np.float32)}
+    return make([first, node(reader, ["h", "c"], ["y"])], [("x", np.float32, x_shape)],
+                [("y", np.float32, x_shape)], constants)[1]
+
+
+@pytest.mark.parametrize(("x_shape", "c_shape", "reader"), [
+    ((1, 8, 30), (8, 1), "Mul"),  # a group norm's scale: per channel once padded
+    ((4, 3, 5, 5), (1, 3, 5, 5), "Add"),  # Swin's bias over the windows
+])
+def test_a_float_constant_takes_its_operands_rank_or_shape(x_shape, c_shape, reader):  # type: ignore[no-untyped-def]
+    """Exact; whether the quantizer then fuses it is channel_affine_ptq's and quantize_float's
+    (a rank-3 per-channel constant, a bias after a product of two computed tensors)."""
+    rng = np.random.default_rng(9)
+    model = _float_model(x_shape, rng.normal(0, 1, c_shape), reader)
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    expanded = finalize(expand_float_constant(model, report))
+    op = next(n for n in expanded.graph.nodes if n.outputs[0] == "y")
+    new = expanded.graph.initializer(op.inputs[1]).data
+    assert new.ndim == len(x_shape)
+    assert new.shape == (x_shape if reader == "Add" else (1, 8, 1))
+    feed = {"x": rng.normal(0, 2, x_shape).astype(np.float32)}
+    np.testing.assert_array_equal(run_model(expanded, feed)["y"], run_model(model, feed)["y"])
