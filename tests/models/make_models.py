@@ -13,7 +13,7 @@ environment stays free of torch:
 first so pip does not pull a CUDA build.)
 
 For each network NAME in mlp, lenet, resnet_tiny, dwsep, attn, and the issue-13 networks
-yolo_block, mbv3_block, bert_tiny, lstm2 and paddle_style, it writes (`--only NAME,...`
+yolo_block, mbv3_block, bert_tiny, lstm2, paddle_style, gru2bi and metaformer, it writes (`--only NAME,...`
 regenerates just those):
 
 - `NAME_float.onnx`: the float32 network, exported with the TorchScript exporter
@@ -426,6 +426,47 @@ class PaddleStyle(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
 
 
+class MetaFormer(nn.Module):
+    """A MetaFormer-style stage on a 1x3x16x16 image with the patterns of session 10's unseen
+    models (PoolFormer and FastViT, BEiT and MobileBERT, GhostNet): a 4x4 stride-4 patch
+    embedding (conv_bn, 32 channels, padding 2: 5x5 patches); a pooling token mixer
+    x + s1 * (pool(y) - y), y a 1x1 conv+BN of x (the difference of two computed tensors, s1
+    a per-channel layer scale [32, 1, 1]); a GhostNet-style squeeze-excitation of a channel
+    Slice, y * sigmoid(conv(mean(y))) with y = x[:, :16], concatenated with the other half;
+    then the 25 tokens [1, 25, 32]: MobileBERT's NoNorm (x * gamma + beta of [32] vectors), an
+    MLP with GELU whose output a layer scale [32] multiplies (BEiT), a residual, and a Linear
+    head to 10."""
+
+    input_shape = (1, 3, 16, 16)
+
+    def __init__(self) -> None:
+        super().__init__()
+        generator = torch.Generator().manual_seed(SEED + 7)
+        self.embed = conv_bn(3, 32, 4, 4)
+        self.mix = conv_bn(32, 32, 1)
+        self.pool = nn.AvgPool2d(3, 1, 1, count_include_pad=False)
+        self.scale1 = nn.Parameter(0.5 + torch.rand(32, 1, 1, generator=generator))
+        self.reduce = nn.Conv2d(16, 16, 1)
+        self.gamma = nn.Parameter(0.5 + torch.rand(32, generator=generator))
+        self.beta = nn.Parameter(0.1 * torch.randn(32, generator=generator))
+        self.fc1 = nn.Linear(32, 64)
+        self.fc2 = nn.Linear(64, 32)
+        self.scale2 = nn.Parameter(0.5 + torch.rand(32, generator=generator))
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.embed(x)
+        y = self.mix(x)
+        x = x + self.scale1 * (self.pool(y) - y)
+        half = x[:, :16]
+        gate = torch.sigmoid(self.reduce(half.mean((2, 3), keepdim=True)))
+        x = torch.cat([half * gate, x[:, 16:]], 1)
+        t = x.flatten(2).transpose(1, 2)
+        t = t * self.gamma + self.beta
+        t = t + self.scale2 * self.fc2(nn.functional.gelu(self.fc1(t)))
+        return self.head(t)
+
+
 NETWORKS: dict[str, Callable[[], nn.Module]] = {
     "mlp": Mlp,
     "lenet": LeNet,
@@ -438,6 +479,7 @@ NETWORKS: dict[str, Callable[[], nn.Module]] = {
     "lstm2": Lstm2,
     "paddle_style": PaddleStyle,
     "gru2bi": Gru2Bi,
+    "metaformer": MetaFormer,
 }
 SYMMETRIC_ACTIVATIONS = frozenset({"attn"})
 """Networks quantized with symmetric activations (onnxruntime's ActivationSymmetric: uint8
@@ -445,7 +487,7 @@ with zero point 128): their attention products multiply two computed tensors, wh
 runs only with symmetric operands."""
 QOPERATOR_NETWORKS = frozenset(
     {"mlp", "lenet", "resnet_tiny", "dwsep", "yolo_block", "mbv3_block", "bert_tiny", "lstm2",
-     "paddle_style", "gru2bi"})
+     "paddle_style", "gru2bi", "metaformer"})
 """Networks also written in QOperator form."""
 DYNAMIC_NETWORKS = frozenset({"bert_tiny", "lstm2", "gru2bi"})
 """Networks also written in dynamically quantized form (`_dynamic`: onnxruntime's
@@ -455,9 +497,9 @@ REALISTIC = "realistic"
 emit; the tests that take every model of tests/models (`*.onnx`, not recursive) do not see
 them, so the counts and size limits of those tests stay as they are."""
 REALISTIC_NETWORKS = frozenset({"yolo_block", "mbv3_block", "bert_tiny", "lstm2", "paddle_style",
-                                "gru2bi"})
+                                "gru2bi", "metaformer"})
 """The networks written into REALISTIC."""
-CONSTANT_FOLDING = frozenset({"bert_tiny", "lstm2", "gru2bi"})
+CONSTANT_FOLDING = frozenset({"bert_tiny", "lstm2", "gru2bi", "metaformer"})
 """Networks exported with the exporter's constant folding, as exporters (and the Hugging Face
 tools) run by default: without it, the Linear weights of bert_tiny are Transpose nodes on
 [out, in] weights, the reshape shapes Unsqueeze and Concat of constants, and the LSTM weights
