@@ -21,6 +21,10 @@ one (its Transpose a layout copy writing the result) unless the result only leav
 a QMatMul writes contiguous rows, and a result a convolution or pooling also touches (an Add
 with a conv output: LR-ASPP's classifier) is stored channel-last.
 
+The DequantizeLinear and QuantizeLinear nodes made here are version 13 (`QDQ_VERSION`, as the
+quantizer's), whatever the model's opset: the weights' per-column scale needs DequantizeLinear-13
+(an opset-11 export quantized by onnxruntime has DequantizeLinear-10 elsewhere).
+
 The last MatMul keeps the Resize's name (the report follows it); the rest are new nodes.
 """
 
@@ -32,7 +36,7 @@ import numpy as np
 from systolic.ir import Graph, Model, Node, Tensor
 from systolic.mapper.passes.graph_tools import Namer, constants_of, make_node, replace_graph, tensor
 from systolic.mapper.passes.quant_params import NotFusable, per_tensor_params
-from systolic.mapper.passes.quantize_float import is_quantized
+from systolic.mapper.passes.quantize_float import QDQ_VERSION, is_quantized
 from systolic.mapper.passes.report import PassReport
 from systolic.mapper.passes.resize_matrix import AxisResize, linear_resize_axes, quantized_weights
 
@@ -182,7 +186,7 @@ def _integer_steps(node: Node, axes: list[AxisResize], rank: int, borders: tuple
             value = moved
         real, product, integers = namer(f"{tag}_real"), namer(f"{tag}_product"), namer(tag)
         steps.append(make_node("DequantizeLinear", [value, *params], [real],
-                               name=namer(f"{tag}_dequantize")))
+                               name=namer(f"{tag}_dequantize"), version=QDQ_VERSION))
         steps.append(make_node("MatMul", [real, _weights(tag, step, namer, added, steps)],
                                [product], name=node.name if last else namer(f"{tag}_matmul")))
         if last and perm is None:
@@ -190,7 +194,7 @@ def _integer_steps(node: Node, axes: list[AxisResize], rank: int, borders: tuple
             return steps
         quantize = q.inputs[1:] if last else params  # the input's range holds every step
         steps.append(make_node("QuantizeLinear", [product, *quantize], [integers],
-                               name=namer(f"{tag}_quantize")))
+                               name=namer(f"{tag}_quantize"), version=QDQ_VERSION))
         value = integers
         if perm is not None:
             back = q.outputs[0] if last else namer(f"{tag}_out")
@@ -211,5 +215,5 @@ def _weights(tag: str, step: AxisResize, namer: Namer, added: list[Tensor],
               tensor(names[2], np.zeros(scales.shape, np.int8))]
     real = namer(f"{tag}_weights")
     steps.append(make_node("DequantizeLinear", names, [real], name=namer(f"{tag}_weights_dq"),
-                           attrs={"axis": 1}))
+                           version=QDQ_VERSION, attrs={"axis": 1}))
     return real
