@@ -2,9 +2,9 @@
 
 Vision transformers add a learned constant of the activation's own shape: ViT's position
 embedding ([1, S, D] + [1, S, D]), LeViT's attention biases gathered into [heads, N, N] and
-added to the scores [1, heads, N, N] (rank 4: not yet, see fuse_qdq.WHOLE_CONSTANT_RANK). Such a constant is not one value per channel
-(`channel_affine_ptq`) nor a scalar (an activation table), so without this rule the Add stays
-float on the host. Here the constant is quantized int8, symmetric per tensor (scale
+added to the scores [1, heads, N, N] (rank 4: see fuse_qdq.WHOLE_CONSTANT_RANK). Such a
+constant is not one value per channel (`channel_affine_ptq`) nor a scalar (an activation
+table), so without this rule the Add stays float on the host. Here the constant is quantized int8, symmetric per tensor (scale
 max|C| / 127, as `layernorm_ptq.quantize_vector`), read through a DequantizeLinear in the
 computed input's shape (leading 1s added: the same elements in the same order), and the
 computed input and the result are quantized as activations, so `fuse_qdq` makes a QAdd whose

@@ -326,11 +326,11 @@ def _output_chain_with_bias(ctx: FusionContext, node: Node) -> tuple[Node | None
     return _output_chain(ctx, add if add is not None else node)
 
 
-WHOLE_CONSTANT_RANK = 3
+WHOLE_CONSTANT_RANK = 4
 """Highest rank of a constant B of an Add's own shape that QAdd reads from memory: the
-lowering places a rank-3 constant in its operand's layout (spatial ones channel-last, as
-its QAdd connects them), but stores a rank-4 one channel-last even beside a row-major
-attention matrix (the scores of LeViT or Swin plus their bias), which lower_add cannot pair."""
+lowering places such a constant in its operand's layout group (mapper/lowering/layout_sets,
+since 4c567ee), so a rank-4 one beside a row-major attention matrix (the scores of LeViT or
+Swin plus their bias) is stored row-major like it (was 3 before; lane E's measurement)."""
 
 
 def _constant_vector(ctx: FusionContext, a: tuple[str, str], b: tuple[str, str],

@@ -177,9 +177,15 @@ def weight_scale_floor(peaks: np.ndarray, x_scale: float | None, y_scale: float 
 
 
 def output_multipliers(reals: Sequence[float]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Return per-channel (M, s) of the output stage for real multipliers."""
+    """Return per-channel (M, s) of the output stage for real multipliers. A positive one
+    below 2**-32 gives (0, 0), as 0 does: |accumulator| <= 2**31, so every product rounds
+    to 0 (the zero point), in the model's float semantics as in the output stage."""
     ms, ss = [], []
     for real in reals:
+        if 0.0 < float(real) < 2.0 ** -32:  # below the output stage's range: all zero
+            ms.append(0)
+            ss.append(0)
+            continue
         try:
             m, s = quantize_multiplier(float(real))
         except MultiplierRangeError as err:

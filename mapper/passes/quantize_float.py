@@ -433,14 +433,18 @@ def _share_concat(node: Node, plan: _Plan, chosen: set[str],
 
 def _bias_add_output(result: str, consumers: Mapping[str, list[Node]],
                      constants: Mapping[str, np.ndarray], outputs: set[str]) -> str:
-    """Return the output of an Add of a constant bias that is the only reader of a MatMul's
-    result (the bias belongs to the fused product), else the result itself."""
+    """Return the output of an Add of a constant bias along the last axis ([N], [1, N], ...)
+    that is the only reader of a MatMul's result (the bias belongs to the fused product),
+    else the result itself (an attention bias [1, H, S, S] after q @ k^T is an Add of its
+    own: the product's result is quantized)."""
     readers = consumers.get(result, [])
     if len(readers) != 1 or result in outputs or readers[0].op_type != "Add":
         return result
     others = [name for name in readers[0].inputs if name != result]
     if len(others) != 1 or others[0] not in constants:
         return result
+    if any(d != 1 for d in constants[others[0]].shape[:-1]):
+        return result  # not a bias along the last axis
     return readers[0].outputs[0]
 
 

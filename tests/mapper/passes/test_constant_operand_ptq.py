@@ -45,18 +45,22 @@ def test_position_embedding_add_is_a_qadd_of_a_constant_in_memory(pos_shape):
     assert cosine > 0.99
 
 
-def test_constant_operand_index_takes_only_whole_tensors_of_rank_three_or_less():
+def test_constant_operand_index_takes_only_whole_tensors_of_rank_four_or_less():
     model = build([node("Relu", ["x"], ["a"]), node("Add", ["pos", "a"], ["y"]),
                    node("Add", ["a", "s"], ["z"]), node("Relu", ["x4"], ["b"]),
-                   node("Add", ["b", "bias4"], ["w"])],
-                  [("x", np.float32, [1, 5, 8]), ("x4", np.float32, [1, 2, 3, 3])],
+                   node("Add", ["b", "bias4"], ["w"]), node("Relu", ["x5"], ["c"]),
+                   node("Add", ["c", "bias5"], ["v"])],
+                  [("x", np.float32, [1, 5, 8]), ("x4", np.float32, [1, 2, 3, 3]),
+                   ("x5", np.float32, [1, 2, 2, 3, 3])],
                   [("y", np.float32, [1, 5, 8]), ("z", np.float32, [1, 5, 8]),
-                   ("w", np.float32, [1, 2, 3, 3])],
+                   ("w", np.float32, [1, 2, 3, 3]), ("v", np.float32, [1, 2, 2, 3, 3])],
                   {"pos": np.ones((5, 8), np.float32), "s": np.ones((1, 1, 8), np.float32),
-                   "bias4": np.ones((1, 2, 3, 3), np.float32)})
+                   "bias4": np.ones((1, 2, 3, 3), np.float32),
+                   "bias5": np.ones((1, 2, 2, 3, 3), np.float32)})
     graph = model.graph
     constants = constants_of(graph)
-    _, pos_add, vector_add, _, rank4_add = graph.nodes
+    _, pos_add, vector_add, _, rank4_add, _, rank5_add = graph.nodes
     assert constant_operand_index(pos_add, graph, constants) == 0
     assert constant_operand_index(vector_add, graph, constants) is None  # a last-axis vector
-    assert constant_operand_index(rank4_add, graph, constants) is None  # fuse_qdq's limit
+    assert constant_operand_index(rank4_add, graph, constants) == 1  # LeViT's, Swin's bias
+    assert constant_operand_index(rank5_add, graph, constants) is None  # fuse_qdq's limit

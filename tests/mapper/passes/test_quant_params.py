@@ -90,3 +90,14 @@ def test_weight_scale_floor_keeps_multiplier_and_bias_in_range():
     # the scales the floor allows give multipliers and biases the output stage holds
     assert np.all(x_scale * floor / y_scale >= 2.0**-32)
     assert np.all(np.abs(bias) / (x_scale * floor) <= 2**31 - 1)
+
+
+def test_a_multiplier_below_the_output_stage_range_makes_every_result_the_zero_point():
+    from systolic.mapper.passes.quant_params import output_multipliers
+
+    mults, shifts = output_multipliers([1e-10, 0.0, 0.25])
+    assert (mults[:2], shifts[:2]) == ((0, 0), (0, 0))
+    assert mults[2] != 0
+    assert max(abs(a) for a in (-(2**31), 2**31 - 1)) * 1e-10 < 0.5  # why 0 is exact
+    with pytest.raises(NotFusable):
+        output_multipliers([-1e-10])

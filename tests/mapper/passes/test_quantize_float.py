@@ -224,3 +224,21 @@ def test_near_zero_channels_get_guarded_scales():
     assert scale[2] == 1.0  # an all-zero channel keeps 1
     assert scale[1] >= 50.0 / (0.02 * 2.0**30) and 0.02 * scale[1] / 0.05 >= 2.0**-32
     np.testing.assert_array_equal(q[1:], 0)
+
+
+def test_an_attention_bias_after_a_product_is_an_add_of_its_own():
+    """q @ k^T + bias[1, H, S, S] (Swin's relative-position bias): not the product's bias
+    (only one along the last axis is), so the product's result is quantized and both run on
+    the accelerator (QMatMul, then a QAdd of a rank-4 constant B)."""
+    r = np.random.default_rng(3)
+    constants = {"w": r.standard_normal((8, 4)).astype(np.float32),
+                 "bias": r.standard_normal((1, 2, 4, 4)).astype(np.float32)}
+    nodes = [node("MatMul", ["x", "w"], ["scores"], name="mm"),
+             node("Add", ["scores", "bias"], ["y"], name="add")]
+    model = build(nodes, [("x", np.float32, [1, 2, 4, 8])], [("y", np.float32, [1, 2, 4, 4])],
+                  constants)
+    fused, report = run_passes(model)
+    assert [n.op_type for n in fused.graph.nodes] == ["QuantizeLinear", "QMatMul", "QAdd",
+                                                      "DequantizeLinear"]
+    assert report.fate("mm").into == "systolic.QMatMul 'mm'"
+    assert report.fate("add").into == "systolic.QAdd 'add'"
