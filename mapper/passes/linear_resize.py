@@ -34,11 +34,23 @@ from collections.abc import Mapping
 import numpy as np
 
 from systolic.ir import Graph, Model, Node, Tensor
-from systolic.mapper.passes.graph_tools import Namer, constants_of, make_node, replace_graph, tensor
+from systolic.mapper.passes.graph_tools import (
+    Namer,
+    attr_str,
+    constants_of,
+    make_node,
+    replace_graph,
+    tensor,
+)
 from systolic.mapper.passes.quant_params import NotFusable, per_tensor_params
 from systolic.mapper.passes.quantize_float import QDQ_VERSION, is_quantized
 from systolic.mapper.passes.report import PassReport
-from systolic.mapper.passes.resize_matrix import AxisResize, linear_resize_axes, quantized_weights
+from systolic.mapper.passes.resize_matrix import (
+    LINEAR_MODES,
+    AxisResize,
+    linear_resize_axes,
+    quantized_weights,
+)
 
 __all__ = ["float_linear_resize", "quantized_linear_resize"]
 
@@ -80,6 +92,12 @@ def float_linear_resize(model: Model, report: PassReport) -> Model:
     if not added:
         return model
     return dataclasses.replace(model, graph=replace_graph(graph, nodes, added))
+
+
+def _linear(node: Node) -> bool:
+    """True for a default-domain linear (bilinear) Resize or Upsample."""
+    return (node.domain == "" and node.op_type in ("Resize", "Upsample")
+            and attr_str(node, "mode", "nearest") in LINEAR_MODES)
 
 
 def _only_output(node: Node, graph: Graph) -> bool:
@@ -140,7 +158,7 @@ def quantized_linear_resize(model: Model, report: PassReport) -> Model:
             axes = linear_resize_axes(node, graph, constants,
                                       end_transposed=not _only_output(q, graph))
         except NotFusable as reason:
-            if node.op_type in ("Resize", "Upsample") and node.domain == "":
+            if _linear(node):  # a nearest one is dequantize_after_layout's
                 report.note(node.label, str(reason))
             continue
         rank = len(graph.type_of(node.inputs[0]).shape or ())  # type: ignore[union-attr]

@@ -147,3 +147,17 @@ def test_an_opset_11_export_gets_per_column_weight_scales_it_can_bind():
     products = [layer for layer in compiled.layers if layer.op == "QMatMul"]
     assert len(products) == 2 and all(p.unit is LayerUnit.ARRAY for p in products)
     assert max(_steps_apart(integer, model, seed) for seed in range(2)) <= 1
+
+
+def test_a_nearest_resize_gets_no_note_from_this_pass():
+    constants: dict[str, np.ndarray] = {"s": S, "z": Z}
+    resize = _resize_node("f", {}, constants, scales=[1, 1, 2, 2])
+    resize = node("Resize", list(resize.input), ["f"], name="resize", mode="nearest")
+    nodes = [node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q_in"),
+             node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq_in"), resize,
+             node("QuantizeLinear", ["f", "s", "z"], ["y"], name="q_out")]
+    model = build(nodes, [("x", np.float32, SHAPE)], [("y", np.uint8, [1, 3, 12, 10])],
+                  constants)
+    _, report = run_passes(model)
+    note = report.note_of("resize") or ""
+    assert "not a linear Resize" not in note and "through a DequantizeLinear" not in note
