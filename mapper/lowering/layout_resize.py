@@ -27,8 +27,10 @@ RESAMPLING = frozenset({"Resize", "Upsample"})
 LINEAR_RESIZE = (
     "a linear Resize interpolates (weighted sums, not a selection of elements); the passes make "
     "it QMatMuls by constant interpolation matrices when a DequantizeLinear feeds it and one "
-    "QuantizeLinear reads it (or in a float model, before quantization): this one did not "
-    "qualify, so it runs on the host"
+    "QuantizeLinear reads it (or in a float model, before quantization); this one did not "
+    "qualify (an integer Resize of a QOperator export truncates as onnxruntime does, which a "
+    "QMatMul's rounding would not reproduce; or a float result read by other nodes, or "
+    "computed scales), so it runs on the host"
 )
 """Why a linear Resize stays on the host."""
 
