@@ -11,9 +11,10 @@
 - com.microsoft QLinearSigmoid, QLinearLeakyRelu -> QTable, the table computed by running the
   node itself with the reference on the 256 input values (bit-exact with the reference's
   QLinearSigmoid/QLinearLeakyRelu); QLinearMul -> QMul (same shapes, or one operand per
-  channel [N|1, C, 1, ...] or along the last axis [1, ..., H] of the other: LayerNorm's gamma); a QLinearAdd or QLinearMul with one constant
-  one-value operand (x + c, x * c: GELU's + 1 and * 0.5) is a function of x alone and becomes a
-  QTable like the lookups; QLinearConcat -> a requantizing QTable per input whose parameters
+  channel [N|1, C, 1, ...] or along the last axis [1, ..., H] of the other: LayerNorm's gamma;
+  a constant of lower rank taken with its leading 1s: a [C, 1, 1] layer scale); a QLinearAdd
+  or QLinearMul with one constant one-value operand (x + c, x * c: GELU's + 1 and * 0.5) is a
+  function of x alone and becomes a QTable like the lookups; QLinearConcat -> a requantizing QTable per input whose parameters
   differ from the output's and a Concat (`qlinear_concat`). (QLinearSoftmax is
   fuse_softmax's: QSoftmax; a MatMulInteger no pattern here takes is fuse_integer_matmul's:
   QMatMulInt.)
@@ -430,11 +431,26 @@ def _qlinear_lookup(ctx: FusionContext, node: Node, report: PassReport) -> None:
     _finish(ctx, report, "QTable", inputs, [node], {"to": int(yp.dtype)})
 
 
+def _full_rank(ctx: FusionContext, node: Node, operand: _Operand, other: _Operand) -> _Operand:
+    """Return a constant operand of lower rank than `other`, not a vector along its last axis,
+    as the constant of `other`'s rank it broadcasts as (leading 1s: a layer scale [C, 1, 1]
+    times [N, C, H, W] is per channel [1, C, 1, 1]); any other operand as it is."""
+    name, params, shape = operand
+    rank = len(other[2])
+    if (len(shape) >= rank or name not in ctx.constants
+            or last_axis_broadcast(other[2], shape)):
+        return operand
+    full = (1,) * (rank - len(shape)) + tuple(shape)
+    return ctx.constant(f"{node.label}_{name}", ctx.constants[name].reshape(full)), params, full
+
+
 def _qlinear_mul(ctx: FusionContext, node: Node, report: PassReport) -> None:
     operands = _binary_operands(ctx, node, report)
     if operands is None:
         return
-    (a, ap, shape_a), (b, bp, shape_b), yp = operands
+    first, second, yp = operands
+    (a, ap, shape_a), (b, bp, shape_b) = (_full_rank(ctx, node, first, second),
+                                          _full_rank(ctx, node, second, first))
     if shape_a != shape_b and (per_channel_broadcast(shape_b, shape_a)
                                or last_axis_broadcast(shape_b, shape_a)):
         (a, ap, shape_a), (b, bp, shape_b) = (b, bp, shape_b), (a, ap, shape_a)
