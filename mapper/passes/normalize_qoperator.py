@@ -375,12 +375,17 @@ def _qlinear_add(ctx: FusionContext, node: Node, report: PassReport) -> None:
     operands = _binary_operands(ctx, node, report)
     if operands is None:
         return
-    (a, ap, shape_a), (b, bp, shape_b), yp = operands
-    if shape_a != shape_b and last_axis_broadcast(shape_b, shape_a):
-        (a, ap), (b, bp) = (b, bp), (a, ap)
-    elif shape_a != shape_b and not last_axis_broadcast(shape_a, shape_b):
+    first, second, yp = operands
+    (a, ap, shape_a), (b, bp, shape_b) = (_full_rank(ctx, node, first, second),
+                                          _full_rank(ctx, node, second, first))
+    if shape_a != shape_b and (last_axis_broadcast(shape_b, shape_a)
+                               or a in ctx.constants and per_channel_broadcast(shape_b, shape_a)):
+        (a, ap, shape_a), (b, bp, shape_b) = (b, bp, shape_b), (a, ap, shape_a)
+    if shape_a != shape_b and not (last_axis_broadcast(shape_a, shape_b) or (
+            b in ctx.constants and per_channel_broadcast(shape_a, shape_b))):
         raise NotFusable("the inputs have neither the same static shape nor one along the "
-                         "other's last axis [1, ..., H] (broadcasting add)")
+                         "other's last axis [1, ..., H] or a constant per channel "
+                         "[1, C, 1, ...] (broadcasting add)")
     ma, mb, shift = add_multipliers(float(np.float32(ap.scale) / np.float32(yp.scale)),
                                     float(np.float32(bp.scale) / np.float32(yp.scale)))
     attrs = {"a_zero_point": ap.zero_point, "b_zero_point": bp.zero_point,
