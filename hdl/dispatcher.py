@@ -105,8 +105,9 @@ class Dispatcher(wiring.Component):
     entry's allocation until then. Longest paths: `fresh` footprint -> comparator -> `hits`
     register; `hits` -> OR of R * R (+ 1) terms -> mask register; mask register ->
     (N + 1)-input NOR -> N:1 mux by the queue head's tag -> `o_issue[u].valid`;
-    `i_instr.unit` -> queue full -> `i_instr.ready` -> the
-    enables of the allocated entry.
+    `i_instr.unit` -> queue full -> `i_instr.ready` -> the allocated entry's `valid` and
+    `pending` bits (a free entry's footprint and unit registers load every cycle, so the
+    acceptance does not enable them).
     """
 
     def __init__(self, *, units: int = 3, table_entries: int = 16, queue_depth: int = 4,
@@ -180,9 +181,9 @@ class Dispatcher(wiring.Component):
         fresh_tag = Signal(self.tag_shape)
         fresh_unit = Signal.like(unit)
         fresh_ranges = Signal(self.entry_layout, name="fresh_ranges")
-        m.d.sync += fresh_valid.eq(accept)
-        with m.If(accept):
-            m.d.sync += [fresh_tag.eq(alloc), fresh_unit.eq(unit), fresh_ranges.eq(ranges)]
+        # The copy is taken every cycle (used only after an acceptance): no enable from `accept`.
+        m.d.sync += [fresh_valid.eq(accept), fresh_tag.eq(alloc), fresh_unit.eq(unit),
+                     fresh_ranges.eq(ranges)]
 
         done = Signal()
         tag = Signal(self.tag_shape, name="hazard_tag")
@@ -258,9 +259,13 @@ class Dispatcher(wiring.Component):
         pending = 1 << n
         keep = Cat(~completing, 1)  # clears completed entries' bits, keeps `pending`
         for e in range(n):
+            # A free entry takes the offered footprint every cycle (nothing reads a free
+            # entry's), so it holds the instruction's from its allocation on: the wide
+            # registers' enable is `valid[e]`, a register, not the acceptance.
+            with m.If(~valid[e]):
+                m.d.sync += [entry_unit[e].eq(new.unit), entry_ranges[e].eq(new_ranges)]
             with m.If(allocated[e]):
-                m.d.sync += [entry_unit[e].eq(new.unit), entry_ranges[e].eq(new_ranges),
-                             entry_waits[e].eq(pending)]
+                m.d.sync += entry_waits[e].eq(pending)
             with m.Elif(fresh_done & (fresh_tag == e)):
                 m.d.sync += entry_waits[e].eq(fresh_waits & ~completing)
             with m.Else():
