@@ -33,7 +33,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from systolic.ir import Graph, Model, Node, Tensor
+from systolic.ir import DataType, Graph, Model, Node, Tensor
 from systolic.mapper.passes.graph_tools import (
     Namer,
     attr_str,
@@ -78,10 +78,11 @@ def float_linear_resize(model: Model, report: PassReport) -> Model:
     nodes: list[Node] = []
     added: list[Tensor] = []
     for node in graph.nodes:
-        found = graph.type_of(node.inputs[0]) if node.inputs else None
+        found = graph.type_of(node.inputs[0]) if _linear(node) else None
+        if found is None or found.dtype != DataType.FLOAT:
+            nodes.append(node)
+            continue
         try:
-            if found is None or found.dtype.numpy != np.float32:
-                raise NotFusable("not float32")
             axes = linear_resize_axes(node, graph, constants,
                                       end_transposed=not _only_output(node, graph))
         except NotFusable:
