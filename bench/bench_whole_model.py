@@ -12,7 +12,7 @@ the worst layers. With `--sequential`, each configuration is also compiled with 
 layers after their producers (issue 14's interleaving off), for a before/after in the same
 conditions. Usage:
 
-    python bench/bench_whole_model.py [--arrays 16x16,32x32] [--dataflows ws,os]
+    python bench/bench_whole_model.py [--arrays 16x16,32x32] [--dataflows ws,os,both]
                                       [--bus-bytes 16] [--worst 8] [--sequential]
 """
 
@@ -34,6 +34,7 @@ from systolic.config import ArrayConfig
 from systolic.ir import Model
 from systolic.isa.program import LayerUnit
 from systolic.mapper.lowering import compile_model
+from systolic.sim.timing.layer_cycles import layer_cycles
 from systolic.simulation.layer_timing import RunTimes, program_units
 
 MODEL = Path(onnx.__file__).parent / "backend/test/data/light/light_resnet50.onnx"
@@ -122,7 +123,7 @@ def report(label: str, layers: Sequence[Layer], config: ArrayConfig, worst: int)
 
 def run(integer: Model, config: ArrayConfig, label: str, worst: int) -> None:
     start = time.process_time()
-    compiled = compile_model(integer, config)
+    compiled = compile_model(integer, config, layer_cycles=layer_cycles)  # (both: the choice)
     compile_cpu = time.process_time() - start
     runs = accelerator_runs(compiled, "model", {})
     report(f"{label} (compile {compile_cpu:.1f} s CPU)", layer_windows(compiled, runs, config),
