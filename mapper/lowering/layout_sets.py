@@ -3,7 +3,9 @@ and `.matrix`), decided for the whole graph before anything is placed.
 
 The vector unit pairs element i of A, B and Y of an element-wise op (QAdd, QMul, QTable) only
 when they are stored alike, so the values such ops connect form one *layout group* (A, B and
-Y of a QAdd/QMul, X and Y of a QTable; a fixed point over the graph). Each group is stored
+Y of a QAdd/QMul, X and Y of a QTable; a fixed point over the graph). A B broadcast per channel
+or along the last axis is a vector the lowering reads by its strides in any layout: it joins no
+group (a gamma shared by two unrelated ops would otherwise tie their groups). Each group is stored
 one way, chosen by what its members need, strongest first:
 
 1. **channel-last** when a convolution or pooling (`SPATIAL_OPS`) reads or writes a member:
@@ -98,8 +100,12 @@ def _paired_nodes(graph: Graph) -> list[Node]:
 
 
 def _group_values(graph: Graph, groups: _Groups) -> None:
+    """Union A, B and Y of each QAdd/QMul (not a broadcast B: a vector read by strides either
+    way, which a shared constant would otherwise tie to unrelated groups), X and Y of each
+    QTable."""
     for node in _paired_nodes(graph):
-        operands = node.inputs[:1] if node.op_type == "QTable" else node.inputs[:2]
+        whole_b = node.op_type != "QTable" and _broadcast(graph, node) is None
+        operands = node.inputs[:2] if whole_b else node.inputs[:1]
         groups.union(n for n in (*operands, node.outputs[0]) if n)
 
 

@@ -2,7 +2,9 @@
 convolution touches them, row-major when a matrix op or a last-axis B needs it, channel-last
 for a per-channel B otherwise."""
 
-from systolic.ir import DataType, Graph
+import numpy as np
+
+from systolic.ir import DataType, Graph, Tensor
 from systolic.mapper.binding import bind_graph
 from systolic.mapper.lowering.layout_sets import LayoutSets, layout_sets
 from systolic.mapper.shape_inference import infer_shapes
@@ -81,3 +83,17 @@ def test_row_major_is_carried_through_transposes_to_the_next_group():
     g = graph({"x": (I8, (1, 2, 2, 3)), "b": (I8, (1, 2, 2, 4))}, {"y": I8},
               [product, transpose, _pair("QAdd", "t", "b", "y")], constants)  # fmt: skip
     assert {"m", "t", "b", "y"} <= _sets(g).matrix
+
+
+def test_a_shared_vector_b_does_not_tie_unrelated_groups():
+    """One per-channel constant scales a convolution's map and a matrix product's rows: the
+    product stays row-major, the map channel-last."""
+    conv, conv_constants = qconv("x", "c", 2, 4, seed=6, y_type=I8)
+    product, constants = qmatmul("z", "m", 3, 5, seed=7)
+    scale = Tensor("s", I8, np.ones((1, 4, 1, 1), np.int8))
+    g = graph({"x": (U8, (1, 2, 3, 3)), "z": (I8, (1, 4, 2, 3))}, {"y1": I8, "y2": I8},
+              [conv, product, _pair("QMul", "c", "s", "y1"), _pair("QMul", "m", "s", "y2")],
+              [*conv_constants, *constants, scale])  # fmt: skip
+    sets = _sets(g)
+    assert {"c", "y1"} <= sets.spatial
+    assert "m" in sets.matrix and "m" not in sets.spatial
