@@ -38,9 +38,9 @@ __all__ = [
 
 _LIMIT = 1 << 20
 """The most instructions the table holds (templates are dropped oldest-used first): a whole
-point of a sweep down to 8x8 arrays (ResNet-50 16x16 WS 0.34 M instructions, 16x16 OS
-0.52 M), so that the next point, of another bus width, finds them; at ~400 bytes per LOAD
-that is at most ~0.4 GB kept alive between compiles."""
+ResNet-50 point of a sweep down to 16x16 arrays (16x16 WS 0.34 M instructions, 16x16 OS
+0.52 M; 8x8 OS has 2.4 M), so that the next point, of another bus width, finds them; at
+~400 bytes per LOAD that is at most ~0.4 GB kept alive between compiles."""
 
 
 @dataclasses.dataclass(frozen=True)

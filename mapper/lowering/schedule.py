@@ -268,6 +268,7 @@ class Scheduler:
         self._pieces: dict[tuple[int, int, int], list[RowPiece]] = {}  # (`_split`, this job's)
         self._a_loads: dict[tuple[int, int], Load] = {}  # (`_a_prototype`, this job's)
         self._store_prototype: Store | None = None  # (`_store`, this job's)
+        self._weight_load: Load | None = None  # (`_load_weights`, this job's)
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -445,15 +446,14 @@ class Scheduler:
                 self._add_load(hoist, instr)
         elif hoist is not None:
             cols, ob = self.config.cols, self.config.operand_bytes
-            self._add_load(
-                hoist,
-                Load(
-                    LoadTarget.SPAD_WT, row, tiles * k,
-                    image.weights + (t0 * job.k + k0) * cols * ob,
-                    n0=k, row_stride0=cols * ob, row_stride1=job.k * cols * ob,
-                    length=cols, run=cols, n_mid=1,
-                ),
-            )  # fmt: skip
+            prototype = self._weight_load
+            if prototype is None:  # (the job's weight LOADs differ in free fields only)
+                prototype = self._weight_load = Load(
+                    LoadTarget.SPAD_WT, 0, 1, 0, row_stride0=cols * ob,
+                    row_stride1=job.k * cols * ob, length=cols, run=cols, n_mid=1,
+                )  # fmt: skip
+            ext = image.weights + (t0 * job.k + k0) * cols * ob
+            self._add_load(hoist, copy_with(prototype, row=row, count=tiles * k, ext=ext, n0=k))
         return row
 
     def _load_params(self, image: JobImage, t0: int, tiles: int) -> int:
@@ -526,6 +526,7 @@ class Scheduler:
         self._pieces.clear()  # (keyed by the identity of the job's row blocks)
         self._a_loads.clear()
         self._store_prototype = None
+        self._weight_load = None
         if self.config.dataflow is Dataflow.WS:
             self._emit_ws(job, image, plan if isinstance(plan, WsPlan) else plan_ws(job, self.config))
         else:
