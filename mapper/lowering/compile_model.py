@@ -424,7 +424,7 @@ class _Compiler:
                 merged = None
             else:
                 merged = merge(self.instructions[producer.first:], lower, self.config)
-                if merged is None:
+                if merged is None or self.apart_is_faster(index, node, merged):
                     return False
         except (UnsupportedError, ResourceError):
             return False
@@ -434,6 +434,24 @@ class _Compiler:
         reason = f"{INTERLEAVED} {producer.name!r} ({node.op_type} on the vector unit)"
         self.add_layer(node, LayerUnit.VECTOR, [], reason, _macs(node, self.ctx(index)))
         return True
+
+    def apart_is_faster(self, index: int, node: Node, merged: list[Instruction]) -> bool:
+        """Return True when the cycle model (`compile_model`'s `layer_cycles`) finds the last
+        layer's code followed by vector node `node` lowered on its own faster than `merged`
+        (the two interleaved). Checked only for a QAdd whose vector work (an ADD takes 2
+        cycles per row of `dim` lanes) is at least the producer's ideal array cycles: the
+        STORE unit, carrying both, then bounds the pair and the blocks in the stream can
+        hold up the producer's in-order LOADs (light ResNet-50 at 64x64 WS); False without
+        the cycle model."""
+        layer_cycles = self.chooser.layer_cycles
+        if layer_cycles is None or node.op_type != "QAdd":
+            return False
+        producer, ctx = self.layers[-1], self.ctx(index)
+        vector_cycles = 2 * math.prod(ctx.shape(node.outputs[0])) // self.config.dim
+        if vector_cycles < -(-producer.macs // self.config.pes):
+            return False
+        apart = [*self.instructions[producer.first:], *_VECTOR[node.op_type](node, ctx)]
+        return layer_cycles(apart, self.config) < layer_cycles(merged, self.config)
 
     def merged(self, lower: Callable[[int | None], list[Instruction]],
                code: list[Instruction]) -> list[Instruction]:
