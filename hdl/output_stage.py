@@ -5,7 +5,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from systolic.hdl.dsp_product import partial_products, sum_partials
-from systolic.hdl.round_shift import COARSE_STEP, coarse_shift, fine_round_parts
+from systolic.hdl.round_shift import COARSE_STEP, coarse_shift, fine_round_clamped
 
 __all__ = ["LATENCY", "MULTIPLIER_WIDTH", "PARAM_WIDTH", "SHIFT_WIDTH", "OutputStage"]
 
@@ -93,7 +93,7 @@ class OutputStage(wiring.Component):
     (`systolic.hdl.dsp_product`), (3) their sum p, (4) the coarse half of the rounding shift
     (`round_shift.coarse_shift`: by 8 times the amount's top three bits, into a saturated
     window of out_width + WINDOW_MARGIN bits and a sticky bit), (5) the fine half
-    (`round_shift.fine_round_parts`) with the floor saturated to out_width + 2 bits, (6)
+    (`round_shift.fine_round_clamped`) with the floor saturated to out_width + 2 bits, (6)
     round-up, zero point and clamp. A row transferred on `i_acc` in cycle t is valid on `o_q`
     in cycle t + LATENCY (6) when `o_q` is ready; one row per cycle. Each stage advances when
     it is empty or its successor advances, so bubbles collapse and a stalled `o_q` fills the
@@ -247,10 +247,8 @@ class OutputStage(wiring.Component):
         floor = Signal(signed(self._out_width + 2), name=f"floor{i}")
         round_up = Signal(name=f"round_up{i}")
         with m.If(advance[4]):
-            full, up = fine_round_parts(window, sticky, amount[:_FINE_BITS])
-            raised = Mux(full < floor_range[0], floor_range[0], full)
-            m.d.sync += [floor.eq(Mux(raised > floor_range[1], floor_range[1], raised)),
-                         round_up.eq(up)]
+            clamped, up = fine_round_clamped(window, sticky, amount[:_FINE_BITS], *floor_range)
+            m.d.sync += [floor.eq(clamped), round_up.eq(up)]
         zp, low, high, low_rel, high_rel = self._clamp_copies(m, i)
         with m.If(advance[5]):
             # clamp(v + zero_point, lo, hi) with the comparisons beside the adder

@@ -12,7 +12,9 @@ shifts by a multiple of COARSE_STEP and keeps only a narrow, saturated window of
 
 from amaranth.hdl import Array, Cat, Const, Mux, Value
 
-__all__ = ["COARSE_STEP", "coarse_shift", "fine_round_parts", "round_shift_parts"]
+__all__ = [
+    "COARSE_STEP", "coarse_shift", "fine_round_clamped", "fine_round_parts", "round_shift_parts",
+]
 
 COARSE_STEP = 8
 """`coarse_shift` shifts by COARSE_STEP times its amount; `fine_round_parts` by 0..7 more."""
@@ -103,3 +105,21 @@ def fine_round_parts(window: Value, sticky: Value, low: Value) -> tuple[Value, V
     rest = (window[:COARSE_STEP] & below).any()
     round_up = guard & (sticky | rest | floor[0])
     return floor, round_up
+
+
+def fine_round_clamped(window: Value, sticky: Value, low: Value, floor_min: int,
+                       floor_max: int) -> tuple[Value, Value]:
+    """`fine_round_parts` with its floor clamped to [floor_min, floor_max] (floor_min < 0 <=
+    floor_max), the clamp decided from `window` beside the shift instead of after it.
+
+    floor = window >> (low + 2) (arithmetic), so floor < floor_min exactly when
+    window < floor_min * 2**(low + 2), and floor > floor_max exactly when
+    window >= (floor_max + 1) * 2**(low + 2): per value of `low` two comparisons of the window
+    with constants, in parallel with the shifter, and one 2**len(low) : 1 mux of each result.
+    Return (clamped floor, round_up) with round_up as `fine_round_parts`'.
+    """
+    floor, round_up = fine_round_parts(window, sticky, low)
+    lows = range(2 ** len(low))
+    below = Array(window < floor_min * 2 ** (k + 2) for k in lows)
+    above = Array(window >= (floor_max + 1) * 2 ** (k + 2) for k in lows)
+    return Mux(below[low], floor_min, Mux(above[low], floor_max, floor)), round_up

@@ -5,7 +5,7 @@ from amaranth.hdl import Module, Mux, Signal, Value, signed
 from amaranth.lib import data
 
 from systolic.hdl.layernorm_scalar import LANE_BITS, P_SHIFT
-from systolic.hdl.round_shift import COARSE_STEP, coarse_shift, fine_round_parts
+from systolic.hdl.round_shift import COARSE_STEP, coarse_shift, fine_round_clamped
 from systolic.hdl.shared_multipliers import multiply
 
 __all__ = [
@@ -44,7 +44,7 @@ def emit_lanes(m: Module, unit, flags: Value, base: Value, divided: Value, table
     index), c + 2 `looked` (E per lane, or LAYERNORM's d = x - in_zero_point), c + 3 the
     lane products E r, d^2 or d a (modulo 2^51), c + 4 the products minus b (LAYERNORM) and
     the chunk sums, c + 5 p, c + 6 p * multiplier, c + 7 and c + 8 its rounding (the coarse
-    and the fine half, `round_shift.coarse_shift` and `fine_round_parts`), c + 9 the chunk."""
+    and the fine half, `round_shift.coarse_shift` and `fine_round_clamped`), c + 9 the chunk."""
     lanes, instr, ln = len(unit.spad_data), unit.instr, unit.layernorm
     x = unit.spad_data
     in_lane = [Signal(name=f"lane{j}_valid") for j in range(lanes)]
@@ -205,16 +205,15 @@ def _outputs(m, unit, looked, product, scalar, base, divided):
         sm_floor = value[SOFTMAX_SHIFT:]
         sm_up = value[SOFTMAX_SHIFT - 1] & (value[:SOFTMAX_SHIFT - 1].any() | sm_floor[0])
         window, sticky = coarse_shift(scaled[j], amount[_FINE_BITS:], WINDOW_BITS)
-        q_floor, q_up = fine_round_parts(coarse.window[j], coarse.sticky[j],
-                                         amount[:_FINE_BITS])
-        raised = Mux(q_floor < -257, -257, q_floor)
+        q_floor, q_up = fine_round_clamped(coarse.window[j], coarse.sticky[j],
+                                           amount[:_FINE_BITS], -257, 255)
         level = rounded.floor[j] + rounded.round_up[j]  # compared beside the zero point's adder
         m.d.sync += [
             diff[j].eq(product[j] - Mux(ln, scalar.b, 0)),
             p[j].eq(Mux(ln, ln_floor + ln_up, sm_floor + sm_up)),
             coarse.window[j].eq(window),
             coarse.sticky[j].eq(sticky),
-            rounded.floor[j].eq(Mux(raised > 255, 255, raised)),
+            rounded.floor[j].eq(q_floor),
             rounded.round_up[j].eq(q_up),
             out.data[j].eq(Mux(level < clamp.low_rel, clamp.low, Mux(
                 level > clamp.high_rel, clamp.high, level + clamp.zero))),

@@ -4,7 +4,7 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from systolic.hdl.round_shift import COARSE_STEP, coarse_shift, fine_round_parts
+from systolic.hdl.round_shift import COARSE_STEP, coarse_shift, fine_round_clamped
 from systolic.hdl.shared_multipliers import multiply, operands_layout, products_layout
 
 __all__ = [
@@ -102,8 +102,8 @@ class VectorUnit(wiring.Component):
     One element per cycle. Six stages: (1) x - zero_in, (2) product, (3) group sum or max,
     (4) the coarse half of the rounding shift (`round_shift.coarse_shift`: by 8 times the
     amount's top three bits into a saturated window of out_width + WINDOW_MARGIN bits and a
-    sticky bit), (5) the fine half (`round_shift.fine_round_parts`) with the floor saturated
-    to out_width + 2 bits, (6) zero point and clamp (MAX: shifted by 0, so the max itself). A
+    sticky bit), (5) the fine half (`round_shift.fine_round_clamped`) with the floor saturated
+    to out_width + 2 bits (decided on the window beside the shifter), (6) zero point and clamp (MAX: shifted by 0, so the max itself). A
     group whose last element transfers in cycle t has its row valid on `o_row` in cycle
     t + LATENCY (6). PRODUCT has a seventh stage between (3) and (4): stage (2) turns a
     into (a - zero_in[0]) * multiplier[0] and b into b - zero_in[1] (its multiplier replaced
@@ -262,13 +262,9 @@ class VectorUnit(wiring.Component):
                 reduced = Mux(is_product, s3b[i], s3.t[i])
                 window, sticky = coarse_shift(reduced, amount[_FINE_BITS:], keep)
                 m.d.sync += [s4.window[i].eq(window), s4.sticky[i].eq(sticky)]
-                floor, round_up = fine_round_parts(s4.window[i], s4.sticky[i],
-                                                   amount[:_FINE_BITS])
-                raised = Mux(floor < floor_min, floor_min, floor)
-                m.d.sync += [
-                    s5.floor[i].eq(Mux(raised > floor_max, floor_max, raised)),
-                    s5.round_up[i].eq(round_up),
-                ]
+                floor, round_up = fine_round_clamped(s4.window[i], s4.sticky[i],
+                                                     amount[:_FINE_BITS], floor_min, floor_max)
+                m.d.sync += [s5.floor[i].eq(floor), s5.round_up[i].eq(round_up)]
                 # clamp(v + zero point, lo, hi) with the comparisons beside the adder
                 rounded = s5.floor[i] + s5.round_up[i]
                 m.d.sync += self.o_row.payload[i].eq(Mux(

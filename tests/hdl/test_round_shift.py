@@ -8,7 +8,12 @@ import pytest
 from amaranth.hdl import Module, Signal, signed
 from amaranth.sim import Simulator
 
-from systolic.hdl.round_shift import coarse_shift, fine_round_parts, round_shift_parts
+from systolic.hdl.round_shift import (
+    coarse_shift,
+    fine_round_clamped,
+    fine_round_parts,
+    round_shift_parts,
+)
 
 
 def test_floor_plus_round_up_is_round_half_to_even():
@@ -83,3 +88,32 @@ def test_two_stage_shift_is_exact_or_saturated_beyond_its_bound():
 def test_coarse_shift_rejects_a_narrow_window():
     with pytest.raises(ValueError, match=r"^keep must be at least 10, not 9$"):
         coarse_shift(Signal(signed(20)), Signal(3), 9)
+
+
+def test_fine_round_clamped_is_the_clamped_fine_floor():
+    """Every 11-bit window at every low amount: the clamp decided on the window equals
+    clamping fine_round_parts' floor, and round_up is unchanged."""
+    keep, floor_min, floor_max = 11, -5, 3
+    window, low = Signal(signed(keep)), Signal(3)
+    outs = [Signal(signed(keep)), Signal(), Signal(signed(keep)), Signal()]
+    m = Module()
+    clamped, up = fine_round_clamped(window, Signal(), low, floor_min, floor_max)
+    floor, plain_up = fine_round_parts(window, Signal(), low)
+    m.d.comb += [o.eq(v) for o, v in zip(outs, (clamped, up, floor, plain_up), strict=True)]
+    checked = set()
+
+    async def testbench(ctx):
+        for w in range(-(2 ** (keep - 1)), 2 ** (keep - 1)):
+            for a in range(8):
+                ctx.set(window, w)
+                ctx.set(low, a)
+                got, got_up, full, full_up = (ctx.get(o) for o in outs)
+                assert full == w >> (a + 2), (w, a)
+                assert got == min(max(full, floor_min), floor_max), (w, a, got)
+                assert got_up == full_up
+                checked.add(got)
+
+    sim = Simulator(m)
+    sim.add_testbench(testbench)
+    sim.run()
+    assert checked == set(range(floor_min, floor_max + 1))
