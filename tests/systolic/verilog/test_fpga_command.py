@@ -28,7 +28,7 @@ RESULT = FpgaResult(
     ("options", "message"),
     [
         (["--fpga", "virtex"], ("--fpga virtex: unknown FPGA part; choose one of ecp5-25k, "
-                                "ecp5-45k, ecp5-85k")),
+                                "ecp5-45k, ecp5-85k, nexus-17k, nexus-40k, gw1n-9c, gw2a-18")),
         (["--fpga-mhz", "50"], "--fpga-mhz is the clock constraint of --fpga: add --fpga PART"),
         (["--fpga", "ecp5-25k", "--fpga-mhz", "0"],
          "--fpga-mhz 0: give a clock between 0 and 1000 MHz"),

