@@ -15,12 +15,13 @@ instructions in the unit is left after this cycle, so the next LOAD is taken in 
 Cost note: the decode has no divider and no multiplier: the LOAD word carries the start of
 its element pattern (`c0`, `j0`, `base_i0`, `base_j0`) and the j-wrap condition
 (`j_contiguous_1`, `j_contiguous_2`) as hints the encoder derives from `k0`
-(`systolic.isa.load.load_hints`). Its longest path: a 32-bit subtraction (`n_mid - j0`), its
-saturation to `cnt_width` bits (an OR of the high bits), one small product (a DSP block on the
-FPGA: the elements to the first j wrap, `jrun0`) and a subtraction into the job register.
+(`systolic.isa.load.load_hints`). Its longest path: a `cnt_width`-bit subtraction (the low
+bits of `n_mid - j0`), one small product (a DSP block on the FPGA: the elements to the first j
+wrap, `jrun0`), the saturation's mux and a subtraction into the job register; the 32-bit
+subtraction, beside them, only decides whether the count saturates (an OR of its high bits).
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -123,8 +124,12 @@ class LoadUnit(wiring.Component):
         # expressions, never one field of `job` from another (Verilator sees a signal that
         # feeds itself as circular logic, UNOPTFLAT, even when no bit depends on itself).
         first_off, first_i = Mux(is_params, 0, off0), Mux(is_params, 0, word.base_i0)
-        first_j, j_left = Mux(is_params, 0, word.base_j0), sat(word.n_mid - word.j0)
-        to_cwrap = sat(word.run - word.c0)
+        first_j = Mux(is_params, 0, word.base_j0)
+        # sat(n_mid - j0) and sat(run - c0) with the value's low bits from a narrow
+        # subtraction (the same bits) beside the full one, which only decides saturation.
+        j_big, j_low = self._sat_difference(word.n_mid, word.j0)
+        c_big, c_low = self._sat_difference(word.run, word.c0)
+        j_left, to_cwrap = Mux(j_big, saturated, j_low), Mux(c_big, saturated, c_low)
         # Elements to the j wrap (the walker's `jrun`), from the counts at their own widths:
         # (j_left - 1) * run + to_cwrap as j_left * run - (run - to_cwrap), so the product
         # starts at the saturated count (no decrement before it) and the difference it ends
@@ -135,7 +140,10 @@ class LoadUnit(wiring.Component):
                      counts[3].eq(sat(word.n_mid))]
         before_cwrap = Signal(self.cnt_width, name="dec_before_cwrap")
         m.d.comb += before_cwrap.eq(counts[2] - counts[1])
-        jrun0 = counts[0] * counts[2] - before_cwrap
+        # The product starts at the narrow difference; saturation picks
+        # saturated * run = (run << cnt_width) - run after it, off the product's path.
+        jrun0 = Mux(j_big, (counts[2] << self.cnt_width) - counts[2],
+                    j_low * counts[2]) - before_cwrap
         jgroup = counts[3] * counts[2]
         row_length = Mux(is_params, params_row_bytes(config), word.length)
         m.d.comb += [
@@ -155,6 +163,12 @@ class LoadUnit(wiring.Component):
             start.rows_left.eq(word.count), start.row.eq(word.row),
         ]
         return job
+
+    def _sat_difference(self, a: Value, b: Value) -> tuple[Value, Value]:
+        """Return (a - b saturates to `cnt_width` bits, the low `cnt_width` bits of a - b):
+        the low bits from a `cnt_width`-bit subtraction, the test from the full one."""
+        width = self.cnt_width
+        return (a - b)[width:].any(), (a[:width] - b[:width])[:width]
 
     def _delay(self, m: Module, valid: Signal, payload: Signal) -> tuple[Signal, Signal]:
         """Return (`valid`, `payload`) delayed by `mem_latency` cycles (a shift register)."""
