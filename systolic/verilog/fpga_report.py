@@ -134,29 +134,39 @@ def signal_namer(netlist: dict[str, Any], top: str) -> Namer:
     return name
 
 
+def _macro_cell(cell: str) -> str | None:
+    """Return the Yosys cell a nextpnr-nexus DSP sub-cell was expanded from (`x/REG18_CORE_x2`
+    is part of `x`), None for any other cell."""
+    parent, slash, _ = cell.rpartition("/")
+    return parent if slash else None
+
+
 def critical_path(report: dict[str, Any], namer: Namer) -> dict[str, Any] | None:
-    """Return the worst register-to-register path: its clock, delay and logic delay (ns), start
-    (the signal its first cell drives) and end (the signal of the flip-flop it ends at; the net
-    arriving, for a block RAM or DSP input), and the cells and ports at both ends."""
+    """Return the worst register-to-register path: its clock, delay and logic delay (ns; a
+    leading clock-skew step, as nextpnr-nexus writes, included), start (the signal its first
+    cell drives) and end (the signal of the flip-flop it ends at; the net arriving, for a
+    block RAM or DSP input, or the DSP cell Yosys wrote when the path ends inside a Nexus DSP
+    block), and the cells and ports at both ends."""
     paths = [path for path in report.get("critical_paths", [])
              if path.get("from") == path.get("to") and path.get("path")]
     if not paths:
         return None
     worst = max(paths, key=lambda path: sum(float(step["delay"]) for step in path["path"]))
     steps = worst["path"]
-    first, last = steps[0]["from"], steps[-1]["to"]
+    launch = next(step for step in steps if step.get("type") != "clk-skew")
+    first, last = launch["from"], steps[-1]["to"]
     nets = [str(step["net"]) for step in steps if step.get("type") == "routing" and "net" in step]
     start = namer(first["cell"], first["port"])
     if start == f"{first['cell']}.{first['port']}" and nets:
         start = nets[0]
     end = namer(last["cell"], "Q")
     if end == f"{last['cell']}.Q" and nets:
-        end = nets[-1]
+        end = _macro_cell(last["cell"]) or nets[-1]
     return {
         "clock": worst["from"],
         "delay_ns": round(sum(float(step["delay"]) for step in steps), 3),
         "logic_ns": round(sum(float(step["delay"]) for step in steps
-                              if step.get("type") != "routing"), 3),
+                              if step.get("type") not in ("routing", "clk-skew")), 3),
         "start": start,
         "end": end,
         "start_cell": f"{first['cell']}.{first['port']}",
