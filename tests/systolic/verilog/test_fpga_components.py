@@ -33,3 +33,21 @@ def test_cells_count_by_unit_kind_and_order() -> None:
 
 def test_a_netlist_without_counted_cells_has_no_units() -> None:
     assert component_cells(_netlist({"x": "$scopeinfo"}), "harness") == {}
+
+
+def test_nexus_and_gowin_cells_count_in_the_same_kinds() -> None:
+    netlist = _netlist({
+        "accelerator.load.a_WIDEFN9_Z": "WIDEFN9",  # Nexus
+        "accelerator.load.b_CCU2_S0": "CCU2",
+        "accelerator.load.c_FD1P3IX_Q": "FD1P3IX",
+        "accelerator.load.d_MULT18X36_Z": "MULT18X36",
+        "accelerator.load.e_PDPSC16K": "PDPSC16K",
+        "accelerator.store.f_MUX2_LUT5_O": "MUX2_LUT5",  # Gowin
+        "accelerator.store.g_ALU_SUM": "ALU",
+        "accelerator.store.h_DFFNRE_Q": "DFFNRE",
+        "accelerator.store.i_MULT9X9_DOUT": "MULT9X9",
+        "accelerator.store.j_SDPX9B": "SDPX9B",
+    })
+    counts = component_cells(netlist, "harness")
+    assert counts["load"] == {"logic": 2, "flip_flops": 1, "dsps": 1, "brams": 1}
+    assert counts["store"] == {"logic": 2, "flip_flops": 1, "dsps": 1, "brams": 1}
