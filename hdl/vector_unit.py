@@ -193,7 +193,8 @@ class VectorUnit(wiring.Component):
             return data.ArrayLayout(signed(width), lanes)
 
         s1 = Signal(data.StructLayout({"x": lanes_of(iw), "d": lanes_of(diff_width),
-                                       "sel": 1, "first": 1, "last": 1}))
+                                       "multiplier": signed(32), "sel": 1, "first": 1,
+                                       "last": 1}))
         s2 = Signal(data.StructLayout({"x": lanes_of(iw), "p": lanes_of(product_width),
                                        "first": 1, "last": 1}))
         running = Signal(lanes_of(sum_width))
@@ -227,7 +228,7 @@ class VectorUnit(wiring.Component):
             m.d.comb += total[i].eq(
                 Mux(is_max, larger, Mux(is_product, kept, previous + s2.p[i])))
 
-        multiplier = Mux(is_product & s1.sel, 1, self.multiplier[s1.sel])
+        multiplier = s1.multiplier  # the element's, chosen in stage 1 (1 for PRODUCT's b)
         scaled = [multiply(m, self, "scale", i, s1.d[i], multiplier) for i in range(lanes)]
         # PRODUCT: t is (a - zero_in[0]) * multiplier[0], product_width bits
         products = [multiply(m, self, "product", i, s3.factor[i],
@@ -242,6 +243,7 @@ class VectorUnit(wiring.Component):
                 valid[4].eq(valid[3]),
                 valid[5].eq(valid[4]),
                 s1.sel.eq(elem.sel), s1.first.eq(elem.first), s1.last.eq(elem.last),
+                s1.multiplier.eq(Mux(is_product & elem.sel, 1, self.multiplier[elem.sel])),
                 s2.first.eq(s1.first), s2.last.eq(s1.last),
             ]
             zero_in = self.zero_in[elem.sel]
