@@ -17,9 +17,11 @@ leaves to the map_luts step (Lattice only), and in the clock constraint (an LPF 
 nextpnr-ecp5, nextpnr's `--freq` for the others; pins in a PDC or CST file, fpga_constraints.py).
 
 What the report counts: ECP5's and Nexus' LUTs are nextpnr's TRELLIS_COMB/OXIDE_COMB cells
-(LUT4s and carry halves), their DSP blocks its MULT18X18D/MULT18_CORE cells (one 18x18
-multiplier: an 8x8 product takes one; nextpnr-nexus splits wider products into these) and
-their block RAMs DP16KD/OXIDE_EBR. Nexus' large RAM (LRAM_CORE) is not inferred by this flow.
+(LUT4s and carry halves) and their block RAMs DP16KD/OXIDE_EBR. ECP5's DSP figure is its
+MULT18X18D cells (an 18x18 multiplier; an 8x8 product takes one); Nexus' is in 9x9
+multipliers, nextpnr-nexus' MULT9_CORE cells, which every product takes (an 8x8 product one or
+two, as Yosys maps it to MULT9X9 or MULT18X18: the 18x18 multiplier is two MULT9_COREs and a
+MULT18_CORE). Nexus' large RAM (LRAM_CORE) is not inferred by this flow.
 Gowin's LUTs are LUT4 plus ALU (carry) cells, each taking a LUT's place; its DSP figure is in
 9x9 multipliers (MULT9X9; Yosys also writes MULT18X18, two of them, and MULT36X36, eight: the
 ratios of their counts on the device) and its block RAMs BSRAM.
@@ -101,7 +103,7 @@ def _nexus(size: str, package: str, pins: tuple[tuple[str, str], ...]) -> Part:
         nextpnr_args=("--device", f"LIFCL-{size}-7{package}"),
         luts="OXIDE_COMB",
         flip_flops="OXIDE_FF",
-        dsps="MULT18_CORE",
+        dsps="MULT9_CORE",
         brams="OXIDE_EBR",
         lut_mapping="abc -lut 4:5 -dress",
         constraints="pdc",

@@ -74,8 +74,9 @@ def resources(part: Part, utilisation: dict[str, dict[str, int]]) -> dict[str, d
 def shortfall(part: Part, utilisation: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
     """Return every resource the design needs more of than the part has: the resource (our
     name where we report it, else nextpnr's cell type), used, available and `over` (the
-    excess), largest relative excess first. Equivalents count in their resource's unit;
-    the part's ignored cell types never run out."""
+    excess), largest relative excess first (of equal ones, ours first: a Nexus DSP block's
+    9x9 multipliers before its pre-adders and registers). Equivalents count in their
+    resource's unit; the part's ignored cell types never run out."""
     names = {cell_type: name for name, cell_type in part.resources.items()}
     over = [
         {
@@ -88,7 +89,8 @@ def shortfall(part: Part, utilisation: dict[str, dict[str, int]]) -> list[dict[s
         for cell_type, counts in _folded(part, utilisation).items()
         if counts["used"] > counts["available"]
     ]
-    return sorted(over, key=lambda item: -item["used"] / max(item["available"], 1))
+    return sorted(over, key=lambda item: (-item["used"] / max(item["available"], 1),
+                                          item["resource"] == item["cell_type"]))
 
 
 def fmax_mhz(report: dict[str, Any]) -> tuple[float | None, float | None]:

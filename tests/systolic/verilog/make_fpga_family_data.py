@@ -24,8 +24,8 @@ from systolic.verilog.fpga_flow import implement
 from systolic.verilog.fpga_parts import PARTS
 
 DATA = Path(__file__).parent / "fpga_data"
-OVERFLOW_PRODUCTS = {"nexus-17k": 32, "gw1n-9c": 48}
-"""dsp_hog's products per part: more than its 18x18 (Nexus: 24) or 9x9 (Gowin: 40) multipliers."""
+OVERFLOW_PRODUCTS = {"nexus-17k": 56, "gw1n-9c": 48}
+"""dsp_hog's products per part: more than its 9x9 multipliers (LIFCL-17: 48, GW1N-9C: 40)."""
 
 
 def record(name: str, folder: Path) -> None:

@@ -41,17 +41,19 @@ def _outcome(name: str) -> dict[str, Any]:
                         _json(f"{name}_fits_report.json"), _json(f"{name}_fits_netlist.json"))
 
 
-@pytest.mark.parametrize(("name", "product_flip_flops"), [
-    ("nexus-17k", 0),  # p_r is the DSP block's own output register (REG18_CORE)
-    ("gw1n-9c", 16),
+@pytest.mark.parametrize(("name", "multipliers", "product_flip_flops"), [
+    # Yosys makes the product a MULT18X18: two 9x9 multipliers (MULT9_CORE), and p_r the DSP
+    # block's own output register (REG18_CORE).
+    ("nexus-17k", 2, 0),
+    ("gw1n-9c", 1, 16),
 ])
-def test_small_design_fits_with_one_multiplier_and_one_block_ram(
-        name: str, product_flip_flops: int) -> None:
+def test_small_design_fits_with_one_product_and_one_block_ram(
+        name: str, multipliers: int, product_flip_flops: int) -> None:
     outcome = _outcome(name)
     used = outcome["resources"]
     harness = top_ports(MAC_RAM, "mac_ram").flip_flops
     assert outcome["fits"] and outcome["shortfall"] == []
-    assert used["dsps"]["used"] == 1 and used["brams"]["used"] == 1
+    assert used["dsps"]["used"] == multipliers and used["brams"]["used"] == 1
     assert used["flip_flops"]["used"] == harness + product_flip_flops  # the chains, p_r
     assert 0 < used["luts"]["used"] < used["luts"]["available"]
     report = _json(f"{name}_fits_report.json")
@@ -61,7 +63,7 @@ def test_small_design_fits_with_one_multiplier_and_one_block_ram(
 def test_available_counts_are_the_devices() -> None:
     nexus = _outcome("nexus-17k")["resources"]
     assert {name: counts["available"] for name, counts in nexus.items()} == {
-        "luts": 13_824, "flip_flops": 13_824, "dsps": 24, "brams": 24}
+        "luts": 13_824, "flip_flops": 13_824, "dsps": 48, "brams": 24}
     gowin = _outcome("gw1n-9c")["resources"]
     assert {name: counts["available"] for name, counts in gowin.items()} == {
         "luts": 8_640, "flip_flops": 6_480, "dsps": 40, "brams": 26}
@@ -73,16 +75,21 @@ def test_gowin_pseudo_cell_is_no_shortfall() -> None:
     assert shortfall(GOWIN, table) == []
 
 
-@pytest.mark.parametrize(("name", "cell_type", "used", "available"), [
-    ("gw1n-9c", "MULT9X9", 48, 40),
-])
-def test_overflow_names_the_multipliers(name: str, cell_type: str, used: int,
-                                        available: int) -> None:
-    log = _log(f"{name}_overflow_nextpnr.log")
-    assert f"no BELs remaining to implement cell type '{cell_type}'" in log
-    assert shortfall(PARTS[name], parse_utilisation(log)) == [
-        {"resource": "dsps", "cell_type": cell_type, "used": used, "available": available,
-         "over": used - available}]
+def test_gowin_overflow_names_the_multipliers() -> None:
+    log = _log("gw1n-9c_overflow_nextpnr.log")
+    assert "no BELs remaining to implement cell type 'MULT9X9'" in log
+    assert shortfall(GOWIN, parse_utilisation(log)) == [
+        {"resource": "dsps", "cell_type": "MULT9X9", "used": 48, "available": 40, "over": 8}]
+
+
+def test_nexus_overflow_names_the_multipliers_before_the_rest_of_the_dsp_block() -> None:
+    log = _log("nexus-17k_overflow_nextpnr.log")
+    assert "no BELs remaining to implement cell type 'PREADD9_CORE'" in log
+    assert shortfall(NEXUS, parse_utilisation(log)) == [
+        {"resource": "dsps", "cell_type": "MULT9_CORE", "used": 56, "available": 48, "over": 8},
+        *({"resource": cell_type, "cell_type": cell_type, "used": 56, "available": 48,
+           "over": 8} for cell_type in ("PREADD9_CORE", "REG18_CORE")),
+    ]
 
 
 def test_gowin_wider_multipliers_and_carries_count_in_their_resource() -> None:
