@@ -2,12 +2,13 @@
 `fuse_qdq` makes it a QMul or a QAdd with a per-channel B (`channel_affine`'s Mul(x, s) and
 Add(t) of [1, C, 1, 1] constants: pre-activation batch norm).
 
-A Mul or Add (ai.onnx) of a float activation x [N, C, H, W] (rank 4: stored channel-last, so
-the vector unit broadcasts one row of B per channel chunk over every pixel) and a float32
-constant [1, C, 1, 1] of more than one element, finite, whose result is float: x and the
+A Mul or Add (ai.onnx) of a float activation x [N, C, H, W] or [N, C, T] (stored
+channel-last, or row-major with one value per row: the vector unit broadcasts B per channel)
+and a float32 constant [1, C, 1, 1] or [1, C, 1] (x's rank) of more than one element, finite,
+whose result is float: x and the
 result are quantized (calibrated like any activation; a Relu or Clip that is the result's
 only reader is absorbed), and the constant is read through a DequantizeLinear of its int8
-per-tensor quantization (`layernorm_ptq.quantize_vector`), keeping its shape [1, C, 1, 1]
+per-tensor quantization (`layernorm_ptq.quantize_vector`), keeping its shape [1, C, 1, ...]
 (the per-channel form `fuse_qdq` and the QMul/QAdd lowerings take). Likewise for x [M, C]
 (rank 2, `channel_affine`'s BatchNorm1d) and a float32 constant [C]: flattened, it is a vector
 along x's last axis (QMul and QAdd as for LayerNorm's gamma and beta).
@@ -41,10 +42,11 @@ def channel_vector_index(node: Node, graph: Graph,
     if found is None or len(found[2]) not in (2, 3, 4):
         return None
     index, c, shape = found
-    if len(shape) in (2, 3):  # [M, C], [N, S, C]: a vector along the last axis
+    if len(shape) == 2 or (len(shape) == 3 and not keeps_shape(c)):
+        # [M, C], [N, S, C]: a vector along the last axis
         return (index if _last_axis_vector(c, shape[-1])
                 and not _product_bias(node, node.inputs[1 - index], graph) else None)
-    if (c.dtype != np.float32 or c.ndim != 4 or c.shape[0] != 1 or c.size <= 1
+    if (c.dtype != np.float32 or c.ndim != len(shape) or c.shape[0] != 1 or c.size <= 1
             or not all(isinstance(d, int) for d in shape)
             or not per_channel_broadcast([int(d) for d in shape if isinstance(d, int)], c.shape)
             or not np.all(np.isfinite(c))):
@@ -75,9 +77,10 @@ def _product_bias(node: Node, x: str, graph: Graph) -> bool:
 
 
 def keeps_shape(constant: np.ndarray) -> bool:
-    """True for a per-channel constant [1, C, 1, 1] whose quantization keeps that shape (a
-    layer normalization's vector is flattened to [H] instead)."""
-    return constant.ndim == 4 and constant.shape[0] == 1 and constant.shape[-1] == 1
+    """True for a per-channel constant [1, C, 1, 1] or [1, C, 1] (C > 1) whose quantization
+    keeps that shape (a layer normalization's vector is flattened to [H] instead)."""
+    return (constant.ndim in (3, 4) and constant.shape[0] == 1 and constant.shape[1] > 1
+            and all(d == 1 for d in constant.shape[2:]))
 
 
 def channel_island(graph: Graph) -> frozenset[str]:
