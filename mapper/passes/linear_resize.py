@@ -74,7 +74,7 @@ def float_linear_resize(model: Model, report: PassReport) -> Model:
     if is_quantized(model):
         return model
     graph = model.graph
-    constants, namer = constants_of(graph), Namer(graph)
+    constants, namer, users = constants_of(graph), Namer(graph), graph.consumers()
     nodes: list[Node] = []
     added: list[Tensor] = []
     for node in graph.nodes:
@@ -84,7 +84,7 @@ def float_linear_resize(model: Model, report: PassReport) -> Model:
             continue
         try:
             axes = linear_resize_axes(node, graph, constants,
-                                      end_transposed=not _only_output(node, graph))
+                                      end_transposed=not _only_output(node, graph, users))
         except NotFusable:
             nodes.append(node)
             continue
@@ -101,11 +101,12 @@ def _linear(node: Node) -> bool:
             and attr_str(node, "mode", "nearest") in LINEAR_MODES)
 
 
-def _only_output(node: Node, graph: Graph) -> bool:
+def _only_output(node: Node, graph: Graph, users: Mapping[str, list[Node]]) -> bool:
     """True when `node`'s result is a graph output read by nothing else, or read only by
     DequantizeLinear nodes writing graph outputs: no spatial op can ask for it channel-last,
-    so the last step may be a QMatMul along the last axis (module docstring)."""
-    outputs, users = {info.name for info in graph.outputs}, graph.consumers()
+    so the last step may be a QMatMul along the last axis (module docstring). `users` is
+    `graph.consumers()`."""
+    outputs = {info.name for info in graph.outputs}
     readers = users.get(node.outputs[0], [])
     if node.outputs[0] in outputs:
         return not readers
@@ -154,13 +155,14 @@ def quantized_linear_resize(model: Model, report: PassReport) -> Model:
     replaced: dict[int, list[Node]] = {}
     added: list[Tensor] = []
     for node in graph.nodes:
+        if not _linear(node):  # a nearest one is dequantize_after_layout's
+            continue
         try:
             dq, q = _borders(node, producers, readers, outputs, constants)
             axes = linear_resize_axes(node, graph, constants,
-                                      end_transposed=not _only_output(q, graph))
+                                      end_transposed=not _only_output(q, graph, readers))
         except NotFusable as reason:
-            if _linear(node):  # a nearest one is dequantize_after_layout's
-                report.note(node.label, str(reason))
+            report.note(node.label, str(reason))
             continue
         rank = len(graph.type_of(node.inputs[0]).shape or ())  # type: ignore[union-attr]
         replaced[id(node)] = _integer_steps(node, axes, rank, (dq, q), (namer, added))

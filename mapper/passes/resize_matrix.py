@@ -46,8 +46,9 @@ def linear_resize_axes(node: Node, graph: Graph, constants: Mapping[str, np.ndar
     order to apply them (the cheapest by `_cost`: an enlarging resize moves its inner axes
     before the larger output exists; with `end_transposed`, among the orders whose last step
     is off the last axis, when there is one, so a Transpose (a layout copy, which writes any
-    layout) and not a QMatMul (rows contiguous only) writes the result). Raise NotFusable with the reason when `node` is not such a node of
-    static shape and constant scales/sizes, or when it crops (tf_crop_and_resize)."""
+    layout) and not a QMatMul (rows contiguous only) writes the result). Raise NotFusable
+    with the reason when `node` is not such a node of static shape and constant
+    scales/sizes, when it crops (tf_crop_and_resize), or when it resizes no axis."""
     if node.domain != "" or node.op_type not in ("Resize", "Upsample"):
         raise NotFusable("not a Resize or Upsample")
     if attr_str(node, "mode", "nearest") not in LINEAR_MODES:
@@ -77,6 +78,8 @@ def linear_resize_axes(node: Node, graph: Graph, constants: Mapping[str, np.ndar
                       mode="linear", coordinate_mode=op.coordinate_mode)
         if size_in != size_out or not np.array_equal(rows, np.eye(size_in)):
             axes.append(AxisResize(axis, np.ascontiguousarray(rows.T)))
+    if not axes:
+        raise NotFusable("it resizes no axis (its output equals its input)")
     orders = list(itertools.permutations(axes))
     ending = [o for o in orders if o[-1].axis != len(shape) - 1]
     if end_transposed and ending:

@@ -104,6 +104,25 @@ def test_a_float_models_linear_resize_becomes_quantized_products():
     assert ours @ theirs / np.linalg.norm(ours) / np.linalg.norm(theirs) > 0.999
 
 
+@pytest.mark.parametrize("quantized", [False, True])
+def test_a_resize_to_its_own_size_keeps_its_output(quantized):  # type: ignore[no-untyped-def]
+    """A linear Resize with scales of 1 (its output equals its input) is left as it is in
+    float and QDQ models, and the model still runs bit-exact (it once lost its output)."""
+    if quantized:
+        model = qdq_model("half_pixel", scales=[1, 1, 1, 1])
+    else:
+        constants: dict[str, np.ndarray] = {}
+        nodes = [node("Relu", ["x"], ["xd"], name="relu"),
+                 _resize_node("f", {}, constants, scales=[1, 1, 1, 1]),
+                 node("Relu", ["f"], ["y"], name="relu_out")]
+        model = build(nodes, [("x", np.float32, SHAPE)], [("y", np.float32, SHAPE)],
+                      constants)
+    integer, _, report = _mapped(model)
+    assert "Resize" in {n.op_type for n in integer.graph.nodes}
+    if quantized:
+        assert "resizes no axis" in (report.note_of("resize") or "")
+
+
 def test_a_resize_whose_output_is_a_graph_output_stays():
     constants: dict[str, np.ndarray] = {"s": S, "z": Z}
     nodes = [node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q_in"),

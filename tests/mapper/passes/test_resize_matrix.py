@@ -60,6 +60,16 @@ def test_the_order_transposes_the_fewest_elements():
     assert _order(scales=[1, 1, 0.4, 2]) == [2, 3]
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_resize_of_no_axis_is_refused_with_its_reason(mode):  # type: ignore[no-untyped-def]
+    """Scales of 1 (SegFormer's decode head resizes its first stage to its own size): no
+    matrix to apply, so the Resize stays as it is (on the host), not an empty rewrite."""
+    graph = _resize(mode, scales=[1, 1, 1, 1]).graph
+    constants = {t.name: t.data for t in graph.initializers}
+    with pytest.raises(NotFusable, match="resizes no axis"):
+        linear_resize_axes(graph.nodes[0], graph, constants)
+
+
 def test_crop_and_resize_is_not_an_interpolation_matrix():
     graph = _resize("tf_crop_and_resize", scales=[1, 1, 2, 2],
                     roi=[0, 0, 0, 0, 1, 1, 0.5, 0.5]).graph
