@@ -47,6 +47,7 @@ FORMS_OF = {
     "lstm2": ("float", "qdq", "qop", "dynamic"),
     "gru2bi": ("float", "qdq", "qop", "dynamic"),
     "paddle_style": ("float", "qdq", "qop"),
+    "metaformer": ("float", "qdq", "qop"),
 }
 SLOW_FORMS = {("gru2bi", "qdq"), ("gru2bi", "qop")}
 """Forms whose cases run in the slow set only (gru2bi's float and dynamic forms stay: the
@@ -87,7 +88,11 @@ forms; mbv3_block_qop's float HardSwish that a float GlobalAveragePool also read
 `float_island`): they are compared with the model as written (run by the reference), like float
 models, not with onnxruntime's quantized steps."""
 
-UNEXPLAINED_ONNXRUNTIME: dict[tuple[str, str], str] = {}
+UNEXPLAINED_ONNXRUNTIME: dict[tuple[str, str], str] = {
+    ("metaformer", "qdq"): "a 1-step AveragePool rounding difference (count_include_pad 0) "
+                           "amplified x2.8 by the Sub after it (output scale 0.0036 against "
+                           "its input's 0.0101): 12 steps",
+}
 # bert_tiny_dynamic and lstm2_dynamic: 'saturation+float_rounding' on CPUs without VNNI
 """Quantized models whose difference from onnxruntime `simulate` does not explain today."""
 
