@@ -120,14 +120,14 @@ class SegmentWalker(wiring.Component):
         (`rest`) at once, beside the beat counts of both outcomes, so that `ends_row` only
         selects among results: it is the last level before the registers.
         """
-        cnt_width, length_width, _row_width = self.widths
+        _cnt_width, length_width, _row_width = self.widths
         shift = (self.bus_bytes - 1).bit_length()
         rest = pos.rest
         last_j = pos.j_left == 1
         span_wrap = ~k.cond_c & k.cond_j & last_j
         to_jwrap = (k.cond_c & ~k.cond_j) | (~k.cond_c & ~k.cond_j & last_j)
         span = pos.to_cwrap + k.run_sat
-        length = Signal(2 * cnt_width + 1)
+        length = Signal(length_width)  # a segment holds at most a row's elements
         with m.If(k.cond_c & k.cond_j):
             m.d.comb += length.eq(rest)
         with m.Elif(k.cond_c):
@@ -205,18 +205,17 @@ class SegmentWalker(wiring.Component):
     def _chosen(self, m: Module, more: Value, going: Step, starting: Step) -> Step:
         """Return `going` (the active job's next step) when `more`, else `starting` (the
         offered job's first), each field through one mux."""
-        segment = {}
-        for name, value in going.segment.items():
-            segment[name] = Signal(Value.cast(value).shape(), name=f"seg_{name}")
-            m.d.comb += segment[name].eq(Mux(more, value, starting.segment[name]))
+        segment = {name: Mux(more, value, starting.segment[name])
+                   for name, value in going.segment.items()}
         after = Signal.like(going.after, name="after")
-        flags = Signal(3, name="step_flags")
+        flags = Signal(2, name="step_flags")
         m.d.comb += [
             after.eq(Mux(more, going.after, starting.after)),
-            flags.eq(Mux(more, Cat(going.ends_row, going.last, going.single_last),
-                         Cat(starting.ends_row, starting.last, starting.single_last))),
+            flags.eq(Mux(more, Cat(going.ends_row, going.last),
+                         Cat(starting.ends_row, starting.last))),
         ]
-        return Step(segment, after, flags[0], flags[1], flags[2])
+        return Step(segment, after, flags[0], flags[1],
+                    Mux(more, going.single_last, starting.single_last))
 
     def elaborate(self, platform: object) -> Module:
         """Build the job registers, the segment steps and the beat counter."""
