@@ -146,11 +146,7 @@ def quantized_linear_resize(model: Model, report: PassReport) -> Model:
     docstring); `model` itself when there is none."""
     graph = model.graph
     constants, namer = constants_of(graph), Namer(graph)
-    producers = graph.producers()
-    readers: dict[str, list[Node]] = {}
-    for node in graph.nodes:
-        for name in node.inputs:
-            readers.setdefault(name, []).append(node)
+    producers, readers = graph.producers(), graph.consumers()
     outputs = {info.name for info in graph.outputs}
     replaced: dict[int, list[Node]] = {}
     added: list[Tensor] = []

@@ -31,10 +31,7 @@ def softmax_to_last_axis(model: Model, report: PassReport) -> Model:
     docstring); `model` itself when there is none."""
     graph = model.graph
     constants, producers, namer = constants_of(graph), graph.producers(), Namer(graph)
-    readers: dict[str, list[Node]] = {}
-    for node in graph.nodes:
-        for name in node.inputs:
-            readers.setdefault(name, []).append(node)
+    readers = graph.consumers()
     outputs = {info.name for info in graph.outputs}
     replaced: dict[int, list[Node]] = {}
     for node in graph.nodes:
