@@ -133,7 +133,7 @@ def run_and_check(program: Program) -> RunResult:
     (1, 1, 0, 1, (3, 2, 2)),
     (2, 3, 1, 4, (5, 7, 4)),
     (4, 4, 8, 8, (9, 10, 6)),
-    (8, 8, 1, 16, (12, 19, 9)),
+    pytest.param(8, 8, 1, 16, (12, 19, 9), marks=pytest.mark.slow),  # ~9 s each idle
 ])
 @pytest.mark.parametrize("dataflow", [WS, OS])
 def test_gemm_matches_golden(dataflow, rows, cols, latency, bus, mkn) -> None:
@@ -304,6 +304,7 @@ def test_store_overlapping_compute_results_are_exact() -> None:
     assert result.times[store].issue == result.times[store - 1].complete + 1
 
 
+@pytest.mark.slow  # ~9 s idle; test_lint converts the 2x2 accelerator by default
 def test_verilog_conversion() -> None:
     """Every top-level port is an explicit signal: the default-sized 2x2 converts."""
     config = ArrayConfig(rows=2, cols=2, spad_kib=1, acc_kib=1)  # default sizes: ~7 s more

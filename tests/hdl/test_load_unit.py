@@ -175,7 +175,8 @@ def expected_done(config: ArrayConfig, program: list[Load], taken: list[int],
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("mem_latency", [0, 1, 8, 20])
+@pytest.mark.parametrize("mem_latency", [0, 1, *(pytest.param(n, marks=pytest.mark.slow)
+                                            for n in (8, 20))])  # ~3-5 s each idle
 def test_single_loads_exact(name: str, mem_latency: int) -> None:
     """Each LOAD alone: golden state bit for bit, completion exactly at the modelled cycle."""
     config = CONFIGS[name]

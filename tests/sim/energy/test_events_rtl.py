@@ -58,8 +58,11 @@ LANE_SEEDS = (82, 265, 595, 176)
 SOFTMAX, ADD mul, a `lut` lookup and a STORE through the output stage."""
 
 
-@pytest.mark.parametrize(("config", "seed"), [(c, s) for (c, _), s in zip(SMALL, LANE_SEEDS)],
-                         ids=lambda v: f"{v.shape_text}-{v.dataflow.value}" if
+# The 2x2 and 2x3 configurations by default; the 4x4 ones (~4 s each idle) in the slow set.
+@pytest.mark.parametrize(("config", "seed"), [
+    pytest.param(c, s, marks=pytest.mark.slow) if c.rows == 4 else (c, s)
+    for (c, _), s in zip(SMALL, LANE_SEEDS)
+], ids=lambda v: f"{v.shape_text}-{v.dataflow.value}" if
                          isinstance(v, ArrayConfig) else str(v))  # fmt: skip
 def test_rtl_event_counters_equal_the_model(config: ArrayConfig, seed: int) -> None:
     """Every counter, the STORE unit's lane events among them, equals the model's."""

@@ -77,9 +77,10 @@ def assert_same_run(program: Program, image: bytearray) -> None:
 
 @pytest.mark.parametrize("name", [
     pytest.param(name, marks=pytest.mark.slow)
-    if name in ("4x4-ws-bus16-lat8", "4x4-os-bus4-lat3", "2x3-both-bus8-lat2") else name
+    if name in ("4x4-ws-bus16-lat8", "4x4-os-bus4-lat3", "2x3-both-bus8-lat2",
+                "2x2-os-bus16-lat0") else name
     for name in CONFIGS
-])  # one Verilator build each; both 2x2 dataflows by default, the 4x4 and BOTH builds slow
+])  # one Verilator build each (~50 s idle): the 2x2 WS by default, the others slow
 def test_programs_match_rtl_and_golden(name: str) -> None:
     needs_verilator()
     for program, image in programs(CONFIGS[name], seed=len(name)):

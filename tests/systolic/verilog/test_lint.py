@@ -70,9 +70,9 @@ def test_dispatcher_lints_clean(tmp_path) -> None:
     assert _lint_component(tmp_path, Dispatcher(payload_shape=512), "dispatcher") == []
 
 
-@pytest.mark.parametrize("dataflow", ["ws", "os"])
-# 2x2 in both dataflows by default; the 4x4 tops (about 40 s each idle: elaboration, Verilog
-# and lint of a bigger design, the same generators) are in the slow set.
+@pytest.mark.parametrize("dataflow", ["ws", pytest.param("os", marks=pytest.mark.slow)])
+# the 2x2 WS by default (~11 s idle); its OS twin and the 4x4 tops (about 40 s each idle:
+# elaboration, Verilog and lint of a bigger design, the same generators) are in the slow set.
 @pytest.mark.parametrize("size", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_accelerator_lints_clean(tmp_path, size: int, dataflow: str) -> None:
     config = _config(size, dataflow)
