@@ -116,7 +116,7 @@ class VectorUnit(wiring.Component):
     Cost per lane
     -------------
     An (input_width + 1)-bit subtractor, a signed (input_width + 1) x 32 multiplier, an
-    (input_width + 65)-bit accumulator (adder, comparator for the max), an 8:1 mux of
+    (input_width + 65)-bit accumulator (its adder; the max compares input_width bits), an 8:1 mux of
     out_width + 11 bits with eight sign tests of the sum's top bits and a sticky OR of its
     bits, an (out_width + 11)-bit shifter of three mux levels, and two (out_width + 3)-bit
     adders with four comparators. PRODUCT adds a signed (input_width + 33) x
@@ -223,7 +223,11 @@ class VectorUnit(wiring.Component):
         total = [Signal(signed(sum_width), name=f"total{i}") for i in range(lanes)]
         for i in range(lanes):
             previous = Mux(s2.first, 0, running[i])
-            larger = Mux(s2.first | (s2.x[i] > running[i]), s2.x[i], running[i])
+            # MAX: `running` holds one of the group's inputs, so its low iw bits are the value
+            # and the comparison is iw bits wide (not sum_width: its carry chain and the fan-out
+            # of its result to every sum bit were stage 3's critical path)
+            held = running[i][:iw].as_signed()
+            larger = Mux(s2.first | (s2.x[i] > held), s2.x[i], held)
             kept = Mux(s2.first, s2.p[i], running[i])
             m.d.comb += total[i].eq(
                 Mux(is_max, larger, Mux(is_product, kept, previous + s2.p[i])))
