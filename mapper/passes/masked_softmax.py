@@ -19,7 +19,11 @@ of two scalar float constants becomes arithmetic on x = Cast(c, float): b (1 - x
 then takes the Cast's result as an 8-bit value and the arithmetic as one activation table,
 its sum with the scores as a QAdd. Broadcast-only steps before c are dropped first when the
 Adds broadcast anyway: an Expand, an And with an all-true constant (the non-causal mask's
-"causal" half), as long as each Add's other input already has the Add's result shape.
+"causal" half), as long as each Add's other input already has the Add's result shape. A condition that the
+Adds broadcast in a way the vector unit does not (GPT-2's and CLIP's causal mask [1, 1, S, S]
+over the scores [1, H, S, S]) is then expanded to the Adds' result shape before the Cast, so
+the table and the sum take operands of one shape (an Expand after the arithmetic,
+`expand_computed_operand`'s, would keep the arithmetic float on the host).
 
 `quantized_isnan` (after quantization): IsNaN of a DequantizeLinear's result is false
 everywhere (an integer times a finite scale is never NaN), so a Where reading it as its
@@ -33,6 +37,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from systolic.ir import DataType, Graph, Model, Node, Tensor
+from systolic.mapper.passes.expand_computed_operand import broadcast_operand
 from systolic.mapper.passes.graph_tools import (
     Namer,
     constants_of,
@@ -110,7 +115,10 @@ def arithmetic_masks(model: Model, report: PassReport) -> Model:
         readers = consumers[node.outputs[0]]
         condition = _unbroadcast(graph, node.inputs[0], producers, constants,
                                  (node.outputs[0], readers))
-        nodes, new = _arithmetic(node, condition, (a, b), namer, casts)
+        widened, new = _widened(graph, condition, readers, namer, casts)
+        nodes, more = _arithmetic(node, condition, (a, b), namer, casts)
+        nodes = widened + nodes
+        new.extend(more)
         replaced[id(node)] = nodes
         added.extend(new)
         report.record(node.label, REMOVED, reason="a mask Where of two constants rewritten "
@@ -168,6 +176,32 @@ def _static_shape(graph: Graph, name: str) -> tuple[int, ...] | None:
     return tuple(d for d in found.shape if isinstance(d, int))
 
 
+def _widened(graph: Graph, condition: str, adds: list[Node], namer: Namer,
+              casts: dict[tuple[str, str], str]) -> tuple[list[Node], list[Tensor]]:
+    """The Expand of `condition` to the one static result shape of `adds` when the vector
+    unit would not pair a mask of the condition's shape with the scores (neither per channel
+    nor along the last axis: GPT-2's and CLIP's causal mask [1, 1, S, S] over [1, H, S, S]),
+    and the shape constant it reads; none when no Expand is needed. The Cast and arithmetic
+    then make a mask of the scores' shape (its table and QAdd on the accelerator) instead of
+    one that `expand_computed_operand` expands after the arithmetic, which keeps the
+    arithmetic float on the host. `casts` maps (condition, "expanded") to the Expand's
+    result, made once; the caller reads that name through `casts` too."""
+    shapes = {_static_shape(graph, add.outputs[0]) for add in adds}
+    small = _static_shape(graph, condition)
+    if len(shapes) != 1 or small is None or (full := shapes.pop()) is None:
+        return [], []
+    if broadcast_operand(full, small) != 1:
+        return [], []
+    key = (condition, "expanded")
+    if key in casts:
+        return [], []
+    casts[key] = namer(f"{condition}_expanded")
+    shape = namer(f"{condition}_expanded_shape")
+    expand = make_node("Expand", [condition, shape], [casts[key]],
+                       name=namer(f"{condition}_expand"))
+    return [expand], [tensor(shape, np.array(full, np.int64))]
+
+
 def _arithmetic(node: Node, condition: str, branches: tuple[np.ndarray, np.ndarray],
                 namer: Namer, casts: dict[tuple[str, str], str],
                 ) -> tuple[list[Node], list[Tensor]]:
@@ -178,6 +212,7 @@ def _arithmetic(node: Node, condition: str, branches: tuple[np.ndarray, np.ndarr
     dtype = a.dtype
     base = node.name or node.outputs[0]
     nodes: list[Node] = []
+    condition = casts.get((condition, "expanded"), condition)
     x = casts.get((condition, dtype.str))
     if x is None:
         x = casts[(condition, dtype.str)] = namer(f"{base}_as_float")

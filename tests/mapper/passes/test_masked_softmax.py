@@ -101,6 +101,52 @@ def test_masks_of_one_condition_share_one_cast():  # type: ignore[no-untyped-def
         np.testing.assert_array_equal(ours[name], theirs[name])
 
 
+def _causal():  # type: ignore[no-untyped-def]
+    """GPT-2's and CLIP's mask: And(causal [1, 1, S, S], keep [1, 1, 1, S]) -> Where(., 0,
+    -inf) added to the scores [1, H, S, S], broadcast over the heads, in two layers (each
+    its own Where of the one condition)."""
+    nodes = [node("And", ["causal", "keep"], ["both"])]
+    for layer in ("1", "2"):
+        nodes += [node("Where", ["both", "zero", "ninf"], ["bias" + layer], name="mask" + layer),
+                  node("Add", ["scores", "bias" + layer], ["s" + layer]),
+                  node("Softmax", ["s" + layer], ["p" + layer], axis=-1),
+                  node("MatMul", ["p" + layer, "v"], ["y" + layer])]
+    nodes.append(node("Add", ["y1", "y2"], ["y"]))
+    constants = {"causal": np.tril(np.ones((S, S), bool)).reshape(1, 1, S, S),
+                 "zero": np.array(0.0, np.float32), "ninf": np.array(-np.inf, np.float32),
+                 "v": np.random.default_rng(0).normal(0, 0.5, (S, 4)).astype(np.float32)}
+    return make(nodes, [("scores", np.float32, (1, HEADS, S, S)), ("keep", np.bool_, (1, 1, 1, S))],
+                [("y", np.float32, (1, HEADS, S, 4))], constants, opset=17)  # fmt: skip
+
+
+def test_a_causal_condition_is_expanded_to_the_scores_shape_before_its_cast():  # type: ignore[no-untyped-def]
+    _, model = _causal()
+    finite = finalize(finite_masks(model, _report(model)))
+    rewritten = finalize(arithmetic_masks(finite, _report(finite)))
+    producers = rewritten.graph.producers()
+    cast = next(n for n in rewritten.graph.nodes if n.op_type == "Cast")
+    expand = producers[cast.inputs[0]]
+    assert expand.op_type == "Expand" and expand.inputs[0] == "both"
+    found = rewritten.graph.type_of(cast.outputs[0])
+    assert found is not None and tuple(found.shape) == (1, HEADS, S, S)
+    for feed in _feeds(2):
+        np.testing.assert_array_equal(run_model(rewritten, feed)["y"],
+                                      run_model(model, feed)["y"])
+
+
+def test_the_causal_mask_arithmetic_becomes_a_table_beside_its_sum():  # type: ignore[no-untyped-def]
+    _, model = _causal()
+    fused, _ = run_passes(model, calibration=_feeds())
+    kinds = op_types(fused)
+    assert {"QSoftmax", "QAdd", "QTable"} <= set(kinds)
+    assert not {"Sub", "Mul", "Add", "Where"} & set(kinds)
+    assert kinds.count("DequantizeLinear") == 1  # the output's: no float mask is expanded
+    feed = _feeds(1)[0]
+    ours, theirs = run_model(fused, feed)["y"], run_model(model, feed)["y"]
+    cosine = float((ours * theirs).sum() / np.linalg.norm(ours) / np.linalg.norm(theirs))
+    assert cosine > 0.99
+
+
 def test_the_guard_after_a_quantized_softmax_goes():  # type: ignore[no-untyped-def]
     nodes = [node("DequantizeLinear", ["q", "scale", "zp"], ["p"]),
              node("IsNaN", ["p"], ["nan"]), node("Where", ["nan", "zero", "p"], ["pg"]),
