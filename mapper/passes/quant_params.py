@@ -20,6 +20,7 @@ from systolic.reference.kernels import quant
 
 __all__ = [
     "EIGHT_BIT",
+    "INFINITE_SCALE",
     "NotFusable",
     "QuantParams",
     "activation_bounds",
@@ -62,6 +63,15 @@ class QuantParams:
         return int(info.min), int(info.max)
 
 
+INFINITE_SCALE = (
+    "its quantizer calibrated a range with an infinite end (an attention mask's -inf, say), "
+    "so every value it dequantizes is NaN or infinite, which no 8-bit code holds; the host "
+    "computes it as the file does"
+)
+"""Why a value of scale inf stays on the host (onnxruntime's static quantization of the
+-inf masks in torch's SDPA exports: the file's own attention is NaN there)."""
+
+
 def per_tensor_params(
     constants: Mapping[str, np.ndarray], scale_name: str, zero_point_name: str | None,
     what: str,
@@ -75,6 +85,8 @@ def per_tensor_params(
     if scale.dtype != np.float32:
         raise NotFusable(f"the {what} scale is {scale.dtype}, not float32")
     value = float(scale.reshape(()))
+    if value == math.inf:
+        raise NotFusable(f"the {what} scale is inf: {INFINITE_SCALE}")
     if not (math.isfinite(value) and value > 0):
         raise NotFusable(f"the {what} scale {value} is not positive and finite")
     if zero_point_name:

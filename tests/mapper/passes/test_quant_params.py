@@ -1,7 +1,12 @@
 import numpy as np
 import pytest
 
-from systolic.mapper.passes.quant_params import NotFusable, effective_weights
+from systolic.mapper.passes.quant_params import (
+    INFINITE_SCALE,
+    NotFusable,
+    effective_weights,
+    per_tensor_params,
+)
 from systolic.mapper.passes.quantize_float import quantize_weights
 
 
@@ -101,3 +106,17 @@ def test_a_multiplier_below_the_output_stage_range_makes_every_result_the_zero_p
     assert max(abs(a) for a in (-(2**31), 2**31 - 1)) * 1e-10 < 0.5  # why 0 is exact
     with pytest.raises(NotFusable):
         output_multipliers([-1e-10])
+
+
+def test_an_infinite_scale_is_refused_with_its_cause():
+    constants = {"s": np.array(np.inf, np.float32), "z": np.array(0, np.uint8)}
+    with pytest.raises(NotFusable, match="scale is inf: .*infinite end.*as the file does"):
+        per_tensor_params(constants, "s", "z", "input")
+
+
+@pytest.mark.parametrize("scale", [0.0, -1.0, np.nan])
+def test_other_bad_scales_keep_their_plain_reason(scale):
+    constants = {"s": np.array(scale, np.float32), "z": np.array(0, np.uint8)}
+    with pytest.raises(NotFusable, match="is not positive and finite") as caught:
+        per_tensor_params(constants, "s", "z", "input")
+    assert INFINITE_SCALE not in str(caught.value)
