@@ -8,9 +8,19 @@ axis: a layer normalization over the last axis. It is rewritten as the decompose
 
 (the scale and B steps only when they are not 1 and 0). The same function in float (the
 rounding of the sums differs). Other ranks stay as they are.
+
+In a QDQ model (onnxruntime's static quantizer) x is a DequantizeLinear's output and the
+scale and B are DequantizeLinear nodes of 8-bit constants (or of the QuantizeLinear of
+constants): their values are the reference DequantizeLinear's results, so the decomposed
+chain computes what the node did, and `fuse_layernorm` fuses it between x's
+DequantizeLinear and the QuantizeLinear after it. Only when they dequantize to exactly 1
+and 0 (torch's GroupNorm export: its affine follows the Reshape back): a per-channel scale
+or B would need the normalized value quantized with a calibrated scale, which a quantized
+model does not give, so such a node stays as it is.
 """
 
 import dataclasses
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -25,24 +35,33 @@ from systolic.mapper.passes.graph_tools import (
     tensor,
 )
 from systolic.mapper.passes.report import PassReport
+from systolic.reference.executor import make_op
 
 __all__ = ["instance_norm_to_layernorm"]
 
+_CONSTANT_STEPS = frozenset({"DequantizeLinear", "QuantizeLinear"})
+
 
 def instance_norm_to_layernorm(model: Model, report: PassReport) -> Model:
-    """Return `model` with each float rank-3 InstanceNormalization of constant scale and B
+    """Return `model` with each float rank-3 InstanceNormalization of constant (or
+    dequantized constant) scale and B
     as the decomposed layer normalization over the last axis; `model` itself when none is."""
     graph = model.graph
     constants = constants_of(graph)
-    opset = dict(model.opsets).get("", 0)
+    producers, opsets = graph.producers(), dict(model.opsets)
+    opset = opsets.get("", 0)
     namer, added, replaced = Namer(graph), [], {}
     for node in graph.nodes:
         if node.op_type != "InstanceNormalization" or node.domain != "":
             continue
         found = graph.type_of(node.inputs[0])
-        scale, bias = (constants.get(name) for name in node.inputs[1:3])
+        scale, bias = (_constant_value(name, constants, producers, opsets)
+                       for name in node.inputs[1:3])
         if (found is None or found.shape is None or len(found.shape) != 3
                 or found.dtype.numpy != np.float32 or scale is None or bias is None):
+            continue
+        dequantized = any(name not in constants for name in node.inputs[1:3])
+        if dequantized and not (np.all(scale == 1.0) and np.all(bias == 0.0)):
             continue
         nodes, new = _decomposed(node, (scale, bias), namer, opset)
         replaced[id(node)] = nodes
@@ -53,6 +72,24 @@ def instance_norm_to_layernorm(model: Model, report: PassReport) -> Model:
         return model
     return dataclasses.replace(model, graph=replace_graph(
         graph, splice(graph.nodes, replaced, set()), added))
+
+
+def _constant_value(name: str, constants: Mapping[str, np.ndarray],
+                    producers: Mapping[str, Node], opsets: Mapping[str, int]) -> np.ndarray | None:
+    """The float value of `name`: a constant, or a DequantizeLinear of a constant (or of the
+    QuantizeLinear of constants) with constant parameters, computed by the reference's
+    operators; None for a computed value."""
+    if name in constants:
+        return constants[name]
+    node = producers.get(name)
+    if node is None or node.domain != "" or node.op_type not in _CONSTANT_STEPS:
+        return None
+    args = [None if not n else _constant_value(n, constants, producers, opsets)
+            for n in node.inputs]
+    if any(n and a is None for n, a in zip(node.inputs, args, strict=True)):
+        return None
+    (value,) = make_op(node, opsets).run(args)
+    return np.asarray(value)
 
 
 def _decomposed(node: Node, affine: tuple[np.ndarray, np.ndarray], namer: Namer,
