@@ -14,6 +14,7 @@ import numpy as np
 
 from systolic.errors import ResourceError
 from systolic.ir import DataType, Node
+from systolic.isa.field_copies import copy_with
 from systolic.isa.instructions import Add, Instruction
 from systolic.mapper.lowering.context import LayerContext
 from systolic.mapper.lowering.feature_map import check_same_layout, feature_map, load_pixels
@@ -68,6 +69,7 @@ def lower_add(node: Node, ctx: LayerContext, window: SpadWindow | None = None,
             f"QAdd {node.label!r}: an image row of {y_map.width} pixels does not fit a quarter "
             f"of its spad_in window ({quarter} rows); raise spad_kib"
         )
+    adder = _adder(node, flips, info, b_broadcast=b_map is None and form != "row")
     code: list[Instruction] = []
     tiles = vector_tiles(len(y_map.image_addresses), y_map.channels, y_map.height,
                          ctx.config.dim, block, band)  # fmt: skip
@@ -87,26 +89,28 @@ def lower_add(node: Node, ctx: LayerContext, window: SpadWindow | None = None,
         else:
             code.append(load_pixels(b_map, t.image, t.y0, t.rows, t.c0, t.lanes, b_row,
                                     flip_sign=bool(flips[1])))  # fmt: skip
-        code.append(
-            Add(
-                a_row=a_row,
-                b_row=b_row,
-                m=t.rows * y_map.width,
-                lanes=t.lanes,
-                multiplier_a=int_attr(node, "multiplier_a"),
-                multiplier_b=int_attr(node, "multiplier_b"),
-                shift=int_attr(node, "shift"),
-                zp_a=int_attr(node, "a_zero_point", 0) - flips[0],
-                zp_b=int_attr(node, "b_zero_point", 0) - flips[1],
-                zp_out=int_attr(node, "y_zero_point", 0) - flips[2],
-                lo=int_attr(node, "y_lo", int(info.min)) - flips[2],
-                hi=int_attr(node, "y_hi", int(info.max)) - flips[2],
-                ext=y_map.pixel(t.image, t.y0, 0, t.c0),
-                n0=y_map.width,
-                row_stride0=y_map.pixel_stride if y_map.width > 1 else 0,
-                row_stride1=y_map.row_stride if t.rows > 1 else 0,
-                flip_sign=bool(flips[2]),
-                b_broadcast=b_map is None and form != "row",
-            )
-        )
+        code.append(copy_with(
+            adder, a_row=a_row, b_row=b_row, m=t.rows * y_map.width, lanes=t.lanes,
+            ext=y_map.pixel(t.image, t.y0, 0, t.c0), n0=y_map.width,
+            row_stride0=y_map.pixel_stride if y_map.width > 1 else 0,
+            row_stride1=y_map.row_stride if t.rows > 1 else 0))
     return code
+
+
+def _adder(node: Node, flips: list[int], info: np.iinfo, *, b_broadcast: bool) -> Add:
+    """The ADD of `node` with its placement fields (rows, lanes, ext, row pattern) left as
+    placeholders: each block's ADD is a copy with those set (`copy_with`)."""
+    return Add(
+        a_row=0, b_row=0, m=1, lanes=1,
+        multiplier_a=int_attr(node, "multiplier_a"),
+        multiplier_b=int_attr(node, "multiplier_b"),
+        shift=int_attr(node, "shift"),
+        zp_a=int_attr(node, "a_zero_point", 0) - flips[0],
+        zp_b=int_attr(node, "b_zero_point", 0) - flips[1],
+        zp_out=int_attr(node, "y_zero_point", 0) - flips[2],
+        lo=int_attr(node, "y_lo", int(info.min)) - flips[2],
+        hi=int_attr(node, "y_hi", int(info.max)) - flips[2],
+        ext=0,
+        flip_sign=bool(flips[2]),
+        b_broadcast=b_broadcast,
+    )  # fmt: skip

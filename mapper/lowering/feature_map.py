@@ -8,9 +8,11 @@ x * pixel_stride`; its channel c lies `c * element` bytes further.
 """
 
 import dataclasses
+import functools
 import math
 
 from systolic.errors import UnsupportedError
+from systolic.isa.field_copies import copy_with
 from systolic.isa.instructions import Load, LoadTarget
 from systolic.isa.program import TensorPlacement
 
@@ -108,18 +110,23 @@ def load_pixels(
     flip_sign: bool,
 ) -> Load:
     """LOAD image rows y0 .. y0+rows-1 (all W pixels each), channels channel .. +lanes-1,
-    into spad_in rows spad_row .. (one row per pixel, row (y - y0) * W + x)."""
-    return Load(
-        LoadTarget.SPAD_IN,
+    into spad_in rows spad_row .. (one row per pixel, row (y - y0) * W + x).
+
+    The LOAD is a copy of one prototype per (lanes, flip_sign) with the rows and addresses
+    changed (`copy_with`: what the constructor builds from the same fields)."""
+    return copy_with(
+        _pixel_prototype(lanes, flip_sign),
         row=spad_row,
         count=rows * fmap.width,
         ext=fmap.pixel(image, y0, 0, channel),
         n0=fmap.width,
         row_stride0=fmap.pixel_stride if fmap.width > 1 else 0,
         row_stride1=fmap.row_stride if rows > 1 else 0,
-        k0=0,
-        length=lanes,
-        run=lanes,
-        n_mid=1,
-        flip_sign=flip_sign,
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _pixel_prototype(lanes: int, flip_sign: bool) -> Load:
+    """A LOAD of `lanes` contiguous channels per row (its rows and addresses placeholders)."""
+    return Load(LoadTarget.SPAD_IN, row=0, count=1, ext=0, k0=0, length=lanes, run=lanes,
+                n_mid=1, flip_sign=flip_sign)

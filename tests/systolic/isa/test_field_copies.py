@@ -1,4 +1,4 @@
-"""`copy_with`: a LOAD or STORE with free fields changed equals the constructor's result."""
+"""`copy_with`: a LOAD, STORE or ADD with free fields changed equals the constructor's result."""
 
 import dataclasses
 
@@ -8,12 +8,14 @@ import pytest
 from systolic.isa.field_copies import FREE_FIELDS, copy_with
 from systolic.isa.fields import InstructionError
 from systolic.isa.load import HINT_NAMES, Load, LoadTarget
-from systolic.isa.store import Store
+from systolic.isa.store import Add, Store
 
 _LOAD = Load(LoadTarget.SPAD_IN, 3, 20, 640, n0=5, row_stride0=6, row_stride1=66, k0=8,
              length=8, run=3, n_mid=3, stride_mid=3, stride_outer=33, flip_sign=True)
 _STORE = Store(4, 16, 8, 2, -3, -100, 90, 4096, n0=4, row_stride0=32, row_stride1=256,
                flip_sign=True, lut=True)
+_ADD = Add(8, 40, 30, 16, 1 << 20, -(1 << 19), 12, -3, 5, -7, -100, 90, 8192, n0=5,
+           row_stride0=16, row_stride1=96, flip_sign=True, b_broadcast=True)
 
 
 def _random_value(rng: np.random.Generator, instr: object, name: str) -> int:
@@ -21,7 +23,7 @@ def _random_value(rng: np.random.Generator, instr: object, name: str) -> int:
     return int(rng.integers(field.minimum, min(field.maximum, 1 << 40) + 1))
 
 
-@pytest.mark.parametrize("instr", [_LOAD, _STORE], ids=["load", "store"])
+@pytest.mark.parametrize("instr", [_LOAD, _STORE, _ADD], ids=["load", "store", "add"])
 def test_a_copy_equals_the_constructed_instruction_field_for_field_and_word(instr) -> None:
     rng = np.random.default_rng(1)
     free = sorted(FREE_FIELDS[type(instr)])
@@ -53,3 +55,5 @@ def test_a_field_that_a_rule_reads_is_refused() -> None:
         copy_with(_LOAD, k0=0)
     with pytest.raises(KeyError):
         copy_with(_STORE, lo=0)
+    with pytest.raises(KeyError):
+        copy_with(_ADD, multiplier_b=0)
