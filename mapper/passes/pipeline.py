@@ -25,6 +25,8 @@ Order (each pass one module):
                         such a Where of two constants -> arithmetic on its Cast condition
                         (one table once quantized); after 7:
                         quantized_isnan, Where(IsNaN(DQ(x)), a, b) -> b
+ 3c'. expand_as_concat  Expand of a float/8-bit computed tensor along axes of size 1
+                        (grouped-query attention's repeat_kv) -> Concats of copies (exact)
  3d. rms_mean          float models: ReduceMean(Pow(x, 2)) over the last axis (T5's RMS
                         norm), x not a Sub -> MatMul by a [H, 1] constant of 1/H;
                         instance_norm: InstanceNormalization of [N, C, T] -> the decomposed
@@ -129,6 +131,7 @@ from systolic.mapper.passes.decomposed_softmax import decomposed_softmax
 from systolic.mapper.passes.dequantize_after_layout import dequantize_after_layout
 from systolic.mapper.passes.dynamic_island import fusion_entries, quantize_dynamic_island
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
+from systolic.mapper.passes.expand_as_concat import expand_as_concat
 from systolic.mapper.passes.expand_computed_operand import expand_computed_operand
 from systolic.mapper.passes.expand_constant_operand import (
     expand_constant_operand,
@@ -208,10 +211,10 @@ def run_passes(
     if (integer := fuse_integer_requantization(model, report)) is not model:
         model = finalize(integer)  # before channel_affine and the islands take its Mul/Add
     for rewrite in (fold_scalar_dequantize, fold_scalar_quantize, finite_masks,
-                    arithmetic_masks, rms_mean_to_matmul, instance_norm_to_layernorm,
-                    spatial_mean_to_pool, decomposed_softmax, decompose_lrn, decompose_prelu,
-                    conv_transpose_to_conv, float_linear_resize, expand_float_constant,
-                    fold_bias_add, channel_affine):
+                    arithmetic_masks, expand_as_concat, rms_mean_to_matmul,
+                    instance_norm_to_layernorm, spatial_mean_to_pool, decomposed_softmax,
+                    decompose_lrn, decompose_prelu, conv_transpose_to_conv,
+                    float_linear_resize, expand_float_constant, fold_bias_add, channel_affine):
         rewritten = rewrite(model, report)
         if rewritten is not model:
             model = finalize(rewritten)
