@@ -1,4 +1,4 @@
-"""Post-training quantization of an Add of a computed tensor and a whole-tensor constant.
+"""Post-training quantization of an Add or Mul of a computed tensor and a whole-tensor constant.
 
 Vision transformers add a learned constant of the activation's own shape: ViT's position
 embedding ([1, S, D] + [1, S, D]), LeViT's attention biases gathered into [heads, N, N] and
@@ -8,7 +8,9 @@ table), so without this rule the Add stays float on the host. Here the constant 
 max|C| / 127, as `layernorm_ptq.quantize_vector`), read through a DequantizeLinear in the
 computed input's shape (leading 1s added: the same elements in the same order), and the
 computed input and the result are quantized as activations, so `fuse_qdq` makes a QAdd whose
-B is a constant in memory (an element-wise VECTOR_ADD of two tensors).
+B is a constant in memory (an element-wise VECTOR_ADD of two tensors). A Mul by such a
+constant (a rotary position embedding's cos/sin table [1, 1, S, D], expanded over the heads
+by `expand_float_constant`) is quantized the same way and becomes a QMul (the ADD's mul mode).
 """
 
 from collections.abc import Collection
@@ -24,12 +26,12 @@ __all__ = ["constant_operand_index", "float_constant_operand", "quantized_operan
 
 def constant_operand_index(node: Node, graph: Graph,
                            constants: dict[str, np.ndarray]) -> int | None:
-    """Return the input index of the whole-tensor constant of an Add `node` (module
+    """Return the input index of the whole-tensor constant of an Add or Mul `node` (module
     docstring): a finite float32 constant of more than one element whose shape, with leading
     1s added, is the other (computed, float, static) input's shape and the result's, of rank
     at most fuse_qdq.WHOLE_CONSTANT_RANK. None when
-    `node` is no such Add."""
-    found = float_constant_operand(node, graph, constants, ("Add",))
+    `node` is no such Add or Mul."""
+    found = float_constant_operand(node, graph, constants, ("Add", "Mul"))
     if found is None:
         return None
     index, c, dims = found

@@ -18,6 +18,12 @@ A C already per channel or along the last axis of S, or of one element (a table'
 is left as it is.
 
 D then dequantizes the new constant; the sum or product computes exactly what it did.
+
+A constant whose readers broadcast it over operands of several shapes (a rotary embedding's
+cos/sin table [1, 1, S, D] multiplied into the queries [1, H, S, D] and, under grouped-query
+attention, the keys [1, KV, S, D]) gets one copy per shape, each read by the readers of that
+shape (for D: a DequantizeLinear of the same parameters per copy). A reader that is not such
+an Add/Mul leaves the constant as it is.
 """
 
 import dataclasses
@@ -82,11 +88,29 @@ def _static_shapes(model: Model) -> dict[str, tuple[int, ...] | None]:
     return shapes
 
 
-def _one_shape(readers: list[Node], name: str,
-               shapes: Mapping[str, tuple[int, ...] | None]) -> tuple[int, ...] | None:
-    """The one static shape of the other operand of every reader (all Add/Mul), else None."""
-    others = {_other_shape(r, name, shapes) for r in readers}
-    return others.pop() if readers and len(others) == 1 else None
+def _shape_groups(readers: list[Node], name: str,
+                  shapes: Mapping[str, tuple[int, ...] | None]
+                  ) -> dict[tuple[int, ...], list[Node]]:  # fmt: skip
+    """The readers of `name` by the static shape of their other operand, when every reader is
+    an Add/Mul beside one operand of a static shape; else no group."""
+    groups: dict[tuple[int, ...], list[Node]] = {}
+    for reader in readers:
+        other = _other_shape(reader, name, shapes)
+        if other is None:
+            return {}
+        groups.setdefault(other, []).append(reader)
+    return groups
+
+
+def _expansions(value: np.ndarray, groups: Mapping[tuple[int, ...], list[Node]]
+                ) -> list[tuple[tuple[int, ...], list[Node]]]:  # fmt: skip
+    """(expanded shape, readers) of each group whose operand shape expands the constant."""
+    found = []
+    for other, readers in groups.items():
+        shape = expanded_shape(tuple(value.shape), other)
+        if shape is not None:
+            found.append((shape, readers))
+    return found
 
 
 def _expanded(value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -95,14 +119,19 @@ def _expanded(value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _replace_inputs(model: Model, renamed: list[tuple[Node, dict[str, str]]],
-                    added: list[Tensor]) -> Model:
+                    added: list[Tensor], after: Mapping[int, list[Node]] | None = None) -> Model:
+    """`model` with the readers renamed, the constants added and each node of `after[id(n)]`
+    placed right after node n."""
     if not added:
         return model
     graph = model.graph
     swap: dict[int, dict[str, str]] = {}
     for node, mapping in renamed:
         swap.setdefault(id(node), {}).update(mapping)
-    nodes = [rename_inputs(n, swap[id(n)]) if id(n) in swap else n for n in graph.nodes]
+    nodes: list[Node] = []
+    for n in graph.nodes:
+        nodes.append(rename_inputs(n, swap[id(n)]) if id(n) in swap else n)
+        nodes += (after or {}).get(id(n), [])
     return dataclasses.replace(model, graph=replace_graph(graph, nodes, added))
 
 
@@ -115,6 +144,7 @@ def expand_constant_operand(model: Model, report: PassReport) -> Model:
     shapes, namer = _static_shapes(model), Namer(graph)
     added: list[Tensor] = []
     renamed: list[tuple[Node, dict[str, str]]] = []
+    after: dict[int, list[Node]] = {}
     for node in graph.nodes:
         if node.op_type != "DequantizeLinear" or node.domain != "":
             continue
@@ -123,20 +153,26 @@ def expand_constant_operand(model: Model, report: PassReport) -> Model:
         if (value is None or value.dtype not in (np.int8, np.uint8)
                 or any(p is None or p.size != 1 for p in params)):
             continue
-        other = _one_shape(consumers.get(node.outputs[0], []), node.outputs[0], shapes)
-        shape = None if other is None else expanded_shape(tuple(value.shape), other)
-        if shape is not None:
+        groups = _shape_groups(consumers.get(node.outputs[0], []), node.outputs[0], shapes)
+        for shape, readers in _expansions(value, groups):
             name = namer(f"{node.inputs[0]}_expanded")
             added.append(tensor(name, _expanded(value, shape)))
-            renamed.append((node, {node.inputs[0]: name}))
-    return _replace_inputs(model, renamed, added)
+            if len(groups) == 1:  # every reader: D itself reads the copy
+                renamed.append((node, {node.inputs[0]: name}))
+                continue
+            copy = dataclasses.replace(node, inputs=(name, *node.inputs[1:]),
+                                       outputs=(namer(f"{node.outputs[0]}_expanded"),),
+                                       name=namer(f"{node.name}_expanded"))
+            after.setdefault(id(node), []).append(copy)
+            renamed += [(r, {node.outputs[0]: copy.outputs[0]}) for r in readers]
+    return _replace_inputs(model, renamed, added, after)
 
 
 def expand_float_constant(model: Model, report: PassReport) -> Model:
     """The same for a float32 constant that Add/Mul nodes read directly (a group norm's [C, 1]
-    scale and shift; Swin's relative-position bias), before the per-channel passes and
-    post-training quantization, so they see it per channel or of its operand's shape; `model`
-    itself when there is none. `report` is not written."""
+    scale and shift; Swin's relative-position bias; a rotary embedding's cos/sin table), before
+    the per-channel passes and post-training quantization, so they see it per channel or of
+    its operand's shape; `model` itself when there is none. `report` is not written."""
     graph = model.graph
     consumers, shapes, namer = graph.consumers(), _static_shapes(model), Namer(graph)
     added: list[Tensor] = []
@@ -145,10 +181,8 @@ def expand_float_constant(model: Model, report: PassReport) -> Model:
         value = constant.data
         if value.dtype != np.float32:
             continue
-        readers = consumers.get(constant.name, [])
-        other = _one_shape(readers, constant.name, shapes)
-        shape = None if other is None else expanded_shape(tuple(value.shape), other)
-        if shape is not None:
+        groups = _shape_groups(consumers.get(constant.name, []), constant.name, shapes)
+        for shape, readers in _expansions(value, groups):
             name = namer(f"{constant.name}_expanded")
             added.append(tensor(name, _expanded(value, shape)))
             renamed += [(r, {constant.name: name}) for r in readers]

@@ -16,7 +16,8 @@ the systolic integer ops (section C of the shared contracts).
 - DQ(a), DQ(b) -> Mul -> [Relu|Clip] -> Q  becomes  QMul: a and b computed, of the same
   shape, one per channel [N|1, C, 1, ...] of the other [N, C, *spatial] (squeeze-excitation
   scaling) or one along the other's last axis [1, ..., H]; or b an 8-bit constant vector
-  along a's last axis (LayerNorm's gamma) or per channel [1, C, 1, ...]; multiplier and
+  along a's last axis (LayerNorm's gamma) or per channel [1, C, 1, ...], or of a's own shape
+  (a rotary embedding's cos/sin table, read from memory as QAdd's); multiplier and
   shift of s_a * s_b / s_y (float64) as the output stage's. A scalar constant is refused (it goes into a table)
 - DQ(x) -> MaxPool -> [Relu|Clip] -> Q (same scale and zero point)  becomes  QMaxPool
 - DQ(x) -> AveragePool / GlobalAveragePool -> Q  becomes  QAveragePool
@@ -337,14 +338,15 @@ def _constant_vector(ctx: FusionContext, a: tuple[str, str], b: tuple[str, str],
                      op: str) -> bool:
     """Order check for an element-wise op's operands (quantized source, float input): True
     when b is a constant along a's last axis or per channel [1, C, 1, ...] (more than one
-    element: LayerNorm's gamma or beta, a batch norm's scale or shift) or, for an Add, an
-    8-bit constant of a's own shape of rank <= WHOLE_CONSTANT_RANK (ViT's position
-    embedding), False when neither is a constant; NotFusable for any other constant."""
+    element: LayerNorm's gamma or beta, a batch norm's scale or shift) or, for an Add or a
+    Mul, an 8-bit constant of a's own shape of rank <= WHOLE_CONSTANT_RANK (ViT's position
+    embedding, a rotary embedding's cos/sin table), False when neither is a constant;
+    NotFusable for any other constant."""
     constants = [q in ctx.constants for q, _ in (a, b)]
     if not any(constants):
         return False
     shape_a, shape_b = ctx.shape_of(a[1]), ctx.shape_of(b[1])
-    if (op == "Add" and not constants[0] and shape_a is not None and shape_a == shape_b
+    if (op in ("Add", "Mul") and not constants[0] and shape_a is not None and shape_a == shape_b
             and len(shape_a) <= WHOLE_CONSTANT_RANK and math.prod(shape_b) > 1
             and ctx.constants[b[0]].dtype in (np.int8, np.uint8)):
         return True  # a whole-tensor constant (a position embedding), read from memory

@@ -64,3 +64,29 @@ def test_constant_operand_index_takes_only_whole_tensors_of_rank_four_or_less():
     assert constant_operand_index(vector_add, graph, constants) is None  # a last-axis vector
     assert constant_operand_index(rank4_add, graph, constants) == 1  # LeViT's, Swin's bias
     assert constant_operand_index(rank5_add, graph, constants) is None  # fuse_qdq's limit
+
+
+def test_rotary_table_mul_is_a_qmul_of_a_constant_in_memory():
+    """A rotary embedding: q [1, 2, 5, 8] times a cos table of its shape (the table
+    [1, 1, 5, 8] expanded over the heads by expand_float_constant): the constant is int8 of
+    q's shape, the product a QMul on the vector unit, bit-exact with the reference."""
+    constants = {"w": RNG.standard_normal((8, 8)).astype(np.float32) / 3,
+                 "cos": np.cos(RNG.standard_normal((1, 1, 5, 8))).astype(np.float32),
+                 "w2": RNG.standard_normal((8, 4)).astype(np.float32) / 3}
+    model = build([node("MatMul", ["x", "w"], ["q"], name="proj"),
+                   node("Mul", ["q", "cos"], ["r"], name="rotary"),
+                   node("MatMul", ["r", "w2"], ["y"], name="head")],
+                  [("x", np.float32, [1, 2, 5, 8])], [("y", np.float32, [1, 2, 5, 4])],
+                  constants)
+    feeds = [{"x": RNG.standard_normal((1, 2, 5, 8)).astype(np.float32)} for _ in range(4)]
+    integer, report = run_passes(model, calibration=feeds)
+    qmul = next(n for n in integer.graph.nodes if n.op_type == "QMul")
+    b = integer.graph.initializer(qmul.inputs[1])
+    assert b is not None and b.data.shape == (1, 2, 5, 8) and b.data.dtype == np.int8
+    assert report.fate("rotary").into.startswith("systolic.QMul")
+    compiled = compile_model(integer, ArrayConfig(rows=4, cols=4))
+    assert [layer.unit for layer in compiled.layers if layer.op == "QMul"] == [LayerUnit.VECTOR]
+    assert check_layers(compiled, feeds[0], backend="model") is None
+    y_int, y_float = run_model(integer, feeds[0])["y"], run_model(model, feeds[0])["y"]
+    cosine = float(np.sum(y_int * y_float) / np.linalg.norm(y_int) / np.linalg.norm(y_float))
+    assert cosine > 0.99

@@ -93,14 +93,44 @@ def test_the_sum_or_product_becomes_a_systolic_op(x_shape, c_shape, reader, fuse
     assert fused in [n.op_type for n in integer.graph.nodes]
 
 
-def test_a_constant_with_readers_of_different_shapes_is_left_alone():
-    """DQ(c) added to operands of two shapes: no single shape to give it."""
+def _two_shapes_model(c_value):  # type: ignore[no-untyped-def]
+    """DQ(c) multiplied into a [1, 4, 6, 8] and a [1, 2, 6, 8] operand (a rotary table beside
+    the queries and, under grouped-query attention, the keys)."""
     nodes = [node("DequantizeLinear", ["cq", "cs", "cz"], ["c"]),
-             node("Add", ["a", "c"], ["y1"]), node("Add", ["b", "c"], ["y2"])]
+             node("Mul", ["a", "c"], ["y1"]), node("Mul", ["b", "c"], ["y2"]),
+             node("Mul", ["a2", "c"], ["y3"])]
+    constants = {"cq": c_value.astype(np.int8), "cs": np.array(0.02, np.float32),
+                 "cz": np.array(-3, np.int8)}
+    shapes = [(1, 4, 6, 8), (1, 2, 6, 8), (1, 4, 6, 8)]
+    return make(nodes, [(n, np.float32, s) for n, s in zip(("a", "b", "a2"), shapes)],
+                [(n, np.float32, s) for n, s in zip(("y1", "y2", "y3"), shapes)],
+                constants)[1]
+
+
+def test_a_constant_with_readers_of_two_shapes_gets_a_copy_per_shape():
+    """One expanded copy (and its DequantizeLinear) per operand shape; exact."""
+    rng = np.random.default_rng(3)
+    c = rng.integers(-128, 128, (1, 1, 6, 8))
+    model = _two_shapes_model(c)
+    expanded = _expand(model)
+    readers = {n.outputs[0]: n for n in expanded.graph.nodes if n.op_type == "Mul"}
+    shapes = {out: _constant_of(expanded, readers[out].inputs[1]).shape for out in readers}
+    assert shapes == {"y1": (1, 4, 6, 8), "y2": (1, 2, 6, 8), "y3": (1, 4, 6, 8)}
+    assert readers["y1"].inputs[1] == readers["y3"].inputs[1] != readers["y2"].inputs[1]
+    feed = {n: rng.normal(0, 1, s).astype(np.float32)
+            for n, s in (("a", (1, 4, 6, 8)), ("b", (1, 2, 6, 8)), ("a2", (1, 4, 6, 8)))}
+    want, got = run_model(model, feed), run_model(expanded, feed)
+    for out in ("y1", "y2", "y3"):
+        np.testing.assert_array_equal(got[out], want[out])
+
+
+def test_a_constant_with_a_reader_other_than_add_or_mul_is_left_alone():
+    nodes = [node("DequantizeLinear", ["cq", "cs", "cz"], ["c"]),
+             node("Add", ["a", "c"], ["y1"]), node("Relu", ["c"], ["y2"])]
     constants = {"cq": np.ones((4, 6, 6), np.int8), "cs": np.array(0.02, np.float32),
                  "cz": np.array(0, np.int8)}
-    _, model = make(nodes, [("a", np.float32, (1, 4, 6, 6)), ("b", np.float32, (2, 4, 6, 6))],
-                    [("y1", np.float32, (1, 4, 6, 6)), ("y2", np.float32, (2, 4, 6, 6))],
+    _, model = make(nodes, [("a", np.float32, (1, 4, 6, 6))],
+                    [("y1", np.float32, (1, 4, 6, 6)), ("y2", np.float32, (4, 6, 6))],
                     constants)  # fmt: skip
     report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
     assert expand_constant_operand(model, report) is model
@@ -138,3 +168,23 @@ def test_a_float_constant_takes_its_operands_rank_or_shape(x_shape, c_shape, rea
     assert new.shape == (x_shape if reader == "Add" else (1, 8, 1))
     feed = {"x": rng.normal(0, 2, x_shape).astype(np.float32)}
     np.testing.assert_array_equal(run_model(expanded, feed)["y"], run_model(model, feed)["y"])
+
+
+def test_a_float_constant_with_readers_of_two_shapes_gets_a_copy_per_shape():
+    """A rotary embedding's cos table [1, 1, S, D] times queries [1, 4, S, D] and keys
+    [1, 2, S, D]: a copy per shape, each of its operand's shape (exact)."""
+    rng = np.random.default_rng(6)
+    nodes = [node("Mul", ["a", "c"], ["y1"]), node("Mul", ["b", "c"], ["y2"])]
+    shapes = [(1, 4, 6, 8), (1, 2, 6, 8)]
+    _, model = make(nodes, [(n, np.float32, s) for n, s in zip(("a", "b"), shapes)],
+                    [(n, np.float32, s) for n, s in zip(("y1", "y2"), shapes)],
+                    {"c": rng.normal(0, 1, (1, 1, 6, 8)).astype(np.float32)})
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    expanded = finalize(expand_float_constant(model, report))
+    for mul, shape in zip(expanded.graph.nodes, shapes):
+        assert expanded.graph.initializer(mul.inputs[1]).data.shape == shape
+    feed = {"a": rng.normal(0, 1, shapes[0]).astype(np.float32),
+            "b": rng.normal(0, 1, shapes[1]).astype(np.float32)}
+    want, got = run_model(model, feed), run_model(expanded, feed)
+    for out in ("y1", "y2"):
+        np.testing.assert_array_equal(got[out], want[out])

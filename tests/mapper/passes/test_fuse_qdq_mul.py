@@ -94,3 +94,26 @@ def test_mul_by_a_per_channel_constant_is_a_qmul():
     assert report.fate("mul").into.startswith("systolic.QMul")
     b = {t.name: t for t in fused.graph.initializers}[fused.graph.nodes[0].inputs[1]]
     assert b.data.shape == (1, 4, 1, 1)
+
+
+def test_mul_by_a_constant_of_the_operands_shape_is_a_qmul_equal_to_onnx():
+    """A rotary embedding's cos table [1, H, S, D] (expanded over the heads) read through a
+    DequantizeLinear: QMul with B a constant in memory, as QAdd's position embedding; within
+    one output step of onnx's reference (one rounding), equal to ours."""
+    r = np.random.default_rng(5)
+    constants = {"as": AS, "az": AZ, "bs": BS, "bz": BZ, "ys": YS, "yz": YZ,
+                 "cq": r.integers(0, 256, (1, 2, 3, 4)).astype(np.uint8)}
+    nodes = [node("DequantizeLinear", ["aq", "as", "az"], ["ad"]),
+             node("DequantizeLinear", ["cq", "bs", "bz"], ["cd"]),
+             node("Mul", ["ad", "cd"], ["m"], name="mul"),
+             node("QuantizeLinear", ["m", "ys", "yz"], ["y"], name="q")]
+    proto, model = make(nodes, [("aq", np.uint8, [1, 2, 3, 4])], [("y", np.uint8, [1, 2, 3, 4])],
+                        constants)
+    fused, report = run_passes(model)
+    assert op_types(fused) == ["QMul"]
+    assert report.fate("mul").into.startswith("systolic.QMul")
+    b = {t.name: t for t in fused.graph.initializers}[fused.graph.nodes[0].inputs[1]]
+    np.testing.assert_array_equal(b.data, constants["cq"])
+    feed = {"aq": r.integers(0, 256, (1, 2, 3, 4)).astype(np.uint8)}
+    vs_onnx, vs_ours = steps(proto, model, fused, feed)
+    assert np.abs(vs_onnx).max() <= 1 and np.abs(vs_ours).max() <= 1
