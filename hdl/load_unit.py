@@ -1,9 +1,11 @@
 """The LOAD unit (LD): gathers rows from external memory into spad_in, spad_wt or params.
 
-Pipeline: decode into the `job` register as the instruction is taken (first offsets and counts
-from the word's decode hints, contiguity conditions) -> `SegmentWalker` (one aligned read request per
-cycle) -> a delay line of `mem_latency` stages carrying each request's placement -> `RowGather`
-(byte shifter and row buffer) -> the write port of the target memory.
+Pipeline: the saturated counts of the word offered on `i_instr` registered every cycle
+(`counts`) -> decode into the `job` register as the instruction is taken (first offsets and
+counts from the word's decode hints and `counts`, contiguity conditions) -> `SegmentWalker`
+(one aligned read request per cycle) -> a delay line of `mem_latency` stages carrying each
+request's placement -> `RowGather` (byte shifter and row buffer) -> the write port of the
+target memory.
 
 Timing (exact; `systolic.sim.timing.load_timing`): an instruction taken on `i_instr` in cycle 0
 by an idle unit issues its first request in cycle 2 and its `beats` requests in consecutive
@@ -12,13 +14,18 @@ cycle `beats + mem_latency + 2`. `i_instr.ready` rises when at most one request 
 instructions in the unit is left after this cycle, so the next LOAD is taken in cycle
 `max(beats, 2)` and its requests follow the current one's last request with no gap.
 
-Cost note: the decode has no divider and no multiplier: the LOAD word carries the start of
-its element pattern (`c0`, `j0`, `base_i0`, `base_j0`) and the j-wrap condition
-(`j_contiguous_1`, `j_contiguous_2`) as hints the encoder derives from `k0`
-(`systolic.isa.load.load_hints`). Its longest path: a `cnt_width`-bit subtraction (the low
-bits of `n_mid - j0`), one small product (a DSP block on the FPGA: the elements to the first j
-wrap, `jrun0`), the saturation's mux and a subtraction into the job register; the 32-bit
-subtraction, beside them, only decides whether the count saturates (an OR of its high bits).
+Input contract: the word taken in cycle t is on `i_instr.payload` in cycle t - 1 too (`valid`
+may rise in cycle t). The dispatcher's queue gives this: its head's word is on `o_issue`'s
+payload from the cycle after the word heads the queue, and a LOAD is issued at the earliest
+three cycles after its acceptance and two after the previous LOAD (`busy` >= 2).
+
+Cost note: the decode has no divider: the LOAD word carries the start of its element pattern
+(`c0`, `j0`, `base_i0`, `base_j0`) and the j-wrap condition (`j_contiguous_1`,
+`j_contiguous_2`) as hints the encoder derives from `k0` (`systolic.isa.load.load_hints`).
+Its two small products (DSP blocks on the FPGA: the elements to the first j wrap, `jrun0`, and
+a j group's, `jgroup`) start at the `counts` register, so the cycle of the take holds only
+them and a subtraction, and the cycle before only the saturations (a 32-bit subtraction
+deciding saturation, an OR of its high bits, a mux).
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal, Value
@@ -56,6 +63,7 @@ class LoadUnit(wiring.Component):
     i_instr : In(stream {payload: 512, tag: 4})
         LOAD words from the dispatcher; ready from `max(beats, 2)` cycles after the previous
         instruction was taken (`systolic.sim.timing.load_timing`), while the read channel flows.
+        The word taken in cycle t must be on `payload` in cycle t - 1 too (module docstring).
     o_done : Out(stream {tag}), always ready
         Strobes in the cycle the instruction's last row is written.
     o_req : Out(stream {addr: 32})
@@ -98,18 +106,42 @@ class LoadUnit(wiring.Component):
                 depth(config, Memory.PARAMS), params_row_layout(config.cols))),
         })
 
-    def _decode(self, m: Module, word: data.View, tag: Signal) -> Signal:
-        """Return the job (constants and start position) of LOAD `word`, combinationally."""
+    def _sat(self, value: Value) -> Value:
+        """Return `value` saturated to `cnt_width` bits: a non-zero bit above the width (an OR
+        of the high bits, not a comparator: no carry chain after the subtractions feeding it)."""
+        width = self.cnt_width
+        return Mux(value[width:].any(), (1 << width) - 1, value[:width])
+
+    def _counts(self, m: Module, word: data.View) -> data.View:
+        """Return the saturated counts of LOAD `word`, registered: in cycle t they hold those of
+        the word offered in cycle t - 1 (`i_instr.payload`, loaded every cycle, no enable).
+
+        Fields (each `cnt_width` bits): `run` and `n_mid` saturated, `j_left = sat(n_mid - j0)`
+        (the c-runs to the first j wrap), `to_cwrap = sat(run - c0)` (the elements to the first
+        c wrap) and `before_cwrap = sat(run) - to_cwrap`.
+        """
+        counts = Signal(data.StructLayout({name: self.cnt_width for name in (
+            "run", "n_mid", "j_left", "to_cwrap", "before_cwrap")}), name="counts")
+        saturated = (1 << self.cnt_width) - 1
+        # sat(n_mid - j0) and sat(run - c0) with the value's low bits from a narrow
+        # subtraction (the same bits) beside the full one, which only decides saturation.
+        j_big, j_low = self._sat_difference(word.n_mid, word.j0)
+        c_big, c_low = self._sat_difference(word.run, word.c0)
+        run, to_cwrap = self._sat(word.run), Mux(c_big, saturated, c_low)
+        m.d.sync += [
+            counts.run.eq(run), counts.n_mid.eq(self._sat(word.n_mid)),
+            counts.j_left.eq(Mux(j_big, saturated, j_low)), counts.to_cwrap.eq(to_cwrap),
+            counts.before_cwrap.eq(run - to_cwrap),
+        ]
+        return counts
+
+    def _decode(self, m: Module, word: data.View, counts: data.View, tag: Signal) -> Signal:
+        """Return the job (constants and start position) of LOAD `word`, combinationally, from
+        the word and its registered `counts` (`_counts` of the same word, offered a cycle
+        earlier): the products start at registers."""
         config = self.config
         widths = (self.cnt_width, self.length_width, self.row_width)
-        saturated = (1 << self.cnt_width) - 1
         ob = config.operand_bytes
-
-        def sat(value):
-            # A non-zero bit above the count's width, not a comparator: no carry chain after
-            # the subtractions that feed it.
-            width = self.cnt_width
-            return Mux(value[width:].any(), saturated, value[:width])
 
         job = Signal(job_layout(*widths))
         k, start = job.consts, job.start
@@ -125,40 +157,26 @@ class LoadUnit(wiring.Component):
         # feeds itself as circular logic, UNOPTFLAT, even when no bit depends on itself).
         first_off, first_i = Mux(is_params, 0, off0), Mux(is_params, 0, word.base_i0)
         first_j = Mux(is_params, 0, word.base_j0)
-        # sat(n_mid - j0) and sat(run - c0) with the value's low bits from a narrow
-        # subtraction (the same bits) beside the full one, which only decides saturation.
-        j_big, j_low = self._sat_difference(word.n_mid, word.j0)
-        c_big, c_low = self._sat_difference(word.run, word.c0)
-        j_left, to_cwrap = Mux(j_big, saturated, j_low), Mux(c_big, saturated, c_low)
-        # Elements to the j wrap (the walker's `jrun`), from the counts at their own widths:
-        # (j_left - 1) * run + to_cwrap as j_left * run - (run - to_cwrap), so the product
-        # starts at the saturated count (no decrement before it) and the difference it ends
-        # with is computed beside it; both are the same non-negative numbers.
-        counts = [Signal(self.cnt_width, name=f"dec_{n}") for n in ("j_left", "to_cwrap", "run",
-                                                                  "n_mid")]
-        m.d.comb += [counts[0].eq(j_left), counts[1].eq(to_cwrap), counts[2].eq(sat(word.run)),
-                     counts[3].eq(sat(word.n_mid))]
-        before_cwrap = Signal(self.cnt_width, name="dec_before_cwrap")
-        m.d.comb += before_cwrap.eq(counts[2] - counts[1])
-        # The product starts at the narrow difference; saturation picks
-        # saturated * run = (run << cnt_width) - run after it, off the product's path.
-        jrun0 = Mux(j_big, (counts[2] << self.cnt_width) - counts[2],
-                    j_low * counts[2]) - before_cwrap
-        jgroup = counts[3] * counts[2]
+        # Elements to the j wrap (the walker's `jrun`): (j_left - 1) * run + to_cwrap as
+        # j_left * run - (run - to_cwrap), from registers (a saturated j_left gives the
+        # saturated product (2**cnt_width - 1) * run); `jgroup` = n_mid * run.
+        jrun0 = counts.j_left * counts.run - counts.before_cwrap
+        jgroup = counts.n_mid * counts.run
         row_length = Mux(is_params, params_row_bytes(config), word.length)
         m.d.comb += [
             k.length.eq(row_length), start.rest.eq(row_length),
             k.ob_shift.eq(Mux(is_params, 0, ob_shift)),
             k.cond_c.eq(is_params | cond_c), k.cond_j.eq(is_params | cond_j),
-            k.run_sat.eq(sat(word.run)), k.n_mid_sat.eq(sat(word.n_mid)),
+            k.run_sat.eq(counts.run), k.n_mid_sat.eq(counts.n_mid),
             k.stride_mid.eq(word.stride_mid), k.stride_outer.eq(word.stride_outer),
             k.off0.eq(first_off), k.base_i0.eq(first_i), k.base_j0.eq(first_j),
-            k.to_cwrap0.eq(to_cwrap), k.j_left0.eq(j_left), k.jrun0.eq(jrun0),
+            k.to_cwrap0.eq(counts.to_cwrap), k.j_left0.eq(counts.j_left), k.jrun0.eq(jrun0),
             k.jgroup.eq(jgroup), start.jrun.eq(jrun0),
             k.n0.eq(word.n0), k.stride0.eq(word.row_stride0), k.stride1.eq(word.row_stride1),
             k.mem.eq(word.mem), k.flip.eq(word.flip_sign), k.tag.eq(tag),
             start.off.eq(first_off), start.base_i.eq(first_i), start.base_j.eq(first_j),
-            start.j_left.eq(j_left), start.to_cwrap.eq(to_cwrap), start.done.eq(0),
+            start.j_left.eq(counts.j_left), start.to_cwrap.eq(counts.to_cwrap),
+            start.done.eq(0),
             start.row_base.eq(word.ext), start.r1_base.eq(word.ext), start.r0.eq(0),
             start.rows_left.eq(word.count), start.row.eq(word.row),
         ]
@@ -225,7 +243,7 @@ class LoadUnit(wiring.Component):
 
         # The job register: the instruction decoded as it is taken.
         word = data.View(instruction_layout(Load), self.i_instr.payload.payload)
-        decoded = self._decode(m, word, self.i_instr.payload.tag)
+        decoded = self._decode(m, word, self._counts(m, word), self.i_instr.payload.tag)
         job_valid = Signal()
         job = Signal(job_layout(*widths))
         m.d.comb += self.i_instr.ready.eq(walker.o_almost_idle)

@@ -18,7 +18,7 @@ from systolic.isa.memories import Memory, depth, params_row_bytes
 from systolic.sim.golden.machine import Machine
 from systolic.sim.timing.load_timing import load_timing
 
-from .streams import pack, stream_put, unpack_array
+from .streams import pack, unpack_array
 
 CONFIGS = {
     "4x4-bus16": ArrayConfig(rows=4, cols=4, bus_bytes=16, spad_kib=4, acc_kib=4),
@@ -65,9 +65,35 @@ def random_load(rng: random.Random, config: ArrayConfig, max_rows: int) -> Load:
 # -- harness -----------------------------------------------------------------------------------
 
 
+async def offer_ahead(ctx, stream, words: list[int], rng: random.Random | None) -> list[int]:
+    """Offer `words` in order as the dispatcher's queue does (the unit's input contract): each
+    word's payload from the cycle after the previous one was taken (from cycle 0 for the
+    first), `valid` from the next cycle (without `rng`) or 1 to 3 cycles later (with it, as a
+    queue head waits for its hazards); return the cycle in which each was taken."""
+    taken: list[int] = []
+    cycle = 0
+    for word in words:
+        ctx.set(stream.valid, 0)
+        ctx.set(stream.payload.as_value(), word)
+        for _ in range(1 if rng is None else rng.randint(1, 3)):
+            await ctx.tick()
+            cycle += 1
+        ctx.set(stream.valid, 1)
+        while not (await ctx.tick().sample(stream.ready))[2]:
+            cycle += 1
+        taken.append(cycle)
+        cycle += 1
+    ctx.set(stream.valid, 0)
+    return taken
+
+
 def run_unit(config: ArrayConfig, program: list[Load], memory: np.ndarray, mem_latency: int,
-             *, ready_probability: float = 1.0, seed: int = 0):
-    """Run `program` on a LoadUnit; return (writes per memory, taken cycles, done cycles)."""
+             *, ready_probability: float = 1.0, seed: int = 0, late_valid: bool = False):
+    """Run `program` on a LoadUnit; return (writes per memory, taken cycles, done cycles).
+
+    Each word is on the payload from the cycle after the previous one was taken; `valid`
+    rises as soon as the contract allows, or 1 to 3 cycles later at random with `late_valid`
+    (`offer_ahead`)."""
     dut = LoadUnit(config, mem_latency=mem_latency)
     bus = config.bus_bytes
     padded = np.concatenate([memory, np.zeros(2 * bus, np.uint8)])
@@ -111,7 +137,8 @@ def run_unit(config: ArrayConfig, program: list[Load], memory: np.ndarray, mem_l
             cycle += 1
 
     async def driver(ctx):
-        result["taken"] = await stream_put(ctx, dut.i_instr, words)
+        late = random.Random(seed) if late_valid else None
+        result["taken"] = await offer_ahead(ctx, dut.i_instr, words, late)
         for _ in range(100_000):
             if len(result["done"]) == len(program):
                 return
@@ -196,12 +223,23 @@ def test_back_to_back_stream(name: str) -> None:
     program = [random_load(rng, config, max_rows=rng.choice([1, 4, 30])) for _ in range(10)]
     result = check_program(config, program, 8, seed=1)
     taken = result["taken"]
-    free = 0
+    free = taken[0]  # the first word's payload is offered a cycle ahead of its `valid`
     for instr, cycle in zip(program, taken, strict=True):
         assert cycle == free  # offered continuously: taken exactly when the unit is free again
         free = cycle + load_timing(instr, config, 8).busy
     done = [cycle for cycle, _ in result["done"]]
     assert done == expected_done(config, program, taken, 8)
+
+
+def test_valid_rises_late() -> None:
+    """Each word's payload offered 1 to 3 cycles before its `valid` (a queue head waiting for
+    its hazards): the golden state, and each completion at its model cycle."""
+    config = CONFIGS["8x8-bus8"]
+    rng = random.Random("late")
+    program = [random_load(rng, config, max_rows=rng.choice([1, 4])) for _ in range(8)]
+    result = check_program(config, program, 2, seed=4, late_valid=True)
+    assert [cycle for cycle, _ in result["done"]] == expected_done(config, program,
+                                                                   result["taken"], 2)
 
 
 def test_large_load_and_backpressure() -> None:
