@@ -37,6 +37,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from systolic.ir import DataType, Graph, Model, Node, Tensor
+from systolic.mapper.passes.biased_masks import split_biased_masks
 from systolic.mapper.passes.expand_computed_operand import broadcast_operand
 from systolic.mapper.passes.graph_tools import (
     Namer,
@@ -100,7 +101,12 @@ def _feeds_softmax_adds(node: Node, consumers: Mapping[str, list[Node]]) -> bool
 def arithmetic_masks(model: Model, report: PassReport) -> Model:
     """Return `model` with each additive Softmax mask Where(c, a, b) of scalar float
     constants a, b rewritten as arithmetic on Cast(c, float) (module docstring), or `model`
-    itself when there is none."""
+    itself when there is none. A mask Where(c, A, low) of a bias tensor A is split first
+    (`biased_masks`: A added to the scores, a Where(c, 0, low) per reader)."""
+    if (split := split_biased_masks(model, report)) is not model:
+        from systolic.mapper.passes.pipeline import finalize  # (the pipeline imports us)
+
+        model = finalize(split)  # the new sums' shapes, read below
     graph = model.graph
     constants, consumers, producers = constants_of(graph), graph.consumers(), graph.producers()
     namer, added, replaced = Namer(graph), [], {}
