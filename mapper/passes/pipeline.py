@@ -26,9 +26,7 @@ Order (each pass one module):
                         (one table once quantized); after 7:
                         quantized_isnan, Where(IsNaN(DQ(x)), a, b) -> b
  3c'. expand_as_concat  Expand of a float/8-bit computed tensor along axes of size 1
-                        (grouped-query attention's repeat_kv) -> Concats of copies (exact);
-                        fold_quantized_constants: DQ(u), u computed from constants only
-                        (through Q/DQ too: a QDQ model's rotary cos/sin tables) -> DQ(value)
+                        (grouped-query attention's repeat_kv) -> Concats of copies (exact)
  3d. rms_mean          float models: ReduceMean(Pow(x, 2)) over the last axis (T5's RMS
                         norm), x not a Sub -> MatMul by a [H, 1] constant of 1/H;
                         instance_norm: InstanceNormalization of [N, C, T] -> the decomposed
@@ -46,9 +44,6 @@ Order (each pass one module):
                         operand, of fewer axes or neither per channel nor along the last axis
                         (a group norm's [C, 1] scale, Swin's [1, H, S, S] bias over the
                         windows) -> in that operand's rank or shape (exact)
- 4b'''. constant_before_reshape  an Add/Mul of a float constant on a Reshape to rank 5+
-                        (Swin's shifted-window mask over [B, nW, heads, N, N]) -> done
-                        before the Reshape, the constant reshaped like its input (exact)
  4c. fold_bias_add      Add/Sub of a per-channel constant after a float Conv -> its bias
  4d. channel_affine     a chain of per-channel affine ops (BatchNormalization, Mul/Add/Sub/
                         Div of a per-channel constant) -> one BatchNormalization after a
@@ -132,7 +127,6 @@ from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES
 from systolic.mapper.passes.channel_affine import channel_affine
 from systolic.mapper.passes.channel_affine_ptq import channel_island
 from systolic.mapper.passes.compose_tables import compose_tables
-from systolic.mapper.passes.constant_before_reshape import constant_before_reshape
 from systolic.mapper.passes.conv_transpose import conv_transpose_to_conv
 from systolic.mapper.passes.decompose_lrn import decompose_lrn
 from systolic.mapper.passes.decompose_prelu import decompose_prelu
@@ -175,7 +169,6 @@ from systolic.mapper.passes.normalize_qoperator import (
 )
 from systolic.mapper.passes.quantize_before_layout import quantize_before_layout
 from systolic.mapper.passes.quantize_float import is_quantized, quantize_float
-from systolic.mapper.passes.quantized_constants import fold_quantized_constants
 from systolic.mapper.passes.recurrent_island import recurrent_island
 from systolic.mapper.passes.remove_identities import remove_identities
 from systolic.mapper.passes.report import HOST, LAYOUT, PassReport
@@ -222,11 +215,10 @@ def run_passes(
     if (integer := fuse_integer_requantization(model, report)) is not model:
         model = finalize(integer)  # before channel_affine and the islands take its Mul/Add
     for rewrite in (fold_scalar_dequantize, fold_scalar_quantize, finite_masks,
-                    arithmetic_masks, expand_as_concat, fold_quantized_constants,
-                    rms_mean_to_matmul, instance_norm_to_layernorm, spatial_mean_to_pool,
-                    decomposed_softmax, decompose_lrn, decompose_prelu, conv_transpose_to_conv,
-                    float_linear_resize, expand_float_constant, constant_before_reshape,
-                    fold_bias_add, channel_affine):
+                    arithmetic_masks, expand_as_concat, rms_mean_to_matmul,
+                    instance_norm_to_layernorm, spatial_mean_to_pool, decomposed_softmax,
+                    decompose_lrn, decompose_prelu, conv_transpose_to_conv,
+                    float_linear_resize, expand_float_constant, fold_bias_add, channel_affine):
         rewritten = rewrite(model, report)
         if rewritten is not model:
             model = finalize(rewritten)
