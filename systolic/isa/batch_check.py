@@ -7,7 +7,7 @@ is then marked checked for this `config` object, so the golden machine does not 
 
 How it stays fast without weakening anything. The `check` methods of the instruction classes
 are the specification and the only source of error messages. For the four classes that make
-up almost all of a compiled model (LOAD, PRELOAD, COMPUTE, COMPUTE.OS), an *acceptance test*
+up almost all of a compiled model (LOAD, PRELOAD, COMPUTE, COMPUTE.OS, STORE, ADD), an *acceptance test*
 evaluates the same conditions over numpy columns of the fields, decoded from the instruction
 words (`words`, the program's encoding, which the cycle model needs anyway), and selects the
 instructions that certainly pass; every instruction it does not accept (including any it is
@@ -30,6 +30,7 @@ from systolic.isa.instruction_base import Instruction
 from systolic.isa.load import Load, LoadTarget
 from systolic.isa.memories import PARAMS_DEPTH, Memory, depth, params_row_bytes
 from systolic.isa.patterns import ADDRESS_LIMIT, ElementPattern
+from systolic.isa.store import RAW_BYTES, Add, Store
 
 __all__ = ["accepted", "check_instructions", "mark_checked"]
 
@@ -166,6 +167,38 @@ def _compute_os(c: Columns, config: ArrayConfig) -> np.ndarray:
     return result
 
 
+def _store(c: Columns, config: ArrayConfig) -> np.ndarray:
+    """Store.check's conditions."""
+    m, n = c["m"], c["n"]
+    row_bytes = np.where(c["raw"] != 0, RAW_BYTES * n, n * config.operand_bytes)
+    result: np.ndarray = ((c["acc_row"] + m <= depth(config, Memory.ACC)) & (n <= config.cols)
+                          & _writable(c, config, m, row_bytes))  # fmt: skip
+    return result
+
+
+def _add(c: Columns, config: ArrayConfig) -> np.ndarray:
+    """Add.check's conditions."""
+    m, lanes, spad = c["m"], c["lanes"], depth(config, Memory.SPAD_IN)
+    b_rows = np.where(c["b_broadcast"] != 0, 1, m)
+    result: np.ndarray = (
+        ((c["mul"] == 0) | (config.input_width == 8)) & (lanes <= config.dim)
+        & (c["a_row"] + m <= spad) & (c["b_row"] + b_rows <= spad)
+        & _writable(c, config, m, lanes * config.operand_bytes))  # fmt: skip
+    return result
+
+
+def _writable(c: Columns, config: ArrayConfig, rows: np.ndarray, row_bytes: np.ndarray
+              ) -> np.ndarray:
+    """RowWriter._need_writable's conditions: flip_sign only with 8-bit one-byte inputs, and
+    `rows` rows of `row_bytes` along the row pattern inside the external address space
+    (rows and n0 below `_SAFE`, so no product of the extent overflows)."""
+    flip_ok = (config.input_width == 8) and config.operand_bytes == 1
+    ok = ((c["flip_sign"] == 0) | flip_ok) & (rows < _SAFE) & (c["n0"] < _SAFE)
+    low, high = _row_extent(c["ext"], c["n0"], c["row_stride0"], c["row_stride1"], rows)
+    result: np.ndarray = ok & (low >= 0) & (high + row_bytes - 1 < ADDRESS_LIMIT)
+    return result
+
+
 _ACCEPT: dict[tuple[type[Instruction], tuple[str, ...]],
               Callable[[Columns, ArrayConfig], np.ndarray]] = {
     (Load, ("mem", "flip_sign", "length", "row", "count", "ext", "n0", "row_stride0",
@@ -175,5 +208,10 @@ _ACCEPT: dict[tuple[type[Instruction], tuple[str, ...]],
     (Compute, ("accumulate", "in_row", "m", "acc_row")): _compute,
     (ComputeOS, ("accumulate", "m", "n", "k", "in_row", "a_stride", "wt_row", "acc_row")):
         _compute_os,
+    (Store, ("flip_sign", "lut", "raw", "n", "zero_point", "lo", "hi", "param_row", "acc_row",
+             "m", "ext", "n0", "row_stride0", "row_stride1")): _store,
+    (Add, ("flip_sign", "mul", "b_broadcast", "lanes", "shift", "zp_a", "zp_b", "zp_out", "lo",
+           "hi", "a_row", "b_row", "m", "multiplier_a", "multiplier_b", "ext", "n0",
+           "row_stride0", "row_stride1")): _add,
 }
 """Per (class, its field names in FIELDS order): the acceptance test written for them."""

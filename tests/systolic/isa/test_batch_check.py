@@ -15,7 +15,7 @@ from systolic.isa.instructions import Halt
 from systolic.isa.load import Load, LoadTarget
 from systolic.isa.memories import Memory, depth
 from systolic.isa.program import Program, ProgramError
-from systolic.isa.store import Store
+from systolic.isa.store import Add, Copy, Store
 
 CONFIGS = (
     ArrayConfig(rows=4, cols=4, spad_kib=1, acc_kib=1),
@@ -68,8 +68,35 @@ def _compute_os(rng: random.Random, config: ArrayConfig) -> ComputeOS:
                      a_stride=rng.choice((0, m, m + 1, m - 1 if m > 1 else 0, 2**31)))
 
 
+def _row_pattern(rng: random.Random) -> dict[str, int]:
+    """An external row pattern near the ends of the address space (a RowWriter's)."""
+    edge = rng.choice((0, 2**32 - 1, 2**31, rng.randrange(2**32)))
+    stride = rng.choice((0, 1, -1, 64, -64, 2**31 - 1, -(2**31), rng.randrange(-999, 999)))
+    return {"ext": min(2**32 - 1, _near(rng, edge)), "n0": rng.choice((1, 1, 2, 3, 5)),
+            "row_stride0": rng.choice((0, 16, -16, stride)), "row_stride1": stride}
+
+
+def _store(rng: random.Random, config: ArrayConfig) -> Store:
+    raw = rng.random() < 0.3
+    return Store(acc_row=_near(rng, depth(config, Memory.ACC) - 4), m=rng.randrange(1, 9),
+                 n=_near(rng, config.cols) or 1, param_row=rng.randrange(0, 512),
+                 zero_point=0 if raw else rng.randrange(-128, 128), lo=-128 if not raw else 0,
+                 hi=127 if not raw else 0, raw=raw,
+                 flip_sign=not raw and rng.random() < 0.5, **_row_pattern(rng))
+
+
+def _add(rng: random.Random, config: ArrayConfig) -> Add:
+    spad = depth(config, Memory.SPAD_IN)
+    mul = rng.random() < 0.3
+    return Add(a_row=_near(rng, spad - 4), b_row=_near(rng, spad - 4), m=rng.randrange(1, 9),
+               lanes=_near(rng, config.dim) or 1, multiplier_a=1 << 20,
+               multiplier_b=0 if mul else -(1 << 19), shift=8, zp_a=0, zp_b=0, zp_out=0,
+               lo=-128, hi=127, mul=mul, b_broadcast=rng.random() < 0.5,
+               flip_sign=rng.random() < 0.5, **_row_pattern(rng))
+
+
 MAKERS: tuple[Callable[[random.Random, ArrayConfig], Instruction], ...] = (
-    _load, _preload, _compute, _compute_os)
+    _load, _preload, _compute, _compute_os, _store, _add)
 
 
 DATAFLOW = {Preload: Dataflow.WS, Compute: Dataflow.WS, ComputeOS: Dataflow.OS}
@@ -108,8 +135,8 @@ def test_acceptance_tests_accept_exactly_what_check_accepts(
 
 def test_classes_without_an_acceptance_test_are_left_to_check() -> None:
     config = CONFIGS[0]
-    store = Store(acc_row=0, m=1, n=1, param_row=0, zero_point=0, lo=-128, hi=127, ext=0)
-    assert accepted(Store, encode_words([store]), config) is None
+    copy = Copy(in_row=0, m=1, lanes=1, ext=0)
+    assert accepted(Copy, encode_words([copy]), config) is None
 
 
 def _program_body(config: ArrayConfig, count: int) -> list[Instruction]:
