@@ -44,6 +44,9 @@ Order (each pass one module):
                         operand, of fewer axes or neither per channel nor along the last axis
                         (a group norm's [C, 1] scale, Swin's [1, H, S, S] bias over the
                         windows) -> in that operand's rank or shape (exact)
+ 4b'''. constant_before_reshape  an Add/Mul of a float constant on a Reshape to rank 5+
+                        (Swin's shifted-window mask over [B, nW, heads, N, N]) -> done
+                        before the Reshape, the constant reshaped like its input (exact)
  4c. fold_bias_add      Add/Sub of a per-channel constant after a float Conv -> its bias
  4d. channel_affine     a chain of per-channel affine ops (BatchNormalization, Mul/Add/Sub/
                         Div of a per-channel constant) -> one BatchNormalization after a
@@ -107,9 +110,6 @@ Order (each pass one module):
                         (after a first eliminate_dead: the fusions' unread DequantizeLinear
                         nodes would count as other readers of a table)
 15. eliminate_dead      unread nodes and constants
-16. norm_row_order      Reshape(x -> [N, 1, C*H*W]) -> QLayerNorm -> Reshape back (a GroupNorm
-                        of one group) -> the row read in channel-last order through Transposes
-                        (the same result; views instead of host copies)
 Then the graph is rebound to operator versions and its shapes inferred again; the model
 imports the "systolic" domain (version 1) when it uses the fused ops. Every original node
 without a recorded outcome ends up "host" (with the reason a pattern gave, if any) or
@@ -127,6 +127,7 @@ from systolic.mapper.dim_binding import DEFAULT_MAX_TENSOR_BYTES
 from systolic.mapper.passes.channel_affine import channel_affine
 from systolic.mapper.passes.channel_affine_ptq import channel_island
 from systolic.mapper.passes.compose_tables import compose_tables
+from systolic.mapper.passes.constant_before_reshape import constant_before_reshape
 from systolic.mapper.passes.conv_transpose import conv_transpose_to_conv
 from systolic.mapper.passes.decompose_lrn import decompose_lrn
 from systolic.mapper.passes.decompose_prelu import decompose_prelu
@@ -162,7 +163,6 @@ from systolic.mapper.passes.masked_softmax import (
     quantized_isnan,
 )
 from systolic.mapper.passes.name_nodes import name_nodes
-from systolic.mapper.passes.norm_row_order import norm_row_order
 from systolic.mapper.passes.normalize_qoperator import (
     fuse_integer_requantization,
     normalize_qoperator,
@@ -218,7 +218,8 @@ def run_passes(
                     arithmetic_masks, expand_as_concat, rms_mean_to_matmul,
                     instance_norm_to_layernorm, spatial_mean_to_pool, decomposed_softmax,
                     decompose_lrn, decompose_prelu, conv_transpose_to_conv,
-                    float_linear_resize, expand_float_constant, fold_bias_add, channel_affine):
+                    float_linear_resize, expand_float_constant, constant_before_reshape,
+                    fold_bias_add, channel_affine):
         rewritten = rewrite(model, report)
         if rewritten is not model:
             model = finalize(rewritten)
@@ -278,8 +279,6 @@ def run_passes(
     model = compose_tables(eliminate_dead(model, report), report)
     model = eliminate_dead(model, report)
     model = finalize(model)
-    if (ordered := norm_row_order(model, report)) is not model:  # whole-sample norm rows
-        model = finalize(eliminate_dead(ordered, report))
     for label, why in refused_norms.items():  # the later fusions noted their own patterns
         report.note(label, why)
     _settle_report(model, report)
