@@ -110,6 +110,9 @@ Order (each pass one module):
                         (after a first eliminate_dead: the fusions' unread DequantizeLinear
                         nodes would count as other readers of a table)
 15. eliminate_dead      unread nodes and constants
+16. norm_row_order      Reshape(x -> [N, 1, C*H*W]) -> QLayerNorm -> Reshape back (a GroupNorm
+                        of one group) -> the row read in channel-last order through Transposes
+                        (the same result; views instead of host copies)
 Then the graph is rebound to operator versions and its shapes inferred again; the model
 imports the "systolic" domain (version 1) when it uses the fused ops. Every original node
 without a recorded outcome ends up "host" (with the reason a pattern gave, if any) or
@@ -163,6 +166,7 @@ from systolic.mapper.passes.masked_softmax import (
     quantized_isnan,
 )
 from systolic.mapper.passes.name_nodes import name_nodes
+from systolic.mapper.passes.norm_row_order import norm_row_order
 from systolic.mapper.passes.normalize_qoperator import (
     fuse_integer_requantization,
     normalize_qoperator,
@@ -279,6 +283,8 @@ def run_passes(
     model = compose_tables(eliminate_dead(model, report), report)
     model = eliminate_dead(model, report)
     model = finalize(model)
+    if (ordered := norm_row_order(model, report)) is not model:  # whole-sample norm rows
+        model = finalize(eliminate_dead(ordered, report))
     for label, why in refused_norms.items():  # the later fusions noted their own patterns
         report.note(label, why)
     _settle_report(model, report)
