@@ -26,7 +26,9 @@ Order (each pass one module):
                         (one table once quantized); after 7:
                         quantized_isnan, Where(IsNaN(DQ(x)), a, b) -> b
  3c'. expand_as_concat  Expand of a float/8-bit computed tensor along axes of size 1
-                        (grouped-query attention's repeat_kv) -> Concats of copies (exact)
+                        (grouped-query attention's repeat_kv) -> Concats of copies (exact);
+                        fold_quantized_constants: DQ(u), u computed from constants only
+                        (through Q/DQ too: a QDQ model's rotary cos/sin tables) -> DQ(value)
  3d. rms_mean          float models: ReduceMean(Pow(x, 2)) over the last axis (T5's RMS
                         norm), x not a Sub -> MatMul by a [H, 1] constant of 1/H;
                         instance_norm: InstanceNormalization of [N, C, T] -> the decomposed
@@ -173,6 +175,7 @@ from systolic.mapper.passes.normalize_qoperator import (
 )
 from systolic.mapper.passes.quantize_before_layout import quantize_before_layout
 from systolic.mapper.passes.quantize_float import is_quantized, quantize_float
+from systolic.mapper.passes.quantized_constants import fold_quantized_constants
 from systolic.mapper.passes.recurrent_island import recurrent_island
 from systolic.mapper.passes.remove_identities import remove_identities
 from systolic.mapper.passes.report import HOST, LAYOUT, PassReport
@@ -219,9 +222,9 @@ def run_passes(
     if (integer := fuse_integer_requantization(model, report)) is not model:
         model = finalize(integer)  # before channel_affine and the islands take its Mul/Add
     for rewrite in (fold_scalar_dequantize, fold_scalar_quantize, finite_masks,
-                    arithmetic_masks, expand_as_concat, rms_mean_to_matmul,
-                    instance_norm_to_layernorm, spatial_mean_to_pool, decomposed_softmax,
-                    decompose_lrn, decompose_prelu, conv_transpose_to_conv,
+                    arithmetic_masks, expand_as_concat, fold_quantized_constants,
+                    rms_mean_to_matmul, instance_norm_to_layernorm, spatial_mean_to_pool,
+                    decomposed_softmax, decompose_lrn, decompose_prelu, conv_transpose_to_conv,
                     float_linear_resize, expand_float_constant, constant_before_reshape,
                     fold_bias_add, channel_affine):
         rewritten = rewrite(model, report)
