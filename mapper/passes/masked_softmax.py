@@ -37,6 +37,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from systolic.ir import DataType, Graph, Model, Node, Tensor
+from systolic.mapper.passes.additive_masks import additive_masks
 from systolic.mapper.passes.biased_masks import split_biased_masks
 from systolic.mapper.passes.expand_computed_operand import broadcast_operand
 from systolic.mapper.passes.graph_tools import (
@@ -56,7 +57,10 @@ __all__ = ["arithmetic_masks", "finite_masks", "quantized_isnan"]
 
 def finite_masks(model: Model, report: PassReport) -> Model:
     """Return `model` with the -inf branch of each additive Softmax mask (module docstring)
-    replaced by the lowest finite value of its type, or `model` itself when there is none."""
+    replaced by the lowest finite value of its type, or `model` itself when there is none.
+    A select of the scores before a Softmax (masked_fill) is made additive first
+    (`additive_masks`)."""
+    model = additive_masks(model, report)
     graph = model.graph
     constants, consumers = constants_of(graph), graph.consumers()
     namer, added, nodes = Namer(graph), [], []
@@ -119,7 +123,8 @@ def arithmetic_masks(model: Model, report: PassReport) -> Model:
                 or not _feeds_softmax_adds(node, consumers)):
             continue
         readers = consumers[node.outputs[0]]
-        condition = _unbroadcast(graph, node.inputs[0], producers, constants,
+        condition, (a, b) = _without_not(node.inputs[0], (a, b), producers)
+        condition = _unbroadcast(graph, condition, producers, constants,
                                  (node.outputs[0], readers))
         widened, new = _widened(graph, condition, readers, namer, casts)
         nodes, more = _arithmetic(node, condition, (a, b), namer, casts)
@@ -133,6 +138,16 @@ def arithmetic_masks(model: Model, report: PassReport) -> Model:
         return model
     return dataclasses.replace(model, graph=replace_graph(
         graph, splice(graph.nodes, replaced, set()), added))
+
+
+def _without_not(condition: str, branches: tuple[np.ndarray, np.ndarray],
+                 producers: Mapping[str, Node]) -> tuple[str, tuple[np.ndarray, np.ndarray]]:
+    """Where(Not(c), a, b) = Where(c, b, a): the condition under a Not with the branches
+    swapped (DeBERTa's masks), else the condition and branches as they are."""
+    node = producers.get(condition)
+    if node is None or node.op_type != "Not" or node.domain != "":
+        return condition, branches
+    return node.inputs[0], branches[::-1]
 
 
 def _unbroadcast(graph: Graph, condition: str, producers: Mapping[str, Node],
