@@ -13,10 +13,13 @@ last order: a view of x stored channel-last) and the second becomes Reshape([N, 
 Transpose([0, r-1, 1, ..., r-2]) back to x's shape. The result is bit-identical; the layout
 ops are views of the accelerator's memory instead of host copies.
 
+A QTable after the normalization (a QOperator model's requantization to the Reshape's
+parameters) is element-wise too: it may stand between it and the Reshape back.
+
 Taken when the Reshape's input has a static shape [N, C, *S] (rank >= 3) and is not a
 Transpose's output (the exporter ordered the row itself), its output is
 [N, 1, M] or [N, M] with M = C * prod(S), its only reader is a QLayerNorm whose only reader
-is a Reshape back to [N, C, *S].
+(through QTables read only by the next) is a Reshape back to [N, C, *S].
 """
 
 import dataclasses
@@ -31,6 +34,8 @@ from systolic.mapper.passes.report import PassReport
 __all__ = ["norm_row_order"]
 
 _ROW_NORMS = frozenset({"QLayerNorm"})
+_ROW_ELEMENTWISE = frozenset({"QTable"})
+"""Ops of one tensor (X first, constants after) that may follow the normalization."""
 
 
 def norm_row_order(model: Model, report: PassReport) -> Model:
@@ -83,10 +88,16 @@ def _match(graph: Graph, node: Node, consumers: dict[str, list[Node]],
     norm = readers[0]
     if norm.inputs[0] != node.outputs[0] or any(n == node.outputs[0] for n in norm.inputs[1:]):
         return None
-    after = consumers.get(norm.outputs[0], [])
     outputs = {info.name for info in graph.outputs}
-    if (len(after) != 1 or after[0].op_type != "Reshape" or after[0].domain != ""
-            or norm.outputs[0] in outputs or node.outputs[0] in outputs
+    last = norm
+    while True:
+        after = consumers.get(last.outputs[0], [])
+        if len(after) != 1 or last.outputs[0] in outputs:
+            return None
+        if after[0].op_type not in _ROW_ELEMENTWISE or after[0].inputs[0] != last.outputs[0]:
+            break
+        last = after[0]
+    if (after[0].op_type != "Reshape" or after[0].domain != "" or node.outputs[0] in outputs
             or _shape(graph, after[0].outputs[0]) != source):
         return None
     return norm, after[0]

@@ -2,10 +2,14 @@
 -> Reshape back, as torch exports it) after a conv reads its row in channel-last order through
 Transposes: the integer graph computes the same integers, with views instead of host Reshapes."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from systolic.ir import SYSTOLIC_DOMAIN, DataType
 from systolic.mapper.passes import pipeline
+from systolic.mapper.passes.graph_tools import make_node, rename_inputs, replace_graph, tensor
 from systolic.mapper.passes.norm_row_order import norm_row_order
 from systolic.mapper.passes.report import PassReport
 from systolic.reference.executor import run_model
@@ -61,3 +65,30 @@ def test_other_forms_stay(monkeypatch, variant):  # type: ignore[no-untyped-def]
     before, _ = pipeline.run_passes(_model(**variant))
     assert "QLayerNorm" in op_types(before) and "Reshape" in op_types(before)
     assert norm_row_order(before, PassReport()) is before
+
+
+def _with_table(model):  # type: ignore[no-untyped-def]
+    """`model` (an integer graph) with a QTable (a requantization, as a QOperator model has)
+    between its QLayerNorm and the Reshape after it."""
+    graph = model.graph
+    norm = next(n for n in graph.nodes if n.op_type == "QLayerNorm")
+    table = tensor("t", (np.arange(256) // 2 - 40).astype(np.int8))  # int8 domain
+    qtable = make_node("QTable", (norm.outputs[0], "t"), ("requantized",), name="requantize",
+                       domain=SYSTOLIC_DOMAIN, attrs={"to": int(DataType.UINT8)})
+    nodes = []
+    for n in graph.nodes:
+        nodes.append(rename_inputs(n, {norm.outputs[0]: "requantized"}))
+        if n is norm:
+            nodes.append(qtable)
+    return pipeline.finalize(dataclasses.replace(
+        model, graph=replace_graph(graph, nodes, [table])))
+
+
+def test_a_table_after_the_normalization_moves_with_it(monkeypatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(pipeline, "norm_row_order", lambda m, r: m)
+    before, _ = pipeline.run_passes(_model())
+    tabled = _with_table(before)
+    ordered = pipeline.finalize(norm_row_order(tabled, PassReport()))
+    assert op_types(ordered).count("Transpose") == 2 and "QTable" in op_types(ordered)
+    np.testing.assert_array_equal(run_model(ordered, _feed())["y"],
+                                  run_model(tabled, _feed())["y"])
