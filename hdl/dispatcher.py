@@ -91,11 +91,14 @@ class Dispatcher(wiring.Component):
     `i_instr.payload.unit` has a free slot; it depends combinationally on that field only.
     `o_issue[u].valid` and `idle` come from registers (through muxes); `i_complete` is always
     ready. Free entries are allocated lowest index first.
+    `o_issue[u].payload` shows the head of u's queue from the first cycle it heads the queue,
+    whatever `valid` (the LOAD unit relies on it: `systolic.hdl.load_unit`, input contract).
 
     Cost (N entries, R ranges, A = addr_width, W = onchip_width or A)
     ----------------------------------------------------------------
     Registers: N * (2 + unit bits + R * (2W + 5) + N) for the table (compact: 2A + 2 more per
-    entry), plus one SyncFIFO of queue_depth x (payload + tag) bits per unit. Logic: N * R * R
+    entry), plus per unit one SyncFIFO of queue_depth x payload bits and a shift register
+    of queue_depth tags (the head's in slot 0). Logic: N * R * R
     range comparisons (2 W-bit magnitude comparators each; compact: N more of 2 A-bit ones
     for the external ranges). The hazards of an instruction are compared in the cycle after
     its acceptance, from a register copy of it (`fresh`), against the entries then valid
@@ -104,7 +107,8 @@ class Dispatcher(wiring.Component):
     cycle and recorded in its mask; each mask has one more bit, `pending`, set from the
     entry's allocation until then. Longest paths: `fresh` footprint -> comparator -> `hits`
     register; `hits` -> OR of R * R (+ 1) terms -> mask register; mask register ->
-    (N + 1)-input NOR -> N:1 mux by the queue head's tag -> `o_issue[u].valid`;
+    (N + 1)-input NOR -> N:1 mux by the queue head's tag (a register, not
+    the FIFO's read port) -> `o_issue[u].valid`;
     `i_instr.unit` -> queue full -> `i_instr.ready` -> the allocated entry's `valid` and
     `pending` bits (a free entry's footprint and unit registers load every cycle, so the
     acceptance does not enable them).
@@ -225,7 +229,8 @@ class Dispatcher(wiring.Component):
 
         queues = []
         for u in range(self._units):
-            queue = SyncFIFO(width=self.issue_layout.size, depth=self._queue_depth)
+            queue = SyncFIFO(width=Shape.cast(self.issue_layout["payload"].shape).width,
+                             depth=self._queue_depth)
             m.submodules[f"queue{u}"] = queue
             queues.append(queue)
 
@@ -275,16 +280,38 @@ class Dispatcher(wiring.Component):
         for e in range(n):
             m.d.comb += entry_free_to_go[e].eq(entry_waits[e] == 0)
 
-        queued = Signal(self.issue_layout)
-        m.d.comb += [queued.payload.eq(new.payload), queued.tag.eq(alloc)]
         for u, queue in enumerate(queues):
             issue = self.o_issue[u]
-            head = data.View(self.issue_layout, queue.r_data)
+            push = accept & (new.unit == u)
+            head_tag = self._queued_tags(m, u, push, alloc, queue.r_level,
+                                         issue.valid & issue.ready)
             m.d.comb += [
-                queue.w_data.eq(queued.as_value()),
-                queue.w_en.eq(accept & (new.unit == u)),
-                issue.payload.eq(head),
-                issue.valid.eq(queue.r_rdy & entry_free_to_go[head.tag]),
+                queue.w_data.eq(new.payload),
+                queue.w_en.eq(push),
+                issue.payload.payload.eq(queue.r_data),
+                issue.payload.tag.eq(head_tag),
+                issue.valid.eq(queue.r_rdy & entry_free_to_go[head_tag]),
                 queue.r_en.eq(issue.valid & issue.ready),
             ]
         return m
+
+    def _queued_tags(self, m, unit, push, tag, level, pop):
+        """Keep the tags of queue `unit`'s instructions in registers, its head in slot 0; return
+        the head's tag (meaningful while the queue is not empty).
+
+        The queue's payloads stay in its FIFO; the tags live beside it in a shift register so
+        that the issue decision starts at a register (the head's tag selecting its entry's
+        mask-clear bit), not at the FIFO's read pointer and memory. `push` writes `tag` behind
+        the last queued one (`level` of them before this cycle); `pop` shifts the head out.
+        """
+        slots = [Signal(self.tag_shape, name=f"queue{unit}_tag{s}")
+                 for s in range(self._queue_depth)]
+        behind = Signal.like(level, name=f"queue{unit}_behind")
+        m.d.comb += behind.eq(level - pop)
+        for s, (slot, next_slot) in enumerate(zip(slots, [*slots[1:], None])):
+            with m.If(push & (behind == s)):
+                m.d.sync += slot.eq(tag)
+            if next_slot is not None:
+                with m.Elif(pop):
+                    m.d.sync += slot.eq(next_slot)
+        return slots[0]

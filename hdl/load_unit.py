@@ -16,8 +16,9 @@ instructions in the unit is left after this cycle, so the next LOAD is taken in 
 
 Input contract: the word taken in cycle t is on `i_instr.payload` in cycle t - 1 too (`valid`
 may rise in cycle t). The dispatcher's queue gives this: its head's word is on `o_issue`'s
-payload from the cycle after the word heads the queue, and a LOAD is issued at the earliest
-three cycles after its acceptance and two after the previous LOAD (`busy` >= 2).
+payload from the first cycle it heads the queue (the cycle after its acceptance, or after the
+previous LOAD's issue), and a LOAD is issued at the earliest three cycles after its acceptance
+and two after the previous LOAD (`busy` >= 2).
 
 Cost note: the decode has no divider: the LOAD word carries the start of its element pattern
 (`c0`, `j0`, `base_i0`, `base_j0`) and the j-wrap condition (`j_contiguous_1`,
