@@ -31,6 +31,9 @@ Order (each pass one module):
                         (through Q/DQ too: a QDQ model's rotary cos/sin tables) -> DQ(value)
  3d. rms_mean          float models: ReduceMean(Pow(x, 2)) over the last axis (T5's RMS
                         norm), x not a Sub -> MatMul by a [H, 1] constant of 1/H;
+                        group_norm: GroupNormalization (opset 18/21) of constant scale and
+                        bias -> Reshape, InstanceNormalization, Reshape, Mul, Add (torch's
+                        TorchScript form);
                         instance_norm: InstanceNormalization of [N, C, T] -> the decomposed
                         layer normalization over the last axis (-> LAYERNORM)
  4. spatial_mean        ReduceMean over all spatial axes -> GlobalAveragePool (+ Reshape);
@@ -158,6 +161,7 @@ from systolic.mapper.passes.fuse_layernorm import fuse_layernorm, split_layernor
 from systolic.mapper.passes.fuse_qdq import LAYOUT_OPS, fuse_qdq
 from systolic.mapper.passes.fuse_softmax import fuse_softmax
 from systolic.mapper.passes.fuse_tables import fuse_tables
+from systolic.mapper.passes.group_norm import group_norm_to_instance_norm
 from systolic.mapper.passes.instance_norm import instance_norm_to_layernorm
 from systolic.mapper.passes.layernorm_moments import moments_layernorm
 from systolic.mapper.passes.layernorm_ptq import layernorm_island
@@ -223,7 +227,8 @@ def run_passes(
         model = finalize(integer)  # before channel_affine and the islands take its Mul/Add
     for rewrite in (fold_scalar_dequantize, fold_scalar_quantize, finite_masks,
                     arithmetic_masks, expand_as_concat, fold_quantized_constants,
-                    rms_mean_to_matmul, instance_norm_to_layernorm, spatial_mean_to_pool,
+                    rms_mean_to_matmul, group_norm_to_instance_norm,
+                    instance_norm_to_layernorm, spatial_mean_to_pool,
                     decomposed_softmax, decompose_lrn, decompose_prelu, conv_transpose_to_conv,
                     float_linear_resize, expand_float_constant, constant_before_reshape,
                     fold_bias_add, channel_affine):
