@@ -1,5 +1,6 @@
 """Move a DequantizeLinear after the element-selecting layout ops it feeds, so that they
-select integers: Split, Slice, nearest Resize (and Upsample), and Gather of computed indices.
+select integers: Split, Slice, nearest Resize (and Upsample), Gather of computed indices and
+GatherElements (DeBERTa's relative positions; it then runs on the host, on the integers).
 
 Each output element of these ops is one element of the data input, so for per-tensor
 parameters p
@@ -40,10 +41,20 @@ from systolic.mapper.passes.quant_params import (
 )
 from systolic.mapper.passes.report import LAYOUT, REMOVED, PassReport
 
-__all__ = ["COMPUTED_INDICES", "SELECTING_LAYOUT_OPS", "dequantize_after_layout"]
+__all__ = ["COMPUTED_INDICES", "PER_ELEMENT_INDICES", "SELECTING_LAYOUT_OPS",
+           "dequantize_after_layout"]
 
-SELECTING_LAYOUT_OPS = frozenset({"Split", "Slice", "Resize", "Upsample", "Gather"})
+SELECTING_LAYOUT_OPS = frozenset({"Split", "Slice", "Resize", "Upsample", "Gather",
+                                  "GatherElements"})
 """The layout ops this pass moves a DequantizeLinear through."""
+
+PER_ELEMENT_INDICES = (
+    "it selects each element by an index tensor (GatherElements): no LOAD address pattern "
+    "reads one, so the host selects the 8-bit elements"
+)
+"""Why a GatherElements of 8-bit elements runs on the host (the passes' note)."""
+
+_HOST_SELECTING = frozenset({"Gather", "GatherElements"})
 
 _LAYOUT_REASON = "runs on integers (addressing or COPY)"
 
@@ -82,7 +93,7 @@ def dequantize_after_layout(model: Model, report: PassReport) -> Model:
 def _record_integer(ctx: FusionContext, node: Node, report: PassReport) -> None:
     """Record an 8-bit Split, Slice, Resize or Upsample left as it is (on integers already)
     as layout."""
-    if node.op_type != "Gather" and ctx.dtype_of(node.inputs[0]) in EIGHT_BIT:
+    if node.op_type not in _HOST_SELECTING and ctx.dtype_of(node.inputs[0]) in EIGHT_BIT:
         report.record(node.label, LAYOUT, reason=_LAYOUT_REASON)
 
 
@@ -205,5 +216,7 @@ def _rewrite(ctx: FusionContext, node: Node, dequantize: Node, params: QuantPara
         ctx.replace((), extra, at=node)
     if node.op_type == "Gather":
         report.note(node.label, COMPUTED_INDICES)
+    elif node.op_type == "GatherElements":
+        report.note(node.label, PER_ELEMENT_INDICES)
     else:
         report.record(node.label, LAYOUT, reason=_LAYOUT_REASON)

@@ -13,7 +13,11 @@ from systolic.isa.program import LayerUnit
 from systolic.mapper.importer import load_model
 from systolic.mapper.lowering import compile_model
 from systolic.mapper.lowering.compile_model import plan_layers
-from systolic.mapper.passes.dequantize_after_layout import COMPUTED_INDICES, dequantize_after_layout
+from systolic.mapper.passes.dequantize_after_layout import (
+    COMPUTED_INDICES,
+    PER_ELEMENT_INDICES,
+    dequantize_after_layout,
+)
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.pipeline import finalize, run_passes
 from systolic.mapper.passes.report import PassReport
@@ -205,6 +209,21 @@ def test_a_gather_of_a_float_table_by_computed_indices_notes_the_missing_indexed
     result, report = rewritten(model)
     assert result.graph.nodes == model.graph.nodes
     assert report.note_of("gather") == COMPUTED_INDICES
+
+
+def test_a_gather_elements_of_constant_indices_selects_the_integers():
+    """DeBERTa's relative positions: x -> Q -> DQ -> GatherElements(constant indices) -> Q."""
+    constants: dict[str, np.ndarray] = {}
+    nodes = _qdq_front(constants)
+    constants["idx"] = np.random.default_rng(5).integers(0, 4, (1, 6, 4, 3)).astype(np.int64)
+    nodes += [node("GatherElements", ["xd", "idx"], ["g"], name="gather_elements", axis=3),
+              node("QuantizeLinear", ["g", "s", "z"], ["y"], name="q_out")]
+    model = build(nodes, [("x", np.float32, SHAPE)], [("y", np.uint8, [1, 6, 4, 3])], constants)
+    result, report = rewritten(model)
+    assert [n.op_type for n in result.graph.nodes] == ["QuantizeLinear", "GatherElements"]
+    assert report.note_of("gather_elements") == PER_ELEMENT_INDICES
+    x = {"x": np.random.default_rng(6).normal(0, 1, SHAPE).astype(np.float32)}
+    np.testing.assert_array_equal(run_model(result, x)["y"], run_model(model, x)["y"])
 
 
 def test_integer_split_and_resize_are_recorded_as_layout():

@@ -184,6 +184,31 @@ def test_split_slice_and_nearest_resize_keep_parameters_so_shuffle_blocks_stay_i
     assert quantization_accuracy(model, fused, feeds)["cosine_similarity"] > 0.999
 
 
+def test_gather_elements_of_constant_indices_keeps_its_inputs_parameters():
+    """DeBERTa's relative positions: MatMul -> GatherElements(constant indices) -> Div(constant)
+    -> Softmax. The selected elements keep the product's parameters, so the GatherElements runs
+    on integers and the Div is a table (it stayed float on the host)."""
+    r = np.random.default_rng(8)
+    constants = {"w": r.standard_normal((4, 4)).astype(np.float32),
+                 "idx": r.integers(0, 4, (1, 4, 4)).astype(np.int64),
+                 "d": np.array(2.0, np.float32)}
+    nodes = [node("MatMul", ["x", "w"], ["m"], name="mm"),
+             node("GatherElements", ["m", "idx"], ["g"], name="gather_elements", axis=2),
+             node("Div", ["g", "d"], ["q"], name="div"), node("Softmax", ["q"], ["y"], axis=-1)]
+    model = build(nodes, [("x", np.float32, [1, 4, 4])], [("y", np.float32, [1, 4, 4])],
+                  constants, opset=17)
+    feeds = [{"x": r.standard_normal((1, 4, 4)).astype(np.float32)} for _ in range(4)]
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    planned = quantize_float(model, report, calibration=feeds)
+    consts = {t.name: t.data for t in planned.graph.initializers}
+    for param in ("scale", "zero_point"):  # the selection keeps the product's parameters
+        assert consts[f"g_{param}"] == consts[f"m_{param}"]
+    fused, _ = run_passes(model, calibration=feeds)
+    kinds = [n.op_type for n in fused.graph.nodes]
+    assert "QTable" in kinds and "Div" not in kinds
+    assert quantization_accuracy(model, fused, feeds)["cosine_similarity"] > 0.99
+
+
 def _float_range(model, feeds, value: str) -> tuple[float, float]:  # type: ignore[no-untyped-def]
     """(min, max) of `value` over `feeds` in the float model."""
     ranges = calibrate(model, feeds, [value])
