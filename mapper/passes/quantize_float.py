@@ -354,8 +354,9 @@ def _constant_operand(node: Node, graph: Graph, constants: dict[str, np.ndarray]
 def _passes_through(node: Node, constants: Mapping[str, np.ndarray]) -> bool:
     """True for an op whose results keep its input's parameters because they select input
     elements: a PASS_THROUGH_OPS op, a Gather of constant indices (an unrolled layer's time
-    step) or GatherElements of constant indices (DeBERTa's relative positions), a Slice or Split of constant bounds (ShuffleNet's channel split, a C2f block's
-    halves) and a nearest Resize/Upsample of constant scales or sizes."""
+    step) or GatherElements of constant indices (DeBERTa's relative positions), a Slice or
+    Split of constant bounds (ShuffleNet's channel split, a C2f block's halves) and a nearest
+    Resize/Upsample of constant scales or sizes."""
     if node.op_type in ("Gather", "GatherElements"):
         return len(node.inputs) == 2 and node.inputs[1] in constants
     if node.op_type in SELECTING_OPS:
