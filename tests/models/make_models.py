@@ -13,8 +13,8 @@ environment stays free of torch:
 first so pip does not pull a CUDA build.)
 
 For each network NAME in mlp, lenet, resnet_tiny, dwsep, attn, and the issue-13 networks
-yolo_block, mbv3_block, bert_tiny, lstm2, paddle_style, gru2bi and metaformer, it writes (`--only NAME,...`
-regenerates just those):
+yolo_block, mbv3_block, bert_tiny, lstm2, paddle_style, gru2bi, metaformer and llama_tiny, it
+writes (`--only NAME,...` regenerates just those):
 
 - `NAME_float.onnx`: the float32 network, exported with the TorchScript exporter
   (`dynamo=False`) at opset 13, in eval mode with `TrainingMode.PRESERVE` and no constant
@@ -35,7 +35,7 @@ regenerates just those):
   writes them), com.microsoft QLinearAdd for residual connections, com.microsoft
   QLinearGlobalAveragePool; Relu/Clip are folded into the preceding output range, MaxPool and
   Flatten run on uint8. Only the graph input is quantized and only the output dequantized.
-- `NAME_dynamic.onnx` (bert_tiny, lstm2): onnxruntime's `quantize_dynamic` with its
+- `NAME_dynamic.onnx` (bert_tiny, lstm2, gru2bi, llama_tiny): onnxruntime's `quantize_dynamic` with its
   defaults: DynamicQuantizeLinear + MatMulInteger for MatMul with constant weights,
   com.microsoft DynamicQuantizeLSTM, the embedding table int8 with a DequantizeLinear.
 - bert_tiny and lstm2 are exported with the exporter's constant folding (weights as
@@ -467,6 +467,96 @@ class MetaFormer(nn.Module):
         return self.head(t)
 
 
+class DecoderLayer(nn.Module):
+    """A LLaMA-style pre-norm decoder layer: RMSNorm, grouped-query attention (`heads` query
+    heads sharing `kv_heads` key/value heads, repeated by Expand and Reshape as transformers'
+    repeat_kv), rotary position embedding (rotate_half: Slice, Neg, Concat) of the queries
+    and keys, the additive causal and padding mask, residual; RMSNorm, SwiGLU feed-forward
+    (SiLU(gate(x)) * up(x): a product of two computed tensors), residual."""
+
+    def __init__(self, hidden: int, heads: int, kv_heads: int, ffn: int) -> None:
+        super().__init__()
+        self.heads, self.kv_heads, self.size = heads, kv_heads, hidden // heads
+        self.norm1 = RmsNorm(hidden)
+        self.q = nn.Linear(hidden, hidden, bias=False)
+        self.kv = nn.ModuleList(nn.Linear(hidden, kv_heads * self.size, bias=False)
+                                for _ in range(2))
+        self.out = nn.Linear(hidden, hidden, bias=False)
+        self.norm2 = RmsNorm(hidden)
+        self.gate = nn.Linear(hidden, ffn, bias=False)
+        self.up = nn.Linear(hidden, ffn, bias=False)
+        self.down = nn.Linear(ffn, hidden, bias=False)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, cos: torch.Tensor,
+                sin: torch.Tensor) -> torch.Tensor:
+        batch, tokens, hidden = x.shape
+        h = self.norm1(x)
+        q = self.q(h).reshape(batch, tokens, self.heads, self.size).transpose(1, 2)
+        k, v = (linear(h).reshape(batch, tokens, self.kv_heads, self.size).transpose(1, 2)
+                for linear in self.kv)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        repeat = self.heads // self.kv_heads
+        k, v = (t[:, :, None].expand(batch, self.kv_heads, repeat, tokens, self.size)
+                .reshape(batch, self.heads, tokens, self.size) for t in (k, v))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.size) + mask
+        context = torch.matmul(torch.softmax(scores, dim=-1), v)
+        x = x + self.out(context.transpose(1, 2).reshape(batch, tokens, hidden))
+        h = self.norm2(x)
+        return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h))
+
+
+class RmsNorm(nn.Module):
+    """LLaMA's RMSNorm: x * rsqrt(mean(x^2) + eps) * weight (Pow, ReduceMean, Add, Sqrt, Div,
+    Mul once exported); the weight drawn (seeded by `build`) so that no two norms share it."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(0.8 + 0.4 * torch.rand(hidden))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """[x1, x2] -> [-x2, x1] over the last axis (transformers' rotary embedding)."""
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class LlamaTiny(nn.Module):
+    """A LLaMA-style decoder LM (session 11's tiny LLaMA/Qwen2/Mistral exports): token ids
+    (int64 [1, 16]) through an embedding (Gather), 2 decoder layers of hidden 24, 4 query
+    heads and 2 key/value heads, feed-forward 48, the rotary tables computed from the
+    positions (Cos, Sin of inverse frequencies times positions), the causal mask as
+    transformers writes it (where(allowed, 0, float min); one unpadded sequence, no
+    attention_mask input); a final RMSNorm and the next token's logits [1, 1, VOCABULARY] (the last
+    position's, as generation reads them) through the embedding table transposed (tied
+    embeddings)."""
+
+    input_specs = (("input_ids", (1, 16), "tokens"),)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.words = nn.Embedding(VOCABULARY, 24)
+        self.layers = nn.ModuleList(DecoderLayer(24, 4, 2, 48) for _ in range(2))
+        self.norm = RmsNorm(24)
+        size = 24 // 4
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, size, 2) / size))
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        tokens = input_ids.shape[1]
+        positions = torch.arange(tokens, dtype=torch.float32)
+        freqs = positions[:, None] * self.inv_freq[None, :]
+        angles = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = angles.cos()[None, None], angles.sin()[None, None]
+        allowed = torch.ones(tokens, tokens, dtype=torch.bool).tril()[None, None]
+        mask = torch.where(allowed, 0.0, torch.finfo(torch.float32).min)
+        x = self.words(input_ids)
+        for layer in self.layers:
+            x = layer(x, mask, cos, sin)
+        return torch.matmul(self.norm(x)[:, -1:], self.words.weight.t())
+
+
 NETWORKS: dict[str, Callable[[], nn.Module]] = {
     "mlp": Mlp,
     "lenet": LeNet,
@@ -480,6 +570,7 @@ NETWORKS: dict[str, Callable[[], nn.Module]] = {
     "paddle_style": PaddleStyle,
     "gru2bi": Gru2Bi,
     "metaformer": MetaFormer,
+    "llama_tiny": LlamaTiny,
 }
 SYMMETRIC_ACTIVATIONS = frozenset({"attn"})
 """Networks quantized with symmetric activations (onnxruntime's ActivationSymmetric: uint8
@@ -487,9 +578,9 @@ with zero point 128): their attention products multiply two computed tensors, wh
 runs only with symmetric operands."""
 QOPERATOR_NETWORKS = frozenset(
     {"mlp", "lenet", "resnet_tiny", "dwsep", "yolo_block", "mbv3_block", "bert_tiny", "lstm2",
-     "paddle_style", "gru2bi", "metaformer"})
+     "paddle_style", "gru2bi", "metaformer", "llama_tiny"})
 """Networks also written in QOperator form."""
-DYNAMIC_NETWORKS = frozenset({"bert_tiny", "lstm2", "gru2bi"})
+DYNAMIC_NETWORKS = frozenset({"bert_tiny", "lstm2", "gru2bi", "llama_tiny"})
 """Networks also written in dynamically quantized form (`_dynamic`: onnxruntime's
 quantize_dynamic, DynamicQuantizeLinear + MatMulInteger, DynamicQuantizeLSTM)."""
 REALISTIC = "realistic"
@@ -497,17 +588,19 @@ REALISTIC = "realistic"
 emit; the tests that take every model of tests/models (`*.onnx`, not recursive) do not see
 them, so the counts and size limits of those tests stay as they are."""
 REALISTIC_NETWORKS = frozenset({"yolo_block", "mbv3_block", "bert_tiny", "lstm2", "paddle_style",
-                                "gru2bi", "metaformer"})
+                                "gru2bi", "metaformer", "llama_tiny"})
 """The networks written into REALISTIC."""
-CONSTANT_FOLDING = frozenset({"bert_tiny", "lstm2", "gru2bi", "metaformer"})
+CONSTANT_FOLDING = frozenset({"bert_tiny", "lstm2", "gru2bi", "metaformer", "llama_tiny"})
 """Networks exported with the exporter's constant folding, as exporters (and the Hugging Face
 tools) run by default: without it, the Linear weights of bert_tiny are Transpose nodes on
 [out, in] weights, the reshape shapes Unsqueeze and Concat of constants, and the LSTM weights
 are reordered from PyTorch's gate order to ONNX's by Slice and Concat nodes, instead of
 initializers (and quantize_dynamic leaves those MatMuls and LSTMs in float)."""
-OPSETS = {"mbv3_block": 14}
-"""Networks exported at another opset than OPSET (14 has HardSwish)."""
-QUANTIZED_TOLERANCE = {"mbv3_block": 0.2, "bert_tiny": 0.2, "lstm2": 0.2, "gru2bi": 0.2}
+OPSETS = {"mbv3_block": 14, "llama_tiny": 14}
+"""Networks exported at another opset than OPSET (14 has HardSwish and Trilu, which
+transformers' decoder exports use)."""
+QUANTIZED_TOLERANCE = {"mbv3_block": 0.2, "bert_tiny": 0.2, "lstm2": 0.2, "gru2bi": 0.2,
+                       "llama_tiny": 0.2}
 """The largest error a quantized form may have, relative to the largest float output, where
 it is not 0.1: static quantization of LayerNorm outputs, recurrent states and HardSwish
 chains loses more."""
