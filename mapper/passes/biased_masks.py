@@ -1,6 +1,7 @@
-"""A position bias and a mask in one Where (T5's exports): Where(keep, A, low), A a float
-constant tensor (the relative-position bias), low the float type's lowest finite number (the
-mask, `finite_masks` makes -inf that), added to the scores of every layer before a Softmax:
+"""A position bias and a mask in one Where (T5's exports): Where(keep, A, low), A a finite
+float tensor (the relative-position bias: a constant, or a dynamic export's dequantized
+8-bit table), low the float type's lowest finite number (the mask, `finite_masks` makes
+-inf that), added to the scores of every layer before a Softmax:
 
     Add(s, Where(keep, A, low))  ->  Add(Add(s, A), Where(keep, 0, low))
 
@@ -9,17 +10,18 @@ then makes arithmetic: a table once quantized). Kept positions compute s + A + 0
 the same float; masked ones (s + A) + low and s + low, both exactly `low` while |s| and
 |s + A| are below half of `low`'s unit in the last place (2^103 for float32, 2^1023 for
 float64), so the rewrite is exact for any scores a model computes. The bias Add is then a
-QAdd of a whole-shape constant, and the mask's own Where is read by one Add: its range is
+QAdd (of a whole-shape constant, or of two computed tensors), and the mask's own Where is read by one Add: its range is
 cut where the Softmax's exp table underflows (`softmax_ranges`), instead of one operand
 mixing a bias of a few units with -3.4e38 (a requantization multiplier of ~1e37: host).
 """
 
 import dataclasses
+import math
 from collections.abc import Mapping
 
 import numpy as np
 
-from systolic.ir import Graph, Model, Node
+from systolic.ir import DataType, Graph, Model, Node
 from systolic.mapper.passes.graph_tools import (
     Namer,
     constants_of,
@@ -42,18 +44,42 @@ def _lowest_scalar(constants: Mapping[str, np.ndarray], name: str) -> np.ndarray
     return value if float(value.reshape(())) == float(np.finfo(value.dtype).min) else None
 
 
+_VIEWS = frozenset({"Unsqueeze", "Squeeze", "Reshape", "Transpose", "Expand"})
+
+
+def _finite_bias(graph: Graph, name: str, constants: Mapping[str, np.ndarray],
+                 producers: Mapping[str, Node]) -> bool:
+    """True when value `name` is finite everywhere: a constant of finite values, or a
+    DequantizeLinear's result of a finite constant scale seen through layout ops (a dynamic
+    export's 8-bit position-bias table)."""
+    while name not in constants:
+        node = producers.get(name)
+        if node is None or node.domain != "":
+            return False
+        if node.op_type == "DequantizeLinear":
+            scale = constants.get(node.inputs[1])
+            return scale is not None and bool(np.isfinite(scale).all())
+        if node.op_type not in _VIEWS:
+            return False
+        name = node.inputs[0]
+    return bool(np.isfinite(constants[name]).all())
+
+
 def _split(node: Node, graph: Graph, constants: Mapping[str, np.ndarray],
-           consumers: Mapping[str, list[Node]]) -> tuple[np.ndarray, list[Node]] | None:
-    """(low, reader Adds) when `node` is Where(keep, A, low) with A a float constant of more
-    than one element, of its result's shape, every reader an Add of one other operand whose
-    results only Softmaxes read; else None."""
+           consumers: Mapping[str, list[Node]], producers: Mapping[str, Node],
+           ) -> tuple[np.ndarray, list[Node]] | None:
+    """(low, reader Adds) when `node` is Where(keep, A, low) with A a finite float tensor
+    (`_finite_bias`) of more than one element and of the result's static shape, every reader
+    an Add of one other operand whose results only Softmaxes read; else None."""
     if node.op_type != "Where" or node.domain != "" or len(node.inputs) != 3:
         return None
-    bias = constants.get(node.inputs[1])
     low = _lowest_scalar(constants, node.inputs[2])
-    result = graph.type_of(node.outputs[0])
-    if (bias is None or low is None or bias.size <= 1 or bias.dtype != low.dtype
-            or result is None or result.shape is None or tuple(result.shape) != bias.shape):
+    bias, result = graph.type_of(node.inputs[1]), graph.type_of(node.outputs[0])
+    if (low is None or bias is None or result is None or bias.shape is None
+            or not bias.is_static or bias.shape != result.shape
+            or bias.dtype != DataType.from_numpy(low.dtype)
+            or math.prod(bias.shape) <= 1  # type: ignore[arg-type]
+            or not _finite_bias(graph, node.inputs[1], constants, producers)):
         return None
     readers = consumers.get(node.outputs[0], [])
     if not readers or node.outputs[0] in {info.name for info in graph.outputs}:
@@ -73,12 +99,12 @@ def split_biased_masks(model: Model, report: PassReport) -> Model:
     Where of scalar branches per reader; `model` itself when there is none. The Where is
     recorded removed; the reader Adds keep their names (the report follows them)."""
     graph = model.graph
-    constants, consumers = constants_of(graph), graph.consumers()
+    constants, consumers, producers = constants_of(graph), graph.consumers(), graph.producers()
     namer, added = Namer(graph), []
     replaced: dict[int, list[Node]] = {}
     removed: set[int] = set()
     for node in graph.nodes:
-        found = _split(node, graph, constants, consumers)
+        found = _split(node, graph, constants, consumers, producers)
         if found is None:
             continue
         low, readers = found
