@@ -5,7 +5,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from systolic.hdl.dsp_product import partial_products, sum_partials
-from systolic.hdl.round_shift import COARSE_STEP, coarse_shift, fine_round_clamped
+from systolic.hdl.round_shift import COARSE_STEP, clamp_bounds, coarse_shift, fine_round_clamped
 
 __all__ = ["LATENCY", "MULTIPLIER_WIDTH", "PARAM_WIDTH", "SHIFT_WIDTH", "OutputStage"]
 
@@ -83,7 +83,9 @@ class OutputStage(wiring.Component):
     busy : ``Out(1)``
         A row is inside the stage. The bias is read combinationally by stage 1, the others
         through per-lane registers loaded every cycle (the multiplier read one cycle after a
-        tile's first transfer, the shift three, the clamp parameters five), so the caller must
+        tile's first transfer, the shift three, the floor's bounds derived from it
+        (`round_shift.clamp_bounds`, a register of the amount's register) four, the clamp
+        parameters five), so the caller must
         hold them stable from a tile's first transfer on `i_acc` until `busy` falls after its
         last row left on `o_q`.
 
@@ -246,8 +248,10 @@ class OutputStage(wiring.Component):
             m.d.sync += [window.eq(coarse[0]), sticky.eq(coarse[1])]
         floor = Signal(signed(self._out_width + 2), name=f"floor{i}")
         round_up = Signal(name=f"round_up{i}")
+        bounds = clamp_bounds(m, amount[:_FINE_BITS], *floor_range, name=f"clamp_bounds{i}")
         with m.If(advance[4]):
-            clamped, up = fine_round_clamped(window, sticky, amount[:_FINE_BITS], *floor_range)
+            clamped, up = fine_round_clamped(window, sticky, amount[:_FINE_BITS], bounds,
+                                             *floor_range)
             m.d.sync += [floor.eq(clamped), round_up.eq(up)]
         zp, low, high, low_rel, high_rel = self._clamp_copies(m, i)
         with m.If(advance[5]):

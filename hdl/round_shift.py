@@ -8,12 +8,16 @@ OR tree.
 `coarse_shift` and `fine_round_parts` compute the same over two pipeline stages: the first
 shifts by a multiple of COARSE_STEP and keeps only a narrow, saturated window of the result
 (with the sticky bits it dropped), the second shifts that window by the rest and rounds.
+`fine_round_clamped` also clamps the floor, comparing the window with bounds that
+`clamp_bounds` registers (the only register here).
 """
 
-from amaranth.hdl import Array, Cat, Const, Mux, Value
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value, signed
+from amaranth.lib.data import StructLayout
 
 __all__ = [
-    "COARSE_STEP", "coarse_shift", "fine_round_clamped", "fine_round_parts", "round_shift_parts",
+    "COARSE_STEP", "clamp_bounds", "coarse_shift", "fine_round_clamped", "fine_round_parts",
+    "round_shift_parts",
 ]
 
 COARSE_STEP = 8
@@ -107,19 +111,37 @@ def fine_round_parts(window: Value, sticky: Value, low: Value) -> tuple[Value, V
     return floor, round_up
 
 
-def fine_round_clamped(window: Value, sticky: Value, low: Value, floor_min: int,
-                       floor_max: int) -> tuple[Value, Value]:
-    """`fine_round_parts` with its floor clamped to [floor_min, floor_max] (floor_min < 0 <=
-    floor_max), the clamp decided from `window` beside the shift instead of after it.
+def clamp_bounds(m: Module, low: Value, floor_min: int, floor_max: int,
+                 name: str = "clamp_bounds") -> Value:
+    """Add a register, loaded every cycle, of the window bounds that `fine_round_clamped`
+    compares with for the amount's low bits `low`; return it ({below, above}, signed).
 
     floor = window >> (low + 2) (arithmetic), so floor < floor_min exactly when
-    window < floor_min * 2**(low + 2), and floor > floor_max exactly when
-    window >= (floor_max + 1) * 2**(low + 2): per value of `low` two comparisons of the window
-    with constants, in parallel with the shifter, and one 2**len(low) : 1 mux of each result.
+    window < below = floor_min * 2**(low + 2), and floor > floor_max exactly when
+    window >= above = (floor_max + 1) * 2**(low + 2). The register holds the bounds of `low`'s
+    value of the previous cycle: `low` must be stable one cycle longer than the fine stage
+    alone would need. (Selecting among per-amount comparisons after them, as this did before,
+    put an 8:1 mux and its select after the comparators' carry chains: the vector unit's
+    critical path, 91.5 MHz alone.)
+    """
+    lows = range(2 ** len(low))
+    below = [floor_min * 2 ** (k + 2) for k in lows]
+    above = [(floor_max + 1) * 2 ** (k + 2) for k in lows]
+    width = max(Const(v).shape().width for v in below + above) + 1
+    bounds = Signal(StructLayout({"below": signed(width), "above": signed(width)}), name=name)
+    m.d.sync += [bounds.below.eq(Array(Const(v, signed(width)) for v in below)[low]),
+                 bounds.above.eq(Array(Const(v, signed(width)) for v in above)[low])]
+    return bounds
+
+
+def fine_round_clamped(window: Value, sticky: Value, low: Value, bounds: Value, floor_min: int,
+                       floor_max: int) -> tuple[Value, Value]:
+    """`fine_round_parts` with its floor clamped to [floor_min, floor_max] (floor_min < 0 <=
+    floor_max), the clamp decided from `window` beside the shift instead of after it: two
+    comparisons of the window with `bounds` (`clamp_bounds` of the same `low`, floor_min and
+    floor_max), in parallel with the shifter, and two muxes after them.
     Return (clamped floor, round_up) with round_up as `fine_round_parts`'.
     """
     floor, round_up = fine_round_parts(window, sticky, low)
-    lows = range(2 ** len(low))
-    below = Array(window < floor_min * 2 ** (k + 2) for k in lows)
-    above = Array(window >= (floor_max + 1) * 2 ** (k + 2) for k in lows)
-    return Mux(below[low], floor_min, Mux(above[low], floor_max, floor)), round_up
+    return Mux(window < bounds.below, floor_min,
+               Mux(window >= bounds.above, floor_max, floor)), round_up

@@ -5,7 +5,7 @@ from amaranth.hdl import Module, Mux, Signal, Value, signed
 from amaranth.lib import data
 
 from systolic.hdl.layernorm_scalar import LANE_BITS, P_SHIFT
-from systolic.hdl.round_shift import COARSE_STEP, coarse_shift, fine_round_clamped
+from systolic.hdl.round_shift import COARSE_STEP, clamp_bounds, coarse_shift, fine_round_clamped
 from systolic.hdl.shared_multipliers import multiply
 
 __all__ = [
@@ -197,6 +197,7 @@ def _outputs(m, unit, looked, product, scalar, base, divided):
     out = unit.o_chunk.payload
     amount = Signal(6, name="requant_amount")  # loaded every cycle: instr is held from start
     m.d.sync += amount.eq((instr.shift + 31).as_unsigned()[:6])
+    bounds = clamp_bounds(m, amount[:_FINE_BITS], -257, 255, name="requant_bounds")
     clamp = _clamp_copies(m, instr)
     for j in range(lanes):
         value = diff[j]
@@ -206,7 +207,7 @@ def _outputs(m, unit, looked, product, scalar, base, divided):
         sm_up = value[SOFTMAX_SHIFT - 1] & (value[:SOFTMAX_SHIFT - 1].any() | sm_floor[0])
         window, sticky = coarse_shift(scaled[j], amount[_FINE_BITS:], WINDOW_BITS)
         q_floor, q_up = fine_round_clamped(coarse.window[j], coarse.sticky[j],
-                                           amount[:_FINE_BITS], -257, 255)
+                                           amount[:_FINE_BITS], bounds, -257, 255)
         level = rounded.floor[j] + rounded.round_up[j]  # compared beside the zero point's adder
         m.d.sync += [
             diff[j].eq(product[j] - Mux(ln, scalar.b, 0)),

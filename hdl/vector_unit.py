@@ -4,7 +4,7 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from systolic.hdl.round_shift import COARSE_STEP, coarse_shift, fine_round_clamped
+from systolic.hdl.round_shift import COARSE_STEP, clamp_bounds, coarse_shift, fine_round_clamped
 from systolic.hdl.shared_multipliers import multiply, operands_layout, products_layout
 
 __all__ = [
@@ -94,7 +94,9 @@ class VectorUnit(wiring.Component):
 
     The parameters are read combinationally by the stage that needs them (the shift amount
     and the last stage's zero point and clamp bounds through registers loaded every cycle,
-    read by stages 4 to 6, at least three cycles after the group's first element): hold them
+    read by stages 4 to 6, at least three cycles after the group's first element; the fine
+    stage's floor bounds, `round_shift.clamp_bounds`, are a register of the amount's
+    register, read four cycles after it at the earliest): hold them
     from a group's first element until its row has left `o_row`.
 
     Latency, throughput and backpressure
@@ -218,6 +220,7 @@ class VectorUnit(wiring.Component):
             self.o_row.valid.eq(valid[-1]),
         ]
         m.d.sync += amount.eq(Mux(is_max, 0, (self.shift + 31).as_unsigned()[:6]))
+        bounds = clamp_bounds(m, amount[:_FINE_BITS], floor_min, floor_max)
         clamp = self._clamp_copies(m, is_max)
         elem = self.i_elem.payload
         total = [Signal(signed(sum_width), name=f"total{i}") for i in range(lanes)]
@@ -269,7 +272,8 @@ class VectorUnit(wiring.Component):
                 window, sticky = coarse_shift(reduced, amount[_FINE_BITS:], keep)
                 m.d.sync += [s4.window[i].eq(window), s4.sticky[i].eq(sticky)]
                 floor, round_up = fine_round_clamped(s4.window[i], s4.sticky[i],
-                                                     amount[:_FINE_BITS], floor_min, floor_max)
+                                                     amount[:_FINE_BITS], bounds, floor_min,
+                                                     floor_max)
                 m.d.sync += [s5.floor[i].eq(floor), s5.round_up[i].eq(round_up)]
                 # clamp(v + zero point, lo, hi) with the comparisons beside the adder
                 rounded = s5.floor[i] + s5.round_up[i]

@@ -9,6 +9,7 @@ from amaranth.hdl import Module, Signal, signed
 from amaranth.sim import Simulator
 
 from systolic.hdl.round_shift import (
+    clamp_bounds,
     coarse_shift,
     fine_round_clamped,
     fine_round_parts,
@@ -91,22 +92,25 @@ def test_coarse_shift_rejects_a_narrow_window():
 
 
 def test_fine_round_clamped_is_the_clamped_fine_floor():
-    """Every 11-bit window at every low amount: the clamp decided on the window equals
-    clamping fine_round_parts' floor, and round_up is unchanged."""
+    """Every 11-bit window at every low amount: the clamp decided on the window with the
+    registered `clamp_bounds` equals clamping fine_round_parts' floor, and round_up is
+    unchanged."""
     keep, floor_min, floor_max = 11, -5, 3
     window, low = Signal(signed(keep)), Signal(3)
     outs = [Signal(signed(keep)), Signal(), Signal(signed(keep)), Signal()]
     m = Module()
-    clamped, up = fine_round_clamped(window, Signal(), low, floor_min, floor_max)
+    bounds = clamp_bounds(m, low, floor_min, floor_max)
+    clamped, up = fine_round_clamped(window, Signal(), low, bounds, floor_min, floor_max)
     floor, plain_up = fine_round_parts(window, Signal(), low)
     m.d.comb += [o.eq(v) for o, v in zip(outs, (clamped, up, floor, plain_up), strict=True)]
     checked = set()
 
     async def testbench(ctx):
-        for w in range(-(2 ** (keep - 1)), 2 ** (keep - 1)):
-            for a in range(8):
+        for a in range(8):
+            ctx.set(low, a)
+            await ctx.tick()  # the bounds register follows `low` one cycle later
+            for w in range(-(2 ** (keep - 1)), 2 ** (keep - 1)):
                 ctx.set(window, w)
-                ctx.set(low, a)
                 got, got_up, full, full_up = (ctx.get(o) for o in outs)
                 assert full == w >> (a + 2), (w, a)
                 assert got == min(max(full, floor_min), floor_max), (w, a, got)
@@ -114,6 +118,7 @@ def test_fine_round_clamped_is_the_clamped_fine_floor():
                 checked.add(got)
 
     sim = Simulator(m)
+    sim.add_clock(1e-6)
     sim.add_testbench(testbench)
     sim.run()
     assert checked == set(range(floor_min, floor_max + 1))
