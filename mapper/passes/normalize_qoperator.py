@@ -32,6 +32,7 @@ import numpy as np
 
 from systolic.ir import DataType, Model, Node
 from systolic.mapper.passes.constant_layout import transposed_copy
+from systolic.mapper.passes.expand_constant_operand import expanded_shape
 from systolic.mapper.passes.fusion_context import FusionContext
 from systolic.mapper.passes.graph_tools import attr_float, attr_int, attr_ints, attr_str
 from systolic.mapper.passes.pool_geometry import pool_geometry
@@ -437,16 +438,22 @@ def _qlinear_lookup(ctx: FusionContext, node: Node, report: PassReport) -> None:
 
 
 def _full_rank(ctx: FusionContext, node: Node, operand: _Operand, other: _Operand) -> _Operand:
-    """Return a constant operand of lower rank than `other`, not a vector along its last axis,
-    as the constant of `other`'s rank it broadcasts as (leading 1s: a layer scale [C, 1, 1]
-    times [N, C, H, W] is per channel [1, C, 1, 1]); any other operand as it is."""
+    """Return a constant operand that broadcasts over `other` neither per channel nor along
+    its last axis as the constant `expand_constant_operand.expanded_shape` gives it: of
+    `other`'s rank (leading 1s: a layer scale [C, 1, 1] times [N, C, H, W] is per channel
+    [1, C, 1, 1]) or, where that is not enough, of `other`'s whole shape (a rotary
+    embedding's cos/sin table [1, 1, S, D] times the queries [1, H, S, D]: every element
+    stored, exact); any other operand as it is."""
     name, params, shape = operand
-    rank = len(other[2])
-    if (len(shape) >= rank or name not in ctx.constants
-            or last_axis_broadcast(other[2], shape)):
+    if name not in ctx.constants:
         return operand
-    full = (1,) * (rank - len(shape)) + tuple(shape)
-    return ctx.constant(f"{node.label}_{name}", ctx.constants[name].reshape(full)), params, full
+    full = expanded_shape(tuple(shape), tuple(other[2]))
+    if full is None:
+        return operand
+    value = ctx.constants[name]
+    padded = value.reshape((1,) * (len(full) - value.ndim) + value.shape)
+    data = np.ascontiguousarray(np.broadcast_to(padded, full))
+    return ctx.constant(f"{node.label}_{name}", data), params, full
 
 
 def _qlinear_mul(ctx: FusionContext, node: Node, report: PassReport) -> None:

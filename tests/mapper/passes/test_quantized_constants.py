@@ -68,3 +68,25 @@ def test_a_dequantize_of_a_computed_input_is_left_alone():
                     {"s": S, "z": Z})
     report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
     assert fold_quantized_constants(model, report) is model
+
+
+def test_a_qoperator_table_becomes_a_constant_and_the_product_a_qmul():
+    """onnxruntime's QOperator form: QuantizeLinear(Cos(t)) -> QLinearMul(x, table) with the
+    table [1, 1, 3, 4] broadcast over x [1, 2, 3, 4]: folded, expanded to x's shape by
+    normalize_qoperator and a QMul (host before: "the inputs [1, 2, 3, 4] and [1, 1, 3, 4]
+    are neither the same shape ..."), within one step of the model."""
+    t = np.linspace(-2, 2, 12, dtype=np.float32).reshape(1, 1, 3, 4)
+    nodes = [node("Cos", ["t"], ["cos"]),
+             node("QuantizeLinear", ["cos", "s", "z"], ["cq"]),
+             node("QLinearMul", ["xq", "xs", "z", "cq", "s", "z", "ys", "z"], ["y"],
+                  domain="com.microsoft", name="rotary")]
+    constants = {"t": t, "s": S, "z": Z, "xs": np.float32(0.05), "ys": np.float32(0.04)}
+    _, model = make(nodes, [("xq", np.uint8, [1, 2, 3, 4])], [("y", np.uint8, [1, 2, 3, 4])],
+                    constants, ms=True)
+    integer, report = run_passes(model)
+    assert op_types(integer) == ["QMul"]
+    assert report.fate("rotary").into.startswith("systolic.QMul")
+    b = integer.graph.initializer(integer.graph.nodes[0].inputs[1])
+    assert b is not None and b.data.shape == (1, 2, 3, 4)
+    got, want = run_model(integer, _feed())["y"], run_model(model, _feed())["y"]
+    assert np.abs(got.astype(np.int64) - want.astype(np.int64)).max() <= 1
