@@ -32,6 +32,7 @@ the Where read that input instead (the IsNaN and Where are then unread, removed 
 """
 
 import dataclasses
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -52,7 +53,10 @@ from systolic.mapper.passes.graph_tools import (
 )
 from systolic.mapper.passes.report import REMOVED, PassReport
 
-__all__ = ["arithmetic_masks", "finite_masks", "quantized_isnan"]
+__all__ = ["MAX_GATE_ELEMENTS", "arithmetic_masks", "finite_masks", "quantized_isnan"]
+
+MAX_GATE_ELEMENTS = 1 << 18
+"""The most elements a mask's constant gate (`_constant_gate`) is stored with."""
 
 
 def finite_masks(model: Model, report: PassReport) -> Model:
@@ -126,8 +130,12 @@ def arithmetic_masks(model: Model, report: PassReport) -> Model:
         condition, (a, b) = _without_not(node.inputs[0], (a, b), producers)
         condition = _unbroadcast(graph, condition, producers, constants,
                                  (node.outputs[0], readers))
-        widened, new = _widened(graph, condition, readers, namer, casts)
-        nodes, more = _arithmetic(node, condition, (a, b), namer, casts)
+        gate = _constant_gate(graph, condition, readers, producers, constants)
+        if gate is not None:  # And(constant K, c): the arithmetic reads Cast(c) * K
+            condition = gate[0]
+        widened, new = _widened(graph, condition, readers, namer, casts,
+                                force=gate is not None)
+        nodes, more = _arithmetic(node, condition, (a, b), namer, casts, gate)
         nodes = widened + nodes
         new.extend(more)
         replaced[id(node)] = nodes
@@ -197,21 +205,52 @@ def _static_shape(graph: Graph, name: str) -> tuple[int, ...] | None:
     return tuple(d for d in found.shape if isinstance(d, int))
 
 
+def _constant_gate(graph: Graph, condition: str, adds: list[Node],
+                   producers: Mapping[str, Node], constants: Mapping[str, np.ndarray],
+                   ) -> tuple[str, str, np.ndarray] | None:
+    """(c, K's name, K broadcast to the Adds' result shape) when `condition` is And(K, c) of
+    a constant bool K (GPT-2's and CLIP's causal triangle beside the padding mask c) whose
+    broadcast to the Adds' one static result shape holds at most `MAX_GATE_ELEMENTS`; else
+    None. Cast(And(K, c)) = Cast(c) * Cast(K) exactly (0/1 values), so the And becomes a
+    product by a constant (a QMul once quantized) instead of a boolean op on the host."""
+    node = producers.get(condition)
+    if node is None or node.op_type != "And" or node.domain != "" or len(node.inputs) != 2:
+        return None
+    fixed = [name for name in node.inputs if name in constants]
+    if len(fixed) != 1 or node.inputs[0] == node.inputs[1]:
+        return None
+    other = node.inputs[1 - node.inputs.index(fixed[0])]
+    shapes = {_static_shape(graph, add.outputs[0]) for add in adds}
+    full = shapes.pop() if len(shapes) == 1 else None
+    if full is None or math.prod(full) > MAX_GATE_ELEMENTS:
+        return None
+    small = _static_shape(graph, other)
+    try:
+        gate = np.broadcast_to(constants[fixed[0]], full)
+        if small is None or tuple(np.broadcast_shapes(small, full)) != full:
+            return None
+    except ValueError:
+        return None
+    return other, fixed[0], gate
+
+
 def _widened(graph: Graph, condition: str, adds: list[Node], namer: Namer,
-              casts: dict[tuple[str, str], str]) -> tuple[list[Node], list[Tensor]]:
+             casts: dict[tuple[str, str], str], *, force: bool = False,
+             ) -> tuple[list[Node], list[Tensor]]:
     """The Expand of `condition` to the one static result shape of `adds` when the vector
     unit would not pair a mask of the condition's shape with the scores (neither per channel
     nor along the last axis: GPT-2's and CLIP's causal mask [1, 1, S, S] over [1, H, S, S]),
     and the shape constant it reads; none when no Expand is needed. The Cast and arithmetic
     then make a mask of the scores' shape (its table and QAdd on the accelerator) instead of
     one that `expand_computed_operand` expands after the arithmetic, which keeps the
-    arithmetic float on the host. `casts` maps (condition, "expanded") to the Expand's
-    result, made once; the caller reads that name through `casts` too."""
+    arithmetic float on the host; `force`: whenever the shapes differ (the condition is
+    multiplied by a gate of the full shape). `casts` maps (condition, "expanded") to the
+    Expand's result, made once; the caller reads that name through `casts` too."""
     shapes = {_static_shape(graph, add.outputs[0]) for add in adds}
     small = _static_shape(graph, condition)
     if len(shapes) != 1 or small is None or (full := shapes.pop()) is None:
         return [], []
-    if broadcast_operand(full, small) != 1:
+    if small == full or (not force and broadcast_operand(full, small) != 1):
         return [], []
     key = (condition, "expanded")
     if key in casts:
@@ -225,21 +264,32 @@ def _widened(graph: Graph, condition: str, adds: list[Node], namer: Namer,
 
 def _arithmetic(node: Node, condition: str, branches: tuple[np.ndarray, np.ndarray],
                 namer: Namer, casts: dict[tuple[str, str], str],
+                gate: tuple[str, str, np.ndarray] | None = None,
                 ) -> tuple[list[Node], list[Tensor]]:
     """The nodes computing Where(condition, a, b) as arithmetic on Cast(condition, float)
-    into `node`'s output, and the constants they read. `casts`: the Casts made so far, by
-    (condition, float type), reused (every layer's mask reads one Cast)."""
+    (times the constant gate, `_constant_gate`) into `node`'s output, and the constants they
+    read. `casts`: the Casts (and gated products) made so far, by (condition, float type),
+    reused (every layer's mask reads one Cast)."""
     a, b = branches
     dtype = a.dtype
     base = node.name or node.outputs[0]
     nodes: list[Node] = []
+    constants: list[Tensor] = []
     condition = casts.get((condition, "expanded"), condition)
     x = casts.get((condition, dtype.str))
     if x is None:
         x = casts[(condition, dtype.str)] = namer(f"{base}_as_float")
         nodes.append(make_node("Cast", [condition], [x], name=namer(f"{base}_cast"),
                                attrs={"to": int(DataType.from_numpy(dtype))}))
-    constants: list[Tensor] = []
+    if gate is not None:
+        key = (f"{condition}*{gate[1]}", dtype.str)
+        if key not in casts:
+            factor = namer(f"{gate[1]}_as_float")
+            constants.append(tensor(factor, gate[2].astype(dtype)))
+            casts[key] = namer(f"{base}_gated")
+            nodes.append(make_node("Mul", [x, factor], [casts[key]],
+                                   name=namer(f"{base}_gate")))
+        x = casts[key]
 
     def constant(value: np.ndarray | float) -> str:
         name = namer(f"{base}_c")

@@ -126,9 +126,13 @@ def test_a_causal_condition_is_expanded_to_the_scores_shape_before_its_cast():  
     producers = rewritten.graph.producers()
     cast = next(n for n in rewritten.graph.nodes if n.op_type == "Cast")
     expand = producers[cast.inputs[0]]
-    assert expand.op_type == "Expand" and expand.inputs[0] == "both"
-    found = rewritten.graph.type_of(cast.outputs[0])
+    assert expand.op_type == "Expand" and expand.inputs[0] == "keep"  # And(causal, keep) ->
+    found = rewritten.graph.type_of(cast.outputs[0])                 # Cast(keep) * causal
     assert found is not None and tuple(found.shape) == (1, HEADS, S, S)
+    gate = next(n for n in rewritten.graph.nodes if n.op_type == "Mul" and cast.outputs[0] in n.inputs)
+    factor = next(t.data for t in rewritten.graph.initializers if t.name in gate.inputs)
+    np.testing.assert_array_equal(factor, np.broadcast_to(np.tril(np.ones((S, S))), (1, HEADS, S, S)))
+    assert not any("both" in n.inputs for n in rewritten.graph.nodes)  # the And is unread
     for feed in _feeds(2):
         np.testing.assert_array_equal(run_model(rewritten, feed)["y"],
                                       run_model(model, feed)["y"])
@@ -138,8 +142,8 @@ def test_the_causal_mask_arithmetic_becomes_a_table_beside_its_sum():  # type: i
     _, model = _causal()
     fused, _ = run_passes(model, calibration=_feeds())
     kinds = op_types(fused)
-    assert {"QSoftmax", "QAdd", "QTable"} <= set(kinds)
-    assert not {"Sub", "Mul", "Add", "Where"} & set(kinds)
+    assert {"QSoftmax", "QAdd", "QTable", "QMul"} <= set(kinds)  # QMul: the causal gate
+    assert not {"Sub", "Mul", "Add", "Where", "And"} & set(kinds)
     assert kinds.count("DequantizeLinear") == 1  # the output's: no float mask is expanded
     feed = _feeds(1)[0]
     ours, theirs = run_model(fused, feed)["y"], run_model(model, feed)["y"]
