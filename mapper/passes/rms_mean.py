@@ -2,8 +2,9 @@
 
     ms = ReduceMean(Pow(x, 2), last axis, keepdims=1)   ->   ms = MatMul(Pow(x, 2), w)
 
-with w the [H, 1] constant of 1/H, in a float model (the quantizer then makes it a QMatMul
-on the array, the squares and 1 / sqrt(ms + eps) activation tables). Only this form: a
+with w the [H, 1] constant of 1/H, in a float model or the float part of a dynamically
+quantized one (the quantizer then makes it a QMatMul on the array, the squares and
+1 / sqrt(ms + eps) activation tables). Only this form: a
 ReduceMean whose Pow reads a Sub is a layer normalization's variance (fused whole later) and
 stays. The sum times 1/H differs from the sum divided by H by at most one float rounding
 (none when H is a power of two).
@@ -39,10 +40,14 @@ __all__ = ["rms_mean_to_matmul"]
 
 def rms_mean_to_matmul(model: Model, report: PassReport) -> Model:
     """Return float `model` with each RMS mean of squares over the last axis as a MatMul by
-    1/H (module docstring); `model` itself when none is, or when it is quantized."""
-    if is_quantized(model):
-        return model
+    1/H (module docstring); `model` itself when none is, or when it is statically quantized.
+    A dynamically quantized model (DynamicQuantizeLinear: onnxruntime's quantize_dynamic of
+    LLaMA-style decoders) is rewritten too: its RMS norms are float, and its float part is
+    quantized after training (`dynamic_island`) as a float model's."""
     graph = model.graph
+    if is_quantized(model) and not any(n.op_type == "DynamicQuantizeLinear" and n.domain == ""
+                                       for n in graph.nodes):
+        return model
     constants, producers = constants_of(graph), graph.producers()
     namer, added, nodes = Namer(graph), [], []
     bases: set[str] = set()  # the x of each rewritten mean of squares

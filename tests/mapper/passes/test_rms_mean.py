@@ -90,3 +90,34 @@ def test_the_quantized_rms_norm_runs_its_mean_on_the_array():  # type: ignore[no
     _, model = _rms()
     fused, _ = run_passes(model)
     assert "QMatMul" in op_types(fused) and "ReduceMean" not in op_types(fused)
+
+
+def test_a_dynamically_quantized_models_rms_norm_is_rewritten_too():  # type: ignore[no-untyped-def]
+    """onnxruntime's quantize_dynamic leaves a decoder's RMS norms float (its float part is
+    quantized after training, dynamic_island): its mean of squares becomes the MatMul; a
+    statically quantized model's is left alone."""
+    nodes = [node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             node("MatMulInteger", ["xq", "wq", "xz"], ["acc"]),
+             node("Cast", ["acc"], ["accf"], to=1), node("Mul", ["accf", "xs"], ["h"]),
+             node("Pow", ["h", "two"], ["sq"]),
+             node("ReduceMean", ["sq"], ["ms"], axes=[-1], keepdims=1, name="mean"),
+             node("Add", ["ms", "eps"], ["v"]), node("Sqrt", ["v"], ["r"]),
+             node("Div", ["one", "r"], ["inv"]), node("Mul", ["h", "inv"], ["y"])]
+    constants = {"wq": np.random.default_rng(3).integers(-100, 100, (H, H)).astype(np.int8),
+                 "two": np.array(2.0, np.float32), "eps": np.array(1e-6, np.float32),
+                 "one": np.array(1.0, np.float32)}
+    _, model = make(nodes, [("x", np.float32, (1, 4, H))], [("y", np.float32, (1, 4, H))],
+                    constants, opset=13)
+    rewritten = _rewrite(model)
+    assert "ReduceMean" not in op_types(rewritten)
+    feed = {"x": np.random.default_rng(2).normal(0, 1, (1, 4, H)).astype(np.float32)}
+    np.testing.assert_allclose(run_model(rewritten, feed)["y"], run_model(model, feed)["y"],
+                               rtol=1e-5)
+    quantized = [node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+                 node("DequantizeLinear", ["q", "s", "z"], ["xd"])]
+    _, static = make(quantized + [node("Pow", ["xd", "two"], ["sq"]),
+                                  node("ReduceMean", ["sq"], ["y"], axes=[-1], keepdims=1)],
+                     [("x", np.float32, (1, 4, H))], [("y", np.float32, (1, 4, 1))],
+                     {"s": np.float32(0.1), "z": np.uint8(128),
+                      "two": np.array(2.0, np.float32)}, opset=13)
+    assert rms_mean_to_matmul(static, PassReport()) is static
