@@ -14,13 +14,20 @@ The model's result then differs from the model as written by that quantization (
 reads 8-bit values where the model reads float ones): such a model is *partly float*
 (`quantizes_float_remnants`), compared with the model as written, like a float model.
 
-A component: default-domain nodes of element-wise operators (`fuse_tables.ELEMENTWISE`) or
-pools (AveragePool, GlobalAveragePool, MaxPool) with float results, every computed input the
-result of a DequantizeLinear or of another member, every reader of a result a QuantizeLinear
-or another member (no graph output); only components with a result read more than once are
-taken (the fusions take the others as they are). Dynamically quantized models are
-`dynamic_island`'s.
+onnxruntime's static quantizer also leaves a decoder's RMS norm float between the DQ of x and
+the Q of 1 / sqrt(mean(x^2) + eps): Pow, ReduceMean (a MatMul by 1/H since `rms_mean`), Add,
+Sqrt, Div. No fusion takes a chain with a product in it, so a component holding a MatMul is
+quantized too: the squares and 1 / sqrt(. + eps) become tables, the mean a QMatMul.
+
+A component: default-domain nodes of element-wise operators (`fuse_tables.ELEMENTWISE`),
+pools (AveragePool, GlobalAveragePool, MaxPool) or MatMuls of a computed A and a float32
+constant B, with float results, every computed input the result of a DequantizeLinear or of
+another member, every reader of a result a QuantizeLinear or another member (no graph
+output); only components with a result read more than once or a MatMul are taken (the
+fusions take the others as they are). Dynamically quantized models are `dynamic_island`'s.
 """
+
+import numpy as np
 
 from systolic.ir import DataType, Graph, Model, Node
 from systolic.mapper.passes.fuse_tables import ELEMENTWISE
@@ -38,7 +45,8 @@ def float_remnants(graph: Graph) -> frozenset[str]:
     members = _candidates(graph)
     consumers = graph.consumers()
     return frozenset(name for part in _components(graph, members)
-                     if any(len(consumers.get(node.outputs[0], [])) > 1 for node in part)
+                     if any(len(consumers.get(node.outputs[0], [])) > 1
+                            or node.op_type == "MatMul" for node in part)
                      for name in (node.name for node in part))
 
 
@@ -75,7 +83,12 @@ def _candidates(graph: Graph) -> dict[str, Node]:
 def _kind_fits(graph: Graph, node: Node) -> bool:
     if node.domain != "" or len([o for o in node.outputs if o]) != 1 or not node.inputs:
         return False
-    if node.op_type not in ELEMENTWISE and node.op_type not in _POOLS:
+    if node.op_type == "MatMul":
+        constants = constants_of(graph)
+        weights = constants.get(node.inputs[1])
+        if weights is None or weights.dtype != np.float32 or node.inputs[0] in constants:
+            return False
+    elif node.op_type not in ELEMENTWISE and node.op_type not in _POOLS:
         return False
     found = graph.type_of(node.outputs[0])
     return found is not None and found.dtype == DataType.FLOAT

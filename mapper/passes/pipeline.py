@@ -29,8 +29,9 @@ Order (each pass one module):
                         (grouped-query attention's repeat_kv) -> Concats of copies (exact);
                         fold_quantized_constants: DQ(u), u computed from constants only
                         (through Q/DQ too: a QDQ model's rotary cos/sin tables) -> DQ(value)
- 3d. rms_mean          float models: ReduceMean(Pow(x, 2)) over the last axis (T5's RMS
-                        norm), x not a Sub -> MatMul by a [H, 1] constant of 1/H;
+ 3d. rms_mean          ReduceMean(Pow(x, 2)) over the last axis (T5's, LLaMA's RMS norm;
+                        in a static quantized model x a DQ's result), x not a Sub -> MatMul
+                        by a [H, 1] constant of 1/H;
                         group_norm: GroupNormalization (opset 18/21) of constant scale and
                         bias -> Reshape, InstanceNormalization, Reshape, Mul, Add (torch's
                         TorchScript form);
@@ -78,8 +79,9 @@ Order (each pass one module):
                         (layernorm_island) a QDQ model's split LayerNormalization: its
                         normalized value and gamma's result; then (channel_island) a
                         quantized model's per-channel Mul/Add (its float batch norm); then
-                        (float_island) float element-wise ops and pools between DQ and Q
-                        whose result is read twice (a QOperator export's HardSwish)
+                        (float_island) float element-wise ops, pools and constant MatMuls
+                        between DQ and Q whose result is read twice (a QOperator export's
+                        HardSwish) or with a MatMul (a QDQ decoder's RMS norm)
  7b. quantize_before_layout  Q(layout(a, b)) -> layout(Q(a), Q(b)) (exact): the layout
                         ops then move integers (a zero-inserted ConvTranspose's fill blocks,
                         Concats of requantized inputs)

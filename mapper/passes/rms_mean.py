@@ -2,9 +2,11 @@
 
     ms = ReduceMean(Pow(x, 2), last axis, keepdims=1)   ->   ms = MatMul(Pow(x, 2), w)
 
-with w the [H, 1] constant of 1/H, in a float model or the float part of a dynamically
-quantized one (the quantizer then makes it a QMatMul on the array, the squares and
-1 / sqrt(ms + eps) activation tables). Only this form: a
+with w the [H, 1] constant of 1/H, in a float model, the float part of a dynamically
+quantized one, or a statically quantized one where x is a DequantizeLinear's result (the
+float island onnxruntime's QDQ and QOperator quantizers leave; `float_island` quantizes it):
+the quantizer then makes it a QMatMul on the array, the squares and 1 / sqrt(ms + eps)
+activation tables. Only this form: a
 ReduceMean whose Pow reads a Sub is a layer normalization's variance (fused whole later) and
 stays. The sum times 1/H differs from the sum divided by H by at most one float rounding
 (none when H is a power of two).
@@ -40,19 +42,20 @@ __all__ = ["rms_mean_to_matmul"]
 
 def rms_mean_to_matmul(model: Model, report: PassReport) -> Model:
     """Return float `model` with each RMS mean of squares over the last axis as a MatMul by
-    1/H (module docstring); `model` itself when none is, or when it is statically quantized.
-    A dynamically quantized model (DynamicQuantizeLinear: onnxruntime's quantize_dynamic of
-    LLaMA-style decoders) is rewritten too: its RMS norms are float, and its float part is
-    quantized after training (`dynamic_island`) as a float model's."""
+    1/H (module docstring); `model` itself when none is. A dynamically quantized model
+    (DynamicQuantizeLinear: onnxruntime's quantize_dynamic of LLaMA-style decoders) is
+    rewritten as a float one (its float part is quantized after training, `dynamic_island`);
+    in a statically quantized one only a mean of squares of a DequantizeLinear's result."""
     graph = model.graph
-    if is_quantized(model) and not any(n.op_type == "DynamicQuantizeLinear" and n.domain == ""
-                                       for n in graph.nodes):
-        return model
+    static = is_quantized(model) and not any(
+        n.op_type == "DynamicQuantizeLinear" and n.domain == "" for n in graph.nodes)
     constants, producers = constants_of(graph), graph.producers()
     namer, added, nodes = Namer(graph), [], []
     bases: set[str] = set()  # the x of each rewritten mean of squares
     for node in graph.nodes:
         size = _mean_of_squares(graph, node, constants, producers)
+        if size is not None and static and not _of_dequantized(node, producers):
+            size = None
         if size is None:
             nodes.append(node)
             continue
@@ -131,6 +134,13 @@ def _row_scale(graph: Graph, node: Node, bases: set[str],
     return not (x not in bases or r in constants or x_type is None or r_type is None
                 or x_type.shape is None or r_type.shape is None or len(x_type.shape) != 3
                 or tuple(r_type.shape) != (*x_type.shape[:-1], 1))
+
+
+def _of_dequantized(mean: Node, producers: dict[str, Node]) -> bool:
+    """True when the Pow that `mean` reads squares a DequantizeLinear's result (a statically
+    quantized model's float RMS norm between DequantizeLinear and QuantizeLinear)."""
+    base = producers.get(producers[mean.inputs[0]].inputs[0])
+    return base is not None and base.op_type == "DequantizeLinear" and base.domain == ""
 
 
 def _mean_of_squares(graph: Graph, node: Node, constants: dict[str, np.ndarray],

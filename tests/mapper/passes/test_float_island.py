@@ -38,3 +38,26 @@ def test_a_result_read_once_is_left_to_the_fusions():
     _, model = make(nodes, [("xq", np.uint8, [1, 4, 3, 3])], [("yq", np.uint8, [1, 4, 3, 3])],
                     constants, opset=13)
     assert not float_remnants(model.graph)
+
+
+def test_a_qdq_rms_norm_with_its_mean_as_a_matmul_is_quantized():
+    """onnxruntime's QDQ decoders leave the RMS norm float between DQ(x) and Q(1 / rms): with
+    the mean of squares a MatMul (rms_mean) the component is taken, and the pipeline makes the
+    squares and 1 / sqrt(. + eps) tables and the mean a QMatMul (all on the host before)."""
+    h = 16
+    nodes = [node("DequantizeLinear", ["xq", "s", "z"], ["x"]),
+             node("Pow", ["x", "two"], ["sq"], name="pow"),
+             node("ReduceMean", ["sq"], ["ms"], axes=[-1], keepdims=1, name="mean"),
+             node("Add", ["ms", "eps"], ["v"]), node("Sqrt", ["v"], ["r"]),
+             node("Div", ["one", "r"], ["inv"], name="div"),
+             node("QuantizeLinear", ["inv", "ys", "z"], ["y"])]
+    constants = {"s": np.float32(0.05), "z": np.uint8(128), "ys": np.float32(0.01),
+                 "two": np.array(2.0, np.float32), "eps": np.array(1e-6, np.float32),
+                 "one": np.array(1.0, np.float32)}
+    _, model = make(nodes, [("xq", np.uint8, (1, 4, h))], [("y", np.uint8, (1, 4, 1))],
+                    constants, opset=13)
+    integer, report = run_passes(model)
+    kinds = [n.op_type for n in integer.graph.nodes]
+    assert "QMatMul" in kinds and "QTable" in kinds
+    assert not {"Pow", "ReduceMean", "Sqrt", "Div", "MatMul"} & set(kinds)
+    assert all(report.fate(name).action != "host" for name in ("pow", "mean", "div"))

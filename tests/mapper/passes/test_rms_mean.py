@@ -94,8 +94,7 @@ def test_the_quantized_rms_norm_runs_its_mean_on_the_array():  # type: ignore[no
 
 def test_a_dynamically_quantized_models_rms_norm_is_rewritten_too():  # type: ignore[no-untyped-def]
     """onnxruntime's quantize_dynamic leaves a decoder's RMS norms float (its float part is
-    quantized after training, dynamic_island): its mean of squares becomes the MatMul; a
-    statically quantized model's is left alone."""
+    quantized after training, dynamic_island): its mean of squares becomes the MatMul."""
     nodes = [node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
              node("MatMulInteger", ["xq", "wq", "xz"], ["acc"]),
              node("Cast", ["acc"], ["accf"], to=1), node("Mul", ["accf", "xs"], ["h"]),
@@ -113,11 +112,31 @@ def test_a_dynamically_quantized_models_rms_norm_is_rewritten_too():  # type: ig
     feed = {"x": np.random.default_rng(2).normal(0, 1, (1, 4, H)).astype(np.float32)}
     np.testing.assert_allclose(run_model(rewritten, feed)["y"], run_model(model, feed)["y"],
                                rtol=1e-5)
-    quantized = [node("QuantizeLinear", ["x", "s", "z"], ["q"]),
-                 node("DequantizeLinear", ["q", "s", "z"], ["xd"])]
-    _, static = make(quantized + [node("Pow", ["xd", "two"], ["sq"]),
-                                  node("ReduceMean", ["sq"], ["y"], axes=[-1], keepdims=1)],
-                     [("x", np.float32, (1, 4, H))], [("y", np.float32, (1, 4, 1))],
-                     {"s": np.float32(0.1), "z": np.uint8(128),
-                      "two": np.array(2.0, np.float32)}, opset=13)
-    assert rms_mean_to_matmul(static, PassReport()) is static
+
+
+def _static(through_relu=False):  # type: ignore[no-untyped-def]
+    """A QDQ model's float RMS norm: DQ(x) -> [Relu] -> Pow -> ReduceMean -> Add -> Sqrt ->
+    Div(1, .) -> Q (onnxruntime quantizes none of these steps)."""
+    nodes = [node("DequantizeLinear", ["xq", "s", "z"], ["x"])]
+    base = "x"
+    if through_relu:
+        nodes.append(node("Relu", ["x"], ["xr"]))
+        base = "xr"
+    nodes += [node("Pow", [base, "two"], ["sq"], name="pow"),
+              node("ReduceMean", ["sq"], ["ms"], axes=[-1], keepdims=1, name="mean"),
+              node("Add", ["ms", "eps"], ["v"]), node("Sqrt", ["v"], ["r"]),
+              node("Div", ["one", "r"], ["inv"]),
+              node("QuantizeLinear", ["inv", "ys", "z"], ["y"])]
+    constants = {"s": np.float32(0.05), "z": np.uint8(128), "ys": np.float32(0.01),
+                 "two": np.array(2.0, np.float32), "eps": np.array(1e-6, np.float32),
+                 "one": np.array(1.0, np.float32)}
+    return make(nodes, [("xq", np.uint8, (1, 4, H))], [("y", np.uint8, (1, 4, 1))],
+                constants, opset=13)[1]
+
+
+def test_a_static_models_rms_norm_of_a_dequantized_value_is_rewritten():  # type: ignore[no-untyped-def]
+    """The mean of squares of DQ(x) becomes the MatMul; one of another float value (here a
+    Relu's) is left alone in a statically quantized model."""
+    assert "ReduceMean" not in op_types(_rewrite(_static()))
+    model = _static(through_relu=True)
+    assert rms_mean_to_matmul(model, PassReport()) is model
