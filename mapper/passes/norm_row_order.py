@@ -16,9 +16,14 @@ ops are views of the accelerator's memory instead of host copies.
 A QTable after the normalization (a QOperator model's requantization to the Reshape's
 parameters) is element-wise too: it may stand between it and the Reshape back.
 
+A GroupNorm of G > 1 groups (Reshape to [N, G, C/G * prod(S)]) reads each group's row the
+same way: x channel-last, regrouped [N, P, G, C/G] -> [N, G, P, C/G] by a Transpose that the
+accelerator copies (LOAD + COPY) instead of the host; back likewise.
+
 Taken when the Reshape's input has a static shape [N, C, *S] (rank >= 3) and is not a
 Transpose's output (the exporter ordered the row itself), its output is
-[N, 1, M] or [N, M] with M = C * prod(S), its only reader is a QLayerNorm whose only reader
+[N, 1, M] or [N, M] with M = C * prod(S) (or [N, G, M / G], 1 < G < C dividing C), its
+only reader is a QLayerNorm whose only reader
 (through QTables read only by the next) is a Reshape back to [N, C, *S].
 """
 
@@ -79,8 +84,7 @@ def _match(graph: Graph, node: Node, consumers: dict[str, list[Node]],
     source, flat = _shape(graph, node.inputs[0]), _shape(graph, node.outputs[0])
     if source is None or flat is None or len(source) < 3:
         return None
-    whole = math.prod(source[1:])
-    if flat not in ((source[0], 1, whole), (source[0], whole)):
+    if _groups(source, flat) is None:
         return None
     readers = consumers.get(node.outputs[0], [])
     if len(readers) != 1 or readers[0].op_type not in _ROW_NORMS:
@@ -103,27 +107,70 @@ def _match(graph: Graph, node: Node, consumers: dict[str, list[Node]],
     return norm, after[0]
 
 
+def _groups(source: tuple[int, ...], flat: tuple[int, ...]) -> int | None:
+    """G when `flat` is [N, G, M] (or [N, M] for G = 1) with M = C / G * prod(S) for `source`
+    [N, C, *S] and G < C dividing C; else None."""
+    whole = math.prod(source[1:])
+    if flat in ((source[0], 1, whole), (source[0], whole)):
+        return 1
+    if len(flat) != 3 or flat[0] != source[0] or flat[1] * flat[2] != whole:
+        return None
+    groups = flat[1]
+    return groups if 1 < groups < source[1] and source[1] % groups == 0 else None
+
+
+class _Steps:
+    """Builds the chain of Transposes and Reshapes that replaces one Reshape."""
+
+    def __init__(self, namer: Namer, base: str) -> None:
+        self.namer, self.base = namer, base
+        self.nodes: list[Node] = []
+        self.constants: list[Tensor] = []
+
+    def transpose(self, x: str, perm: tuple[int, ...], out: str = "") -> str:
+        out = out or self.namer(f"{self.base}_t")
+        self.nodes.append(make_node("Transpose", (x,), (out,), name=self.namer(
+            f"{self.base}_transpose"), attrs={"perm": perm}))
+        return out
+
+    def reshape(self, x: str, shape: tuple[int, ...], like: Node | None = None,
+                out: str = "") -> str:
+        out = out or self.namer(f"{self.base}_r")
+        target = self.namer(f"{self.base}_shape")
+        self.constants.append(tensor(target, np.array(shape, np.int64)))
+        if like is not None:  # the original node keeps its name (and its fate)
+            self.nodes.append(dataclasses.replace(like, inputs=(x, target), outputs=(out,)))
+        else:
+            self.nodes.append(make_node("Reshape", (x, target), (out,), name=self.namer(
+                f"{self.base}_reshape")))
+        return out
+
+
 def _reordered(graph: Graph, flatten: Node, back: Node, namer: Namer
                ) -> tuple[list[Node], list[Node], list[Tensor]]:
-    """The nodes replacing `flatten` and `back`, and their shape constants."""
-    source = _shape(graph, flatten.inputs[0])
-    assert source is not None
-    rank = len(source)
+    """The nodes replacing `flatten` and `back`, and their shape constants. Each row (a
+    group: channels g*C/G .. (g+1)*C/G - 1 at every position) is read position-major,
+    channel-minor: x channel-last [N, *S, C] (a view), for G > 1 regrouped [N, P, G, C/G] ->
+    [N, G, P, C/G] (a copy); back the same way."""
+    source, row = _shape(graph, flatten.inputs[0]), _shape(graph, flatten.outputs[0])
+    assert source is not None and row is not None
+    groups = _groups(source, row)
+    assert groups is not None
+    rank, positions = len(source), math.prod(source[2:])
     last_first = (0, *range(2, rank), 1)
     channels_last = tuple(source[i] for i in last_first)
     base = flatten.name or flatten.outputs[0]
-    moved, restored = namer(f"{base}_channels_last"), namer(f"{base}_restored")
-    flat_shape, back_shape = namer(f"{base}_row_shape"), namer(f"{base}_channels_last_shape")
-    row = _shape(graph, flatten.outputs[0])
-    assert row is not None
-    constants = [tensor(flat_shape, np.array(row, np.int64)),
-                 tensor(back_shape, np.array(channels_last, np.int64))]
-    first = [make_node("Transpose", (flatten.inputs[0],), (moved,),
-                       name=namer(f"{base}_to_channels_last"), attrs={"perm": last_first}),
-             dataclasses.replace(flatten, inputs=(moved, flat_shape))]
-    inverse = (0, rank - 1, *range(1, rank - 1))
-    last = [dataclasses.replace(back, inputs=(back.inputs[0], back_shape),
-                                outputs=(restored,)),
-            make_node("Transpose", (restored,), back.outputs,
-                      name=namer(f"{base}_from_channels_last"), attrs={"perm": inverse})]
-    return first, last, constants
+    split = (source[0], positions, groups, source[1] // groups)
+    into = _Steps(namer, base)
+    x = into.transpose(flatten.inputs[0], last_first)
+    if groups > 1:
+        x = into.transpose(into.reshape(x, split), (0, 2, 1, 3))
+    into.reshape(x, row, like=flatten, out=flatten.outputs[0])
+    out = _Steps(namer, base)
+    y = back.inputs[0]
+    if groups > 1:
+        y = out.transpose(out.reshape(y, (source[0], groups, positions, source[1] // groups)),
+                          (0, 2, 1, 3))
+    y = out.reshape(y, channels_last, like=back)
+    out.transpose(y, (0, rank - 1, *range(1, rank - 1)), out=back.outputs[0])
+    return into.nodes, out.nodes, into.constants + out.constants
