@@ -117,9 +117,10 @@ Order (each pass one module):
                         (after a first eliminate_dead: the fusions' unread DequantizeLinear
                         nodes would count as other readers of a table)
 15. eliminate_dead      unread nodes and constants
-16. norm_row_order      Reshape(x -> [N, 1, C*H*W]) -> QLayerNorm -> Reshape back (a GroupNorm
-                        of one group) -> the row read in channel-last order through Transposes
-                        (the same result; views instead of host copies)
+16. norm_row_order      Reshape(x -> [N, G, C/G*H*W]) -> QLayerNorm [-> QTable] -> Reshape back
+                        (torch's GroupNorm) -> each group's row read position-major through
+                        Transposes (the same result; views, and for G > 1 an accelerator copy,
+                        instead of host copies)
 Then the graph is rebound to operator versions and its shapes inferred again; the model
 imports the "systolic" domain (version 1) when it uses the fused ops. Every original node
 without a recorded outcome ends up "host" (with the reason a pattern gave, if any) or
