@@ -143,6 +143,8 @@ class _Plan:
     vectors: dict[str, int] = dataclasses.field(default_factory=dict)  # node -> LN gamma/beta
     operands: dict[str, tuple[int, tuple[int, ...]]] = dataclasses.field(
         default_factory=dict)  # node -> (index, shape) of its whole-tensor constant
+    cuts: dict[str, float] = dataclasses.field(
+        default_factory=dict)  # whole-tensor constant -> its softmax floor (a constant mask)
 
 
 def quantize_float(
@@ -174,6 +176,7 @@ def quantize_float(
     for name, floor in floors.floors.items():
         if name in ranges and name not in plan.shared:  # the mask's values cut (softmax_ranges)
             ranges[name] = (max(ranges[name][0], floor), ranges[name][1])
+    _constant_cuts(graph, plan, floors)
     params: dict[str, Params] = {}
     for value in plan.values:
         source = _root(plan, value)
@@ -185,6 +188,18 @@ def quantize_float(
         else:
             params[value] = _activation_params(*low_high)
     return dataclasses.replace(model, graph=_rewrite(graph, plan, params))
+
+
+def _constant_cuts(graph: Graph, plan: _Plan, floors: RowFloors) -> None:
+    """Record in `plan.cuts` the floor of each whole-tensor constant operand that has one: a
+    constant mask added to a Softmax's scores (LLaMA's causal triangle of 0 and float's
+    lowest). Its values below the floor are raised to it before quantizing, as a computed
+    mask's range is cut (`softmax_ranges`: every sum below the floor still saturates to the
+    lowest code), instead of a scale of ~1e36 that drowns the mask's zeros and needs a
+    requantization multiplier of ~1e37 (host)."""
+    names = [node.inputs[plan.operands[node.name][0]] for node in graph.nodes
+             if node.name in plan.operands]
+    plan.cuts.update(floors.constant_floors(names))
 
 
 def _float(graph: Graph, name: str) -> bool:
@@ -682,7 +697,10 @@ def _rewrite(graph: Graph, plan: _Plan, params: dict[str, Params]) -> Graph:
             new_tensors += tensors
         if node.name in plan.operands:  # a whole-tensor constant: int8 per tensor
             index, shape = plan.operands[node.name]
-            q, scale = quantized_operand(constants[node.inputs[index]], shape)
+            operand = constants[node.inputs[index]]
+            if (cut := plan.cuts.get(node.inputs[index])) is not None:  # a constant mask
+                operand = np.maximum(operand, np.float32(cut))
+            q, scale = quantized_operand(operand, shape)
             node, dq, tensors = _dequantized_constant(node, index, q, scale, namer)
             nodes.append(dq)
             new_tensors += tensors

@@ -68,6 +68,22 @@ class RowFloors:
                     found[mine] = self.row_floors[total] - self._highs[other]
         return found
 
+    def constant_floors(self, names: Sequence[str]) -> dict[str, float]:
+        """The floor of each constant of `names` whose every reader is an Add making a
+        Softmax input seen here: the least of floor(sum) - max(other operand) over those Adds
+        (a causal mask shared by every layer). Raising the constant's values to it is exact
+        for each Softmax, as for a cut operand of one Add."""
+        found: dict[str, float] = {}
+        for name in names:
+            cuts = [self.row_floors[total] - self._highs[pair[1 - pair.index(name)]]
+                    for total, pair in self._operands.items()
+                    if name in pair and total in self.row_floors
+                    and pair[1 - pair.index(name)] in self._highs]
+            readers = self._consumers.get(name, [])
+            if cuts and len(cuts) == len(readers) and name not in self._outputs:
+                found[name] = min(cuts)
+        return found
+
     def _alone(self, operand: str) -> bool:
         """True when one node reads `operand` and it is not a graph output."""
         return len(self._consumers.get(operand, [])) == 1 and operand not in self._outputs

@@ -209,6 +209,32 @@ def test_gather_elements_of_constant_indices_keeps_its_inputs_parameters():
     assert quantization_accuracy(model, fused, feeds)["cosine_similarity"] > 0.99
 
 
+def test_a_constant_causal_mask_is_cut_at_the_softmax_floor():
+    """LLaMA's exported mask: a constant [1, 1, S, S] of 0 and float32's lowest added to two
+    layers' scores [1, H, S, S] before their Softmaxes. Its values are raised to the softmax
+    floor before quantizing, so the sums are QAdds (a scale of ~1e36 needed a multiplier of
+    ~1e37: host) and the result stays close to the float model."""
+    r, heads, size = np.random.default_rng(9), 2, 6
+    mask = np.where(np.tril(np.ones((size, size), bool)), 0.0, np.finfo(np.float32).min)
+    constants = {"mask": mask.astype(np.float32).reshape(1, 1, size, size),
+                 "v": r.standard_normal((size, 4)).astype(np.float32)}
+    nodes = []
+    for k in ("1", "2"):
+        nodes += [node("Add", ["s" + k, "mask"], ["a" + k], name="add" + k),
+                  node("Softmax", ["a" + k], ["p" + k], axis=-1),
+                  node("MatMul", ["p" + k, "v"], ["y" + k], name="mm" + k)]
+    nodes.append(node("Add", ["y1", "y2"], ["y"], name="sum"))
+    shape = [1, heads, size, size]
+    model = build(nodes, [("s1", np.float32, shape), ("s2", np.float32, shape)],
+                  [("y", np.float32, [1, heads, size, 4])], constants, opset=17)
+    feeds = [{"s1": r.standard_normal(shape).astype(np.float32),
+              "s2": r.standard_normal(shape).astype(np.float32)} for _ in range(4)]
+    fused, _ = run_passes(model, calibration=feeds)
+    kinds = [n.op_type for n in fused.graph.nodes]
+    assert kinds.count("QAdd") == 3 and "Add" not in kinds
+    assert quantization_accuracy(model, fused, feeds)["cosine_similarity"] > 0.99
+
+
 def _float_range(model, feeds, value: str) -> tuple[float, float]:  # type: ignore[no-untyped-def]
     """(min, max) of `value` over `feeds` in the float model."""
     ranges = calibrate(model, feeds, [value])

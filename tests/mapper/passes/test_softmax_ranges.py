@@ -63,3 +63,29 @@ def test_the_operands_of_the_sum_are_cut_below_the_floor():  # type: ignore[no-u
     highest = max(float(f["scores"].max()) for f in feeds)
     assert floors.floors == {"s": row, "scores": row - 0.0, "mask": row - highest}
     assert RowFloors([softmax]).floors == {}  # without the graph: the sum's floor only
+
+
+def test_a_constant_mask_read_by_two_sums_gets_the_lower_floor():  # type: ignore[no-untyped-def]
+    """A constant mask added to two Softmaxes' scores (every layer of a decoder): its floor is
+    the least of floor(sum) - max(scores) over both; a value no such Add reads has none."""
+    from systolic.mapper.passes.softmax_ranges import RowFloors
+    from systolic.reference.executor import run_model
+
+    mask = np.zeros((2, 6), np.float32)
+    mask[:, 4:] = np.finfo(np.float32).min
+    nodes = [node("Add", ["a", "mask"], ["s1"]), node("Softmax", ["s1"], ["p1"]),
+             node("Add", ["b", "mask"], ["s2"]), node("Softmax", ["s2"], ["p2"]),
+             node("Add", ["p1", "p2"], ["y"])]
+    _, model = make(nodes, [("a", np.float32, (2, 6)), ("b", np.float32, (2, 6))],
+                    [("y", np.float32, (2, 6))], {"mask": mask})
+    softmaxes = [n for n in model.graph.nodes if n.op_type == "Softmax"]
+    floors = RowFloors(softmaxes, model.graph)
+    rng = np.random.default_rng(2)
+    feeds = [{"a": rng.normal(0, 2, (2, 6)).astype(np.float32),
+              "b": rng.normal(0, 5, (2, 6)).astype(np.float32)} for _ in range(3)]
+    for feed in feeds:
+        run_model(model, feed, on_node=floors)
+    rows = softmax_row_floors(model, feeds, softmaxes)
+    cuts = [rows[s] - max(float(f[x].max()) for f in feeds) for s, x in (("s1", "a"), ("s2", "b"))]
+    assert floors.constant_floors(["mask"]) == {"mask": min(cuts)}
+    assert floors.constant_floors(["p1"]) == {}  # no Add making a Softmax input reads it
