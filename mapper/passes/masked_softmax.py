@@ -23,7 +23,12 @@ Adds broadcast anyway: an Expand, an And with an all-true constant (the non-caus
 Adds broadcast in a way the vector unit does not (GPT-2's and CLIP's causal mask [1, 1, S, S]
 over the scores [1, H, S, S]) is then expanded to the Adds' result shape before the Cast, so
 the table and the sum take operands of one shape (an Expand after the arithmetic,
-`expand_computed_operand`'s, would keep the arithmetic float on the host).
+`expand_computed_operand`'s, would keep the arithmetic float on the host). A condition
+Not(c) is read as c with the branches swapped, and a condition And(K, c) of a constant bool K
+(the causal triangle beside the padding mask) as Cast(c) * Cast(K): a product by a constant
+(a QMul) instead of a boolean And on the host, exact for 0/1 values. `arithmetic_masks`
+first splits a Where of a bias tensor (`biased_masks`) and `finite_masks` first makes a
+masked_fill select of the scores additive (`additive_masks`).
 
 `quantized_isnan` (after quantization): IsNaN of a DequantizeLinear's result is false
 everywhere (an integer times a finite scale is never NaN), so a Where reading it as its
