@@ -1,4 +1,4 @@
-"""Nearest and linear resampling along axes, with the coordinate rules of ONNX Resize.
+"""Nearest, linear and cubic resampling along axes, with the coordinate rules of ONNX Resize.
 
 Each output index x of an axis maps to a coordinate in the input; the mapping is computed in
 float32 as onnxruntime does, so that nearest-neighbour choices on rounding boundaries agree.
@@ -62,9 +62,42 @@ def _nearest_index(coords: np.ndarray, rule: str, shrinking: bool) -> np.ndarray
     return index.astype(np.int64)
 
 
-def _resize_axis(data: np.ndarray, axis: int, coords: np.ndarray, mode: str, nearest: str,
-                 shrinking: bool) -> np.ndarray:  # fmt: skip
+def _cubic_weights(t: np.ndarray, a: float) -> np.ndarray:
+    """The four Keys cubic weights (taps at floor - 1 .. floor + 2) of fractions `t`, with
+    coefficient `a` (ONNX's cubic_coeff_a: -0.75 as PyTorch, -0.5 as TensorFlow), float64."""
+    d = np.stack([t + 1, t, 1 - t, 2 - t], axis=-1)  # distances to the four taps
+    near = ((a + 2) * d - (a + 3)) * d * d + 1  # |d| <= 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a  # 1 < |d| < 2
+    return np.asarray(np.where(d <= 1, near, far))
+
+
+def _cubic_axis(data: np.ndarray, axis: int, coords: np.ndarray, a: float,
+                exclude_outside: bool) -> np.ndarray:  # fmt: skip
+    """Cubic interpolation along `axis`: taps outside the input take the edge value, or with
+    `exclude_outside` weigh 0 and the others are renormalized (ONNX Resize)."""
     size_in = data.shape[axis]
+    wide = coords.astype(np.float64)
+    base = np.floor(wide).astype(np.int64)
+    weights = _cubic_weights(wide - base, a)
+    taps = base[:, None] + np.arange(-1, 3)[None, :]
+    if exclude_outside:
+        weights = np.where((taps < 0) | (taps >= size_in), 0.0, weights)
+        weights = weights / weights.sum(axis=1, keepdims=True)
+    taps = np.clip(taps, 0, size_in - 1)
+    shape = [1] * data.ndim
+    shape[axis] = -1
+    result = np.zeros(0)
+    for k in range(4):
+        term = np.take(data, taps[:, k], axis=axis) * weights[:, k].reshape(shape)
+        result = term if k == 0 else result + term
+    return np.asarray(result)
+
+
+def _resize_axis(data: np.ndarray, axis: int, coords: np.ndarray, mode: str, nearest: str,
+                 shrinking: bool, cubic: tuple[float, bool]) -> np.ndarray:  # fmt: skip
+    size_in = data.shape[axis]
+    if mode == "cubic":
+        return _cubic_axis(data, axis, coords, *cubic)
     if mode == "nearest":
         index = np.clip(_nearest_index(coords, nearest, shrinking), 0, size_in - 1)
         return np.asarray(np.take(data, index, axis=axis))
@@ -89,17 +122,22 @@ def resize(
     nearest_mode: str = "round_prefer_floor",
     roi: Sequence[tuple[float, float]] | None = None,
     extrapolation_value: float = 0.0,
+    cubic_coeff_a: float = -0.75,
+    exclude_outside: bool = False,
 ) -> np.ndarray:
     """Return `x` resampled to `out_shape`.
 
     `scales` are the float32 per-axis factors (output over input unless given otherwise);
-    `mode` is "nearest" or "linear" (n-linear over every resized axis, computed in float64);
+    `mode` is "nearest", "linear" (n-linear over every resized axis, computed in float64) or
+    "cubic" (float x only; Keys cubic of `cubic_coeff_a` per resized axis, float64, taps
+    outside the input at the edge value or, with `exclude_outside`, dropped and the weights
+    renormalized);
     `roi` gives (start, end) per axis for tf_crop_and_resize, whose coordinates outside the
     input take `extrapolation_value`. A nearest index outside the input is clamped to it.
     Integer `x` resampled linearly: the float64 result truncated toward zero (onnxruntime's
     cast).
     """
-    result = x.astype(np.float64) if mode == "linear" else x
+    result = x.astype(np.float64) if mode in ("linear", "cubic") else x
     outside = np.zeros(tuple(out_shape), dtype=bool)
     for axis, (size_in, size_out) in enumerate(zip(x.shape, out_shape, strict=True)):
         box = roi[axis] if roi is not None else (0.0, 1.0)
@@ -112,7 +150,7 @@ def resize(
         elif size_in == size_out and np.array_equal(coords, np.arange(size_out)):
             continue
         result = _resize_axis(result, axis, coords, mode, nearest_mode,
-                              bool(scales[axis] < 1))
+                              bool(scales[axis] < 1), (cubic_coeff_a, exclude_outside))
     if coordinate_mode == "tf_crop_and_resize":
         result = np.where(outside, np.asarray(extrapolation_value, result.dtype), result)
     return np.asarray(result).astype(x.dtype, copy=False)

@@ -1,7 +1,9 @@
-"""Resize and its deprecated predecessor Upsample: nearest and linear resampling.
+"""Resize and its deprecated predecessor Upsample: nearest and linear resampling, and Resize's
+cubic resampling of float tensors (a bicubic position-embedding interpolation: DINOv2).
 
 The output shape must be known before running, so scales, sizes and roi must be constants
-(or folded from constants). Cubic interpolation and antialiased shrinking are refused. A linear
+(or folded from constants). Antialiased shrinking and cubic resampling of integers are
+refused. A linear
 Resize of integers (a QOperator export's uint8 Resize) interpolates in float64 and truncates
 toward zero, as onnxruntime's CPU kernel casts its float result (onnxruntime sums in float32:
 where that sum falls just below a whole number, for non-dyadic weights, it is 1 lower).
@@ -50,13 +52,12 @@ class _Resample(Op):
     def parse_mode(self) -> None:
         """Read and check the `mode` attribute."""
         self.mode = str_attr(self, "mode", "nearest")
-        if self.mode == "cubic":
-            raise UnsupportedError(
-                f"node {self.node_label!r} (ai.onnx.{self.op_type}:{self.version}): mode "
-                "'cubic' is not implemented by the host reference; re-export the model with "
-                "mode 'linear' or 'nearest'")
-        if self.mode not in ("nearest", "linear"):
-            raise self.error(f"mode {self.mode!r} is not one of nearest, linear, cubic")
+        if self.mode not in ("nearest", "linear", "cubic") or (
+                self.mode == "cubic" and self.op_type != "Resize"):
+            raise self.error(f"mode {self.mode!r} is not one of nearest, linear"
+                             + (", cubic" if self.op_type == "Resize" else ""))
+        self.cubic_coeff_a = float_attr(self, "cubic_coeff_a", -0.75)
+        self.exclude_outside = bool(int_attr(self, "exclude_outside", 0))
 
     def plan(self, shape: tuple[int, ...], values: Sequence[np.ndarray | None]) -> Plan:
         """Return the output shape, scales and roi for an input of `shape`, from the values
@@ -82,6 +83,11 @@ class _Resample(Op):
         x = inputs[0]
         assert x is not None
         check_type(self, x, NUMERIC_TYPES, "X")
+        if self.mode == "cubic" and np.dtype(x.dtype.numpy).kind != "f":
+            raise UnsupportedError(
+                f"node {self.node_label!r} (ai.onnx.{self.op_type}:{self.version}): mode "
+                f"'cubic' of {x.dtype.name} is not implemented by the host reference (float "
+                "only); re-export the model with mode 'linear' or 'nearest'")
         out_shape, _, _ = self.plan(x.shape, self._values(inputs))
         return fold(self, inputs, [TensorInfo(x.dtype, out_shape)])
 
@@ -91,7 +97,8 @@ class _Resample(Op):
         out_shape, scales, roi = self.plan(x.shape, list(inputs[1:]))
         return [resize(x, out_shape, scales, mode=self.mode, coordinate_mode=self.coordinate_mode,
                        nearest_mode=self.nearest_mode, roi=roi,
-                       extrapolation_value=self.extrapolation_value)]
+                       extrapolation_value=self.extrapolation_value,
+                       cubic_coeff_a=self.cubic_coeff_a, exclude_outside=self.exclude_outside)]
 
     def from_scales(self, shape: tuple[int, ...], scales: Sequence[float]) -> Plan:
         """Return the plan for per-axis scales: each output size is floor(size * scale)."""
@@ -247,7 +254,7 @@ class Resize(_Resample):
         out, factors, _ = plan
         if any(d < 1 for d in out):
             raise self.error(f"the output shape {list(out)} is empty")
-        if self.antialias and self.mode == "linear" and any(f < 1 for f in factors):
+        if self.antialias and self.mode != "nearest" and any(f < 1 for f in factors):
             raise UnsupportedError(
                 f"node {self.node_label!r} (ai.onnx.Resize:{self.version}): antialias=1 when "
                 "shrinking is not implemented by the host reference; set antialias=0")

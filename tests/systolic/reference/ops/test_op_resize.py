@@ -117,10 +117,10 @@ def test_upsample_refuses_to_shrink():
         run_ours("Upsample", [X], {"scales": [1.0, 1.0, 0.5, 1.0]}, 7)
 
 
-def test_resize_refuses_cubic():
-    with pytest.raises(UnsupportedError, match=r"mode 'cubic' is not implemented by the host "
-                                               r"reference; re-export the model with mode"):
-        make_op("Resize", {"mode": "cubic"}, 13)
+def test_upsample_refuses_cubic():
+    """Upsample has no cubic mode (Resize's cubic: test_op_resize_cubic)."""
+    with pytest.raises(ModelError, match=r"mode 'cubic' is not one of nearest, linear$"):
+        make_op("Upsample", {"mode": "cubic"}, 9)
 
 
 def test_resize_refuses_an_unknown_coordinate_mode():
