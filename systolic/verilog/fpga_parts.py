@@ -14,7 +14,8 @@ the GW2A-18 of the Tang Primer 20K, at their boards' speed grades.
 The families differ in the LUT mapping (classic ABC into LUT4s and the family's wide-function
 multiplexers: up to 7 inputs on ECP5, 5 on Nexus, 8 on Gowin), in the latch mapping Yosys
 leaves to the map_luts step (Lattice only), and in the clock constraint (an LPF file for
-nextpnr-ecp5, nextpnr's `--freq` for the others; pins in a PDC or CST file, fpga_constraints.py).
+nextpnr-ecp5, nextpnr's `--freq` for the others; pins in a PDC or CST file, fpga_constraints.py);
+Nexus parts clock the harness from the on-chip oscillator (`oscillator`, fpga_clock.py).
 
 What the report counts: ECP5's and Nexus' LUTs are nextpnr's TRELLIS_COMB/OXIDE_COMB cells
 (LUT4s and carry halves) and their block RAMs DP16KD/OXIDE_EBR. ECP5's DSP figure is its
@@ -59,6 +60,8 @@ class Part:
     equivalents: tuple[tuple[str, str, int], ...] = ()
     #: cell types of nextpnr's table that are no resource (never a shortfall)
     ignored_cells: tuple[str, ...] = ()
+    #: the on-chip oscillator clocking the harness (fpga_clock.py), None: the `clk` pin
+    oscillator: str | None = None
 
     @property
     def resources(self) -> dict[str, str]:
@@ -108,6 +111,7 @@ def _nexus(size: str, package: str, pins: tuple[tuple[str, str], ...]) -> Part:
         lut_mapping="abc -lut 4:5 -dress",
         constraints="pdc",
         pins=pins,
+        oscillator="nexus",
     )
 
 

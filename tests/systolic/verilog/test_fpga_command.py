@@ -9,6 +9,7 @@ import pytest
 
 from systolic.commands.cli import main
 from systolic.verilog import fpga_flow, fpga_tools
+from systolic.verilog.fpga_failures import FpgaToolError
 from systolic.verilog.fpga_flow import FpgaResult
 
 SMALL = ["--array", "2x2", "--spad-kib", "8", "--acc-kib", "2"]
@@ -68,3 +69,16 @@ def test_result_goes_to_text_and_json(tmp_path: Path, capsys, monkeypatch) -> No
     text = capsys.readouterr().out
     assert "\nFPGA ecp5-85k (LFE5U-85F-6CABGA381; ; synthesis 1 s, place and route 2 s):\n" in text
     assert "    LUTs: 3 needed, 2 available (1 over)\n" in text
+
+
+def test_tool_failure_is_one_line_exit_2(tmp_path: Path, capsys, monkeypatch) -> None:
+    message = ("nextpnr failed on nexus-40k: Failed to route arc 0.0 of net "
+               "'accelerator.clk' (log: /cache/failed-nextpnr-nexus-40k.log)")
+
+    def failing(verilog: str, top: str, part, *, target_mhz: float) -> FpgaResult:
+        raise FpgaToolError(message)
+
+    monkeypatch.setattr(fpga_tools, "check_tools", lambda part: None)
+    monkeypatch.setattr(fpga_flow, "implement", failing)
+    assert main(["verilog", *SMALL, "--fpga", "nexus-40k", "-o", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == f"systolic: error: {message}\n"

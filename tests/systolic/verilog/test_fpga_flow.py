@@ -11,6 +11,7 @@ from systolic.config import ArrayConfig
 from systolic.errors import ConfigError
 from systolic.verilog import fpga_flow, fpga_tools
 from systolic.verilog.bundle import render_bundle
+from systolic.verilog.fpga_failures import FpgaToolError
 from systolic.verilog.fpga_flow import FpgaResult, implement, nextpnr_args, synth_script
 from systolic.verilog.fpga_harness import top_ports
 from systolic.verilog.fpga_parts import PARTS, find_part
@@ -72,10 +73,10 @@ def test_results_are_cached_by_content_and_a_broken_entry_is_rebuilt(cache: Path
 
 def test_failed_run_leaves_no_entry(cache: Path, monkeypatch) -> None:
     def failing(*args: object) -> FpgaResult:
-        raise RuntimeError("nextpnr failed on ecp5-25k:\nERROR: something")
+        raise FpgaToolError("nextpnr failed on ecp5-25k: something (no log)")
 
     monkeypatch.setattr(fpga_flow, "_run", failing)
-    with pytest.raises(RuntimeError, match=r"^nextpnr failed on ecp5-25k:"):
+    with pytest.raises(FpgaToolError, match=r"^nextpnr failed on ecp5-25k:"):
         implement(MAC_RAM, "mac_ram", PART, progress=None)
     assert list(cache.iterdir()) == []
 

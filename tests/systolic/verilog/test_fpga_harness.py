@@ -7,6 +7,7 @@ import pytest
 from systolic.config import ArrayConfig
 from systolic.verilog.bundle import render_bundle
 from systolic.verilog.fpga_harness import HARNESS_TOP, HarnessPorts, harness_verilog, top_ports
+from systolic.verilog.fpga_parts import PARTS
 
 from .make_fpga_data import MAC_RAM
 
@@ -60,3 +61,17 @@ def test_one_bit_chains_have_no_slice() -> None:
     assert "    chain_in <= serial_in;" in text
     assert "    chain_out <= capture ? result : 1'b0;" in text
     assert "    .y(result[0:0])\n  );" in text
+
+
+def test_nexus_harness_is_clocked_by_the_oscillator() -> None:
+    ports = top_ports(MAC_RAM, "mac_ram")
+    text = harness_verilog("mac_ram", ports, oscillator=PARTS["nexus-40k"].oscillator,
+                           target_mhz=100.0)
+    assert "  wire oscillator_clk;" in text
+    assert ('  OSCA #(.HF_CLK_DIV("3")) oscillator (.HFOUTEN(1\'b1), .HFSDSCEN(1\'b0), '
+            ".HFCLKOUT(oscillator_clk));") in text
+    assert "  always @(posedge oscillator_clk) begin" in text
+    assert "    .clk(oscillator_clk)," in text and "posedge clk" not in text
+    assert f"module {HARNESS_TOP}(clk, rst, serial_in, capture, serial_out);" in text
+    assert PARTS["ecp5-85k"].oscillator is None and PARTS["gw2a-18"].oscillator is None
+    assert "OSCA" not in harness_verilog("mac_ram", ports)
