@@ -27,6 +27,7 @@ from systolic.mapper.lowering.multiply import (
     rows_are_channels,
 )
 from systolic.mapper.lowering.node_attrs import int_attr
+from systolic.mapper.lowering.row_fold import fold_long_rows
 from systolic.mapper.lowering.vector_tiles import SpadWindow, vector_tiles
 
 __all__ = ["lower_add"]
@@ -64,6 +65,10 @@ def lower_add(node: Node, ctx: LayerContext, window: SpadWindow | None = None,
     info = np.iinfo(types[2].numpy)
     quarter = window.rows // 4
     block = min(y_map.height, quarter // y_map.width)
+    if block == 0 and b_map is not None and (
+            folded := fold_long_rows([a_map, b_map, y_map], quarter)) is not None:
+        a_map, b_map, y_map = folded  # rows longer than a quarter: the same pixels, shorter rows
+        block = min(y_map.height, quarter // y_map.width)
     if block == 0:
         raise ResourceError(
             f"QAdd {node.label!r}: an image row of {y_map.width} pixels does not fit a quarter "

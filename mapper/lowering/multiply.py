@@ -28,6 +28,7 @@ from systolic.mapper.lowering.feature_map import (
     load_pixels,
 )
 from systolic.mapper.lowering.node_attrs import int_attr
+from systolic.mapper.lowering.row_fold import fold_long_rows
 from systolic.mapper.lowering.vector_tiles import VectorTile, vector_tiles
 from systolic.reference.ops.op_systolic_qmul import last_axis_broadcast, per_channel_broadcast
 
@@ -175,6 +176,10 @@ def lower_qmul(node: Node, ctx: LayerContext) -> list[Instruction]:
     check_same_layout(f"QMul {node.label!r}", maps)
     quarter = depth(ctx.config, Memory.SPAD_IN) // 4
     block = min(y_map.height, quarter // y_map.width)
+    if block == 0 and b_map is not None and (
+            folded := fold_long_rows([a_map, b_map, y_map], quarter)) is not None:
+        a_map, b_map, y_map = folded  # rows longer than a quarter: the same pixels, shorter rows
+        block = min(y_map.height, quarter // y_map.width)
     if block == 0:
         raise ResourceError(
             f"QMul {node.label!r}: an image row of {y_map.width} pixels does not fit a quarter "
