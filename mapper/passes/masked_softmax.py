@@ -45,6 +45,7 @@ import numpy as np
 from systolic.ir import DataType, Graph, Model, Node, Tensor
 from systolic.mapper.passes.additive_masks import additive_masks
 from systolic.mapper.passes.biased_masks import split_biased_masks
+from systolic.mapper.passes.constant_masks import finite_constant_masks
 from systolic.mapper.passes.expand_computed_operand import broadcast_operand
 from systolic.mapper.passes.graph_tools import (
     Namer,
@@ -68,8 +69,8 @@ def finite_masks(model: Model, report: PassReport) -> Model:
     """Return `model` with the -inf branch of each additive Softmax mask (module docstring)
     replaced by the lowest finite value of its type, or `model` itself when there is none.
     A select of the scores before a Softmax (masked_fill) is made additive first
-    (`additive_masks`)."""
-    model = additive_masks(model, report)
+    (`additive_masks`), and a constant mask's -inf entries finite (`constant_masks`)."""
+    model = finite_constant_masks(additive_masks(model, report), report)
     graph = model.graph
     constants, consumers = constants_of(graph), graph.consumers()
     namer, added, nodes = Namer(graph), [], []
