@@ -1,4 +1,4 @@
-"""N-D convolution (1-D, 2-D, 3-D ...) by im2col and one batched matmul per call.
+"""N-D convolution (1-D, 2-D, 3-D ...) by im2col and batched matmuls.
 
 Shared by Conv, ConvInteger and QLinearConv. Integer callers subtract zero points first and
 pass the differences; the kernel only multiplies and accumulates.
@@ -6,51 +6,35 @@ pass the differences; the kernel only multiplies and accumulates.
 Layouts are ONNX's: x is [N, C, *spatial], w is [M, C/group, *kernel], pads list all begins
 then all ends, and the result is [N, M, *out_spatial].
 
-Inside `reused_scratch()` (the calibration's runs), the im2col matrix of every call is built
-in one buffer of the calling thread, grown to the largest and freed when the block ends,
-instead of fresh memory each call: the values and the products are the same, but the kernel
-no longer zeroes hundreds of megabytes of new pages per model run (about a quarter of the
-CPU time of a float VGG-19 calibration).
+A large convolution is computed a block of output rows at a time (`CHUNK_BYTES` of im2col
+matrix, `conv_columns.columns`), so the matrix and the product's rows stay in cache instead
+of going through memory twice. Every output element still comes out of the same BLAS product
+shape in its depth (K) and its operand roles, in a block that starts at a multiple of
+`ALIGN` positions and is at least that long, so its sum is the one a single product gives
+(OpenBLAS sums each element in K order, in K blocks set by K alone; only a block of one
+position, a matrix-vector product, and an odd position at a block's end take other kernels).
+`reused_scratch()` (the calibration's runs) builds every block in one reused buffer.
 """
 
-import contextlib
 import math
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["conv_nd", "conv_output_shape", "exact_in_float64", "resolve_auto_pad",
-           "reused_scratch"]  # fmt: skip
+from systolic.reference.kernels.conv_columns import columns, converted, reused_scratch
 
-_scratch = threading.local()
-"""`buffer`: this thread's reused im2col memory (uint8) inside `reused_scratch()`, else unset."""
+__all__ = ["ALIGN", "CHUNK_BYTES", "MIN_POSITIONS", "conv_nd", "conv_output_shape", "exact_in_float64",
+           "resolve_auto_pad", "reused_scratch"]  # fmt: skip
 
+CHUNK_BYTES = 4 << 20
+"""Target size of one block's im2col matrix and product; a convolution under two blocks is
+one product."""
 
-@contextlib.contextmanager
-def reused_scratch() -> Iterator[None]:
-    """Within the block, `conv_nd` calls of this thread build their im2col matrices in one
-    reused buffer (freed at the end of the outermost block); results are unchanged."""
-    outer = getattr(_scratch, "buffer", None)
-    if outer is None:
-        _scratch.buffer = np.empty(0, np.uint8)
-    try:
-        yield
-    finally:
-        if outer is None:
-            del _scratch.buffer
+MIN_POSITIONS = 2048
+"""Fewest output positions in a block (BLAS packs the weights again for every block)."""
 
-
-def _empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """Return an uninitialised array: fresh, or in the thread's scratch inside
-    `reused_scratch()` (valid until the next call)."""
-    buffer: np.ndarray | None = getattr(_scratch, "buffer", None)
-    if buffer is None:
-        return np.empty(shape, dtype)
-    size = math.prod(shape) * dtype.itemsize
-    if buffer.size < size:
-        buffer = _scratch.buffer = np.empty(size, np.uint8)
-    return buffer[:size].view(dtype).reshape(shape)
+ALIGN = 64
+"""Every block but the last holds a multiple of this many output positions."""
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 """The values of the ONNX `auto_pad` attribute."""
@@ -192,73 +176,64 @@ def conv_nd(
     out_spatial = conv_output_shape(x.shape[2:], kernel, strides, pads, dilations)
     if any(size < 1 for size in out_spatial):
         raise ValueError(f"conv_nd: the kernel {tuple(kernel)} does not fit the padded input")
-    out_count = int(np.prod(out_spatial, dtype=np.int64))
-    depth = c_per_group * int(np.prod(kernel, dtype=np.int64))
-
-    # cols[g, C/g * kernel, N * out]: one row per (channel, kernel offset) in w's order.
-    cols = _columns(x, kernel, strides, pads, dilations, out_spatial, compute)
-    cols = cols.reshape(group, depth, n * out_count)
-    weights = w.astype(compute, copy=False).reshape(group, m // group, depth)
-    # [g, N * out, M/g]. Both operands are handed to BLAS transposed (no copy): the product
-    # has the same operand roles as cols[N * out, depth] @ weights.T, hence every element the
-    # same summation order (a float result must not depend on how the operands are laid out).
-    rows = cols.transpose(0, 2, 1)
-    if m // group == 1 or n * out_count == 1:
-        # A matrix-vector product: BLAS sums in an order that depends on the layout; keep
-        # the row-major one.
-        rows = np.ascontiguousarray(rows)
-    result = np.matmul(rows, weights.transpose(0, 2, 1))
-    if bias is not None:
-        result += bias.astype(compute, copy=False).reshape(group, 1, m // group)
-    result = result.reshape(group, n, out_count, m // group).transpose(1, 0, 3, 2)
+    out_count = math.prod(out_spatial)
+    per_group, depth = m // group, c_per_group * math.prod(kernel)
+    # Both operands are handed to BLAS transposed (no copy): each product has the operand
+    # roles of cols[positions, depth] @ weights.T, hence every element the same summation
+    # order (a float result must not depend on how the operands are laid out).
+    weights = converted(w, compute).reshape(group, per_group, depth).transpose(0, 2, 1)
+    offsets = None if bias is None else bias.astype(compute, copy=False).reshape(group, 1, -1)
+    # A matrix-vector product: BLAS sums in an order that depends on the layout; keep the
+    # row-major one, in a single product.
+    vector = per_group == 1 or n * out_count == 1
+    final = np.empty((n, group, per_group, out_count),
+                     (out_dtype or acc) if compute == acc else compute)  # fmt: skip
+    unit = out_count // out_spatial[0]
+    position_bytes = (c * math.prod(kernel) + m) * compute.itemsize
+    for units in _chunks(n * out_spatial[0], unit, position_bytes, vector):
+        cols = columns(x, kernel, strides, pads, dilations, out_spatial, compute, units)
+        rows = cols.reshape(group, depth, len(units) * unit).transpose(0, 2, 1)
+        if vector:
+            rows = np.ascontiguousarray(rows)
+        result = np.matmul(rows, weights)  # [g, positions, M/g]
+        if offsets is not None:
+            result += offsets
+        _place(final, result, units.start * unit)
     if compute == acc:
-        final = np.empty((n, group, m // group, out_count), out_dtype or acc)
-        final[...] = result
         return final.reshape((n, m, *out_spatial))
-    result = np.ascontiguousarray(result).reshape((n, m, *out_spatial))
+    summed = final.reshape((n, m, *out_spatial))
     if compute.kind == "f":
-        result = result.astype(np.int64)
-    converted: np.ndarray = result.astype(acc)
-    return converted
+        summed = summed.astype(np.int64)
+    wrapped: np.ndarray = summed.astype(acc)
+    return wrapped
 
 
-def _columns(
-    x: np.ndarray,
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    pads: Sequence[int],
-    dilations: Sequence[int],
-    out_spatial: Sequence[int],
-    compute: np.dtype,
-) -> np.ndarray:
-    """Return the im2col matrix [C, *kernel, N, *out] in `compute`: element (c, k, n, o) is
-    x[n, c] at o * stride + k * dilation - pad_begin, zero outside x.
+def _chunks(units: int, unit: int, position_bytes: int, vector: bool) -> list[range]:
+    """Split `units` output rows of `unit` positions each (`position_bytes` of im2col matrix
+    and product per position) into consecutive runs of about CHUNK_BYTES and at least
+    MIN_POSITIONS positions: every run but the last holds a multiple of ALIGN positions, the
+    last at least half a run. One run for a matrix-vector product or under two runs' worth."""
+    step = ALIGN // math.gcd(unit, ALIGN)  # units per ALIGN-multiple of positions
+    positions = max(MIN_POSITIONS, CHUNK_BYTES // position_bytes)
+    size = max(1, positions // (unit * step)) * step
+    if vector or units < 2 * size:
+        return [range(units)]
+    starts = list(range(0, units, size))
+    if units - starts[-1] < size // 2:
+        starts.pop()  # a short tail joins the run before it
+    return [range(start, end) for start, end in zip(starts, [*starts[1:], units], strict=True)]
 
-    Filled one kernel offset at a time from strided slices of x (each a block copy along the
-    innermost output axis), converting to `compute` on the way; no padded copy of x is made.
-    """
-    rank = len(kernel)
-    n, c = x.shape[:2]
-    cols = _empty((c, *kernel, n, *out_spatial), compute)
-    x_by_channel = x.transpose(1, 0, *range(2, 2 + rank))  # [C, N, *spatial], a view
-    padded = any(pads)
-    if padded:
-        cols[...] = 0
-    for offset in np.ndindex(*kernel):
-        src: list[slice] = []
-        dst: list[slice] = []
-        for axis in range(rank):
-            size, out, stride = x.shape[2 + axis], out_spatial[axis], strides[axis]
-            start = offset[axis] * dilations[axis] - pads[axis]
-            # Output positions o with 0 <= start + o * stride < size.
-            first = -(start // stride) if start < 0 else 0  # ceil(-start / stride)
-            last = min(out, (size - 1 - start) // stride + 1) if size - 1 >= start else 0
-            if last <= first:
-                break
-            begin = start + first * stride
-            src.append(slice(begin, begin + (last - first - 1) * stride + 1, stride))
-            dst.append(slice(first, last))
-        else:
-            cols[(slice(None), *offset, slice(None), *dst)] = x_by_channel[
-                (slice(None), slice(None), *src)]
-    return cols
+
+def _place(final: np.ndarray, result: np.ndarray, first: int) -> None:
+    """Write `result` [g, positions, M/g] (positions first.. of the flattened [N, *out]) into
+    `final` [N, g, M/g, out], one image's part at a time, rounded to final's type first (the
+    same values as rounding while transposing, in one contiguous pass)."""
+    result = result.astype(final.dtype, copy=False)
+    out_count = final.shape[3]
+    position, end = first, first + result.shape[1]
+    while position < end:
+        image, cell = divmod(position, out_count)
+        stop = min(end, (image + 1) * out_count)
+        final[image, :, :, cell:cell + stop - position] = result[
+            :, position - first:stop - first].transpose(0, 2, 1)
+        position = stop

@@ -1,6 +1,9 @@
+import itertools
+
 import numpy as np
 import pytest
 
+from systolic.reference.kernels import conv as conv_module
 from systolic.reference.kernels.conv import (
     conv_nd,
     conv_output_shape,
@@ -176,3 +179,50 @@ def test_kernel_larger_than_padded_input_is_refused():
     with pytest.raises(ValueError, match=r"does not fit the padded input"):
         conv_nd(x, w, strides=(1, 1), pads=(0,) * 4, dilations=(1, 1), group=1,
                 acc_dtype=np.float64)
+
+
+CHUNKED_GEOMETRIES = [
+    # x shape, w shape, strides, pads, dilations, group: more than two blocks' worth of
+    # output rows once the blocks are made small (odd rows of 37 positions: blocks of 64 rows,
+    # the last one short; blocks that start and end inside an image)
+    ((4, 4, 40, 37), (8, 4, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ((2, 6, 20, 16), (10, 3, 3, 3), (1, 1), (1, 0, 1, 2), (1, 1), 2),  # rows of 16 positions
+    ((3, 5, 300), (7, 5, 4), (2,), (3, 0), (1,), 1),  # 1-D: one position per row
+    ((1, 3, 9, 8, 8), (4, 3, 3, 3, 3), (1, 1, 1), (1, 1, 1, 1, 1, 1), (1, 1, 1), 1),
+]
+
+
+@pytest.mark.parametrize(("xs", "ws", "strides", "pads", "dil", "group"), CHUNKED_GEOMETRIES)
+def test_blocks_of_output_rows_give_the_single_product_bit_for_bit(
+        xs, ws, strides, pads, dil, group, monkeypatch):  # fmt: skip
+    monkeypatch.setattr(conv_module, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(conv_module, "MIN_POSITIONS", 64)
+    r = np.random.default_rng(64)
+    x = r.standard_normal(xs).astype(np.float32)
+    w = r.standard_normal(ws).astype(np.float32)
+    geometry = {"strides": strides, "pads": pads, "dilations": dil, "group": group}
+    out = conv_output_shape(xs[2:], ws[2:], strides, pads, dil)
+    unit = int(np.prod(out[1:]))
+    position_bytes = (xs[1] * int(np.prod(ws[2:])) + ws[0]) * 8
+    assert len(conv_module._chunks(xs[0] * out[0], unit, position_bytes, False)) > 2
+    got = conv_nd(x, w, acc_dtype=np.float64, **geometry)
+    assert got.tobytes() == _row_major_im2col_conv(x, w, strides, pads, dil, group).tobytes()
+    integer = r.integers(-128, 128, xs).astype(np.int32), r.integers(-128, 128, ws).astype(
+        np.int32)
+    exact = conv_nd(*integer, acc_dtype=np.int32, **geometry)
+    monkeypatch.setattr(conv_module, "CHUNK_BYTES", 1 << 30)
+    np.testing.assert_array_equal(exact, conv_nd(*integer, acc_dtype=np.int32, **geometry))
+
+
+@pytest.mark.parametrize(("units", "unit"), [(160, 37), (40, 16), (1000, 1), (7, 64), (130, 3)])
+def test_blocks_hold_multiples_of_align_positions_and_a_last_of_at_least_half(
+        units, unit, monkeypatch):  # fmt: skip
+    monkeypatch.setattr(conv_module, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(conv_module, "MIN_POSITIONS", 64)
+    runs = conv_module._chunks(units, unit, 8, False)
+    assert runs[0].start == 0 and runs[-1].stop == units
+    assert all(a.stop == b.start for a, b in itertools.pairwise(runs))
+    if len(runs) > 1:
+        assert all(len(run) * unit % conv_module.ALIGN == 0 for run in runs[:-1])
+        assert 2 * len(runs[-1]) >= len(runs[0])
+    assert conv_module._chunks(units, unit, 8, True) == [range(units)]  # matrix-vector

@@ -5,7 +5,7 @@ and the buffer is gone after the outermost block."""
 import numpy as np
 import pytest
 
-from systolic.reference.kernels import conv
+from systolic.reference.kernels import conv_columns as conv
 from systolic.reference.kernels.conv import conv_nd, reused_scratch
 
 CASES = [  # (x shape, w shape, strides, pads, dilations, group, acc)
@@ -61,3 +61,21 @@ def test_a_result_never_shares_the_scratch() -> None:
 def test_outside_the_block_memory_is_fresh(case: tuple) -> None:  # type: ignore[type-arg]
     _run(case, np.random.default_rng(4))
     assert getattr(conv._scratch, "buffer", None) is None
+
+
+def test_read_only_weights_are_converted_once_per_block() -> None:
+    weight = np.arange(24, dtype=np.float32).reshape(2, 3, 2, 2)
+    weight.flags.writeable = False
+    f64 = np.dtype(np.float64)
+    outside = conv.converted(weight, f64)
+    assert conv.converted(weight, f64) is not outside  # nothing is kept outside the block
+    with reused_scratch():
+        first = conv.converted(weight, f64)
+        assert conv.converted(weight, f64) is first
+        assert conv.converted(weight.reshape(2, 12), f64) is not first  # another layout
+        assert conv.converted(weight.reshape(2, 3, 2, 2), f64) is first  # a view, same layout
+        writable = weight.copy()
+        assert conv.converted(writable, f64) is not conv.converted(writable, f64)
+        np.testing.assert_array_equal(first, outside)
+        assert first.dtype == np.float64
+    assert getattr(conv._scratch, "kept", None) is None
