@@ -176,9 +176,10 @@ def lower_qmul(node: Node, ctx: LayerContext) -> list[Instruction]:
     check_same_layout(f"QMul {node.label!r}", maps)
     quarter = depth(ctx.config, Memory.SPAD_IN) // 4
     block = min(y_map.height, quarter // y_map.width)
-    if block == 0 and b_map is not None and (
-            folded := fold_long_rows([a_map, b_map, y_map], quarter)) is not None:
-        a_map, b_map, y_map = folded  # rows longer than a quarter: the same pixels, shorter rows
+    if block == 0 and (b_map is not None or form == "channel") and (
+            folded := fold_long_rows([a_map, y_map] + ([b_map] if b_map else []), quarter)):
+        a_map, y_map, *rest = folded  # rows longer than a quarter: the same pixels, shorter
+        b_map = rest[0] if rest else None  # rows (a per-channel B is one row for every pixel)
         block = min(y_map.height, quarter // y_map.width)
     if block == 0:
         raise ResourceError(

@@ -19,9 +19,9 @@ per channel, which the vector unit computes as a QMul and a QAdd of per-channel 
   epsilon=0) that `fold_batchnorm` (the next step) folds into the weights and bias, when
   its preconditions hold (x has no other reader, is no graph output, constant weights ...)
   and the chain is not a lone BatchNormalization already (left as it is);
-- otherwise, for x of rank 4 (stored channel-last, as the vector unit's per-channel
-  broadcast needs) with more than one channel, it becomes Mul(x, s[1, C, 1, 1]) ->
-  Add(t[1, C, 1, 1]), the Mul left out when every s is 1 and the Add when every t is 0 (a
+- otherwise, for x of rank 4 or 3 (stored channel-last, as the vector unit's per-channel
+  broadcast needs; [N, C, T]: a BatchNorm1d after an Add of Conv1d outputs) with more than
+  one channel, it becomes Mul(x, s[1, C, 1, 1]) -> Add(t[1, C, 1, 1]) (rank 3: [1, C, 1]), the Mul left out when every s is 1 and the Add when every t is 0 (a
   chain that is the identity, or one Mul/Add of a [1, C, 1, 1] constant already, is left
   as it is); for x [M, C] (rank 2: C is the last axis, BatchNorm1d after a pooled or
   flattened Linear, LeViT) likewise with [C] constants (QMul and QAdd along the last axis),
@@ -57,9 +57,10 @@ from systolic.mapper.passes.report import PassReport
 __all__ = ["channel_affine", "channel_vector"]
 
 STEP_OPS = frozenset({"BatchNormalization", "Mul", "Add", "Sub", "Div"})
-MUL_ADD_RANKS = (2, 4)
-"""Ranks of x whose chain becomes Mul -> Add: [N, C, H, W] (per-channel constants) and
-[M, C] (a BatchNorm1d after a Linear: constants along the last axis, as LayerNorm's gamma)."""
+MUL_ADD_RANKS = (2, 3, 4)
+"""Ranks of x whose chain becomes Mul -> Add: [N, C, H, W] and [N, C, T] (per-channel
+constants [1, C, 1, 1], [1, C, 1]) and [M, C] (a BatchNorm1d after a Linear: constants
+along the last axis, as LayerNorm's gamma)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,13 +246,13 @@ def _rank(graph: Graph, name: str) -> int:
 
 
 def _canonical(chain: _Chain, constants: dict[str, np.ndarray]) -> bool:
-    """True for a chain that is one Mul/Add of a [1, C, 1, 1] (rank 2: [C]) constant
-    already."""
+    """True for a chain that is one Mul/Add of a [1, C, 1, 1] or [1, C, 1] (rank 2: [C])
+    constant already."""
     node = chain.nodes[0]
     if len(chain.nodes) > 1 or node.op_type not in ("Mul", "Add"):
         return False
     c = next(constants[n] for n in node.inputs if n != chain.x)
-    return (c.ndim == 4 and c.shape[0] == 1) or c.ndim == 1
+    return (c.ndim in (3, 4) and c.shape[0] == 1) or c.ndim == 1
 
 
 def _folds_into_matmul(chain: _Chain, graph: Graph, constants: dict[str, np.ndarray],
@@ -284,9 +285,9 @@ def _folding_batchnorm(chain: _Chain, namer: Namer) -> tuple[list[Node], list[Te
 
 
 def _mul_add(chain: _Chain, namer: Namer, rank: int) -> tuple[list[Node], list[Tensor]]:
-    """Mul(x, s) -> Add(t) of [1, C, 1, 1] constants (x of `rank` 2: [C], along its last
-    axis), either left out when neutral."""
-    shape = (1, len(chain.scale), 1, 1) if rank == 4 else (len(chain.scale),)
+    """Mul(x, s) -> Add(t) of [1, C, 1, 1] constants (x of `rank` 3: [1, C, 1]; 2: [C],
+    along its last axis), either left out when neutral."""
+    shape = (1, len(chain.scale)) + (1,) * (rank - 2) if rank > 2 else (len(chain.scale),)
     scale, shift = chain.scale.astype(np.float32), chain.shift.astype(np.float32)
     steps = [(op, v) for op, v, neutral in (("Mul", scale, 1.0), ("Add", shift, 0.0))
              if not np.all(v == neutral)]

@@ -74,3 +74,15 @@ def test_without_the_fold_such_a_row_is_refused(monkeypatch):  # type: ignore[no
     g = graph({"a": (U8, (1, 5, 2, 75)), "b": (U8, (1, 5, 2, 75))}, {"y": U8}, [_op("QAdd")])
     (layer,) = compile_model(g, TINY).layers
     assert layer.unit == LayerUnit.HOST and "does not fit a quarter" in layer.reason
+
+
+@pytest.mark.parametrize("op_type", ["QAdd", "QMul"])
+def test_a_long_row_with_a_per_channel_b(op_type):  # type: ignore[no-untyped-def]
+    shape, b_shape = (1, 5, 1, 75), (1, 5, 1, 1)
+    g = graph({"a": (U8, shape), "b": (U8, b_shape)}, {"y": U8}, [_op(op_type)])
+    compiled = compile_model(g, TINY)
+    assert [layer.unit for layer in compiled.layers] == [LayerUnit.VECTOR]
+    inputs = {"a": random_input(U8, shape, 3), "b": random_input(U8, b_shape, 4)}
+    assert check_layers(compiled, inputs) is None
+    expected = run_graph(compiled.graph, inputs, opsets=OPSETS)["y"]
+    np.testing.assert_array_equal(simulate(compiled, inputs)["y"], expected)

@@ -7,7 +7,7 @@ import pytest
 from systolic.mapper.passes.channel_affine import channel_affine
 from systolic.mapper.passes.fold_batchnorm import fold_batchnorm
 from systolic.mapper.passes.graph_tools import constants_of
-from systolic.mapper.passes.pipeline import finalize
+from systolic.mapper.passes.pipeline import finalize, run_passes
 from systolic.mapper.passes.report import PassReport
 from systolic.reference.executor import run_model
 
@@ -111,9 +111,25 @@ def test_scalar_chains_and_other_ranks_are_left_alone():
                       node("Add", ["m", "c"], ["y"], name="add")], {"c": np.float32(0.5)})
     report = PassReport()
     assert channel_affine(scalars, report) is scalars
-    rank3 = build([node("Relu", ["x"], ["a"]), _bn("a", "y")],
-                  [("x", np.float32, [1, 4, 6])], [("y", np.float32, [1, 4, 6])], BN)
-    assert channel_affine(rank3, report) is rank3
+    rank5 = build([node("Relu", ["x"], ["a"]), _bn("a", "y")],
+                  [("x", np.float32, [1, 4, 2, 3, 2])], [("y", np.float32, [1, 4, 2, 3, 2])], BN)
+    assert channel_affine(rank5, report) is rank5
+
+
+def test_a_rank_3_batch_norm_becomes_mul_and_add_of_per_channel_vectors():
+    """[N, C, T]: a BatchNorm1d after an Add of Conv1d outputs (a 1-D U-Net's)."""
+    shape = [1, 4, 6]
+    model = build([node("Relu", ["x"], ["a"]), _bn("a", "y")],
+                  [("x", np.float32, shape)], [("y", np.float32, shape)], BN)
+    rewritten, _ = _rewrite(model, channel_affine)
+    assert _ops(rewritten) == ["Relu", "Mul", "Add"]
+    constants = constants_of(rewritten.graph)
+    assert all(constants[n.inputs[1]].shape == (1, 4, 1) for n in rewritten.graph.nodes[1:])
+    x = (RNG.standard_normal(shape) * 3).astype(np.float32)
+    np.testing.assert_allclose(run_model(rewritten, {"x": x})["y"], run_model(model, {"x": x})["y"],
+                               rtol=1e-5, atol=1e-5)
+    fused, _ = run_passes(model)
+    assert {"QMul", "QAdd"} <= set(_ops(fused)) and "BatchNormalization" not in _ops(fused)
 
 
 def test_a_value_with_two_readers_ends_the_chain():
