@@ -43,9 +43,9 @@ _CONSTANT_STEPS = frozenset({"DequantizeLinear", "QuantizeLinear"})
 
 
 def instance_norm_to_layernorm(model: Model, report: PassReport) -> Model:
-    """Return `model` with each float rank-3 InstanceNormalization of constant (or
-    dequantized constant) scale and B
-    as the decomposed layer normalization over the last axis; `model` itself when none is."""
+    """Return `model` with each float rank-3 InstanceNormalization of constant (or, in a QDQ
+    model, dequantized constant 1 and 0) scale and B as the decomposed layer normalization
+    over the last axis; `model` itself when none is."""
     graph = model.graph
     constants = constants_of(graph)
     producers, opsets = graph.producers(), dict(model.opsets)
