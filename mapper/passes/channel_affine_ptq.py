@@ -11,7 +11,9 @@ only reader is absorbed), and the constant is read through a DequantizeLinear of
 per-tensor quantization (`layernorm_ptq.quantize_vector`), keeping its shape [1, C, 1, ...]
 (the per-channel form `fuse_qdq` and the QMul/QAdd lowerings take). Likewise for x [M, C]
 (rank 2, `channel_affine`'s BatchNorm1d) and a float32 constant [C]: flattened, it is a vector
-along x's last axis (QMul and QAdd as for LayerNorm's gamma and beta).
+along x's last axis (QMul and QAdd as for LayerNorm's gamma and beta); so for x [N, S, C] and
+for x [N, S, H, D] with a constant [D] (a per-head norm's gamma: Qwen3's and Gemma3's q_norm
+and k_norm).
 
 In a quantized model (QDQ: a batch norm left float between DequantizeLinear and
 QuantizeLinear, which `channel_affine` made a Mul and an Add), `channel_island` names those
@@ -42,8 +44,9 @@ def channel_vector_index(node: Node, graph: Graph,
     if found is None or len(found[2]) not in (2, 3, 4):
         return None
     index, c, shape = found
-    if len(shape) == 2 or (len(shape) == 3 and not keeps_shape(c)):
-        # [M, C], [N, S, C]: a vector along the last axis
+    if len(shape) == 2 or (len(shape) in (3, 4) and not keeps_shape(c)
+                           and (len(shape) == 3 or _last_axis_vector(c, shape[-1]))):
+        # [M, C], [N, S, C], [N, S, H, D]: a vector along the last axis
         return (index if _last_axis_vector(c, shape[-1])
                 and not _product_bias(node, node.inputs[1 - index], graph) else None)
     if (c.dtype != np.float32 or c.ndim != len(shape) or c.shape[0] != 1 or c.size <= 1

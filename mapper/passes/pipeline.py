@@ -69,7 +69,9 @@ Order (each pass one module):
                         MatMulInteger per gate
  6b. expand_computed_operand  float models: an Add/Mul operand broadcast over the other
                         (neither per channel nor along the last axis: GPT-2's causal mask
-                        [1, 1, S, S] over the scores) -> read through Expand to its shape
+                        [1, 1, S, S] over the scores) -> read through Expand to its shape;
+                        expand_as_concat again: such an Expand of a float value (a per-head
+                        norm's 1/rms [1, S, H, 1]) -> Concats of copies
  7. quantize_float      float models (no quantization in the graph): post-training
                         quantization, expressed as QuantizeLinear/DequantizeLinear pairs
                         (types are inferred again afterwards); quantized models: the same
@@ -251,6 +253,8 @@ def run_passes(
     if not quantized:
         if (expanded := expand_computed_operand(model, report)) is not model:
             model = finalize(expanded)  # a broadcast operand made explicit for PTQ
+            if (copied := expand_as_concat(model, report)) is not model:
+                model = finalize(copied)  # of a float value: Concats of copies
         model = finalize(quantize_float(model, report, calibration=calibration, seed=seed,
                                         entries=fusion_entries(model.graph)))
     elif island:

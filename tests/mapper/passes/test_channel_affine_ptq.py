@@ -162,3 +162,33 @@ def test_a_batchnorm1d_of_a_matrix_runs_on_the_vector_unit(dequantized):
     assert check_layers(compiled, feed, backend="model") is None
     y_int, y_float = run_model(integer, feed)["y"], run_model(model, feed)["y"]
     assert np.abs(y_int - y_float).max() < 0.2
+
+
+def test_a_head_norms_gamma_over_a_rank_four_tensor_runs_on_the_vector_unit():
+    """Qwen3's and Gemma3's q_norm/k_norm: an RMS norm over head_dim of [1, S, H, D], its
+    per-row 1/rms expanded and its gamma [D] along the last axis: with the mean a MatMul
+    (rms_mean), the per-row factor copied (expand_as_concat after expand_computed_operand)
+    and the gamma a vector along the last axis, every step runs on the accelerator (the
+    Expand and the gamma Mul were on the host), bit-exact with the reference."""
+    rng = np.random.default_rng(8)
+    constants = {"w": (rng.standard_normal((8, 16)) / 3).astype(np.float32),
+                 "heads": np.array([1, 4, 2, 8], np.int64), "two": np.float32(2.0),
+                 "eps": np.float32(1e-6), "one": np.float32(1.0),
+                 "gamma": (0.8 + 0.4 * rng.random(8)).astype(np.float32),
+                 "w2": (rng.standard_normal((8, 4)) / 3).astype(np.float32)}
+    nodes = [node("MatMul", ["x", "w"], ["h"]), node("Reshape", ["h", "heads"], ["q"]),
+             node("Pow", ["q", "two"], ["sq"]),
+             node("ReduceMean", ["sq"], ["ms"], axes=[-1], keepdims=1),
+             node("Add", ["ms", "eps"], ["v"]), node("Sqrt", ["v"], ["r"]),
+             node("Div", ["one", "r"], ["inv"]), node("Mul", ["q", "inv"], ["n"], name="scale"),
+             node("Mul", ["n", "gamma"], ["g"], name="gamma_mul"),
+             node("MatMul", ["g", "w2"], ["y"])]
+    model = build(nodes, [("x", np.float32, [1, 4, 8])], [("y", np.float32, [1, 4, 2, 4])],
+                  constants)
+    feeds = [{"x": rng.standard_normal((1, 4, 8)).astype(np.float32)} for _ in range(4)]
+    integer, report = run_passes(model, calibration=feeds)
+    kinds = [n.op_type for n in integer.graph.nodes]
+    assert "Expand" not in kinds and "Mul" not in kinds and "Pow" not in kinds
+    assert report.fate("gamma_mul").into.startswith("systolic.QMul")
+    compiled = compile_model(integer, ArrayConfig(rows=4, cols=4))
+    assert check_layers(compiled, feeds[0], backend="model") is None
