@@ -19,16 +19,18 @@ of two scalar float constants becomes arithmetic on x = Cast(c, float): b (1 - x
 then takes the Cast's result as an 8-bit value and the arithmetic as one activation table,
 its sum with the scores as a QAdd. Broadcast-only steps before c are dropped first when the
 Adds broadcast anyway: an Expand, an And with an all-true constant (the non-causal mask's
-"causal" half), as long as each Add's other input already has the Add's result shape. A condition that the
-Adds broadcast in a way the vector unit does not (GPT-2's and CLIP's causal mask [1, 1, S, S]
-over the scores [1, H, S, S]) is then expanded to the Adds' result shape before the Cast, so
-the table and the sum take operands of one shape (an Expand after the arithmetic,
-`expand_computed_operand`'s, would keep the arithmetic float on the host). A condition
-Not(c) is read as c with the branches swapped, and a condition And(K, c) of a constant bool K
-(the causal triangle beside the padding mask) as Cast(c) * Cast(K): a product by a constant
-(a QMul) instead of a boolean And on the host, exact for 0/1 values. `arithmetic_masks`
-first splits a Where of a bias tensor (`biased_masks`) and `finite_masks` first makes a
-masked_fill select of the scores additive (`additive_masks`).
+"causal" half), as long as each Add's other input already has the Add's result shape. A
+condition that the Adds broadcast in a way the vector unit does not (GPT-2's and CLIP's causal
+mask [1, 1, S, S] over the scores [1, H, S, S]) is then expanded to the Adds' result shape
+before the Cast, so the table and the sum take operands of one shape (an Expand after the
+arithmetic, `expand_computed_operand`'s, would keep the arithmetic float on the host). A
+condition Not(c) is read as c with the branches swapped, and a condition And(K, c) of a
+constant bool K (the causal triangle beside the padding mask) as Cast(c) * Cast(K): a product
+by a constant (a QMul) instead of a boolean And on the host, exact for 0/1 values. A constant
+condition (a causal buffer's, once folded) makes the Where its value: a constant the Adds
+read, cut at the softmax floor when quantized. `arithmetic_masks` first splits a Where of a
+bias tensor (`biased_masks`); `finite_masks` first makes a masked_fill select of the scores
+additive (`additive_masks`) and a constant mask's -inf entries finite (`constant_masks`).
 
 `quantized_isnan` (after quantization): IsNaN of a DequantizeLinear's result is false
 everywhere (an integer times a finite scale is never NaN), so a Where reading it as its
@@ -123,7 +125,8 @@ def arithmetic_masks(model: Model, report: PassReport) -> Model:
         model = finalize(split)  # the new sums' shapes, read below
     graph = model.graph
     constants, consumers, producers = constants_of(graph), graph.consumers(), graph.producers()
-    namer, added, replaced = Namer(graph), [], {}
+    namer, added = Namer(graph), []
+    replaced: dict[int, list[Node]] = {}
     casts: dict[tuple[str, str], str] = {}  # (condition, float type) -> its Cast's result
     for node in graph.nodes:
         if node.op_type != "Where" or node.domain != "" or len(node.inputs) != 3:
@@ -136,6 +139,12 @@ def arithmetic_masks(model: Model, report: PassReport) -> Model:
         condition, (a, b) = _without_not(node.inputs[0], (a, b), producers)
         condition = _unbroadcast(graph, condition, producers, constants,
                                  (node.outputs[0], readers))
+        if condition in constants:  # a constant mask (a causal buffer's): its value
+            added.append(tensor(node.outputs[0], np.where(constants[condition], a, b)))
+            replaced[id(node)] = []
+            report.record(node.label, REMOVED, reason="a mask Where of constants folded into "
+                          "its value (a constant operand of its Adds)")
+            continue
         gate = _constant_gate(graph, condition, readers, producers, constants)
         if gate is not None:  # And(constant K, c): the arithmetic reads Cast(c) * K
             condition = gate[0]

@@ -151,6 +151,27 @@ def test_the_causal_mask_arithmetic_becomes_a_table_beside_its_sum():  # type: i
     assert cosine > 0.99
 
 
+def test_a_mask_of_a_constant_condition_becomes_its_value():  # type: ignore[no-untyped-def]
+    """nanoGPT's masked_fill(bias == 0, -inf) once folded and made additive: Where(constant
+    causal, 0, -inf) -> the constant mask the Adds read (a QAdd once quantized), no host Cast."""
+    nodes = [node("Where", ["causal", "zero", "ninf"], ["bias"], name="mask"),
+             node("Add", ["scores", "bias"], ["s"]), node("Softmax", ["s"], ["p"], axis=-1),
+             node("MatMul", ["p", "v"], ["y"])]
+    constants = {"causal": np.tril(np.ones((S, S), bool)).reshape(1, 1, S, S),
+                 "zero": np.array(0.0, np.float32), "ninf": np.array(-np.inf, np.float32),
+                 "v": np.random.default_rng(0).normal(0, 0.5, (S, 4)).astype(np.float32)}
+    _, model = make(nodes, [("scores", np.float32, (1, HEADS, S, S))],
+                    [("y", np.float32, (1, HEADS, S, 4))], constants, opset=17)
+    finite = finalize(finite_masks(model, _report(model)))
+    folded = finalize(arithmetic_masks(finite, _report(finite)))
+    assert op_types(folded) == ["Add", "Softmax", "MatMul"]
+    feeds = [{"scores": f["scores"]} for f in _feeds()]
+    for feed in feeds[:2]:
+        np.testing.assert_array_equal(run_model(folded, feed)["y"], run_model(model, feed)["y"])
+    kinds = op_types(run_passes(model, calibration=feeds)[0])
+    assert "QAdd" in kinds and not {"Cast", "Add", "Where"} & set(kinds)
+
+
 def test_the_guard_after_a_quantized_softmax_goes():  # type: ignore[no-untyped-def]
     nodes = [node("DequantizeLinear", ["q", "scale", "zp"], ["p"]),
              node("IsNaN", ["p"], ["nan"]), node("Where", ["nan", "zero", "p"], ["pg"]),
