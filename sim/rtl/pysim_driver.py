@@ -8,14 +8,23 @@ applies write beats, and records every instruction's accept, issue and complete 
 trace port (tags map back to program indices: a unit issues its instructions in program order,
 and a tag names the same instruction from its issue to its completion). Cycle 0 is the cycle
 `start` is high (docs/hardware.md, "Accelerator").
+
+Elaborating the accelerator and compiling it for pysim costs most of a short run (about 70%
+of a 4x4 GEMM test), so each process keeps the compiled simulators of its last few
+configurations (`_Harness`) and starts every run with `Simulator.reset()`, which restores
+every signal and memory to its initial value and restarts the testbench: a run on a reused
+simulator is the run on a fresh one.
 """
 
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from amaranth.hdl import Cat
+from amaranth.hdl import Cat, Value
 from amaranth.sim import Simulator
 
+from systolic.config import ArrayConfig
 from systolic.errors import SimulationError
 from systolic.hdl.accelerator import HALT_UNIT, UNITS, Accelerator
 from systolic.hdl.event_counters import RTL_EVENTS
@@ -33,6 +42,7 @@ DEFAULT_WATCHDOG = 2_000_000
 """Cycles after which a run counts as hung when no watchdog is given."""
 
 _STROBE_BITS = 5  # trace strobes: {valid (bit 0), tag (bits 1..4)}
+_KEPT_DESIGNS = 3  # compiled simulators a process keeps (one 8x8 design holds ~100 MB)
 
 
 class _Recorder:
@@ -106,6 +116,141 @@ class _Recorder:
         return tuple(result)
 
 
+@dataclass
+class _Run:
+    """What one run reads and fills: the commands, the memory, the records."""
+
+    commands: list[int]
+    recorder: _Recorder
+    external: ExternalMemory
+    limit: int
+    counters: dict[str, int] = field(default_factory=dict)
+    events: dict[str, int] = field(default_factory=dict)
+
+
+class _Harness:
+    """One configuration's accelerator, compiled once for pysim, with a testbench that runs
+    whatever `_Run` is current."""
+
+    def __init__(self, config: ArrayConfig) -> None:
+        self.config = config
+        self.dut = Accelerator(config)
+        self.trace = Cat(self.dut.trace.accept.as_value(),
+                         *(s.as_value() for s in self.dut.trace.issue),
+                         *(s.as_value() for s in self.dut.trace.complete))
+        self.run: _Run | None = None
+        self.used = False  # a fresh simulator must not be reset: its testbench is not started
+        self.sim = Simulator(self.dut)
+        self.sim.add_clock(1e-6)
+        self.sim.add_testbench(self._testbench)
+
+    def execute(self, run: _Run, vcd: str | Path | None, waveform: Waveform | None) -> None:
+        """Run `run` from the design's initial state (VCD of it to `vcd` if given)."""
+        self.run = run
+        if self.used:
+            self.sim.reset()
+        self.used = True
+        if vcd is None:
+            self.sim.run()
+        else:
+            with write_vcd(self.sim, vcd, current_waveform() if waveform is None else waveform):
+                self.sim.run()
+
+    async def _testbench(self, ctx: Any) -> None:
+        assert self.run is not None
+        await _drive(ctx, self.dut, self.trace, self.run, self.config)
+        _read_counters(ctx, self.dut, self.run)
+
+
+async def _drive(ctx: Any, dut: Accelerator, trace: Value, run: _Run,
+                 config: ArrayConfig) -> None:
+    """Offer the commands, serve the external memory and record `trace` (the strobes) until
+    HALT is accepted."""
+    commands, external, recorder = run.commands, run.external, run.recorder
+    latency = config.mem_latency
+    req, resp, write = dut.o_mem_req, dut.i_mem_resp, dut.o_mem_write
+    command_port = dut.i_instr.payload.as_value()
+    bus_bits = 8 * config.bus_bytes
+    ctx.set(dut.start, 1)
+    ctx.set(dut.i_instr.valid, 1)
+    ctx.set(command_port, commands[0])
+    ctx.set(req.ready, 1)
+    ctx.set(write.ready, 1)
+    offered = 0
+    resp_valid = False
+
+    def answer(at: int) -> None:
+        """Drive the memory response due at cycle `at` (valid drops after the last)."""
+        nonlocal resp_valid
+        data = external.response(at)
+        if data is not None or resp_valid:
+            resp_valid = data is not None
+            ctx.set(resp.valid, resp_valid)
+            if resp_valid:
+                ctx.set(resp.payload.data, data)
+
+    cycle = 0
+    while True:
+        if latency == 0:  # answer in the request's own cycle
+            if ctx.get(req.valid):
+                external.request(cycle, ctx.get(req.payload.addr))
+            answer(cycle)
+        _, _, accepted, req_valid, req_addr, w_valid, w_bits, events = await ctx.tick().sample(
+            dut.i_instr.ready, req.valid, req.payload.addr, write.valid,
+            write.payload.as_value(), trace)
+        if cycle == 0:
+            ctx.set(dut.start, 0)
+        if latency and req_valid:
+            external.request(cycle, req_addr)
+        if w_valid:
+            external.write_beat(w_bits & 0xFFFF_FFFF, w_bits >> 32 & ((1 << bus_bits) - 1),
+                                w_bits >> (32 + bus_bits))
+        if events:
+            recorder.record(cycle, events)
+        if accepted:
+            offered += 1
+            if offered == len(commands):
+                break
+            ctx.set(command_port, commands[offered])
+        cycle += 1
+        if not cycle & 1023:
+            report_cycle(cycle)
+        if cycle >= run.limit:
+            raise SimulationError(recorder.hang_message(cycle))
+        if latency:
+            answer(cycle)
+    ctx.set(dut.i_instr.valid, 0)
+    if not ctx.get(dut.done):
+        raise SimulationError(f"HALT was accepted in cycle {cycle} but done did not rise")
+
+
+def _read_counters(ctx: Any, dut: Accelerator, run: _Run) -> None:
+    """Copy the performance and event counters into `run`."""
+    counters = run.counters
+    counters["cycles"] = ctx.get(dut.cycles)
+    counters["instructions"] = ctx.get(dut.instructions)
+    counters["dispatch_stall"] = ctx.get(dut.dispatch_stall)
+    for u, name in enumerate(UNIT_NAMES):
+        counters[f"unit_busy_{name}"] = ctx.get(dut.unit_busy[u])
+        counters[f"hazard_stall_{name}"] = ctx.get(dut.hazard_stall[u])
+    for name in RTL_EVENTS:
+        run.events[name] = ctx.get(getattr(dut.events, name))
+
+
+_harnesses: OrderedDict[ArrayConfig, _Harness] = OrderedDict()
+
+
+def _harness(config: ArrayConfig) -> _Harness:
+    """Return this process' compiled simulator of `config`, building it on first use."""
+    if config in _harnesses:
+        _harnesses.move_to_end(config)
+        return _harnesses[config]
+    harness = _harnesses[config] = _Harness(config)
+    while len(_harnesses) > _KEPT_DESIGNS:
+        _harnesses.popitem(last=False)
+    return harness
+
+
 def run_pysim(program: Program, memory: bytes | bytearray, *, watchdog: int | None = None,
               vcd: str | Path | None = None, waveform: Waveform | None = None) -> RunResult:
     """Run `program` to HALT from the external memory image `memory` (not modified).
@@ -119,92 +264,15 @@ def run_pysim(program: Program, memory: bytes | bytearray, *, watchdog: int | No
     limit = DEFAULT_WATCHDOG if watchdog is None else watchdog
     if limit < 1:
         raise ValueError(f"watchdog must be a positive number of cycles, not {watchdog!r}")
-    dut = Accelerator(config)
-    commands = encode_program(program)
-    recorder = _Recorder(program)
-    external = ExternalMemory(bytearray(memory), bus_bytes=config.bus_bytes,
-                              latency=config.mem_latency)
-    counters: dict[str, int] = {}
-    event_counts: dict[str, int] = {}
-    latency = config.mem_latency
-
-    trace = Cat(dut.trace.accept.as_value(),
-                *(s.as_value() for s in dut.trace.issue),
-                *(s.as_value() for s in dut.trace.complete))
-    req, resp, write = dut.o_mem_req, dut.i_mem_resp, dut.o_mem_write
-    resp_data = resp.payload.data
-    command_port = dut.i_instr.payload.as_value()
-    write_bits = write.payload.as_value()
-    bus_bits = 8 * config.bus_bytes
-
-    async def testbench(ctx: Any) -> None:
-        ctx.set(dut.start, 1)
-        ctx.set(dut.i_instr.valid, 1)
-        ctx.set(command_port, commands[0])
-        ctx.set(req.ready, 1)
-        ctx.set(write.ready, 1)
-        offered = 0
-        resp_valid = False
-
-        def answer(at: int) -> None:
-            """Drive the memory response due at cycle `at` (valid drops after the last)."""
-            nonlocal resp_valid
-            data = external.response(at)
-            if data is not None or resp_valid:
-                resp_valid = data is not None
-                ctx.set(resp.valid, resp_valid)
-                if resp_valid:
-                    ctx.set(resp_data, data)
-
-        cycle = 0
-        while True:
-            if latency == 0:  # answer in the request's own cycle
-                if ctx.get(req.valid):
-                    external.request(cycle, ctx.get(req.payload.addr))
-                answer(cycle)
-            _, _, accepted, req_valid, req_addr, w_valid, w_bits, events = await ctx.tick().sample(
-                dut.i_instr.ready, req.valid, req.payload.addr, write.valid, write_bits, trace)
-            if cycle == 0:
-                ctx.set(dut.start, 0)
-            if latency and req_valid:
-                external.request(cycle, req_addr)
-            if w_valid:
-                external.write_beat(w_bits & 0xFFFF_FFFF, w_bits >> 32 & ((1 << bus_bits) - 1),
-                                    w_bits >> (32 + bus_bits))
-            if events:
-                recorder.record(cycle, events)
-            if accepted:
-                offered += 1
-                if offered == len(commands):
-                    break
-                ctx.set(command_port, commands[offered])
-            cycle += 1
-            if not cycle & 1023:
-                report_cycle(cycle)
-            if cycle >= limit:
-                raise SimulationError(recorder.hang_message(cycle))
-            if latency:
-                answer(cycle)
-        ctx.set(dut.i_instr.valid, 0)
-        if not ctx.get(dut.done):
-            raise SimulationError(f"HALT was accepted in cycle {cycle} but done did not rise")
-        counters["cycles"] = ctx.get(dut.cycles)
-        counters["instructions"] = ctx.get(dut.instructions)
-        counters["dispatch_stall"] = ctx.get(dut.dispatch_stall)
-        for u, name in enumerate(UNIT_NAMES):
-            counters[f"unit_busy_{name}"] = ctx.get(dut.unit_busy[u])
-            counters[f"hazard_stall_{name}"] = ctx.get(dut.hazard_stall[u])
-        for name in RTL_EVENTS:
-            event_counts[name] = ctx.get(getattr(dut.events, name))
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(testbench)
-    if vcd is None:
-        sim.run()
-    else:
-        with write_vcd(sim, vcd, current_waveform() if waveform is None else waveform):
-            sim.run()
-    times = recorder.times()
-    return RunResult(memory=external.image, total_cycles=counters["cycles"], times=times,
-                     counters=counters, events=event_counts)
+    run = _Run(commands=encode_program(program), recorder=_Recorder(program),
+               external=ExternalMemory(bytearray(memory), bus_bytes=config.bus_bytes,
+                                       latency=config.mem_latency),
+               limit=limit)
+    harness = _harness(config)
+    try:
+        harness.execute(run, vcd, waveform)
+    except BaseException:
+        _harnesses.pop(config, None)  # a run that stopped half way leaves no reusable state
+        raise
+    return RunResult(memory=run.external.image, total_cycles=run.counters["cycles"],
+                     times=run.recorder.times(), counters=run.counters, events=run.events)

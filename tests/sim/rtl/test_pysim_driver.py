@@ -1,4 +1,4 @@
-"""The pysim driver: watchdog, VCD output, the input image left untouched."""
+"""The pysim driver: watchdog, VCD output, the input image left untouched, reuse."""
 
 import numpy as np
 import pytest
@@ -51,3 +51,21 @@ def test_vcd_and_untouched_input(tmp_path) -> None:
     text = path.read_text()
     assert "$enddefinitions" in text and "trace" in text
     assert text.count("#") > result.total_cycles  # a timestamp per clock edge at least
+
+
+def test_a_reused_simulator_runs_as_a_fresh_one() -> None:
+    """Runs of one configuration share a compiled simulator (reset between runs): a program
+    run after another one of different data and length gives the same memory, times, counters
+    and events as its first run, and the golden machine's memory."""
+    config = small_config(2, 2, Dataflow.WS, mem_latency=2)
+    rng = np.random.default_rng(7)
+    short = gemm_program(config, *operands(rng, 3, 3, 2), rng)
+    long = gemm_program(config, *operands(rng, 7, 9, 5), rng)
+    image = program_image(short)
+    first = run_pysim(short, image)
+    other = run_pysim(long, program_image(long))
+    again = run_pysim(short, image)
+    assert other.total_cycles > first.total_cycles
+    assert bytes(again.memory) == bytes(first.memory) == golden_image(short, image)
+    assert again.times == first.times
+    assert again.counters == first.counters and again.events == first.events
