@@ -53,6 +53,8 @@ Order (each pass one module):
  4b'''. constant_before_reshape  an Add/Mul of a float constant on a Reshape to rank 5+
                         (Swin's shifted-window mask over [B, nW, heads, N, N]) -> done
                         before the Reshape, the constant reshaped like its input (exact)
+ 4b''''. pad_as_concat  a constant Pad of a float tensor along one axis -> Concat with
+                        constant blocks (exact; an integer layout op once quantized)
  4c. fold_bias_add      Add/Sub of a per-channel constant after a float Conv -> its bias
  4d. channel_affine     a chain of per-channel affine ops (BatchNormalization, Mul/Add/Sub/
                         Div of a per-channel constant) -> one BatchNormalization after a
@@ -182,6 +184,7 @@ from systolic.mapper.passes.normalize_qoperator import (
     fuse_integer_requantization,
     normalize_qoperator,
 )
+from systolic.mapper.passes.pad_as_concat import pad_as_concat
 from systolic.mapper.passes.quantize_before_layout import quantize_before_layout
 from systolic.mapper.passes.quantize_float import is_quantized, quantize_float
 from systolic.mapper.passes.quantized_constants import fold_quantized_constants
@@ -235,7 +238,7 @@ def run_passes(
                     rms_mean_to_matmul, group_norm_to_instance_norm,
                     instance_norm_to_layernorm, spatial_mean_to_pool,
                     decomposed_softmax, decompose_lrn, decompose_prelu, conv_transpose_to_conv,
-                    float_linear_resize, expand_float_constant, constant_before_reshape,
+                    float_linear_resize, expand_float_constant, constant_before_reshape, pad_as_concat,
                     fold_bias_add, channel_affine):
         rewritten = rewrite(model, report)
         if rewritten is not model:
