@@ -112,8 +112,8 @@ class StoreUnit(wiring.Component):
     Reads are issued one element per cycle (STORE, COPY, TABLE: one row per cycle; ADD: two
     cycles per row; POOL: one window element per cycle, windows back to back) while fewer than
     `fifo_depth` finished rows wait for the writer; the writer sends one beat per cycle, rows
-    back to back. Datapath latency from a row's last read: COPY 1, STORE 7, POOL/ADD 7 cycles,
-    one more for STORE and COPY with `lut` and for ADD with `mul`. TABLE reads its rows from
+    back to back. Datapath latency from a row's last read: COPY 1, STORE 7, POOL/ADD 8 cycles,
+    one more for STORE and COPY with `lut`, two more for ADD with `mul`. TABLE reads its rows from
     cycle s + 1 (taken in s), registers the last into the table in s + R + 1 and completes in
     s + R + 2.
     `o_write` may stall: the unit then holds its reads and nothing is lost (the duration

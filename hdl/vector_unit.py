@@ -4,6 +4,7 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from systolic.hdl.dsp_product import partial_products, sum_partials
 from systolic.hdl.round_shift import COARSE_STEP, clamp_bounds, coarse_shift, fine_round_clamped
 from systolic.hdl.shared_multipliers import multiply, operands_layout, products_layout
 
@@ -11,11 +12,11 @@ __all__ = [
     "LATENCY", "MAX", "PRODUCT", "PRODUCT_LATENCY", "SCALED_SUM", "VectorUnit", "element_layout",
 ]
 
-LATENCY = 6
+LATENCY = 7
 """Cycles from a group's last element transfer on `i_elem` to its row's `o_row.valid` (MAX,
 SCALED_SUM)."""
 
-PRODUCT_LATENCY = 7
+PRODUCT_LATENCY = 9
 """The same in PRODUCT mode (one more stage: the second multiplication)."""
 
 WINDOW_MARGIN = 11
@@ -96,29 +97,33 @@ class VectorUnit(wiring.Component):
     and the last stage's zero point and clamp bounds through registers loaded every cycle,
     read by stages 4 to 6, at least three cycles after the group's first element; the fine
     stage's floor bounds, `round_shift.clamp_bounds`, are a register of the amount's
-    register, read four cycles after it at the earliest): hold them
+    register, read five cycles after it at the earliest): hold them
     from a group's first element until its row has left `o_row`.
 
     Latency, throughput and backpressure
     ------------------------------------
-    One element per cycle. Six stages: (1) x - zero_in, (2) product, (3) group sum or max,
-    (4) the coarse half of the rounding shift (`round_shift.coarse_shift`: by 8 times the
+    One element per cycle. Seven stages: (1) x - zero_in, (2) the product's DSP-sized partial
+    products (`dsp_product.partial_products`, each registered at its multiplier's output),
+    (2b) their sum, (3) group sum or max, (4) the coarse half of the rounding shift (`round_shift.coarse_shift`: by 8 times the
     amount's top three bits into a saturated window of out_width + WINDOW_MARGIN bits and a
     sticky bit), (5) the fine half (`round_shift.fine_round_clamped`) with the floor saturated
-    to out_width + 2 bits (decided on the window beside the shifter), (6) zero point and clamp (MAX: shifted by 0, so the max itself). A
-    group whose last element transfers in cycle t has its row valid on `o_row` in cycle
-    t + LATENCY (6). PRODUCT has a seventh stage between (3) and (4): stage (2) turns a
-    into (a - zero_in[0]) * multiplier[0] and b into b - zero_in[1] (its multiplier replaced
-    by 1), stage (3) keeps the first and registers the second beside it, stage (3b) multiplies
-    them; its rows are valid in cycle t + PRODUCT_LATENCY (7). The whole pipeline holds while
-    `o_row` has an untaken row: `i_elem.ready = ~o_row.valid | o_row.ready`. POOL's and ADD's
-    K = 3 + LATENCY = 9 (10 with `mul`) in `systolic.sim.timing.store_timing`, the native
+    to out_width + 2 bits (decided on the window beside the shifter), (6) zero point and
+    clamp (MAX: shifted by 0, so the max itself). A group whose last element transfers in
+    cycle t has its row valid on `o_row` in cycle t + LATENCY (7). PRODUCT has two more
+    stages between (3) and (4): stage (2) turns a into (a - zero_in[0]) * multiplier[0] and b
+    into b - zero_in[1] (its multiplier replaced by 1), stage (3) keeps the first and registers
+    the second beside it, stage (3b) registers the partial products of their product (with
+    "product" in `external_products`: the outside product whole) and (3c) their sum; its rows
+    are valid in cycle t + PRODUCT_LATENCY (9). The whole pipeline holds while `o_row` has an
+    untaken row: `i_elem.ready = ~o_row.valid | o_row.ready`. POOL's and ADD's
+    K = 3 + LATENCY = 10 (12 with `mul`) in `systolic.sim.timing.store_timing`, the native
     facts and docs/cycle-model.md.
 
     Cost per lane
     -------------
     An (input_width + 1)-bit subtractor, a signed (input_width + 1) x 32 multiplier, an
-    (input_width + 65)-bit accumulator (its adder; the max compares input_width bits), an 8:1 mux of
+    (input_width + 65)-bit accumulator (its adder; the max compares input_width bits), an
+    8:1 mux of
     out_width + 11 bits with eight sign tests of the sum's top bits and a sticky OR of its
     bits, an (out_width + 11)-bit shifter of three mux levels, and two (out_width + 3)-bit
     adders with four comparators. PRODUCT adds a signed (input_width + 33) x
@@ -128,6 +133,8 @@ class VectorUnit(wiring.Component):
     FPGA note (bench/README.md, "FPGA"): the rounding shift was one stage, a barrel shifter of
     the whole (input_width + 65)-bit sum with its sticky OR and saturation, as the output
     stage's 66-bit one that limited it to 40.2 MHz on ECP5 before it was split the same way.
+    With the products summed in the stage of their multipliers (LATENCY 6, PRODUCT 7) one
+    lane alone routed at 91.5 MHz, its path a multiplier's output through the pieces' adder.
     """
 
     def __init__(self, *, lanes: int, input_width: int = 8, out_width: int = 8,
@@ -197,17 +204,18 @@ class VectorUnit(wiring.Component):
         s1 = Signal(data.StructLayout({"x": lanes_of(iw), "d": lanes_of(diff_width),
                                        "multiplier": signed(32), "sel": 1, "first": 1,
                                        "last": 1}))
+        s2a = Signal(data.StructLayout({"x": lanes_of(iw), "first": 1, "last": 1}))
         s2 = Signal(data.StructLayout({"x": lanes_of(iw), "p": lanes_of(product_width),
                                        "first": 1, "last": 1}))
         running = Signal(lanes_of(sum_width))
         s3 = Signal(data.StructLayout({"t": lanes_of(sum_width), "factor": lanes_of(diff_width)}))
-        s3b = Signal(lanes_of(sum_width))  # PRODUCT only: t * factor
+        s3b = Signal(lanes_of(sum_width))  # PRODUCT only: t * factor (summed in stage 3c)
         keep = ow + WINDOW_MARGIN  # coarse_shift's window: saturates beyond the floor range
         s4 = Signal(data.StructLayout({"window": lanes_of(keep), "sticky": data.ArrayLayout(1, lanes)}))
         s5 = Signal(data.StructLayout({"floor": lanes_of(ow + 2), "round_up": data.ArrayLayout(1, lanes)}))
         amount = Signal(6, name="amount")  # MAX: 0 (the max itself), else 31 + shift
         valid = [Signal(name=f"valid{k}") for k in range(1, LATENCY + 1)]
-        valid_product = Signal()
+        valid_product = [Signal(name=f"valid_product{k}") for k in range(2)]  # stages 3b, 3c
 
         is_max = Signal(name="is_max")
         is_product = Signal(name="is_product")
@@ -236,32 +244,40 @@ class VectorUnit(wiring.Component):
                 Mux(is_max, larger, Mux(is_product, kept, previous + s2.p[i])))
 
         multiplier = s1.multiplier  # the element's, chosen in stage 1 (1 for PRODUCT's b)
-        scaled = [multiply(m, self, "scale", i, s1.d[i], multiplier) for i in range(lanes)]
-        # PRODUCT: t is (a - zero_in[0]) * multiplier[0], product_width bits
-        products = [multiply(m, self, "product", i, s3.factor[i],
-                             s3.t[i][:product_width].as_signed()) for i in range(lanes)]
+        # stage 2 registers the products' pieces, stage 2b their sum
+        scaled = [self._product_pieces(m, "scale", i, s1.d[i], multiplier, product_width,
+                                       advance) for i in range(lanes)]
+        # PRODUCT: t is (a - zero_in[0]) * multiplier[0], product_width bits; stage 3b
+        # registers the pieces of t * factor, stage 3c their sum
+        products = [self._product_pieces(m, "product", i, s3.factor[i],
+                                         s3.t[i][:product_width].as_signed(), sum_width,
+                                         advance) for i in range(lanes)]
         with m.If(advance):
             m.d.sync += [
                 valid[0].eq(self.i_elem.valid),
                 valid[1].eq(valid[0]),
-                valid[2].eq(valid[1] & s2.last),
-                valid_product.eq(valid[2] & is_product),
-                valid[3].eq(Mux(is_product, valid_product, valid[2])),
-                valid[4].eq(valid[3]),
+                valid[2].eq(valid[1]),
+                valid[3].eq(valid[2] & s2.last),
+                valid_product[0].eq(valid[3] & is_product),
+                valid_product[1].eq(valid_product[0]),
+                valid[4].eq(Mux(is_product, valid_product[1], valid[3])),
                 valid[5].eq(valid[4]),
+                valid[6].eq(valid[5]),
                 s1.sel.eq(elem.sel), s1.first.eq(elem.first), s1.last.eq(elem.last),
                 s1.multiplier.eq(Mux(is_product & elem.sel, 1, self.multiplier[elem.sel])),
-                s2.first.eq(s1.first), s2.last.eq(s1.last),
+                s2a.first.eq(s1.first), s2a.last.eq(s1.last),
+                s2.first.eq(s2a.first), s2.last.eq(s2a.last),
             ]
             zero_in = self.zero_in[elem.sel]
             for i in range(lanes):
                 m.d.sync += [
                     s1.x[i].eq(elem.data[i]),
                     s1.d[i].eq(elem.data[i] - zero_in),
-                    s2.x[i].eq(s1.x[i]),
+                    s2a.x[i].eq(s1.x[i]),
+                    s2.x[i].eq(s2a.x[i]),
                     s2.p[i].eq(scaled[i]),
                 ]
-                with m.If(valid[1]):
+                with m.If(valid[2]):
                     m.d.sync += running[i].eq(total[i])
                 m.d.sync += [
                     s3.t[i].eq(total[i]),
@@ -281,3 +297,18 @@ class VectorUnit(wiring.Component):
                     rounded < clamp.low_rel, clamp.low,
                     Mux(rounded > clamp.high_rel, clamp.high, rounded + clamp.zero)))
         return m
+
+    def _product_pieces(self, m, name, lane, a, b, width, enable):
+        """Register, while `enable`, the DSP-sized partial products of a * b
+        (`dsp_product.partial_products`: one 18 x 18 multiplier each, its output registered) or,
+        when `name` is among `external_products`, the outside product as one piece; return
+        their sum as a signed `width`-bit value, for the next stage to register."""
+        if name in self.external_products:
+            pieces = [(multiply(m, self, name, lane, a, b), 0)]
+        else:
+            pieces = partial_products(a, b)
+        held = [Signal(signed(len(p)), name=f"{name}{lane}_piece{k}")
+                for k, (p, _) in enumerate(pieces)]
+        with m.If(enable):
+            m.d.sync += [r.eq(p) for r, (p, _) in zip(held, pieces, strict=True)]
+        return sum_partials(held, [k for _, k in pieces], width)

@@ -123,14 +123,14 @@ static int store_facts(const uint64_t *w, int opcode, int64_t operand_bytes, int
         break;
     case OP_ADD:
         rows = FIELD(w, ADD_M), row_bytes = FIELD(w, ADD_LANES) * operand_bytes;
-        fixed = FIELD(w, ADD_MUL) ? 10 : 9;
+        fixed = FIELD(w, ADD_MUL) ? 12 : 10;
         reader = 2;
         ext = FIELD(w, ADD_EXT), n0 = FIELD(w, ADD_N0);
         s0 = FIELD(w, ADD_ROW_STRIDE0), s1 = FIELD(w, ADD_ROW_STRIDE1);
         break;
     case OP_POOL:
         rows = FIELD(w, POOL_OH) * FIELD(w, POOL_OW);
-        row_bytes = FIELD(w, POOL_LANES) * operand_bytes, fixed = 9;
+        row_bytes = FIELD(w, POOL_LANES) * operand_bytes, fixed = 10;
         ext = FIELD(w, POOL_EXT), n0 = FIELD(w, POOL_N0);
         s0 = FIELD(w, POOL_ROW_STRIDE0), s1 = FIELD(w, POOL_ROW_STRIDE1);
         break;

@@ -16,8 +16,8 @@ hands it to the writer, which writes one beat per cycle, rows back to back::
     duration = max over j of (C_j + b_j + b_{j+1} + ... + b_{last}) + K
 
 with K = 3 + the datapath latency (`fixed_cycles`): COPY 3, STORE 9 (OutputStage's six
-stages), POOL and ADD 9 (VectorUnit's six); the activation table's lookup adds one stage (STORE with
-`lut` 10, COPY with `lut` 4) and ADD's multiply mode one more (ADD with `mul` 10). For STORE and
+stages), POOL and ADD 10 (VectorUnit's seven); the activation table's lookup adds one stage
+(STORE with `lut` 10, COPY with `lut` 4) and ADD's multiply mode two more (ADD with `mul` 12). For STORE and
 COPY (c_i = 1 <= b_i) the maximum is at j = 0: 1 + sum(b) + K.
 
 STORE with `raw` is a STORE whose rows are `4 * n` bytes (its b_i), with the same K = 9.
@@ -60,12 +60,13 @@ __all__ = [
     "reader_cycles", "row_beats", "unit_timing",
 ]
 
-FIXED_CYCLES: dict[type[Instruction], int] = {Copy: 3, Store: 9, Pool: 9, Add: 9}
+FIXED_CYCLES: dict[type[Instruction], int] = {Copy: 3, Store: 9, Pool: 10, Add: 10}
 """K of the duration formula, per instruction class, without the `lut` and `mul` flags."""
 LUT_CYCLES = 1
 """The activation table's stage: added to K of a STORE or COPY with `lut`."""
-MUL_CYCLES = 1
-"""The multiplier's extra stage: added to K of an ADD with `mul`."""
+MUL_CYCLES = 2
+"""The second multiplication's extra stages (its partial products, their sum): added to K of
+an ADD with `mul`."""
 TABLE_CYCLES = 2
 """A TABLE's duration beyond its R row reads: R + 2."""
 
