@@ -36,6 +36,7 @@ POINTS = [  # (configuration, role): the fit set and the held-out set
     (ArrayConfig(rows=2, cols=4, **SMALL), "fit"),
     (ArrayConfig(rows=4, cols=4, **SMALL), "fit"),
     (ArrayConfig(rows=2, cols=2, spad_kib=16, acc_kib=4), "fit"),
+    (ArrayConfig(rows=4, cols=8, **SMALL), "fit"),  # dim 8: the store path is not linear in dim
     (ArrayConfig(rows=4, cols=4, spad_kib=32, acc_kib=8), "held_out"),
     (ArrayConfig(rows=8, cols=8, **SMALL), "held_out"),
 ]
