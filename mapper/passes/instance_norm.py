@@ -37,7 +37,7 @@ from systolic.mapper.passes.graph_tools import (
 from systolic.mapper.passes.report import PassReport
 from systolic.reference.executor import make_op
 
-__all__ = ["instance_norm_to_layernorm"]
+__all__ = ["constant_value", "instance_norm_to_layernorm"]
 
 _CONSTANT_STEPS = frozenset({"DequantizeLinear", "QuantizeLinear"})
 
@@ -55,7 +55,7 @@ def instance_norm_to_layernorm(model: Model, report: PassReport) -> Model:
         if node.op_type != "InstanceNormalization" or node.domain != "":
             continue
         found = graph.type_of(node.inputs[0])
-        scale, bias = (_constant_value(name, constants, producers, opsets)
+        scale, bias = (constant_value(name, constants, producers, opsets)
                        for name in node.inputs[1:3])
         if (found is None or found.shape is None or len(found.shape) != 3
                 or found.dtype.numpy != np.float32 or scale is None or bias is None):
@@ -74,7 +74,7 @@ def instance_norm_to_layernorm(model: Model, report: PassReport) -> Model:
         graph, splice(graph.nodes, replaced, set()), added))
 
 
-def _constant_value(name: str, constants: Mapping[str, np.ndarray],
+def constant_value(name: str, constants: Mapping[str, np.ndarray],
                     producers: Mapping[str, Node], opsets: Mapping[str, int]) -> np.ndarray | None:
     """The float value of `name`: a constant, or a DequantizeLinear of a constant (or of the
     QuantizeLinear of constants) with constant parameters, computed by the reference's
@@ -84,7 +84,7 @@ def _constant_value(name: str, constants: Mapping[str, np.ndarray],
     node = producers.get(name)
     if node is None or node.domain != "" or node.op_type not in _CONSTANT_STEPS:
         return None
-    args = [None if not n else _constant_value(n, constants, producers, opsets)
+    args = [None if not n else constant_value(n, constants, producers, opsets)
             for n in node.inputs]
     if any(n and a is None for n, a in zip(node.inputs, args, strict=True)):
         return None

@@ -9,7 +9,7 @@ the Concat is an integer layout op: the accelerator copies x and the constant in
 
 Taken for a float32 x of static shape, mode "constant", constant non-negative pads on
 exactly one axis (opset 2-10 attributes or opset 11+ inputs, without `axes`), a constant pad
-value (0 when absent), and at most `MAX_BLOCK_ELEMENTS` elements of padding. Other Pads stay.
+value (or a QDQ model's DequantizeLinear of one; 0 when absent), and at most `MAX_BLOCK_ELEMENTS` elements of padding. Other Pads stay.
 """
 
 import dataclasses
@@ -29,6 +29,7 @@ from systolic.mapper.passes.graph_tools import (
     splice,
     tensor,
 )
+from systolic.mapper.passes.instance_norm import constant_value
 from systolic.mapper.passes.report import PassReport
 
 __all__ = ["MAX_BLOCK_ELEMENTS", "pad_as_concat"]
@@ -41,10 +42,10 @@ def pad_as_concat(model: Model, report: PassReport) -> Model:
     """Return `model` with each such Pad (module docstring) as a Concat of constant blocks
     and its input; `model` itself when there is none."""
     graph = model.graph
-    constants = constants_of(graph)
+    constants, producers, opsets = constants_of(graph), graph.producers(), dict(model.opsets)
     namer, added, replaced = Namer(graph), [], {}
     for node in graph.nodes:
-        found = _padding(graph, node, constants)
+        found = _padding(graph, node, constants, producers, opsets)
         if found is None:
             continue
         shape, axis, (before, after), value = found
@@ -58,9 +59,11 @@ def pad_as_concat(model: Model, report: PassReport) -> Model:
         graph, splice(graph.nodes, replaced, set()), added))
 
 
-def _padding(graph: Graph, node: Node, constants: dict[str, np.ndarray]
+def _padding(graph: Graph, node: Node, constants: dict[str, np.ndarray],
+             producers: dict[str, Node], opsets: dict[str, int]
              ) -> tuple[tuple[int, ...], int, tuple[int, int], float] | None:
-    """(x's shape, the padded axis, its (before, after) pads, the value) for a Pad taken."""
+    """(x's shape, the padded axis, its (before, after) pads, the value: a constant or, in a
+    QDQ model, a DequantizeLinear of one) for a Pad taken."""
     if node.op_type != "Pad" or node.domain != "" or attr_str(node, "mode", "constant") != (
             "constant"):
         return None
@@ -74,10 +77,11 @@ def _padding(graph: Graph, node: Node, constants: dict[str, np.ndarray]
         value = attr_float(node, "value", 0.0)
     else:
         names = list(node.inputs) + [""] * (4 - len(node.inputs))
-        if names[3] or names[1] not in constants or (names[2] and names[2] not in constants):
+        fill = constant_value(names[2], constants, producers, opsets) if names[2] else None
+        if names[3] or names[1] not in constants or (names[2] and fill is None):
             return None
         pads = tuple(int(p) for p in constants[names[1]].reshape(-1))
-        value = float(constants[names[2]].reshape(-1)[0]) if names[2] else 0.0
+        value = float(fill.reshape(-1)[0]) if fill is not None else 0.0
     if pads is None or len(pads) != 2 * len(shape) or min(pads) < 0:
         return None
     axes = [a for a in range(len(shape)) if pads[a] or pads[a + len(shape)]]

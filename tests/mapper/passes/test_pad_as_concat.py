@@ -52,3 +52,20 @@ def test_it_runs_as_an_integer_concat():  # type: ignore[no-untyped-def]
 def test_other_pads_stay(pads):  # type: ignore[no-untyped-def]
     model = _model(pads)
     assert pad_as_concat(model, PassReport()) is model
+
+
+def test_a_qdq_pad_of_a_dequantized_value():  # type: ignore[no-untyped-def]
+    """onnxruntime's QDQ form: DQ(x) -> Pad(pads, DQ(value)) -> Q."""
+    nodes = [node("DequantizeLinear", ["x", "s", "z"], ["xf"]),
+             node("DequantizeLinear", ["vq", "s", "z"], ["v"]),
+             node("Pad", ["xf", "pads", "v"], ["p"]),
+             node("QuantizeLinear", ["p", "s", "z"], ["y"])]
+    constants = {"s": np.float32(0.02), "z": np.uint8(100), "vq": np.uint8(150),
+                 "pads": np.array([0, 0, 0, 0, 0, 1], np.int64)}
+    _, model = make(nodes, [("x", np.uint8, SHAPE)], [("y", np.uint8, (1, 6, 9))], constants)
+    rewritten = finalize(pad_as_concat(model, PassReport()))
+    assert "Pad" not in op_types(rewritten)
+    x = {"x": np.random.default_rng(4).integers(0, 256, SHAPE).astype(np.uint8)}
+    np.testing.assert_array_equal(run_model(rewritten, x)["y"], run_model(model, x)["y"])
+    fused, _ = run_passes(model)
+    assert op_types(fused) == ["Concat"]
