@@ -283,35 +283,40 @@ class Dispatcher(wiring.Component):
         for u, queue in enumerate(queues):
             issue = self.o_issue[u]
             push = accept & (new.unit == u)
-            head_tag = self._queued_tags(m, u, push, alloc, queue.r_level,
-                                         issue.valid & issue.ready)
+            head_tag, queued = self._queued_tags(m, u, push, alloc, issue.valid & issue.ready)
             m.d.comb += [
                 queue.w_data.eq(new.payload),
                 queue.w_en.eq(push),
                 issue.payload.payload.eq(queue.r_data),
                 issue.payload.tag.eq(head_tag),
-                issue.valid.eq(queue.r_rdy & entry_free_to_go[head_tag]),
+                issue.valid.eq(queued & entry_free_to_go[head_tag]),
                 queue.r_en.eq(issue.valid & issue.ready),
             ]
         return m
 
-    def _queued_tags(self, m, unit, push, tag, level, pop):
+    def _queued_tags(self, m, unit, push, tag, pop):
         """Keep the tags of queue `unit`'s instructions in registers, its head in slot 0; return
-        the head's tag (meaningful while the queue is not empty).
+        (the head's tag, a register: whether a tag is queued).
 
         The queue's payloads stay in its FIFO; the tags live beside it in a shift register so
-        that the issue decision starts at a register (the head's tag selecting its entry's
-        mask-clear bit), not at the FIFO's read pointer and memory. `push` writes `tag` behind
-        the last queued one (`level` of them before this cycle); `pop` shifts the head out.
+        that the issue decision starts at registers (the head's tag selecting its entry's
+        mask-clear bit), not at the FIFO's read pointer and memory. A `push` (of entry `tag`)
+        is written in the next cycle from registered copies (the acceptance's priority encoder
+        ends at a register), so a tag is queued from the second cycle after its acceptance,
+        before its mask is recorded (the third): the issue cycles are unchanged, and the FIFO
+        holds at least the queued tags' payloads. `pop` shifts the head out.
         """
         slots = [Signal(self.tag_shape, name=f"queue{unit}_tag{s}")
                  for s in range(self._queue_depth)]
+        pushed, pushed_tag = Signal(name=f"queue{unit}_pushed"), Signal(self.tag_shape)
+        level = Signal(range(self._queue_depth + 1), name=f"queue{unit}_tags")
+        m.d.sync += [pushed.eq(push), pushed_tag.eq(tag), level.eq(level + pushed - pop)]
         behind = Signal.like(level, name=f"queue{unit}_behind")
         m.d.comb += behind.eq(level - pop)
         for s, (slot, next_slot) in enumerate(zip(slots, [*slots[1:], None])):
-            with m.If(push & (behind == s)):
-                m.d.sync += slot.eq(tag)
+            with m.If(pushed & (behind == s)):
+                m.d.sync += slot.eq(pushed_tag)
             if next_slot is not None:
                 with m.Elif(pop):
                     m.d.sync += slot.eq(next_slot)
-        return slots[0]
+        return slots[0], level != 0

@@ -118,21 +118,20 @@ class LoadUnit(wiring.Component):
         the word offered in cycle t - 1 (`i_instr.payload`, loaded every cycle, no enable).
 
         Fields (each `cnt_width` bits): `run` and `n_mid` saturated, `j_left = sat(n_mid - j0)`
-        (the c-runs to the first j wrap), `to_cwrap = sat(run - c0)` (the elements to the first
-        c wrap) and `before_cwrap = sat(run) - to_cwrap`.
+        (the c-runs to the first j wrap) and `to_cwrap = sat(run - c0)` (the elements to the
+        first c wrap).
         """
         counts = Signal(data.StructLayout({name: self.cnt_width for name in (
-            "run", "n_mid", "j_left", "to_cwrap", "before_cwrap")}), name="counts")
+            "run", "n_mid", "j_left", "to_cwrap")}), name="counts")
         saturated = (1 << self.cnt_width) - 1
         # sat(n_mid - j0) and sat(run - c0) with the value's low bits from a narrow
         # subtraction (the same bits) beside the full one, which only decides saturation.
         j_big, j_low = self._sat_difference(word.n_mid, word.j0)
         c_big, c_low = self._sat_difference(word.run, word.c0)
-        run, to_cwrap = self._sat(word.run), Mux(c_big, saturated, c_low)
         m.d.sync += [
-            counts.run.eq(run), counts.n_mid.eq(self._sat(word.n_mid)),
-            counts.j_left.eq(Mux(j_big, saturated, j_low)), counts.to_cwrap.eq(to_cwrap),
-            counts.before_cwrap.eq(run - to_cwrap),
+            counts.run.eq(self._sat(word.run)), counts.n_mid.eq(self._sat(word.n_mid)),
+            counts.j_left.eq(Mux(j_big, saturated, j_low)),
+            counts.to_cwrap.eq(Mux(c_big, saturated, c_low)),
         ]
         return counts
 
@@ -160,8 +159,11 @@ class LoadUnit(wiring.Component):
         first_j = Mux(is_params, 0, word.base_j0)
         # Elements to the j wrap (the walker's `jrun`): (j_left - 1) * run + to_cwrap as
         # j_left * run - (run - to_cwrap), from registers (a saturated j_left gives the
-        # saturated product (2**cnt_width - 1) * run); `jgroup` = n_mid * run.
-        jrun0 = counts.j_left * counts.run - counts.before_cwrap
+        # saturated product (2**cnt_width - 1) * run), the small difference beside the
+        # product; `jgroup` = n_mid * run.
+        before_cwrap = Signal(self.cnt_width, name="before_cwrap")
+        m.d.comb += before_cwrap.eq(counts.run - counts.to_cwrap)
+        jrun0 = counts.j_left * counts.run - before_cwrap
         jgroup = counts.n_mid * counts.run
         row_length = Mux(is_params, params_row_bytes(config), word.length)
         m.d.comb += [
