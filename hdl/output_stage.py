@@ -205,21 +205,23 @@ class OutputStage(wiring.Component):
     def _clamp_copies(self, m, i):
         """Lane i's copies of the per-stage parameters, registered every cycle (read by stage
         6, five cycles after a tile's first transfer): the zero point, hi, lo (or hi when
-        lo > hi) and the bounds lo - zero_point and hi - zero_point that the rounded floor is
-        compared with."""
+        lo > hi) and the bounds lo - zero_point, lo - zero_point - 1 and hi - zero_point that
+        the floor is compared with."""
         ow = self._out_width
-        names = ("zero_point", "low", "high", "low_rel", "high_rel")
-        shapes = (signed(ow), signed(ow), signed(ow), signed(ow + 1), signed(ow + 1))
-        zp, low, high, low_rel, high_rel = (Signal(shape, name=f"{name}{i}")
-                                            for name, shape in zip(names, shapes, strict=True))
+        names = ("zero_point", "low", "high", "low_rel", "low_rel_up", "high_rel")
+        shapes = (signed(ow), signed(ow), signed(ow), signed(ow + 1), signed(ow + 2),
+                  signed(ow + 1))
+        zp, low, high, low_rel, low_rel_up, high_rel = (
+            Signal(shape, name=f"{name}{i}") for name, shape in zip(names, shapes, strict=True))
         m.d.sync += [
             zp.eq(self.zero_point),
             low.eq(Mux(self.lo > self.hi, self.hi, self.lo)),
             high.eq(self.hi),
             low_rel.eq(self.lo - self.zero_point),
+            low_rel_up.eq(self.lo - self.zero_point - 1),
             high_rel.eq(self.hi - self.zero_point),
         ]
-        return zp, low, high, low_rel, high_rel
+        return zp, low, high, low_rel, low_rel_up, high_rel
 
     def _lane(self, m, i, advance, amount, sum_width, product_width, keep, floor_range):
         """Add lane `i`'s six stages (see the class docstring) to `m`."""
@@ -253,9 +255,12 @@ class OutputStage(wiring.Component):
             clamped, up = fine_round_clamped(window, sticky, amount[:_FINE_BITS], bounds,
                                              *floor_range)
             m.d.sync += [floor.eq(clamped), round_up.eq(up)]
-        zp, low, high, low_rel, high_rel = self._clamp_copies(m, i)
+        zp, low, high, low_rel, low_rel_up, high_rel = self._clamp_copies(m, i)
         with m.If(advance[5]):
-            # clamp(v + zero_point, lo, hi) with the comparisons beside the adder
-            rounded = floor + round_up
+            # clamp(floor + round_up + zero_point, lo, hi): the floor is compared with the
+            # bounds for either round_up beside the adders, round_up only selects (the
+            # round-up's adder before the comparisons was the stage's path, 93.8 MHz alone)
+            below = Mux(round_up, floor < low_rel_up, floor < low_rel)
+            above = Mux(round_up, floor >= high_rel, floor > high_rel)
             m.d.sync += self.o_q.payload.data[i].eq(
-                Mux(rounded < low_rel, low, Mux(rounded > high_rel, high, rounded + zp)))
+                Mux(below, low, Mux(above, high, floor + round_up + zp)))
