@@ -28,7 +28,9 @@ Order (each pass one module):
  3c'. expand_as_concat  Expand of a float/8-bit computed tensor along axes of size 1
                         (grouped-query attention's repeat_kv) -> Concats of copies (exact);
                         fold_quantized_constants: DQ(u), u computed from constants only
-                        (through Q/DQ too: a QDQ model's rotary cos/sin tables) -> DQ(value)
+                        (through Q/DQ too: a QDQ model's rotary cos/sin tables) -> DQ(value);
+                        embedding_scale: Mul(Gather(float table, ids), scalar constant) ->
+                        Gather(table * scalar) (exact: Gemma's, BART's embedding scale)
  3d. rms_mean          ReduceMean(Pow(x, 2)) over the last axis (T5's, LLaMA's RMS norm;
                         in a static quantized model x a DQ's result), x not a Sub -> MatMul
                         by a [H, 1] constant of 1/H;
@@ -150,6 +152,7 @@ from systolic.mapper.passes.decomposed_softmax import decomposed_softmax
 from systolic.mapper.passes.dequantize_after_layout import dequantize_after_layout
 from systolic.mapper.passes.dynamic_island import fusion_entries, quantize_dynamic_island
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
+from systolic.mapper.passes.embedding_scale import embedding_scale
 from systolic.mapper.passes.expand_as_concat import expand_as_concat
 from systolic.mapper.passes.expand_computed_operand import expand_computed_operand
 from systolic.mapper.passes.expand_constant_operand import (
@@ -234,7 +237,7 @@ def run_passes(
     if (integer := fuse_integer_requantization(model, report)) is not model:
         model = finalize(integer)  # before channel_affine and the islands take its Mul/Add
     for rewrite in (fold_scalar_dequantize, fold_scalar_quantize, finite_masks,
-                    arithmetic_masks, expand_as_concat, fold_quantized_constants,
+                    arithmetic_masks, expand_as_concat, fold_quantized_constants, embedding_scale,
                     rms_mean_to_matmul, group_norm_to_instance_norm,
                     instance_norm_to_layernorm, spatial_mean_to_pool,
                     decomposed_softmax, decompose_lrn, decompose_prelu, conv_transpose_to_conv,
