@@ -3,7 +3,9 @@
 `random_machine` fills a golden `Machine` with random state; `run_unit` feeds instructions to
 the RTL (acc, spad_in and params read ports answered from that state one cycle later, an
 always-ready write channel applying beats with their strobes to a copy of external memory) and
-returns the memory it wrote and, per instruction, the cycles it was taken and completed.
+returns the memory it wrote and, per instruction, the cycles it was taken and completed. The
+compiled unit of each of the last few (configuration, FIFO depth) is kept and reset between
+runs (`_Harness`).
 """
 
 import random
@@ -57,6 +59,99 @@ class UnitRun:
     beats: int
 
 
+@dataclass
+class _Job:
+    """One `run_unit` call: what the testbenches read and fill."""
+
+    acc_rows: list[int]
+    spad_rows: list[int]
+    params_rows: list[int]
+    words: list[int]
+    gap_rng: random.Random | None
+    write_ready: float
+    result: UnitRun
+
+
+class _Harness:
+    """A `StoreUnit` compiled once for pysim; each run resets it (`Simulator.reset`: every
+    signal and memory to its initial value, the testbenches restarted) and reads `self.job`.
+    Compiling the unit costs more than most runs, so runs of one configuration share it."""
+
+    def __init__(self, config: ArrayConfig, fifo_depth: int) -> None:
+        self.dut = StoreUnit(config, fifo_depth=fifo_depth)
+        self.bus = config.bus_bytes
+        self.job: _Job | None = None
+        self.used = False  # a fresh simulator's testbenches have not started: no reset
+        self.sim = Simulator(self.dut)
+        self.sim.add_clock(1e-6)
+        self.sim.add_testbench(self._read_ports, background=True)
+        self.sim.add_testbench(self._writes, background=True)
+        self.sim.add_testbench(self._feeder)
+        self.sim.add_testbench(self._completer)
+
+    def execute(self, job: _Job) -> None:
+        self.job = job
+        if self.used:
+            self.sim.reset()
+        self.used = True
+        self.sim.run()
+
+    async def _feeder(self, ctx):
+        job = self.job
+        job.result.taken = await stream_put(ctx, self.dut.i_instr, job.words, rng=job.gap_rng,
+                                            valid_probability=0.5)
+
+    async def _completer(self, ctx):
+        job, dut = self.job, self.dut
+        tags, cycle = [], 0
+        async for _, _, valid, tag in ctx.tick().sample(dut.o_complete.valid,
+                                                       dut.o_complete.payload.tag):
+            if valid:
+                tags.append(tag)
+                job.result.completed.append(cycle)
+                if len(tags) == len(job.words):
+                    break
+            cycle += 1
+            assert cycle < TIMEOUT_CYCLES, f"only {len(tags)} of {len(job.words)} completed"
+        assert tags == [t % 16 for t in range(len(job.words))]
+
+    async def _read_ports(self, ctx):
+        job, dut = self.job, self.dut
+        acc, spad, params = dut.acc_read, dut.spad_read, dut.params_read
+        async for _, _, acc_valid, acc_row, spad_en, spad_addr, p_en, p_addr in ctx.tick().sample(
+                acc.req.valid, acc.req.payload.row, spad.en, spad.addr,
+                params.en, params.addr):
+            ctx.set(acc.resp.valid, acc_valid)
+            if acc_valid:
+                ctx.set(acc.resp.payload.data.as_value(), job.acc_rows[acc_row])
+            if spad_en:
+                ctx.set(spad.data.as_value(), job.spad_rows[spad_addr])
+            if p_en:
+                ctx.set(params.data.as_value(), job.params_rows[p_addr])
+
+    async def _writes(self, ctx):
+        job, dut = self.job, self.dut
+        memory = job.result.memory
+        ctx.set(dut.o_write.ready, 1)
+        beat = dut.o_write.payload
+        ready = True
+        async for _, _, valid, addr, data, strobe in ctx.tick().sample(
+                dut.o_write.valid, beat.addr, beat.data, beat.strobe):
+            if valid and ready:
+                assert addr % self.bus == 0
+                job.result.beats += 1
+                for b in range(self.bus):
+                    if strobe >> b & 1:
+                        memory[addr + b] = data >> (8 * b) & 0xFF
+            if job.gap_rng is not None and job.write_ready < 1.0:
+                ready = job.gap_rng.random() < job.write_ready
+                ctx.set(dut.o_write.ready, ready)
+
+
+_KEPT_DESIGNS = 3
+_harnesses: dict[tuple[ArrayConfig, int], _Harness] = {}
+
+
 def run_unit(config: ArrayConfig, machine: Machine, instructions: Sequence[Instruction], *,
              fifo_depth: int = 16, gap_rng: random.Random | None = None,
              write_ready: float = 1.0) -> UnitRun:
@@ -65,75 +160,31 @@ def run_unit(config: ArrayConfig, machine: Machine, instructions: Sequence[Instr
     With `gap_rng`, instructions are offered with probability 1/2 per cycle and the write
     channel is ready with probability `write_ready` per cycle.
     """
-    dut = StoreUnit(config, fifo_depth=fifo_depth)
-    memory = machine.memory.copy()
-    acc_rows = [pack_signed(row, config.acc_width) for row in machine.acc]
-    spad_rows = [pack_signed(row, config.input_width) for row in machine.spad_in]
     cols = config.cols
     params_rows = [
         pack_signed(machine.bias[r], 32) | pack_signed(machine.multiplier[r], 32) << (32 * cols)
         | pack_signed(machine.shift[r], 8) << (64 * cols)
         for r in range(machine.bias.shape[0])
     ]
-    words = [int.from_bytes(i.encode(), "little") | (t % 16) << 512
-             for t, i in enumerate(instructions)]
-    result = UnitRun(memory, [], [], 0)
-    bus = config.bus_bytes
-
-    async def feeder(ctx):
-        result.taken = await stream_put(ctx, dut.i_instr, words, rng=gap_rng,
-                                        valid_probability=0.5)
-
-    async def completer(ctx):
-        tags, cycle = [], 0
-        async for _, _, valid, tag in ctx.tick().sample(dut.o_complete.valid,
-                                                       dut.o_complete.payload.tag):
-            if valid:
-                tags.append(tag)
-                result.completed.append(cycle)
-                if len(tags) == len(words):
-                    break
-            cycle += 1
-            assert cycle < TIMEOUT_CYCLES, f"only {len(tags)} of {len(words)} completed"
-        assert tags == [t % 16 for t in range(len(words))]
-
-    async def read_ports(ctx):
-        acc, spad, params = dut.acc_read, dut.spad_read, dut.params_read
-        async for _, _, acc_valid, acc_row, spad_en, spad_addr, p_en, p_addr in ctx.tick().sample(
-                acc.req.valid, acc.req.payload.row, spad.en, spad.addr,
-                params.en, params.addr):
-            ctx.set(acc.resp.valid, acc_valid)
-            if acc_valid:
-                ctx.set(acc.resp.payload.data.as_value(), acc_rows[acc_row])
-            if spad_en:
-                ctx.set(spad.data.as_value(), spad_rows[spad_addr])
-            if p_en:
-                ctx.set(params.data.as_value(), params_rows[p_addr])
-
-    async def writes(ctx):
-        ctx.set(dut.o_write.ready, 1)
-        beat = dut.o_write.payload
-        ready = True
-        async for _, _, valid, addr, data, strobe in ctx.tick().sample(
-                dut.o_write.valid, beat.addr, beat.data, beat.strobe):
-            if valid and ready:
-                assert addr % bus == 0
-                result.beats += 1
-                for b in range(bus):
-                    if strobe >> b & 1:
-                        memory[addr + b] = data >> (8 * b) & 0xFF
-            if gap_rng is not None and write_ready < 1.0:
-                ready = gap_rng.random() < write_ready
-                ctx.set(dut.o_write.ready, ready)
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(read_ports, background=True)
-    sim.add_testbench(writes, background=True)
-    sim.add_testbench(feeder)
-    sim.add_testbench(completer)
-    sim.run()
-    return result
+    job = _Job(acc_rows=[pack_signed(row, config.acc_width) for row in machine.acc],
+               spad_rows=[pack_signed(row, config.input_width) for row in machine.spad_in],
+               params_rows=params_rows,
+               words=[int.from_bytes(i.encode(), "little") | (t % 16) << 512
+                      for t, i in enumerate(instructions)],
+               gap_rng=gap_rng, write_ready=write_ready,
+               result=UnitRun(machine.memory.copy(), [], [], 0))
+    key = (config, fifo_depth)
+    harness = _harnesses.get(key)
+    if harness is None:
+        while len(_harnesses) >= _KEPT_DESIGNS:
+            _harnesses.pop(next(iter(_harnesses)))  # the oldest
+        harness = _harnesses[key] = _Harness(config, fifo_depth)
+    try:
+        harness.execute(job)
+    except BaseException:
+        del _harnesses[key]  # a run stopped half way leaves no state worth reusing
+        raise
+    return job.result
 
 
 def golden_memory(machine: Machine, instructions: Sequence[Instruction]) -> np.ndarray:
