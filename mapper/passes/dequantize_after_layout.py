@@ -10,7 +10,9 @@ parameters p
 exactly (the other inputs, split sizes, bounds, scales, sizes or indices, are unchanged). A node
 qualifies when its data input is read through a DequantizeLinear of 8-bit `u` with constant
 per-tensor parameters p, each of its outputs is no graph output and is read, and some output is
-read by a QuantizeLinear (default domain, constant per-tensor parameters). The op then reads
+read by a QuantizeLinear (default domain, constant per-tensor parameters) or by an element-wise
+op of one computed input whose result a QuantizeLinear reads (a QOperator export's rotate_half:
+DQ -> Slice -> Neg -> Q, then Slice on the integers and DQ -> Neg -> Q, a table). The op then reads
 `u`; for each output, one reader of p's own parameters is dropped (the op writes its integers
 under that reader's output name: Q_p(DQ_p(v)) = v), and every other reader, a Q_k or a float
 op (a QOperator export's float ReduceMean beside the Q of the same Slice: GhostNet's
@@ -31,6 +33,7 @@ import dataclasses
 import math
 
 from systolic.ir import Model, Node
+from systolic.mapper.passes.fuse_tables import ELEMENTWISE
 from systolic.mapper.passes.fusion_context import FusionContext
 from systolic.mapper.passes.graph_tools import attr_str, make_node
 from systolic.mapper.passes.quant_params import (
@@ -120,9 +123,23 @@ def _quantize_readers(ctx: FusionContext, node: Node) -> list[list[tuple[Node, Q
             raise NotFusable("an output is a graph output, omitted or unread")
         found.append([(r, _params(ctx, r, "output")) for r in ctx.consumers[name]
                       if r.op_type == "QuantizeLinear" and r.domain == ""])
-    if not any(found):
-        raise NotFusable("no output is read by a QuantizeLinear")
+    if not any(found) and not any(_tabled(ctx, r) for name in node.outputs
+                                  for r in ctx.consumers[name]):
+        raise NotFusable("no output is read by a QuantizeLinear, nor by a one-input "
+                         "element-wise op that a QuantizeLinear reads")
     return found
+
+
+def _tabled(ctx: FusionContext, reader: Node) -> bool:
+    """True for a default-domain element-wise op whose other inputs are constants and whose
+    result a QuantizeLinear reads: DQ -> op -> Q, a table once fused (a QOperator export's
+    rotate_half, Neg of a Slice)."""
+    if reader.domain != "" or reader.op_type not in ELEMENTWISE or len(reader.outputs) != 1:
+        return False
+    if sum(name not in ctx.constants for name in reader.inputs if name) != 1:
+        return False
+    return any(r.op_type == "QuantizeLinear" and r.domain == ""
+               for r in ctx.consumers.get(reader.outputs[0], []))
 
 
 def _float_readers(ctx: FusionContext, name: str) -> bool:
