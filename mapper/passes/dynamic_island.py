@@ -144,21 +144,31 @@ def _entries_of(graph: Graph, node: Node, constants: Mapping[str, np.ndarray],
     scores): its inputs and result (-> QAdd, QMul with a broadcast B); a Cast's result
     (an integer input made float) that an element-wise function of scalar constants
     reads (the mask's (1 - m) * -10000: -> one table); a Cast to an integer type (RoBERTa's
-    position ids) stays as it is."""
+    position ids) stays as it is; a Cast's float result that a Concat copies (a bool mask made
+    float, then expanded to the scores' shape by `expand_as_concat`), so the Concat moves
+    integers."""
     computed = [name for name in node.inputs if name and name not in constants]
     if node.op_type == "Softmax":
         return [node.inputs[0]]
+    if node.op_type == "Concat" and computed and all(
+            _float_cast(graph, name, producers) for name in computed):
+        return list(dict.fromkeys(computed))
     if node.op_type in ("Add", "Mul") and len(computed) == 2 and _broadcast(graph, *computed):
         return [*computed, node.outputs[0]]
     if (node.op_type in ELEMENTWISE and len(computed) == 1
             and all(constants[name].size == 1 for name in node.inputs
-                    if name and name in constants)):
-        source = producers.get(computed[0])
-        made = graph.type_of(computed[0])
-        if (source is not None and source.op_type == "Cast" and made is not None
-                and made.dtype == DataType.FLOAT):  # not an integer Cast (position ids)
-            return [computed[0]]
+                    if name and name in constants)
+            and _float_cast(graph, computed[0], producers)):  # not an integer Cast (ids)
+        return [computed[0]]
     return []
+
+
+def _float_cast(graph: Graph, name: str, producers: Mapping[str, Node]) -> bool:
+    """True when `name` is the float result of a Cast."""
+    source = producers.get(name)
+    made = graph.type_of(name)
+    return (source is not None and source.op_type == "Cast" and source.domain == ""
+            and made is not None and made.dtype == DataType.FLOAT)
 
 
 def _broadcast(graph: Graph, a: str, b: str) -> bool:

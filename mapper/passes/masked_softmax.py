@@ -22,8 +22,10 @@ Adds broadcast anyway: an Expand, an And with an all-true constant (the non-caus
 "causal" half), as long as each Add's other input already has the Add's result shape. A
 condition that the Adds broadcast in a way the vector unit does not (GPT-2's and CLIP's causal
 mask [1, 1, S, S] over the scores [1, H, S, S]) is then expanded to the Adds' result shape
-before the Cast, so the table and the sum take operands of one shape (an Expand after the
-arithmetic, `expand_computed_operand`'s, would keep the arithmetic float on the host). A
+after the Cast (a float Expand, Concats of copies by `expand_as_concat`: integer layout once
+quantized) and before the arithmetic, so the table and the sum take operands of one shape
+(an Expand after the arithmetic, `expand_computed_operand`'s, would keep the arithmetic
+float on the host). A
 condition Not(c) is read as c with the branches swapped, and a condition And(K, c) of a
 constant bool K (the causal triangle beside the padding mask) as Cast(c) * Cast(K): a product
 by a constant (a QMul) instead of a boolean And on the host, exact for 0/1 values. A constant
@@ -148,7 +150,7 @@ def arithmetic_masks(model: Model, report: PassReport) -> Model:
         gate = _constant_gate(graph, condition, readers, producers, constants)
         if gate is not None:  # And(constant K, c): the arithmetic reads Cast(c) * K
             condition = gate[0]
-        widened, new = _widened(graph, condition, readers, namer, casts,
+        widened, new = _widened(graph, condition, readers, namer, casts, a.dtype,
                                 force=gate is not None)
         nodes, more = _arithmetic(node, condition, (a, b), namer, casts, gate)
         nodes = widened + nodes
@@ -250,17 +252,20 @@ def _constant_gate(graph: Graph, condition: str, adds: list[Node],
 
 
 def _widened(graph: Graph, condition: str, adds: list[Node], namer: Namer,
-             casts: dict[tuple[str, str], str], *, force: bool = False,
+             casts: dict[tuple[str, str], str], dtype: np.dtype, *, force: bool = False,
              ) -> tuple[list[Node], list[Tensor]]:
-    """The Expand of `condition` to the one static result shape of `adds` when the vector
-    unit would not pair a mask of the condition's shape with the scores (neither per channel
-    nor along the last axis: GPT-2's and CLIP's causal mask [1, 1, S, S] over [1, H, S, S]),
-    and the shape constant it reads; none when no Expand is needed. The Cast and arithmetic
-    then make a mask of the scores' shape (its table and QAdd on the accelerator) instead of
-    one that `expand_computed_operand` expands after the arithmetic, which keeps the
-    arithmetic float on the host; `force`: whenever the shapes differ (the condition is
-    multiplied by a gate of the full shape). `casts` maps (condition, "expanded") to the
-    Expand's result, made once; the caller reads that name through `casts` too."""
+    """Cast(`condition`, `dtype`) expanded to the one static result shape of `adds` when the
+    vector unit would not pair a mask of the condition's shape with the scores (neither per
+    channel nor along the last axis: GPT-2's and CLIP's causal mask [1, 1, S, S] over
+    [1, H, S, S]), and the shape constant the Expand reads; none when no Expand is needed.
+    The arithmetic then makes a mask of the scores' shape (its table and QAdd on the
+    accelerator) instead of one that `expand_computed_operand` expands after the arithmetic,
+    which keeps the arithmetic float on the host; the Cast comes first so that the Expand
+    is of a float value (`expand_as_concat` makes it Concats of copies, integer layout once
+    quantized) rather than a bool one on the host. `force`: whenever the shapes differ (the
+    condition is multiplied by a gate of the full shape). `casts` maps (condition,
+    "expanded") to the Expand's result, made once, and that result (by its name and
+    `dtype`) to itself: the caller reads it through `casts` and makes no second Cast."""
     shapes = {_static_shape(graph, add.outputs[0]) for add in adds}
     small = _static_shape(graph, condition)
     if len(shapes) != 1 or small is None or (full := shapes.pop()) is None:
@@ -270,11 +275,18 @@ def _widened(graph: Graph, condition: str, adds: list[Node], namer: Namer,
     key = (condition, "expanded")
     if key in casts:
         return [], []
-    casts[key] = namer(f"{condition}_expanded")
+    nodes = []
+    x = casts.get((condition, dtype.str))
+    if x is None:
+        x = casts[(condition, dtype.str)] = namer(f"{condition}_as_float")
+        nodes.append(make_node("Cast", [condition], [x], name=namer(f"{condition}_cast"),
+                               attrs={"to": int(DataType.from_numpy(dtype))}))
+    expanded = casts[key] = namer(f"{condition}_expanded")
+    casts[(expanded, dtype.str)] = expanded
     shape = namer(f"{condition}_expanded_shape")
-    expand = make_node("Expand", [condition, shape], [casts[key]],
-                       name=namer(f"{condition}_expand"))
-    return [expand], [tensor(shape, np.array(full, np.int64))]
+    nodes.append(make_node("Expand", [x, shape], [expanded],
+                           name=namer(f"{condition}_expand")))
+    return nodes, [tensor(shape, np.array(full, np.int64))]
 
 
 def _arithmetic(node: Node, condition: str, branches: tuple[np.ndarray, np.ndarray],

@@ -119,17 +119,18 @@ def _causal():  # type: ignore[no-untyped-def]
                 [("y", np.float32, (1, HEADS, S, 4))], constants, opset=17)  # fmt: skip
 
 
-def test_a_causal_condition_is_expanded_to_the_scores_shape_before_its_cast():  # type: ignore[no-untyped-def]
+def test_a_causal_condition_is_cast_then_expanded_to_the_scores_shape():  # type: ignore[no-untyped-def]
     _, model = _causal()
     finite = finalize(finite_masks(model, _report(model)))
     rewritten = finalize(arithmetic_masks(finite, _report(finite)))
-    producers = rewritten.graph.producers()
+    consumers = rewritten.graph.consumers()
     cast = next(n for n in rewritten.graph.nodes if n.op_type == "Cast")
-    expand = producers[cast.inputs[0]]
-    assert expand.op_type == "Expand" and expand.inputs[0] == "keep"  # And(causal, keep) ->
-    found = rewritten.graph.type_of(cast.outputs[0])                 # Cast(keep) * causal
+    assert cast.inputs == ("keep",)  # And(causal, keep) -> Expand(Cast(keep)) * causal
+    (expand,) = consumers[cast.outputs[0]]  # a float Expand: Concats of copies next
+    assert expand.op_type == "Expand"
+    found = rewritten.graph.type_of(expand.outputs[0])
     assert found is not None and tuple(found.shape) == (1, HEADS, S, S)
-    gate = next(n for n in rewritten.graph.nodes if n.op_type == "Mul" and cast.outputs[0] in n.inputs)
+    gate = next(n for n in rewritten.graph.nodes if n.op_type == "Mul" and expand.outputs[0] in n.inputs)
     factor = next(t.data for t in rewritten.graph.initializers if t.name in gate.inputs)
     np.testing.assert_array_equal(factor, np.broadcast_to(np.tril(np.ones((S, S))), (1, HEADS, S, S)))
     assert not any("both" in n.inputs for n in rewritten.graph.nodes)  # the And is unread
@@ -143,7 +144,7 @@ def test_the_causal_mask_arithmetic_becomes_a_table_beside_its_sum():  # type: i
     fused, _ = run_passes(model, calibration=_feeds())
     kinds = op_types(fused)
     assert {"QSoftmax", "QAdd", "QTable", "QMul"} <= set(kinds)  # QMul: the causal gate
-    assert not {"Sub", "Mul", "Add", "Where", "And"} & set(kinds)
+    assert not {"Sub", "Mul", "Add", "Where", "And", "Expand"} & set(kinds)
     assert kinds.count("DequantizeLinear") == 1  # the output's: no float mask is expanded
     feed = _feeds(1)[0]
     ours, theirs = run_model(fused, feed)["y"], run_model(model, feed)["y"]
