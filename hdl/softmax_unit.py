@@ -185,13 +185,17 @@ class SoftmaxUnit(wiring.Component):
         r0 = Signal(32, name="row_r0")
         tail = Signal(2, name="tail")
         beats = Signal(17, name="row_beats")
-        budget = Signal(32, name="row_budget")
+        # The row's last cycle, budget - 1, registered every cycle: `chunks` is final once
+        # the first pass has been read and `base` from the row's start, both long before the
+        # row's WAIT phase compares `timer` with it (combinational, the product, the adders and
+        # the comparison were the unit's critical path alone: 42.8 MHz, chunks -> timer)
+        last_cycle = Signal(32, name="row_last_cycle")
         m.d.comb += [
             beats.eq(((base[:log_bus] + instr.length - 1) >> log_bus) + 1),
-            budget.eq(Mux(ln, LAYERNORM_PASSES * chunks + LAYERNORM_ROW_CYCLES,
-                          SOFTMAX_PASSES * chunks + SOFTMAX_ROW_CYCLES) + beats),
             self.done.eq(tail == 1),
         ]
+        m.d.sync += last_cycle.eq(Mux(ln, LAYERNORM_PASSES * chunks + LAYERNORM_ROW_CYCLES,
+                                      SOFTMAX_PASSES * chunks + SOFTMAX_ROW_CYCLES) + beats - 1)
 
         reading = ((phase == STATS) | (phase == SUM) | ((phase == OUTPUT) & self.space))
         issue = Signal(name="issue")
@@ -233,7 +237,7 @@ class SoftmaxUnit(wiring.Component):
         with m.If(self.written):
             m.d.sync += written.eq(written + 1)
 
-        row_over = (phase == WAIT) & (timer >= budget - 1) & (written == chunks)
+        row_over = (phase == WAIT) & (timer >= last_cycle) & (written == chunks)
         with m.If(self.start):
             m.d.sync += [timer.eq(1), row.eq(0), row_addr.eq(instr.in_row), written.eq(0),
                          base.eq(instr.ext), base1.eq(instr.ext), r0.eq(0)]
