@@ -87,40 +87,61 @@ async def offer_ahead(ctx, stream, words: list[int], rng: random.Random | None) 
     return taken
 
 
-def run_unit(config: ArrayConfig, program: list[Load], memory: np.ndarray, mem_latency: int,
-             *, ready_probability: float = 1.0, seed: int = 0, late_valid: bool = False):
-    """Run `program` on a LoadUnit; return (writes per memory, taken cycles, done cycles).
+@dataclasses.dataclass
+class _Job:
+    """One `run_unit` call: what the testbenches read and fill."""
 
-    Each word is on the payload from the cycle after the previous one was taken; `valid`
-    rises as soon as the contract allows, or 1 to 3 cycles later at random with `late_valid`
-    (`offer_ahead`)."""
-    dut = LoadUnit(config, mem_latency=mem_latency)
-    bus = config.bus_bytes
-    padded = np.concatenate([memory, np.zeros(2 * bus, np.uint8)])
-    words = [pack(dut.i_instr.payload.shape(),
-                  {"payload": int.from_bytes(i.encode(), "little"), "tag": n % 16})
-             for n, i in enumerate(program)]
-    rng = random.Random(seed)
-    result = {"writes": {"spad_in": [], "spad_wt": [], "params": []}, "done": []}
+    padded: np.ndarray  # the external memory, padded by two beats
+    words: list[int]
+    ready_probability: float
+    seed: int
+    late_valid: bool
+    rng: random.Random
+    result: dict
 
-    async def memory_model(ctx):
+
+class _Harness:
+    """A LoadUnit compiled once for pysim; each run resets it (`Simulator.reset`: signals and
+    memories to their initial values, the testbenches restarted) and reads `self.job`."""
+
+    def __init__(self, config: ArrayConfig, mem_latency: int) -> None:
+        self.dut = LoadUnit(config, mem_latency=mem_latency)
+        self.bus, self.mem_latency = config.bus_bytes, mem_latency
+        self.job: _Job | None = None
+        self.used = False  # a fresh simulator's testbenches have not started: no reset
+        self.sim = Simulator(self.dut)
+        self.sim.add_clock(1e-6)
+        self.sim.add_testbench(self._memory_model, background=True)
+        self.sim.add_testbench(self._monitor, background=True)
+        self.sim.add_testbench(self._driver)
+
+    def execute(self, job: _Job) -> None:
+        self.job = job
+        if self.used:
+            self.sim.reset()
+        self.used = True
+        self.sim.run()
+
+    async def _memory_model(self, ctx):
+        job, dut, bus = self.job, self.dut, self.bus
         pending: dict[int, int] = {}
         cycle = 0
         while True:
-            ready = ready_probability >= 1.0 or rng.random() < ready_probability
+            ready = job.ready_probability >= 1.0 or job.rng.random() < job.ready_probability
             ctx.set(dut.o_req.ready, ready)
             if ready and ctx.get(dut.o_req.valid):
                 address = ctx.get(dut.o_req.payload.addr)
                 assert address % bus == 0
-                beat = padded[address:address + bus]
-                pending[cycle + mem_latency] = int.from_bytes(beat.tobytes(), "little")
+                beat = job.padded[address:address + bus]
+                pending[cycle + self.mem_latency] = int.from_bytes(beat.tobytes(), "little")
             data = pending.pop(cycle, None)
             ctx.set(dut.i_resp.valid, data is not None)
             ctx.set(dut.i_resp.payload.data, data or 0)
             await ctx.tick()
             cycle += 1
 
-    async def monitor(ctx):
+    async def _monitor(self, ctx):
+        result, dut = self.job.result, self.dut
         ports = [(name, getattr(dut, name)) for name in ("spad_in", "spad_wt", "params")]
         signals = [s for _, p in ports for s in (p.en, p.addr, p.data.as_value())]
         cycle = 0
@@ -136,22 +157,49 @@ def run_unit(config: ArrayConfig, program: list[Load], memory: np.ndarray, mem_l
                     result["writes"][name].append((addr, data))
             cycle += 1
 
-    async def driver(ctx):
-        late = random.Random(seed) if late_valid else None
-        result["taken"] = await offer_ahead(ctx, dut.i_instr, words, late)
+    async def _driver(self, ctx):
+        job = self.job
+        late = random.Random(job.seed) if job.late_valid else None
+        job.result["taken"] = await offer_ahead(ctx, self.dut.i_instr, job.words, late)
         for _ in range(100_000):
-            if len(result["done"]) == len(program):
+            if len(job.result["done"]) == len(job.words):
                 return
             await ctx.tick()
         raise AssertionError("the unit did not complete every LOAD")
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(memory_model, background=True)
-    sim.add_testbench(monitor, background=True)
-    sim.add_testbench(driver)
-    sim.run()
-    return result
+
+_harnesses: dict[tuple[ArrayConfig, int], _Harness] = {}
+_KEPT_DESIGNS = 3
+
+
+def run_unit(config: ArrayConfig, program: list[Load], memory: np.ndarray, mem_latency: int,
+             *, ready_probability: float = 1.0, seed: int = 0, late_valid: bool = False):
+    """Run `program` on a LoadUnit; return (writes per memory, taken cycles, done cycles).
+
+    Each word is on the payload from the cycle after the previous one was taken; `valid`
+    rises as soon as the contract allows, or 1 to 3 cycles later at random with `late_valid`
+    (`offer_ahead`). The compiled unit of each of the last few (configuration, latency) is
+    reused (`_Harness`)."""
+    key = (config, mem_latency)
+    harness = _harnesses.get(key)
+    if harness is None:
+        while len(_harnesses) >= _KEPT_DESIGNS:
+            _harnesses.pop(next(iter(_harnesses)))  # the oldest
+        harness = _harnesses[key] = _Harness(config, mem_latency)
+    bus = config.bus_bytes
+    words = [pack(harness.dut.i_instr.payload.shape(),
+                  {"payload": int.from_bytes(i.encode(), "little"), "tag": n % 16})
+             for n, i in enumerate(program)]
+    job = _Job(padded=np.concatenate([memory, np.zeros(2 * bus, np.uint8)]), words=words,
+               ready_probability=ready_probability, seed=seed, late_valid=late_valid,
+               rng=random.Random(seed),
+               result={"writes": {"spad_in": [], "spad_wt": [], "params": []}, "done": []})
+    try:
+        harness.execute(job)
+    except BaseException:
+        del _harnesses[key]  # a run stopped half way leaves no state worth reusing
+        raise
+    return job.result
 
 
 def apply_writes(config: ArrayConfig, machine: Machine, writes) -> None:
