@@ -54,8 +54,7 @@ def group_norm_to_instance_norm(model: Model, report: PassReport) -> Model:
         nodes, new = _instance_form(node, shape, groups, (scale, bias), namer)
         replaced[id(node)] = nodes
         added.extend(new)
-        report.note(node.label, "a group normalization: Reshape, instance normalization, "
-                    "Reshape, per-channel scale and bias")
+        report.fused([node.label], f"InstanceNormalization {nodes[1].name!r}")
     if not replaced:
         return model
     return dataclasses.replace(model, graph=replace_graph(

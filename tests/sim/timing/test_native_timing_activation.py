@@ -20,6 +20,7 @@ from systolic.sim.timing.native_facts import external_facts
 from systolic.sim.timing.native_pass import timing_library
 from systolic.sim.timing.program_model import ProgramModel
 from systolic.sim.timing.program_timing import ProgramTiming
+from systolic.sim.timing.store_timing import LUT_CYCLES, MUL_CYCLES
 
 from ...support.random_programs import random_program, synthetic_program
 from ..golden.test_native_machine_activation import activation_graph
@@ -111,16 +112,18 @@ def test_a_longer_program_times_the_same(config: ArrayConfig,
 
 def test_the_flags_change_the_durations_by_their_stages(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # One instruction each, alone: the total grows by the one stage the flag adds.
+    # One instruction each, alone: the total grows by the stages the flag adds (LUT_CYCLES for
+    # `lut`, MUL_CYCLES for `mul`).
     config = CONFIGS[0]
     plain = [Store(0, 2, 4, 0, 0, -128, 127, 0), Copy(0, 2, 4, 0),
              Add(0, 2, 2, 4, 2**30, 0, 0, 0, 0, 0, -128, 127, 0)]
     flagged = [Store(0, 2, 4, 0, 0, -128, 127, 0, lut=True), Copy(0, 2, 4, 0, lut=True),
                Add(0, 2, 2, 4, 2**30, 0, 0, 0, 0, 0, -128, 127, 0, mul=True)]
-    for without, with_flag in zip(plain, flagged, strict=True):
+    stages = [LUT_CYCLES, LUT_CYCLES, MUL_CYCLES]
+    for without, with_flag, added in zip(plain, flagged, stages, strict=True):
         before = native_timing(config, [without, Halt()], monkeypatch)
         after = native_timing(config, [with_flag, Halt()], monkeypatch)
-        assert after.complete[0] == before.complete[0] + 1, with_flag
+        assert after.complete[0] == before.complete[0] + added, with_flag
         assert_same(after, python_timing(config, [with_flag, Halt()], monkeypatch))
     for config in CONFIGS[:3]:  # TABLE: ceil(256 / dim) + 2 cycles from its issue
         table = native_timing(config, [Table(0), Halt()], monkeypatch)

@@ -163,8 +163,8 @@ MODELS = {
         "compress": "Compress", "castlike": "CastLike", "sign": "Sign", "l1": "ReduceL1",
         "lse": "ReduceLogSumExp", "roialign": "RoiAlign", "glp": "GlobalLpPool",
         "onehot": "OneHot", "tan": "Tan", "acos": "Acos", "sinh": "Sinh", "asinh": "Asinh"}),
-    "vision": (vision_like, {"d2s": "DepthToSpace", "gn": "GroupNormalization", "celu": "Celu",
-                             "l2": "ReduceL2", "lp": "LpNormalization", "round": "Round"}),
+    "vision": (vision_like, {"d2s": "DepthToSpace", "celu": "Celu", "l2": "ReduceL2",
+                             "lp": "LpNormalization", "round": "Round"}),
 }
 
 
@@ -187,6 +187,21 @@ def test_simulate_runs_the_new_operators_on_the_host(tmp_path: Path, name: str) 
     assert units["conv"] == ("QConv", "array")
     for node, op in host.items():
         assert units[node] == (op, "host"), node
+
+
+def test_group_normalization_leaves_the_host(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The vision model's GroupNormalization (opset 21, constant scale and bias) is rewritten
+    by `group_norm` into a layer normalization with a per-channel scale and shift: no host
+    layer computes it, a QLayerNorm on the vector unit does, and `inspect` says so."""
+    units = _simulate(tmp_path, vision_like())
+    assert ("GroupNormalization", "host") not in units.values()
+    assert units["gn_instance_norm"] == ("QLayerNorm", "vector")
+    assert main(["inspect", str(tmp_path / "m.onnx")]) == 0
+    row = next(line.split() for line in capsys.readouterr().out.splitlines()
+               if line.split() and line.split()[0] == "gn")
+    assert row[1] == "ai.onnx.GroupNormalization:21" and row[4] == "vector", row
 
 
 def test_audio_constants_fold_and_the_mel_projection_runs_on_the_array(tmp_path: Path) -> None:
