@@ -47,14 +47,21 @@ def _lint_component(tmp_path, component: wiring.Component, top: str) -> list[str
     return list(result.warnings)
 
 
-@pytest.mark.parametrize("dataflow", ["ws", "os"])
-@pytest.mark.parametrize("unit", sorted(UNITS))
+DATAFLOW_UNITS = ("execute_unit", "systolic_array")
+"""The units whose hardware depends on the dataflow; the others are linted in OS too in the
+slow set (their OS build emits the same Verilog, byte for byte)."""
+
+
+@pytest.mark.parametrize(("unit", "dataflow"), [
+    pytest.param(unit, dataflow, marks=() if dataflow == "ws" or unit in DATAFLOW_UNITS
+                 else (pytest.mark.slow,))
+    for unit in sorted(UNITS) for dataflow in ("ws", "os")])
 def test_unit_lints_clean(tmp_path, unit: str, dataflow: str) -> None:
     component = UNITS[unit](_config(2, dataflow))
     assert _lint_component(tmp_path, component, unit) == []
 
 
-@pytest.mark.parametrize("unit", ["execute_unit", "systolic_array"])
+@pytest.mark.parametrize("unit", DATAFLOW_UNITS)
 def test_units_of_both_dataflows_lint_clean(tmp_path, unit: str) -> None:
     """The units whose hardware depends on the dataflow, built for `both`."""
     assert _lint_component(tmp_path, UNITS[unit](_config(2, "both")), unit) == []
