@@ -11,12 +11,10 @@ and a tag names the same instruction from its issue to its completion). Cycle 0 
 
 Elaborating the accelerator and compiling it for pysim costs most of a short run (about 70%
 of a 4x4 GEMM test), so each process keeps the compiled simulators of its last few
-configurations (`_Harness`) and starts every run with `Simulator.reset()`, which restores
-every signal and memory to its initial value and restarts the testbench: a run on a reused
+configurations (`_Harness`, `systolic.sim.rtl.reused_simulators`): a run on a reused
 simulator is the run on a fresh one.
 """
 
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,7 @@ from systolic.sim.progress import report_cycle
 from systolic.sim.result import UNIT_NAMES, InstructionTimes, RunResult
 from systolic.sim.rtl.commands import encode_program, unit_index
 from systolic.sim.rtl.external_memory import ExternalMemory
+from systolic.sim.rtl.reused_simulators import KeptDesigns, ResetBeforeRun
 from systolic.sim.rtl.waveform import Waveform, current_waveform, write_vcd
 
 __all__ = ["DEFAULT_WATCHDOG", "run_pysim"]
@@ -139,22 +138,10 @@ class _Harness:
                          *(s.as_value() for s in self.dut.trace.issue),
                          *(s.as_value() for s in self.dut.trace.complete))
         self.run: _Run | None = None
-        self.used = False  # a fresh simulator must not be reset: its testbench is not started
-        self.sim = Simulator(self.dut)
-        self.sim.add_clock(1e-6)
-        self.sim.add_testbench(self._testbench)
-
-    def execute(self, run: _Run, vcd: str | Path | None, waveform: Waveform | None) -> None:
-        """Run `run` from the design's initial state (VCD of it to `vcd` if given)."""
-        self.run = run
-        if self.used:
-            self.sim.reset()
-        self.used = True
-        if vcd is None:
-            self.sim.run()
-        else:
-            with write_vcd(self.sim, vcd, current_waveform() if waveform is None else waveform):
-                self.sim.run()
+        sim = Simulator(self.dut)
+        sim.add_clock(1e-6)
+        sim.add_testbench(self._testbench)
+        self.runner = ResetBeforeRun(sim)
 
     async def _testbench(self, ctx: Any) -> None:
         assert self.run is not None
@@ -237,18 +224,7 @@ def _read_counters(ctx: Any, dut: Accelerator, run: _Run) -> None:
         run.events[name] = ctx.get(getattr(dut.events, name))
 
 
-_harnesses: OrderedDict[ArrayConfig, _Harness] = OrderedDict()
-
-
-def _harness(config: ArrayConfig) -> _Harness:
-    """Return this process' compiled simulator of `config`, building it on first use."""
-    if config in _harnesses:
-        _harnesses.move_to_end(config)
-        return _harnesses[config]
-    harness = _harnesses[config] = _Harness(config)
-    while len(_harnesses) > _KEPT_DESIGNS:
-        _harnesses.popitem(last=False)
-    return harness
+_harnesses: KeptDesigns[_Harness] = KeptDesigns(_KEPT_DESIGNS)
 
 
 def run_pysim(program: Program, memory: bytes | bytearray, *, watchdog: int | None = None,
@@ -268,11 +244,15 @@ def run_pysim(program: Program, memory: bytes | bytearray, *, watchdog: int | No
                external=ExternalMemory(bytearray(memory), bus_bytes=config.bus_bytes,
                                        latency=config.mem_latency),
                limit=limit)
-    harness = _harness(config)
-    try:
-        harness.execute(run, vcd, waveform)
-    except BaseException:
-        _harnesses.pop(config, None)  # a run that stopped half way leaves no reusable state
-        raise
+    harness = _harnesses.get(config, lambda: _Harness(config))
+    harness.run = run
+    if vcd is None:
+        _harnesses.run(config, harness)
+    else:
+        def run_with_vcd(sim: Simulator) -> None:
+            with write_vcd(sim, vcd, current_waveform() if waveform is None else waveform):
+                sim.run()
+
+        _harnesses.run(config, harness, run_with_vcd)
     return RunResult(memory=run.external.image, total_cycles=run.counters["cycles"],
                      times=run.recorder.times(), counters=run.counters, events=run.events)

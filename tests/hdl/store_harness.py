@@ -19,6 +19,7 @@ from systolic.config import ArrayConfig
 from systolic.hdl.store_unit import StoreUnit
 from systolic.isa.instructions import Instruction
 from systolic.sim.golden.machine import Machine
+from systolic.sim.rtl.reused_simulators import KeptDesigns, ResetBeforeRun
 
 from .streams import TIMEOUT_CYCLES, stream_put
 
@@ -73,28 +74,20 @@ class _Job:
 
 
 class _Harness:
-    """A `StoreUnit` compiled once for pysim; each run resets it (`Simulator.reset`: every
-    signal and memory to its initial value, the testbenches restarted) and reads `self.job`.
-    Compiling the unit costs more than most runs, so runs of one configuration share it."""
+    """A `StoreUnit` compiled once for pysim, reset before each run
+    (`systolic.sim.rtl.reused_simulators`); its testbenches read `self.job`."""
 
     def __init__(self, config: ArrayConfig, fifo_depth: int) -> None:
         self.dut = StoreUnit(config, fifo_depth=fifo_depth)
         self.bus = config.bus_bytes
         self.job: _Job | None = None
-        self.used = False  # a fresh simulator's testbenches have not started: no reset
-        self.sim = Simulator(self.dut)
-        self.sim.add_clock(1e-6)
-        self.sim.add_testbench(self._read_ports, background=True)
-        self.sim.add_testbench(self._writes, background=True)
-        self.sim.add_testbench(self._feeder)
-        self.sim.add_testbench(self._completer)
-
-    def execute(self, job: _Job) -> None:
-        self.job = job
-        if self.used:
-            self.sim.reset()
-        self.used = True
-        self.sim.run()
+        sim = Simulator(self.dut)
+        sim.add_clock(1e-6)
+        sim.add_testbench(self._read_ports, background=True)
+        sim.add_testbench(self._writes, background=True)
+        sim.add_testbench(self._feeder)
+        sim.add_testbench(self._completer)
+        self.runner = ResetBeforeRun(sim)
 
     async def _feeder(self, ctx):
         job = self.job
@@ -148,8 +141,7 @@ class _Harness:
                 ctx.set(dut.o_write.ready, ready)
 
 
-_KEPT_DESIGNS = 3
-_harnesses: dict[tuple[ArrayConfig, int], _Harness] = {}
+_harnesses: KeptDesigns[_Harness] = KeptDesigns(3)
 
 
 def run_unit(config: ArrayConfig, machine: Machine, instructions: Sequence[Instruction], *,
@@ -174,16 +166,9 @@ def run_unit(config: ArrayConfig, machine: Machine, instructions: Sequence[Instr
                gap_rng=gap_rng, write_ready=write_ready,
                result=UnitRun(machine.memory.copy(), [], [], 0))
     key = (config, fifo_depth)
-    harness = _harnesses.get(key)
-    if harness is None:
-        while len(_harnesses) >= _KEPT_DESIGNS:
-            _harnesses.pop(next(iter(_harnesses)))  # the oldest
-        harness = _harnesses[key] = _Harness(config, fifo_depth)
-    try:
-        harness.execute(job)
-    except BaseException:
-        del _harnesses[key]  # a run stopped half way leaves no state worth reusing
-        raise
+    harness = _harnesses.get(key, lambda: _Harness(config, fifo_depth))
+    harness.job = job
+    _harnesses.run(key, harness)
     return job.result
 
 

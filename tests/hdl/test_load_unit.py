@@ -16,6 +16,7 @@ from systolic.hdl.load_unit import LoadUnit
 from systolic.isa.instructions import Load, LoadTarget
 from systolic.isa.memories import Memory, depth, params_row_bytes
 from systolic.sim.golden.machine import Machine
+from systolic.sim.rtl.reused_simulators import KeptDesigns, ResetBeforeRun
 from systolic.sim.timing.load_timing import load_timing
 
 from .streams import pack, unpack_array
@@ -101,26 +102,19 @@ class _Job:
 
 
 class _Harness:
-    """A LoadUnit compiled once for pysim; each run resets it (`Simulator.reset`: signals and
-    memories to their initial values, the testbenches restarted) and reads `self.job`."""
+    """A LoadUnit compiled once for pysim, reset before each run
+    (`systolic.sim.rtl.reused_simulators`); its testbenches read `self.job`."""
 
     def __init__(self, config: ArrayConfig, mem_latency: int) -> None:
         self.dut = LoadUnit(config, mem_latency=mem_latency)
         self.bus, self.mem_latency = config.bus_bytes, mem_latency
         self.job: _Job | None = None
-        self.used = False  # a fresh simulator's testbenches have not started: no reset
-        self.sim = Simulator(self.dut)
-        self.sim.add_clock(1e-6)
-        self.sim.add_testbench(self._memory_model, background=True)
-        self.sim.add_testbench(self._monitor, background=True)
-        self.sim.add_testbench(self._driver)
-
-    def execute(self, job: _Job) -> None:
-        self.job = job
-        if self.used:
-            self.sim.reset()
-        self.used = True
-        self.sim.run()
+        sim = Simulator(self.dut)
+        sim.add_clock(1e-6)
+        sim.add_testbench(self._memory_model, background=True)
+        sim.add_testbench(self._monitor, background=True)
+        sim.add_testbench(self._driver)
+        self.runner = ResetBeforeRun(sim)
 
     async def _memory_model(self, ctx):
         job, dut, bus = self.job, self.dut, self.bus
@@ -168,8 +162,7 @@ class _Harness:
         raise AssertionError("the unit did not complete every LOAD")
 
 
-_harnesses: dict[tuple[ArrayConfig, int], _Harness] = {}
-_KEPT_DESIGNS = 3
+_harnesses: KeptDesigns[_Harness] = KeptDesigns(3)
 
 
 def run_unit(config: ArrayConfig, program: list[Load], memory: np.ndarray, mem_latency: int,
@@ -181,11 +174,7 @@ def run_unit(config: ArrayConfig, program: list[Load], memory: np.ndarray, mem_l
     (`offer_ahead`). The compiled unit of each of the last few (configuration, latency) is
     reused (`_Harness`)."""
     key = (config, mem_latency)
-    harness = _harnesses.get(key)
-    if harness is None:
-        while len(_harnesses) >= _KEPT_DESIGNS:
-            _harnesses.pop(next(iter(_harnesses)))  # the oldest
-        harness = _harnesses[key] = _Harness(config, mem_latency)
+    harness = _harnesses.get(key, lambda: _Harness(config, mem_latency))
     bus = config.bus_bytes
     words = [pack(harness.dut.i_instr.payload.shape(),
                   {"payload": int.from_bytes(i.encode(), "little"), "tag": n % 16})
@@ -194,11 +183,8 @@ def run_unit(config: ArrayConfig, program: list[Load], memory: np.ndarray, mem_l
                ready_probability=ready_probability, seed=seed, late_valid=late_valid,
                rng=random.Random(seed),
                result={"writes": {"spad_in": [], "spad_wt": [], "params": []}, "done": []})
-    try:
-        harness.execute(job)
-    except BaseException:
-        del _harnesses[key]  # a run stopped half way leaves no state worth reusing
-        raise
+    harness.job = job
+    _harnesses.run(key, harness)
     return job.result
 
 
