@@ -255,10 +255,10 @@ def performed_macs(network: str, form: str) -> int:
     mean of squares) becomes a product with a column of 1/H, one MAC per element it reads
     (`rms_mean_macs`)."""
     path = MODELS / f"{network}_{form}.onnx"
-    total = model_macs(path, first_input(network)) + rms_mean_macs(path, first_input(network))
-    unrolled = {"DynamicQuantizeLSTM", "LSTM", "GRU"}  # float, quantized or dynamic
     model = onnx.load(path)
     values = runtime_values(model, first_input(network))
+    total = model_macs(path, first_input(network)) + rms_mean_macs(model, values)
+    unrolled = {"DynamicQuantizeLSTM", "LSTM", "GRU"}  # float, quantized or dynamic
     for node in model.graph.node:
         if node.op_type not in unrolled or len(node.input) < 6 or not node.input[5]:
             continue
@@ -269,19 +269,15 @@ def performed_macs(network: str, form: str) -> int:
     return total
 
 
-def rms_mean_macs(path: Path, feed: dict[str, np.ndarray]) -> int:
+def rms_mean_macs(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> int:
     """Return the elements the RMS norms' means of squares read (ReduceMean of a Pow; not of a
-    Pow of a Sub: a layer normalization's variance, fused whole)."""
-    model = onnx.load(path)
+    Pow of a Sub: a layer normalization's variance, fused whole), from the model's `values`
+    (`runtime_values`)."""
     differences = {node.output[0] for node in model.graph.node if node.op_type == "Sub"}
     squares = {node.output[0] for node in model.graph.node
                if node.op_type == "Pow" and node.input[0] not in differences}
-    means = [node.input[0] for node in model.graph.node
-             if node.op_type == "ReduceMean" and node.input[0] in squares]
-    if not means:
-        return 0
-    shapes = runtime_shapes(model, feed)
-    return sum(int(np.prod(shapes[name])) for name in means)
+    return sum(values[node.input[0]].size for node in model.graph.node
+               if node.op_type == "ReduceMean" and node.input[0] in squares)
 
 
 def model_macs(path: Path, feed: dict[str, np.ndarray]) -> int:
