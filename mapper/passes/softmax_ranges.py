@@ -42,12 +42,13 @@ class RowFloors:
     EXP_CUTOFF: the lowest value its quantization range needs (`floors`).
 
     Given `graph`, also the floors of the two operands of an Add that makes such an input (an
-    attention mask added to the scores), each operand read by that Add only and not a graph
-    output: floor(operand) = floor(sum) - max(other operand). Cutting an operand there is
-    exact for the Softmax: a sum that reached the floor before still does (it saturates to the
-    lowest code as before), and a sum above it had no operand below its cut. A mask of
-    float's lowest value would otherwise need a range (and a requantization multiplier) of
-    ~1e38."""
+    attention mask added to the scores), each operand not a graph output and read only by
+    such Adds: floor(operand) = floor(sum) - max(other operand), the least over its Adds (a
+    mask that every layer adds, as Gemma's eager attention does). Cutting an operand there
+    is exact for each Softmax: a sum that reached the floor before still does (it saturates
+    to the lowest code as before), and a sum above it had no operand below its cut. A mask
+    of float's lowest value would otherwise need a range (and a requantization multiplier)
+    of ~1e38."""
 
     def __init__(self, softmaxes: Sequence[Node], graph: Graph | None = None) -> None:
         self.wanted = {node.outputs: node for node in softmaxes}  # outputs name a node uniquely
@@ -62,31 +63,37 @@ class RowFloors:
     def floors(self) -> dict[str, float]:
         """The floors seen so far: the Softmax inputs', then their cut operands'."""
         found = dict(self.row_floors)
-        for total, pair in self._operands.items():
-            for mine, other in (pair, pair[::-1]):
-                if total in self.row_floors and other in self._highs and self._alone(mine):
-                    found[mine] = self.row_floors[total] - self._highs[other]
+        operands = {name for pair in self._operands.values() for name in pair}
+        for name in sorted(operands):
+            floor = self._operand_floor(name)
+            if floor is not None:
+                found[name] = floor
         return found
 
     def constant_floors(self, names: Sequence[str]) -> dict[str, float]:
         """The floor of each constant of `names` whose every reader is an Add making a
         Softmax input seen here: the least of floor(sum) - max(other operand) over those Adds
         (a causal mask shared by every layer). Raising the constant's values to it is exact
-        for each Softmax, as for a cut operand of one Add."""
+        for each Softmax, as for a cut operand."""
         found: dict[str, float] = {}
         for name in names:
-            cuts = [self.row_floors[total] - self._highs[pair[1 - pair.index(name)]]
-                    for total, pair in self._operands.items()
-                    if name in pair and total in self.row_floors
-                    and pair[1 - pair.index(name)] in self._highs]
-            readers = self._consumers.get(name, [])
-            if cuts and len(cuts) == len(readers) and name not in self._outputs:
-                found[name] = min(cuts)
+            floor = self._operand_floor(name)
+            if floor is not None:
+                found[name] = floor
         return found
 
-    def _alone(self, operand: str) -> bool:
-        """True when one node reads `operand` and it is not a graph output."""
-        return len(self._consumers.get(operand, [])) == 1 and operand not in self._outputs
+    def _operand_floor(self, name: str) -> float | None:
+        """min over the Adds reading `name` of floor(sum) - max(other operand), when every
+        reader of `name` is such an Add seen with both figures and `name` is not a graph
+        output; else None."""
+        cuts = [self.row_floors[total] - self._highs[pair[1 - pair.index(name)]]
+                for total, pair in self._operands.items()
+                if name in pair and total in self.row_floors
+                and pair[1 - pair.index(name)] in self._highs]
+        readers = self._consumers.get(name, [])
+        if not cuts or len(cuts) != len(readers) or name in self._outputs:
+            return None
+        return min(cuts)
 
     def __call__(self, node: Node, inputs: list[np.ndarray | None], _outputs: list[np.ndarray]
                  ) -> None:  # fmt: skip

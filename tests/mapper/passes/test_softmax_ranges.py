@@ -89,3 +89,53 @@ def test_a_constant_mask_read_by_two_sums_gets_the_lower_floor():  # type: ignor
     cuts = [rows[s] - max(float(f[x].max()) for f in feeds) for s, x in (("s1", "a"), ("s2", "b"))]
     assert floors.constant_floors(["mask"]) == {"mask": min(cuts)}
     assert floors.constant_floors(["p1"]) == {}  # no Add making a Softmax input reads it
+
+
+def _shared_mask_model():  # type: ignore[no-untyped-def]
+    """Two Softmaxes over a + mask and b + mask, the mask computed from the input keep
+    (1 - keep) * float's lowest: one mask every layer adds (Gemma's eager attention)."""
+    low = np.float32(np.finfo(np.float32).min)
+    nodes = [node("Sub", ["one", "keep"], ["dropped"]), node("Mul", ["dropped", "low"], ["mask"]),
+             node("Add", ["a", "mask"], ["s1"]), node("Softmax", ["s1"], ["p1"]),
+             node("Add", ["b", "mask"], ["s2"]), node("Softmax", ["s2"], ["p2"]),
+             node("Add", ["p1", "p2"], ["y"])]
+    inputs = [(name, np.float32, (2, 6)) for name in ("a", "b", "keep")]
+    return make(nodes, inputs, [("y", np.float32, (2, 6))],
+                {"one": np.float32(1.0), "low": low})
+
+
+def _shared_mask_feeds():  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(3)
+    keep = np.ones((2, 6), np.float32)
+    keep[:, 4:] = 0.0
+    return [{"a": rng.normal(0, 2, (2, 6)).astype(np.float32),
+             "b": rng.normal(0, 5, (2, 6)).astype(np.float32), "keep": keep}
+            for _ in range(3)]
+
+
+def test_a_computed_mask_read_by_two_sums_gets_the_lower_floor():  # type: ignore[no-untyped-def]
+    """A computed mask that two Adds making Softmax inputs read (and nothing else) is cut
+    at the least of floor(sum) - max(other operand) over both, as a constant one is."""
+    from systolic.mapper.passes.softmax_ranges import RowFloors
+    from systolic.reference.executor import run_model
+
+    _, model = _shared_mask_model()
+    feeds = _shared_mask_feeds()
+    softmaxes = [n for n in model.graph.nodes if n.op_type == "Softmax"]
+    floors = RowFloors(softmaxes, model.graph)
+    for feed in feeds:
+        run_model(model, feed, on_node=floors)
+    rows = softmax_row_floors(model, feeds, softmaxes)
+    cuts = [rows[s] - max(float(f[x].max()) for f in feeds) for s, x in (("s1", "a"), ("s2", "b"))]
+    assert floors.floors["mask"] == min(cuts)
+    assert "dropped" not in floors.floors  # read by the Mul, not by a sum
+
+
+def test_a_shared_lowest_float_mask_is_added_on_the_accelerator():  # type: ignore[no-untyped-def]
+    """With the shared mask cut, both sums are QAdds: its range no longer holds float's
+    lowest (a requantization multiplier of ~1e37 sent them to the host)."""
+    _, model = _shared_mask_model()
+    fused, _ = run_passes(model, calibration=_shared_mask_feeds())
+    types = [n.op_type for n in fused.graph.nodes]
+    assert types.count("QSoftmax") == 2
+    assert "Add" not in types and "Softmax" not in types
