@@ -384,12 +384,21 @@ def _add(ctx: FusionContext, node: Node, report: PassReport) -> None:
             raise NotFusable("the Add's inputs have neither the same static shape nor one "
                              "along the other's last axis [1, ..., H]")
     act, q, yp = _output_chain(ctx, node)
-    ma, mb, shift = add_multipliers(np.float64(ap.scale) / np.float64(yp.scale),
-                                    np.float64(bp.scale) / np.float64(yp.scale))
+    b_factor = np.float64(bp.scale) / np.float64(yp.scale) if _contributes(ctx, b_q, bp) else 0.0
+    ma, mb, shift = add_multipliers(np.float64(ap.scale) / np.float64(yp.scale), b_factor)
     attrs = {"a_zero_point": ap.zero_point, "b_zero_point": bp.zero_point,
              "multiplier_a": ma, "multiplier_b": mb, "shift": shift,
              **_stage_attrs(act, ctx, yp)}
     _finish(ctx, report, "QAdd", [a_q, b_q], [node, act, q], attrs, [])
+
+
+def _contributes(ctx: FusionContext, name: str, params: QuantParams) -> bool:
+    """False when quantized input `name` is a constant equal to its zero point everywhere
+    (a real 0: an attention-bias table still at its initial zeros), whose rescale factor then
+    multiplies only zeros: the QAdd takes 0 for it instead of a factor the output stage may not
+    represent (a bias of scale 1 added to scores of scale 3.5e-11); True otherwise."""
+    value = ctx.constants.get(name)
+    return value is None or bool(np.any(value.astype(np.int64) != params.zero_point))
 
 
 def _sub(ctx: FusionContext, node: Node, report: PassReport) -> None:
