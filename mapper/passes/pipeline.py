@@ -16,7 +16,10 @@ Order (each pass one module):
                         [Add(constant)] -> [Relu|Clip] -> Q -> QMatMul/QConv (normalize_qoperator's
                         integer-product pattern, first: the per-channel and island passes
                         below would take its float scale and bias as a batch norm)
- 3c. fold_scalar_dequantize  DQ of a one-element 8-bit constant read by element-wise ops
+ 3c. drop_empty_values  a node whose results have no elements (static shapes with a 0) -> empty
+                        constants; a Concat's empty inputs dropped (Phi-3's [1, H, S, 0]
+                        pass-through Slice of its partial rotary embedding);
+     fold_scalar_dequantize  DQ of a one-element 8-bit constant read by element-wise ops
                         -> its float value (onnxruntime's QDQ of scalar constants);
                         fold_scalar_quantize: Q of one such constant read by QLinearAdd/
                         QLinearMul -> its integer value (a QTable next);
@@ -153,6 +156,7 @@ from systolic.mapper.passes.dequantize_after_layout import dequantize_after_layo
 from systolic.mapper.passes.dynamic_island import fusion_entries, quantize_dynamic_island
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.embedding_scale import embedding_scale
+from systolic.mapper.passes.empty_values import drop_empty_values
 from systolic.mapper.passes.expand_as_concat import expand_as_concat
 from systolic.mapper.passes.expand_computed_operand import expand_computed_operand
 from systolic.mapper.passes.expand_constant_operand import (
@@ -236,8 +240,9 @@ def run_passes(
         model = fold_constants(remove_identities(finalize(widened), report), report)
     if (integer := fuse_integer_requantization(model, report)) is not model:
         model = finalize(integer)  # before channel_affine and the islands take its Mul/Add
-    for rewrite in (fold_scalar_dequantize, fold_scalar_quantize, finite_masks,
-                    arithmetic_masks, expand_as_concat, fold_quantized_constants, embedding_scale,
+    for rewrite in (drop_empty_values, fold_scalar_dequantize, fold_scalar_quantize,
+                    finite_masks, arithmetic_masks, expand_as_concat, fold_quantized_constants,
+                    embedding_scale,
                     rms_mean_to_matmul, group_norm_to_instance_norm,
                     instance_norm_to_layernorm, spatial_mean_to_pool,
                     decomposed_softmax, decompose_lrn, decompose_prelu, conv_transpose_to_conv,
