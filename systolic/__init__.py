@@ -15,12 +15,13 @@ except PackageNotFoundError:  # running from a source tree that was never instal
     __version__ = "0.0.0+unknown"
 
 _API_NAMES = (
-    "ArrayConfig", "Compiled", "Dataflow", "Simulation", "Sweep", "Table", "bind", "compile",
-    "configurations", "load", "load_bytes", "simulate", "sweep",
+    "ArrayConfig", "Compiled", "Dataflow", "OptionalUnit", "Simulation", "Sweep", "Table",
+    "bind", "compile", "configurations", "load", "load_bytes", "simulate", "sweep",
 )  # fmt: skip
 
 __all__ = [
-    "ArrayConfig", "Compiled", "Dataflow", "Simulation", "Sweep", "Table", "__version__",
+    "ArrayConfig", "Compiled", "Dataflow", "OptionalUnit", "Simulation", "Sweep", "Table",
+    "__version__",
     "bind", "compile", "configurations", "load", "load_bytes", "simulate", "sweep",
 ]  # fmt: skip
 

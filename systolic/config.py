@@ -9,9 +9,10 @@ import dataclasses
 import enum
 import re
 
+from systolic.config_units import OptionalUnit, units_text
 from systolic.errors import ConfigError
 
-__all__ = ["MAX_MEMORY_KIB", "ArrayConfig", "Dataflow"]
+__all__ = ["MAX_MEMORY_KIB", "ArrayConfig", "Dataflow", "OptionalUnit"]
 
 
 class Dataflow(enum.Enum):
@@ -77,6 +78,10 @@ class ArrayConfig:
     mem_latency:
         Cycles from an external read request to its data (default 8), 0 to 1024. The hardware's
         read buffering is sized by it, and every cycle count depends on it.
+    without:
+        The optional STORE-side units left out (`OptionalUnit`, default none): a frozenset of
+        `OptionalUnit.ROW_UNIT` (SOFTMAX, LAYERNORM) and `OptionalUnit.TABLES` (activation
+        table); `has(unit)` tells whether a unit is built.
     """
 
     rows: int = 8
@@ -89,6 +94,7 @@ class ArrayConfig:
     acc_kib: int = 64
     bus_bytes: int = 16
     mem_latency: int = 8
+    without: frozenset[OptionalUnit] = frozenset()
 
     def __post_init__(self) -> None:
         for name in ("rows", "cols"):
@@ -124,6 +130,10 @@ class ArrayConfig:
                 f"mem_latency must be a whole number of cycles from 0 to 1024, "
                 f"not {self.mem_latency!r}"
             )
+        if not isinstance(self.without, frozenset) or not all(
+                isinstance(unit, OptionalUnit) for unit in self.without):
+            raise ConfigError(f"without must be a frozenset of OptionalUnit members, "
+                              f"not {self.without!r}")
         for name in ("spad_kib", "acc_kib"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -182,6 +192,10 @@ class ArrayConfig:
         """Rows in the accumulator memory."""
         return self.acc_kib * 1024 // self.acc_row_bytes
 
+    def has(self, unit: OptionalUnit) -> bool:
+        """True when the optional unit `unit` is built (not in `without`)."""
+        return unit not in self.without
+
     @property
     def pes(self) -> int:
         """Processing elements in the array."""
@@ -205,7 +219,12 @@ class ArrayConfig:
         return rows, cols
 
     def to_dict(self) -> dict[str, object]:
-        """Return the fields as plain JSON-ready values (dataflow as "ws"/"os"/"both")."""
+        """Return the fields as plain JSON-ready values (dataflow as "ws"/"os"/"both";
+        `without` as a list of unit names, and left out when no unit is: the dictionary of a
+        configuration with every unit is what it was before units could be omitted)."""
         fields = dataclasses.asdict(self)
         fields["dataflow"] = self.dataflow.value
+        del fields["without"]
+        if self.without:
+            fields["without"] = units_text(self.without).split(",")
         return fields

@@ -63,6 +63,7 @@ from systolic.mapper.lowering.node_attrs import int_attr, ints_attr
 from systolic.mapper.lowering.pool import lower_pool
 from systolic.mapper.lowering.softmax import lower_qsoftmax
 from systolic.mapper.lowering.table import Activation, activation_of, lower_qtable
+from systolic.mapper.lowering.units import absent_unit_reason, may_fuse_tables
 from systolic.mapper.lowering.vector_overlap import INTERLEAVED, Overlap, merge, plan_overlap
 from systolic.mapper.lowering.vector_tiles import SpadWindow
 from systolic.mapper.macs import node_macs
@@ -371,6 +372,10 @@ class _Compiler:
         if unit is LayerUnit.HOST:
             self.host(index, node, self.host_reasons.get(node.name, "not an accelerator operator"), macs)
             return
+        absent = absent_unit_reason(node, self.config)
+        if absent is not None:
+            self.host(index, node, absent, macs)
+            return
         if node.label in self.fused:
             reason = f"{FUSED_TABLE} {self.fused[node.label]!r} (STORE with lut)"
             self.add_layer(node, unit, [], reason, macs)
@@ -481,6 +486,8 @@ class _Compiler:
         output and no slice of a Concat, and its output must have the same layout."""
         out = node.outputs[0]
         users = self.consumers.get(out, [])
+        if not may_fuse_tables(self.config):
+            return None
         if len(users) != 1 or out in self.outputs or out in self.slices or out in self.halos:
             return None
         table = users[0]

@@ -22,12 +22,13 @@ from systolic.api.loading import bind, load, load_bytes
 from systolic.api.simulating import Simulation, simulate
 from systolic.api.sweeping import Sweep, configurations, sweep
 from systolic.api.table import Table
-from systolic.config import ArrayConfig, Dataflow
+from systolic.config import ArrayConfig, Dataflow, OptionalUnit
 
 __all__ = [
     "ArrayConfig",
     "Compiled",
     "Dataflow",
+    "OptionalUnit",
     "Simulation",
     "Sweep",
     "Table",

@@ -31,10 +31,12 @@ from systolic.commands.compare_workload import (
     topology_engine,
     workload_models,
 )
+from systolic.commands.config_args import add_without_argument
 from systolic.commands.energy_args import add_energy_arguments, table_from_args
 from systolic.commands.model_loading import add_model_arguments
 from systolic.commands.output_paths import check_output_file
 from systolic.config import ArrayConfig
+from systolic.config_units import parse_units
 from systolic.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -87,6 +89,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "--mem-latency", metavar="N", type=int, default=_DEFAULT.mem_latency,
         help=f"external memory read latency in cycles, one value (default {_DEFAULT.mem_latency})",
     )  # fmt: skip
+    add_without_argument(grid)
     parser.add_argument(
         "--backend", metavar="model|rtl|verilator", default="model",
         help="model: the analytic cycle model (default, fast); rtl: the Amaranth simulator; "
@@ -108,7 +111,8 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 def _configs(args: argparse.Namespace) -> list[ArrayConfig]:
     from systolic.compare.grid import config_grid, parse_int_list, parse_list
 
-    base = dataclasses.replace(_DEFAULT, mem_latency=args.mem_latency)
+    base = dataclasses.replace(_DEFAULT, mem_latency=args.mem_latency,
+                               without=parse_units(args.without))
     return config_grid(
         base,
         arrays=parse_list("--array", args.array),

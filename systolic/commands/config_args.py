@@ -1,8 +1,9 @@
 """The command-line options that describe an accelerator configuration (`ArrayConfig`).
 
 `add_config_arguments(parser)` adds `--array RxC`, `--dataflow ws|os|both`, `--spad-kib`,
-`--acc-kib`, `--bus-bytes` and `--mem-latency` (with `widths=True` also `--input-width`,
-`--weight-width` and `--acc-width`); `config_from_args(args)` builds the checked
+`--acc-kib`, `--bus-bytes`, `--mem-latency` and `--without UNITS` (the optional units left
+out, `add_without_argument`; with `widths=True` also `--input-width`, `--weight-width` and
+`--acc-width`); `config_from_args(args)` builds the checked
 configuration. A value that is not a whole number, or an impossible configuration, is a
 ConfigError: one line naming the option.
 """
@@ -12,9 +13,10 @@ import dataclasses
 from typing import Any
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.config_units import OptionalUnit, parse_units
 from systolic.errors import ConfigError
 
-__all__ = ["add_config_arguments", "config_from_args"]
+__all__ = ["add_config_arguments", "add_without_argument", "config_from_args"]
 
 _DEFAULT = ArrayConfig()
 
@@ -52,6 +54,18 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, widths: bool = Fals
             _flag(field), metavar="N", dest=field,
             help=f"{meaning} (default {getattr(_DEFAULT, field)})",
         )  # fmt: skip
+    add_without_argument(group)
+
+
+def add_without_argument(group: "argparse._ActionsContainer") -> None:
+    """Add `--without UNITS` (dest `without`, default none): the optional STORE-side units
+    the accelerator leaves out, parsed by `config_units.parse_units`."""
+    names = ", ".join(f"{unit.value} ({unit.title})" for unit in OptionalUnit)
+    group.add_argument(
+        "--without", metavar="UNIT,...", default="",
+        help=f"optional units to leave out of the accelerator: {names}; their layers run "
+             "on the host (default: none, every unit built)",
+    )  # fmt: skip
 
 
 def _whole_number(flag: str, text: str) -> int:
@@ -66,7 +80,8 @@ def config_from_args(args: argparse.Namespace) -> ArrayConfig:
     added) keep `ArrayConfig`'s defaults."""
     rows, cols = ArrayConfig.parse_shape(args.array)
     values: dict[str, Any] = {"rows": rows, "cols": cols,
-                              "dataflow": Dataflow.parse(args.dataflow)}
+                              "dataflow": Dataflow.parse(args.dataflow),
+                              "without": parse_units(getattr(args, "without", "") or "")}
     for field, _ in _WIDTH_OPTIONS + _SIZE_OPTIONS:
         text = getattr(args, field, None)
         if text is not None:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from systolic.config import ArrayConfig
+from systolic.config import ArrayConfig, OptionalUnit
 from systolic.isa.encode_batch import CLASS_OF_OPCODE, field_columns, opcodes
 from systolic.isa.execute import Compute, ComputeOS, Preload
 from systolic.isa.instruction_base import Instruction
@@ -172,6 +172,7 @@ def _store(c: Columns, config: ArrayConfig) -> np.ndarray:
     m, n = c["m"], c["n"]
     row_bytes = np.where(c["raw"] != 0, RAW_BYTES * n, n * config.operand_bytes)
     result: np.ndarray = ((c["acc_row"] + m <= depth(config, Memory.ACC)) & (n <= config.cols)
+                          & ((c["lut"] == 0) | config.has(OptionalUnit.TABLES))
                           & _writable(c, config, m, row_bytes))  # fmt: skip
     return result
 

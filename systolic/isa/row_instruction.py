@@ -11,11 +11,12 @@ placed among them), `RowInstruction` the checks and memory ranges that follow fr
 import dataclasses
 
 from systolic.config import ArrayConfig
+from systolic.config_units import OptionalUnit
 from systolic.isa.fields import Field, layout, spec
 from systolic.isa.instruction_base import ROW_PATTERN_SPECS, U16, U32
 from systolic.isa.memories import Access, Memory, depth
 from systolic.isa.store import INT8_RANGE, SHIFT_RANGE, RowWriter, check_clamp
-from systolic.isa.table import need_8bit_activations
+from systolic.isa.table import need_8bit_activations, need_unit
 
 __all__ = ["FieldSpec", "RowInstruction", "row_chunks", "row_instruction_fields"]
 
@@ -75,6 +76,7 @@ class RowInstruction(RowWriter):
         return self.m * row_chunks(self.length, config)
 
     def check(self, config: ArrayConfig) -> None:
+        need_unit(self, "", OptionalUnit.ROW_UNIT, config)
         need_8bit_activations(self, "", config)
         self._need_rows(
             "in_row + m * ceil(length / dim)",

@@ -12,6 +12,7 @@ import enum
 from typing import Any, ClassVar
 
 from systolic.config import ArrayConfig
+from systolic.config_units import OptionalUnit
 from systolic.isa.fields import Field, layout, spec
 from systolic.isa.instruction_base import (
     ROW_PATTERN_SPECS,
@@ -24,7 +25,7 @@ from systolic.isa.instruction_base import (
 )
 from systolic.isa.memories import PARAMS_DEPTH, Access, Memory, depth
 from systolic.isa.patterns import Segment, row_segments
-from systolic.isa.table import need_8bit_activations
+from systolic.isa.table import need_8bit_activations, need_unit
 
 __all__ = [
     "INT8_RANGE", "RAW_BYTES", "SHIFT_RANGE", "Add", "Copy", "Pool", "PoolMode", "RowWriter",
@@ -140,6 +141,8 @@ class Store(RowWriter):
                     self._fail(f"{name} must be 0 with raw, not {value}")
 
     def check(self, config: ArrayConfig) -> None:
+        if self.lut:
+            need_unit(self, "lut ", OptionalUnit.TABLES, config)
         self._need_rows(
             "acc_row + m", self.acc_row + self.m, depth(config, Memory.ACC), "acc", config
         )
@@ -366,6 +369,7 @@ class Copy(RowWriter):
 
     def check(self, config: ArrayConfig) -> None:
         if self.lut:
+            need_unit(self, "lut ", OptionalUnit.TABLES, config)
             need_8bit_activations(self, "lut ", config)
         self._need_at_most("lanes", self.lanes, config.dim, "the scratchpad row width dim")
         self._need_rows(

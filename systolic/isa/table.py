@@ -12,6 +12,7 @@ import dataclasses
 from typing import ClassVar
 
 from systolic.config import ArrayConfig
+from systolic.config_units import OptionalUnit, absent_message
 from systolic.isa.fields import Field, layout, spec
 from systolic.isa.instruction_base import U32, Instruction, Unit
 from systolic.isa.memories import Access, Memory, depth
@@ -51,6 +52,13 @@ def need_8bit_activations(instr: Instruction, what: str, config: ArrayConfig) ->
         )
 
 
+def need_unit(instr: Instruction, what: str, unit: OptionalUnit, config: ArrayConfig) -> None:
+    """Raise InstructionError `<MNEMONIC> <what>cannot run: the accelerator is configured
+    without its <unit> (--without <name>)` when the configuration omits `unit`."""
+    if not config.has(unit):
+        instr._fail(f"{what}cannot run: {absent_message(unit)}")
+
+
 @dataclasses.dataclass(frozen=True)
 class Table(Instruction):
     """TABLE: replace the activation table with spad_in rows `row .. row + ceil(256/dim) - 1`,
@@ -69,6 +77,8 @@ class Table(Instruction):
         return exp_table_rows(config) if self.wide else table_rows(config)
 
     def check(self, config: ArrayConfig) -> None:
+        need_unit(self, "wide " if self.wide else "",
+                  OptionalUnit.ROW_UNIT if self.wide else OptionalUnit.TABLES, config)
         need_8bit_activations(self, "", config)
         self._need_rows(
             f"row + ceil({EXP_TABLE_BYTES if self.wide else TABLE_ENTRIES} / dim)",
