@@ -271,7 +271,10 @@ class Accelerator(wiring.Component):
                 self.trace.issue[u].valid.eq(issued),
                 self.trace.issue[u].tag.eq(issue.payload.tag),
                 active_next.eq(active + issued - retired[u]),
-                counters.i_unit_busy[u].eq(active_next != 0),
+                # active_next != 0 with the late `issued` as the last choice, after
+                # comparisons of the `active` register (not after active_next's adder)
+                counters.i_unit_busy[u].eq(Mux(
+                    issued, (active != 0) | ~retired[u], (active != 0) & ~(retired[u] & (active == 1)))),
                 counters.i_hazard_stall[u].eq((queued != 0) & ~issue.valid & unit.i_instr.ready),
             ]
             m.d.sync += [

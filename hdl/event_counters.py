@@ -13,6 +13,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from systolic.config import ArrayConfig
+from systolic.hdl.run_counters import count
 
 __all__ = ["EVENT_WIDTH", "RTL_EVENTS", "EventCounters", "event_increments", "events_signature"]
 
@@ -89,9 +90,6 @@ class EventCounters(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         for name in self.names:
-            counter = getattr(self.counts, name)
-            with m.If(self.i_clear):
-                m.d.sync += counter.eq(0)
-            with m.Elif(self.i_enable):
-                m.d.sync += counter.eq(counter + getattr(self.i_inc, name))
+            count(m, getattr(self.counts, name), self.i_clear, self.i_enable,
+                  getattr(self.i_inc, name))
         return m

@@ -1,10 +1,26 @@
 """`RunCounters`: the accelerator's performance counters (cycles, retirements, stalls)."""
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["RunCounters"]
+__all__ = ["RunCounters", "count"]
+
+
+def count(m: Module, counter: Value, clear: Value, enable: Value, increment: Value | int) -> None:
+    """Add to `m`: `counter` zeroed when `clear`, else increased by `increment` when `enable`.
+
+    A one-bit increment (a strobe) is the counter's enable and the incrementer adds the
+    constant 1, so a late strobe (e.g. a unit's issue handshake) ends at the flip-flops'
+    enable instead of entering the counter's carry chain at its lowest bit."""
+    with m.If(clear):
+        m.d.sync += counter.eq(0)
+    if isinstance(increment, Value) and len(increment) == 1:
+        with m.Elif(enable & increment):
+            m.d.sync += counter.eq(counter + 1)
+    else:
+        with m.Elif(enable):
+            m.d.sync += counter.eq(counter + increment)
 
 
 class RunCounters(wiring.Component):
@@ -54,8 +70,5 @@ class RunCounters(wiring.Component):
             *zip(self.hazard_stall, self.i_hazard_stall),
         ]
         for counter, increment in pairs:
-            with m.If(self.i_clear):
-                m.d.sync += counter.eq(0)
-            with m.Elif(self.i_enable):
-                m.d.sync += counter.eq(counter + increment)
+            count(m, counter, self.i_clear, self.i_enable, increment)
         return m
