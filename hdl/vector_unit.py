@@ -80,7 +80,9 @@ class VectorUnit(wiring.Component):
         One row per group, in order.
     mode : ``In(2)``
         MAX (0), SCALED_SUM (1) or PRODUCT (2); held for whole groups, and changed only while
-        the pipeline is empty (the STORE unit runs one instruction at a time).
+        the pipeline is empty (the STORE unit runs one instruction at a time). Stage 1 reads it
+        combinationally, later stages through a copy registered every cycle (`late_max`,
+        `late_product`), so it may come from the STORE unit's decode without a register.
     multiplier : ``In(ArrayLayout(signed(32), 2))``
     zero_in : ``In(ArrayLayout(signed(8), 2))``
         Per `sel`: the multiplier and the input zero point (SCALED_SUM).
@@ -219,7 +221,13 @@ class VectorUnit(wiring.Component):
 
         is_max = Signal(name="is_max")
         is_product = Signal(name="is_product")
+        # Stage 2 and later read registered copies of the mode, loaded every cycle: `mode` is
+        # held from before a group's first element enters, so an element reaching stage 2 (two
+        # cycles after it entered) sees its own mode, and the mode's decode outside the unit
+        # no longer runs into stage 3's sum and stage 4's coarse shift
+        late_max, late_product = Signal(name="late_max"), Signal(name="late_product")
         advance = Signal()
+        m.d.sync += [late_max.eq(self.mode == MAX), late_product.eq(self.mode == PRODUCT)]
         m.d.comb += [
             is_max.eq(self.mode == MAX),
             is_product.eq(self.mode == PRODUCT),
@@ -241,7 +249,7 @@ class VectorUnit(wiring.Component):
             larger = Mux(s2.first | (s2.x[i] > held), s2.x[i], held)
             kept = Mux(s2.first, s2.p[i], running[i])
             m.d.comb += total[i].eq(
-                Mux(is_max, larger, Mux(is_product, kept, previous + s2.p[i])))
+                Mux(late_max, larger, Mux(late_product, kept, previous + s2.p[i])))
 
         multiplier = s1.multiplier  # the element's, chosen in stage 1 (1 for PRODUCT's b)
         # stage 2 registers the products' pieces, stage 2b their sum
@@ -258,9 +266,9 @@ class VectorUnit(wiring.Component):
                 valid[1].eq(valid[0]),
                 valid[2].eq(valid[1]),
                 valid[3].eq(valid[2] & s2.last),
-                valid_product[0].eq(valid[3] & is_product),
+                valid_product[0].eq(valid[3] & late_product),
                 valid_product[1].eq(valid_product[0]),
-                valid[4].eq(Mux(is_product, valid_product[1], valid[3])),
+                valid[4].eq(Mux(late_product, valid_product[1], valid[3])),
                 valid[5].eq(valid[4]),
                 valid[6].eq(valid[5]),
                 s1.sel.eq(elem.sel), s1.first.eq(elem.first), s1.last.eq(elem.last),
@@ -284,7 +292,7 @@ class VectorUnit(wiring.Component):
                     s3.factor[i].eq(s2.p[i]),
                     s3b[i].eq(products[i]),
                 ]
-                reduced = Mux(is_product, s3b[i], s3.t[i])
+                reduced = Mux(late_product, s3b[i], s3.t[i])
                 window, sticky = coarse_shift(reduced, amount[_FINE_BITS:], keep)
                 m.d.sync += [s4.window[i].eq(window), s4.sticky[i].eq(sticky)]
                 floor, round_up = fine_round_clamped(s4.window[i], s4.sticky[i],
