@@ -28,13 +28,20 @@ an instance norm over L) do with their means, and no pooling head does: a Conv1d
 over L feeds a Flatten/Gemm/Conv (a squeeze-excitation's broadcast Mul is reached only through
 a Conv, which ends the walk), so it is still converted. Keeping a mean does not change a
 value, only where it runs; ranks >= 4 are [N, C, *spatial] by convention and are not checked.
+
+A token mean (LeViT's and other vision transformers' `x.mean(1)` pooling head): ReduceMean over
+axis 1 of a rank-3 [N, S, C] float tensor with `keepdims=0`, the result [N, C]. That is the
+global average pool of Transpose(x, [0, 2, 1]) ([N, C, S]: the same memory as a row-major
+[N, S, C], a view) followed by the Reshape to [N, C] as above. When x is a per-tensor
+DequantizeLinear's result, the Transpose moves before it (DQ(Transpose(u)): exact, the
+integers move) so that DQ -> GlobalAveragePool -> Q fuses.
 """
 
 import dataclasses
 
 import numpy as np
 
-from systolic.ir import DataType, Graph, Model, Node
+from systolic.ir import DataType, Graph, Model, Node, Tensor
 from systolic.mapper.passes.graph_tools import (
     Namer,
     attr_int,
@@ -113,10 +120,15 @@ def spatial_mean_to_pool(model: Model, report: PassReport) -> Model:
             report.note(node.label, "a ReduceMean over the last axis of a rank-3 tensor that is "
                                     "broadcast back over that axis: a normalization, not a pool")
             rank = None
+        x, y, what = node.inputs[0], node.outputs[0], "the spatial axes"
+        if rank is None and _is_token_mean(graph, node, constants):
+            what = "the tokens (axis 1 of [N, S, C], transposed)"
+            x, moved = _tokens_last(graph, node, constants, namer, new_constants)
+            nodes.extend(moved)
+            rank = 3
         if rank is None:
             nodes.append(node)
             continue
-        x, y = node.inputs[0], node.outputs[0]
         pool = make_node("GlobalAveragePool", [x], [y], name=node.name)
         if attr_int(node, "keepdims", 1):
             nodes.append(pool)
@@ -137,11 +149,51 @@ def spatial_mean_to_pool(model: Model, report: PassReport) -> Model:
             moved_quantize[quantize.label] = make_node(
                 "Reshape", [q_out, shape_name], [quantize.outputs[0]],
                 name=namer(f"{node.name}_reshape"))
-        report.note(node.label, "a ReduceMean over the spatial axes: a global average pool "
-                                "and a Reshape")
-    if all(a is b for a, b in zip(nodes, graph.nodes, strict=True)):
+        report.note(node.label, f"a ReduceMean over {what}: a global average pool and a "
+                                "Reshape")
+    if len(nodes) == len(graph.nodes) and all(a is b for a, b in zip(nodes, graph.nodes)):
         return model  # nothing matched
     return dataclasses.replace(model, graph=replace_graph(graph, nodes, new_constants))
+
+
+def _is_token_mean(graph: Graph, node: Node, constants: dict[str, np.ndarray]) -> bool:
+    """True when `node` is a float ReduceMean over axis 1 of a rank-3 input, `keepdims=0`
+    (module docstring: a token mean [N, S, C] -> [N, C])."""
+    if node.op_type != "ReduceMean" or node.domain != "" or attr_int(node, "keepdims", 1):
+        return False
+    info = graph.type_of(node.inputs[0])
+    if info is None or info.shape is None or info.dtype not in _FLOAT_TYPES or len(
+            info.shape) != 3:
+        return False
+    if len(node.inputs) > 1 and node.inputs[1]:
+        axes_value = constants.get(node.inputs[1])
+        axes = None if axes_value is None else tuple(int(a) for a in axes_value.reshape(-1))
+    else:
+        axes = attr_ints(node, "axes")
+    return axes in ((1,), (-2,))
+
+
+def _tokens_last(graph: Graph, mean: Node, constants: dict[str, np.ndarray], namer: Namer,
+                 new_constants: list[Tensor]) -> tuple[str, list[Node]]:
+    """Return ([N, C, S] value, the nodes that make it) for a token mean's input [N, S, C]:
+    Transpose(x, [0, 2, 1]), or DQ(Transpose(u)) when x = DQ(u) of one scale and zero point
+    (new nodes: the original DQ may have other readers)."""
+    x = mean.inputs[0]
+    dq = graph.producers().get(x)
+    per_tensor = (dq is not None and dq.op_type == "DequantizeLinear" and dq.domain == ""
+                  and all(name in constants and constants[name].size == 1
+                          for name in dq.inputs[1:] if name))
+    source = dq.inputs[0] if per_tensor and dq is not None else x
+    turned = namer(f"{source}_tokens_last")
+    nodes = [make_node("Transpose", [source], [turned], name=namer(f"{mean.name}_transpose"),
+                       attrs={"perm": (0, 2, 1)})]
+    if per_tensor and dq is not None:
+        dequantized = namer(f"{x}_tokens_last")
+        nodes.append(dataclasses.replace(dq, inputs=(turned, *dq.inputs[1:]),
+                                         outputs=(dequantized,),
+                                         name=namer(f"{mean.name}_dequantize")))
+        turned = dequantized
+    return turned, nodes
 
 
 def _sole_quantize_reader(readers: list[Node], value: str, outputs: set[str]) -> Node | None:

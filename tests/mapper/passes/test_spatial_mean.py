@@ -154,3 +154,47 @@ def test_a_global_max_pool_of_unknown_shape_stays():  # type: ignore[no-untyped-
                   [("x", np.float32, ["n", 3, "h", "w"])], [("y", np.float32, ["n", 3, 1, 1])], {})
     report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
     assert spatial_mean_to_pool(model, report) is model
+
+
+TOKENS = RNG.standard_normal((2, 6, 8)).astype(np.float32)  # [N, S, C]
+
+
+@pytest.mark.parametrize("axes", [[1], [-2]])
+def test_a_token_mean_becomes_a_pool_of_its_transpose(axes):  # type: ignore[no-untyped-def]
+    """x.mean(1) of [N, S, C] (a vision transformer's pooling head) = the global average pool
+    of [N, C, S] and a Reshape to [N, C]; the same values."""
+    model = _mean_model(axes, 0, shape=(2, 6, 8))
+    rewritten = _rewrite(model)
+    assert [n.op_type for n in rewritten.graph.nodes] == [
+        "Transpose", "GlobalAveragePool", "Reshape"]
+    got, want = (run_model(m, {"x": TOKENS})["y"] for m in (rewritten, model))
+    assert got.shape == want.shape == (2, 8)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_a_token_mean_with_kept_dims_stays():  # type: ignore[no-untyped-def]
+    model = _mean_model([1], 1, shape=(2, 6, 8))
+    report = PassReport((n.label, n.op_id) for n in model.graph.nodes)
+    assert spatial_mean_to_pool(model, report) is model
+
+
+def test_a_qdq_token_mean_transposes_the_integers_and_fuses():
+    """DQ(u) -> ReduceMean(axis 1) -> Q: the Transpose moves before a new DQ, so the pool
+    fuses into a QAveragePool; equal to the model as written."""
+    nodes = [node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q0"),
+             node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq0"),
+             node("ReduceMean", ["xd"], ["m"], name="mean", axes=[1], keepdims=0),
+             node("QuantizeLinear", ["m", "s2", "z"], ["mq"], name="q1"),
+             node("DequantizeLinear", ["mq", "s2", "z"], ["y"], name="dq1")]
+    model = build(nodes, [("x", np.float32, [2, 6, 8])], [("y", np.float32, [2, 8])],
+                  {"s": np.float32(0.05), "z": np.uint8(128), "s2": np.float32(0.01)})
+    rewritten = _rewrite(model)
+    assert [n.op_type for n in rewritten.graph.nodes] == [  # dq0 unread now (removed later)
+        "QuantizeLinear", "DequantizeLinear", "Transpose", "DequantizeLinear",
+        "GlobalAveragePool", "QuantizeLinear", "Reshape", "DequantizeLinear"]
+    np.testing.assert_array_equal(run_model(rewritten, {"x": TOKENS})["y"],
+                                  run_model(model, {"x": TOKENS})["y"])
+    integer, report = run_passes(model)
+    ops = [(n.domain, n.op_type) for n in integer.graph.nodes]
+    assert ("systolic", "QAveragePool") in ops and ("", "ReduceMean") not in ops
+    assert report.fate("mean").into.startswith("systolic.QAveragePool")
