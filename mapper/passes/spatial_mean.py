@@ -103,7 +103,7 @@ def spatial_mean_to_pool(model: Model, report: PassReport) -> Model:
     outputs = {info.name for info in graph.outputs}
     namer = Namer(graph)
     nodes: list[Node] = []
-    new_constants = []
+    new_constants: list[Tensor] = []
     moved_quantize: dict[str, Node] = {}  # QuantizeLinear label -> the Reshape that replaces it
     for node in graph.nodes:
         if node.label in moved_quantize:
