@@ -37,6 +37,9 @@ Order (each pass one module):
  3d. rms_mean          ReduceMean(Pow(x, 2)) over the last axis (T5's, LLaMA's RMS norm;
                         in a static quantized model x a DQ's result), x not a Sub -> MatMul
                         by a [H, 1] constant of 1/H;
+                        l2_normalize (earlier, before expand_as_concat): Div(x, [Expand](
+                        Clip(ReduceL2(x, last axis), eps))) -> Mul(x, Reciprocal(Clip(Sqrt(
+                        MatMul(Pow(x, 2), ones[H, 1]))))) (F.normalize: XCiT's, EdgeNeXt's);
                         group_norm: GroupNormalization (opset 18/21) of constant scale and
                         bias -> Reshape, InstanceNormalization, Reshape, Mul, Add (torch's
                         TorchScript form);
@@ -177,6 +180,7 @@ from systolic.mapper.passes.fuse_softmax import fuse_softmax
 from systolic.mapper.passes.fuse_tables import fuse_tables
 from systolic.mapper.passes.group_norm import group_norm_to_instance_norm
 from systolic.mapper.passes.instance_norm import instance_norm_to_layernorm
+from systolic.mapper.passes.l2_normalize import l2_normalize_to_matmul
 from systolic.mapper.passes.layernorm_moments import moments_layernorm
 from systolic.mapper.passes.layernorm_ptq import layernorm_island
 from systolic.mapper.passes.linear_resize import float_linear_resize, quantized_linear_resize
@@ -241,7 +245,8 @@ def run_passes(
     if (integer := fuse_integer_requantization(model, report)) is not model:
         model = finalize(integer)  # before channel_affine and the islands take its Mul/Add
     for rewrite in (drop_empty_values, fold_scalar_dequantize, fold_scalar_quantize,
-                    finite_masks, arithmetic_masks, expand_as_concat, fold_quantized_constants,
+                    finite_masks, arithmetic_masks, l2_normalize_to_matmul,
+                    expand_as_concat, fold_quantized_constants,
                     embedding_scale,
                     rms_mean_to_matmul, group_norm_to_instance_norm,
                     instance_norm_to_layernorm, spatial_mean_to_pool,
