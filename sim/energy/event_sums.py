@@ -1,29 +1,35 @@
-"""Event counts summed per group of instructions (per layer), vectorised by instruction class.
+"""Event counts summed per group of instructions (per layer), vectorised over the words.
 
-`group_event_sums(instructions, config, groups, count, starts=(), load_beats=None)` returns
-`count` dicts (every name of `EVENTS`): the events of the instructions whose `groups[i]` is
-that group's index (-1: none), exactly the sums of `events.program_events` over each group
-(tested). COMPUTE, COMPUTE.OS, PRELOAD and LOAD, the bulk of a compiled model, are counted
-with numpy class by class; the others one by one with `events.instruction_events`. The
-weights of a weight-stationary COMPUTE are the latest PRELOAD's after the latest HALT or run
-start (`starts`: the indices where an accelerator run begins, from reset). `load_beats[i]`,
-when given, is instruction i's beats if it is a LOAD (the native `external_facts` cost).
+`group_event_sums(instructions, config, groups, count, starts=(), load_beats=None,
+words=None)` returns `count` dicts (every name of `EVENTS`): the events of the instructions
+whose `groups[i]` is that group's index (-1: none), exactly the sums of
+`events.program_events` over each group (tested). The fields are read from the instruction
+words (`words`, the program's `Program.words`; encoded here when not given): COMPUTE,
+COMPUTE.OS, PRELOAD and LOAD, the bulk of a compiled model, are counted with numpy over
+their field columns; every other instruction's events are those of the first instruction
+with its event key (the words with the on-chip rows `events.POSITIONS` cleared and `ext`
+taken modulo the bus width, which decide none of its events), counted once per key with
+`events.instruction_events`. The weights of a weight-stationary COMPUTE are the latest
+PRELOAD's after the latest HALT or run start (`starts`: the indices where an accelerator run
+begins, from reset). `load_beats[i]`, when given, is instruction i's beats if it is a LOAD
+(the native `external_facts` cost); else each distinct LOAD's beats are counted once.
 """
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from systolic.config import ArrayConfig
-from systolic.isa.instructions import Instruction
+from systolic.isa.encode_batch import CLASS_OF_OPCODE, encode_words, field_columns, opcodes
+from systolic.isa.instructions import Compute, ComputeOS, Instruction, Load, Preload
 from systolic.isa.memories import params_row_bytes
-from systolic.sim.energy.events import EVENTS, BeatCounter, instruction_events
+from systolic.sim.energy.events import EVENTS, POSITIONS, BeatCounter, instruction_events
 
 __all__ = ["group_event_sums"]
 
 _COLUMN = {name: index for index, name in enumerate(EVENTS)}
 _VECTORISED = ("COMPUTE", "COMPUTE.OS", "PRELOAD", "LOAD", "HALT")
+_EMPTY = np.zeros(0, dtype=np.int64)
 
 
 class _Totals:
@@ -39,9 +45,39 @@ class _Totals:
         np.add.at(self.table[:, _COLUMN[name]], group[keep], values[keep])
 
 
-def _column(instructions: Sequence[Any], where: np.ndarray, field: str) -> np.ndarray:
-    return np.fromiter((getattr(instructions[i], field) for i in where), dtype=np.int64,
-                       count=len(where))  # fmt: skip
+def _by_class(words: np.ndarray) -> dict[str, np.ndarray]:
+    """Return the indices of the rows of each instruction class present, by mnemonic."""
+    codes = opcodes(words)
+    order = np.argsort(codes, kind="stable")
+    present, starts = np.unique(codes[order], return_index=True)
+    ends = [*starts[1:].tolist(), len(order)]
+    return {CLASS_OF_OPCODE[int(code)].MNEMONIC: order[start:end]
+            for code, start, end in zip(present.tolist(), starts.tolist(), ends, strict=True)}  # fmt: skip
+
+
+def _event_keys(words: np.ndarray, config: ArrayConfig) -> np.ndarray:
+    """Return `words` with every `POSITIONS` field cleared and `ext` modulo the bus width."""
+    keys = words.copy()
+    codes = opcodes(words)
+    for code in np.unique(codes).tolist():
+        cls = CLASS_OF_OPCODE[code]
+        rows = np.flatnonzero(codes == code)
+        for field in cls.FIELDS:
+            if field.name not in POSITIONS and field.name != "ext":
+                continue
+            word, shift = divmod(field.offset, 64)
+            keys[rows, word] &= ~np.uint64(((1 << field.width) - 1) << shift)
+            if field.name == "ext":
+                (ext,) = field_columns(words[rows], cls, ("ext",))
+                keys[rows, word] |= (ext % config.bus_bytes).astype(np.uint64) << np.uint64(shift)
+    return keys
+
+
+def _distinct(words: np.ndarray, config: ArrayConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Return (the first row of each distinct event key, each row's distinct key index)."""
+    _, first, inverse = np.unique(_event_keys(words, config), axis=0, return_index=True,
+                                  return_inverse=True)  # fmt: skip
+    return first, inverse.reshape(-1)
 
 
 def _active_weights(where: np.ndarray, preloads: np.ndarray, sizes: np.ndarray,
@@ -65,39 +101,45 @@ def group_event_sums(
     count: int,
     starts: Sequence[int] = (),
     load_beats: "Sequence[int] | np.ndarray | None" = None,
+    words: np.ndarray | None = None,
 ) -> list[dict[str, int]]:
     """Return the events of each group (module docstring)."""
+    if words is None:
+        words = encode_words(instructions)
     totals = _Totals(np.asarray(groups, dtype=np.int64), count)
-    by_name: dict[str, list[int]] = {}
-    for index, instr in enumerate(instructions):
-        by_name.setdefault(instr.MNEMONIC, []).append(index)
-    at = {name: np.array(indices, dtype=np.int64) for name, indices in by_name.items()}
-    empty = np.zeros(0, dtype=np.int64)
-    preloads = at.get("PRELOAD", empty)
-    k, n = (_column(instructions, preloads, f) for f in ("k", "n"))
+    at = _by_class(words)
+    preloads = at.get("PRELOAD", _EMPTY)
+    k, n = field_columns(words[preloads], Preload, ("k", "n"))
     totals.add("spad_wt_reads", preloads, k)
-    resets = np.union1d(at.get("HALT", empty) + 1, np.asarray(starts, dtype=np.int64))
-    _ws_computes(instructions, config, at.get("COMPUTE", empty), (preloads, k * n, resets),
-                 totals)  # fmt: skip
-    _os_computes(instructions, config, at.get("COMPUTE.OS", empty), totals)
-    _loads(instructions, config, at.get("LOAD", empty), load_beats, totals)
-    beats = BeatCounter(config)
-    for name, indices in by_name.items():
-        if name in _VECTORISED:
-            continue
-        for index in indices:
-            group = totals.groups[index]
-            if group >= 0:
-                for event, value in instruction_events(instructions[index], config,
-                                                       beats=beats).items():  # fmt: skip
-                    totals.table[group, _COLUMN[event]] += value
+    resets = np.union1d(at.get("HALT", _EMPTY) + 1, np.asarray(starts, dtype=np.int64))
+    _ws_computes(words, config, at.get("COMPUTE", _EMPTY), (preloads, k * n, resets), totals)
+    _os_computes(words, config, at.get("COMPUTE.OS", _EMPTY), totals)
+    _loads(instructions, words, config, at.get("LOAD", _EMPTY), load_beats, totals)
+    others = [where for name, where in at.items() if name not in _VECTORISED]
+    if others:
+        _by_event_key(instructions, words, config, np.concatenate(others), totals)
     return [dict(zip(EVENTS, (int(v) for v in row), strict=True)) for row in totals.table]
 
 
-def _ws_computes(instructions: Sequence[Instruction], config: ArrayConfig, where: np.ndarray,
+def _by_event_key(instructions: Sequence[Instruction], words: np.ndarray, config: ArrayConfig,
+                  where: np.ndarray, totals: _Totals) -> None:
+    """Add the events of the instructions at `where` that belong to a group, counted once per
+    distinct event key (module docstring)."""
+    where = where[totals.groups[where] >= 0]
+    if len(where) == 0:
+        return
+    first, inverse = _distinct(words[where], config)
+    beats = BeatCounter(config)
+    events = np.zeros((len(first), len(EVENTS)), dtype=np.int64)
+    for row, index in enumerate(where[first].tolist()):
+        for name, value in instruction_events(instructions[index], config, beats=beats).items():
+            events[row, _COLUMN[name]] = value
+    np.add.at(totals.table, totals.groups[where], events[inverse])
+
+
+def _ws_computes(words: np.ndarray, config: ArrayConfig, where: np.ndarray,
                  weights: tuple[np.ndarray, np.ndarray, np.ndarray], totals: _Totals) -> None:
-    m = _column(instructions, where, "m")
-    accumulate = _column(instructions, where, "accumulate")
+    m, accumulate = field_columns(words[where], Compute, ("m", "accumulate"))
     totals.add("mac_slots", where, config.pes * m)
     totals.add("macs", where, m * _active_weights(where, *weights))
     for name in ("spad_in_reads", "acc_writes"):
@@ -105,9 +147,9 @@ def _ws_computes(instructions: Sequence[Instruction], config: ArrayConfig, where
     totals.add("acc_rmw", where, m * accumulate)
 
 
-def _os_computes(instructions: Sequence[Instruction], config: ArrayConfig, where: np.ndarray,
+def _os_computes(words: np.ndarray, config: ArrayConfig, where: np.ndarray,
                  totals: _Totals) -> None:
-    m, n, k, accumulate = (_column(instructions, where, f) for f in ("m", "n", "k", "accumulate"))
+    m, n, k, accumulate = field_columns(words[where], ComputeOS, ("m", "n", "k", "accumulate"))
     totals.add("mac_slots", where, config.pes * k)
     totals.add("macs", where, m * n * k)
     totals.add("spad_in_reads", where, m * -(-k // config.dim))
@@ -116,17 +158,21 @@ def _os_computes(instructions: Sequence[Instruction], config: ArrayConfig, where
     totals.add("acc_rmw", where, m * accumulate)
 
 
-def _loads(instructions: Sequence[Instruction], config: ArrayConfig, where: np.ndarray,
-           load_beats: "Sequence[int] | np.ndarray | None", totals: _Totals) -> None:
-    mem, count, length = (_column(instructions, where, f) for f in ("mem", "count", "length"))
+def _loads(instructions: Sequence[Instruction], words: np.ndarray, config: ArrayConfig,
+           where: np.ndarray, load_beats: "Sequence[int] | np.ndarray | None",
+           totals: _Totals) -> None:
+    mem, count, length = field_columns(words[where], Load, ("mem", "count", "length"))
     for code, target in enumerate(("spad_in", "spad_wt", "params")):
         totals.add(f"{target}_writes", where, np.where(mem == code, count, 0))
     row_bytes = np.where(mem == 2, params_row_bytes(config), length * config.operand_bytes)
     totals.add("ext_read_bytes", where, count * row_bytes)
     if load_beats is not None:
         beats = np.asarray(load_beats, dtype=np.int64)[where]
-    else:
+    elif len(where):
+        first, inverse = _distinct(words[where], config)
         counter = BeatCounter(config)
-        beats = np.fromiter((counter.beats(instructions[i]) for i in where), dtype=np.int64,
-                            count=len(where))  # fmt: skip
+        distinct = [counter.beats(instructions[index]) for index in where[first].tolist()]
+        beats = np.asarray(distinct, dtype=np.int64)[inverse]
+    else:
+        beats = _EMPTY
     totals.add("ext_read_beats", where, beats)

@@ -50,6 +50,7 @@ from systolic.sim.timing.store_timing import reader_cycles
 __all__ = [
     "EVENTS",
     "KNOWN",
+    "POSITIONS",
     "ActiveWeights",
     "BeatCounter",
     "instruction_events",
@@ -75,8 +76,9 @@ TABLE_ENTRIES = 256
 """Entries of the activation table a TABLE writes (docs/isa.md, "Activation unit")."""
 
 _LOAD_TARGET = {0: "spad_in", 1: "spad_wt", 2: "params"}
-_POSITIONS = ("row", "in_row", "acc_row", "a_row", "b_row", "wt_row", "param_row")
-"""Fields that move an instruction's rows on chip without changing its external beats."""
+POSITIONS = ("row", "in_row", "acc_row", "a_row", "b_row", "wt_row", "param_row")
+"""Fields that move an instruction's rows on chip without changing any of its events (with
+`ext` modulo the bus width, what `BeatCounter` keys on)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,7 +111,7 @@ class BeatCounter:
         if names is None:
             fields = dataclasses.fields(instr)  # type: ignore[arg-type]
             names = self._names[cls] = tuple(
-                f.name for f in fields if f.name not in _POSITIONS and f.name != "ext")
+                f.name for f in fields if f.name not in POSITIONS and f.name != "ext")
         key = (cls, instr.ext % self.config.bus_bytes,  # type: ignore[attr-defined]
                *(getattr(instr, name) for name in names))
         found = self._cache.get(key)

@@ -58,7 +58,7 @@ def layer_energies(compiled: CompiledModel, table: EnergyTable) -> list[LayerEne
     if native_status()[0]:
         facts = external_facts(compiled.program.words, config)
     sums = group_event_sums(instructions, config, groups, len(compiled.layers), starts,
-                            None if facts is None else facts[0])  # fmt: skip
+                            None if facts is None else facts[0], compiled.program.words)  # fmt: skip
     actions = table.actions(config)
     layers = []
     for events in sums:

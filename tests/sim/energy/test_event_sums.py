@@ -1,5 +1,6 @@
 """The vectorised per-group sums equal `program_events` summed group by group, on random
-programs with random groups, run starts and known LOAD beats."""
+programs with random groups, run starts and known LOAD beats, with the words given or encoded
+by `group_event_sums`."""
 
 import itertools
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from systolic.config import ArrayConfig, Dataflow
+from systolic.isa.encode_batch import encode_words
 from systolic.isa.instructions import Compute, Halt, Load, Preload
 from systolic.sim.energy.event_sums import group_event_sums
 from systolic.sim.energy.events import program_events, sum_events
@@ -43,6 +45,9 @@ def test_group_sums_equal_the_per_instruction_counts(config: ArrayConfig) -> Non
         expected = _expected(instructions, config, groups, count, starts)
         assert group_event_sums(instructions, config, groups, count, starts) == expected
         assert group_event_sums(instructions, config, groups, count, starts, beats) == expected
+        words = encode_words(instructions)
+        assert group_event_sums(instructions, config, groups, count, starts, beats,
+                                words) == expected  # fmt: skip
 
 
 def test_weights_reset_at_halt_and_at_a_run_start() -> None:
