@@ -20,6 +20,7 @@ from amaranth.hdl._ir import PortDirection  # the port directions `convert(ports
 from amaranth.lib import data, wiring
 
 from systolic.config import ArrayConfig
+from systolic.config_units import units_text
 
 __all__ = [
     "ConstantMember",
@@ -59,8 +60,12 @@ class ConstantMember:
 
 
 def top_name(config: ArrayConfig) -> str:
-    """Return the top module's name for `config`, e.g. `systolic_accel_16x16_ws`."""
-    return f"systolic_accel_{config.rows}x{config.cols}_{config.dataflow.value}"
+    """Return the top module's name for `config`, e.g. `systolic_accel_16x16_ws`, with the
+    omitted units after it (`systolic_accel_8x8_ws_without_row_unit_tables`)."""
+    name = f"systolic_accel_{config.rows}x{config.cols}_{config.dataflow.value}"
+    if config.without:
+        name += "_without_" + units_text(config.without).replace("-", "_").replace(",", "_")
+    return name
 
 
 def build_accelerator(config: ArrayConfig) -> wiring.Component:

@@ -6,7 +6,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from systolic.config import ArrayConfig
+from systolic.config import ArrayConfig, OptionalUnit
+from systolic.hdl.absent_unit import absent_ports
 from systolic.hdl.accumulator import read_signature
 from systolic.hdl.instruction_fields import completion_signature, instruction_signature
 from systolic.hdl.lookup_table import LookupTable, load_bytes, load_rows
@@ -72,6 +73,12 @@ class StoreUnit(wiring.Component):
     elements of `operand_bytes` bytes at the row pattern's `row_base(i)`, in aligned beats
     with byte strobes, `RowWriter`). Results are bit-exact with
     `systolic.sim.golden.machine`; durations are `systolic.sim.timing.store_timing.duration`.
+
+    Units the configuration leaves out (`config.without`, docs/hardware.md "Optional units")
+    are not built: without `OptionalUnit.TABLES` no activation table, without
+    `OptionalUnit.ROW_UNIT` no `SoftmaxUnit` (and no shared multipliers: the vector unit and
+    the output stage keep their own); their `absent_ports` read 0, and the program check
+    refuses the instructions that would need them.
 
     Parameters
     ----------
@@ -155,22 +162,22 @@ class StoreUnit(wiring.Component):
         m = Module()
         cfg = self._config
         width = self._row_bytes
-        lend = cfg.dim == cfg.cols  # the output stage has a lane for every row-unit lane
+        row_unit = cfg.has(OptionalUnit.ROW_UNIT)
+        # the output stage has a lane for every row-unit lane
+        lend = row_unit and cfg.dim == cfg.cols
         m.submodules.stage = stage = OutputStage(cols=cfg.cols, acc_width=cfg.acc_width,
                                                  lend_multipliers=lend)
-        m.submodules.vector = vector = VectorUnit(lanes=cfg.dim, input_width=cfg.input_width,
-                                                  external_products=tuple(SHARED_MULTIPLIERS))
-        m.submodules.table = table = LookupTable(lanes=cfg.dim, entry=signed(8))
-        m.submodules.softmax = softmax = SoftmaxUnit(
-            lanes=cfg.dim, bus_bytes=cfg.bus_bytes,
-            external_products=tuple(SHARED_MULTIPLIERS.values()), external_requant=lend)
+        m.submodules.vector = vector = VectorUnit(
+            lanes=cfg.dim, input_width=cfg.input_width,
+            external_products=tuple(SHARED_MULTIPLIERS) if row_unit else ())
+        table, softmax = self._optional_units(m, lend)
         m.submodules.fifo = fifo = SyncFIFO(width=_entry_layout(cfg.dim, width).size,
                                             depth=self._fifo_depth)
         m.submodules.writer = writer = RowWriter(elements=width, element_bytes=1,
                                                  bus_bytes=cfg.bus_bytes)
         instr = StoreInstruction(m)
-        # POOL/ADD and SOFTMAX/LAYERNORM are never in flight together: one set of multipliers.
-        share_multipliers(m, vector, softmax, SHARED_MULTIPLIERS, instr.row_norm, cfg.dim)
+        if row_unit:  # POOL/ADD and SOFTMAX/LAYERNORM are never in flight together: one set
+            share_multipliers(m, vector, softmax, SHARED_MULTIPLIERS, instr.row_norm, cfg.dim)
         if lend:
             _lend_requant(m, stage, softmax, instr.row_norm, cfg.dim)
         control = self._control(m, instr)
@@ -183,6 +190,24 @@ class StoreUnit(wiring.Component):
         m.d.comb += control.finish.eq(rows_done | table_done | softmax.done)
         self._events(m, instr, stage, vector, table, softmax)
         return m
+
+    def _optional_units(self, m, lend):
+        """Add the activation table and the row-normalisation unit (`SoftmaxUnit`) unless the
+        configuration leaves them out (`ArrayConfig.without`: then their `absent_ports`, whose
+        outputs stay 0); return (table, softmax)."""
+        cfg = self._config
+        table = LookupTable(lanes=cfg.dim, entry=signed(8))
+        if cfg.has(OptionalUnit.TABLES):
+            m.submodules.table = table
+        else:
+            table = absent_ports(table, "table")
+        if not cfg.has(OptionalUnit.ROW_UNIT):
+            return table, absent_ports(SoftmaxUnit(lanes=cfg.dim, bus_bytes=cfg.bus_bytes),
+                                       "softmax")
+        m.submodules.softmax = softmax = SoftmaxUnit(
+            lanes=cfg.dim, bus_bytes=cfg.bus_bytes,
+            external_products=tuple(SHARED_MULTIPLIERS.values()), external_requant=lend)
+        return table, softmax
 
     def _events(self, m, instr, stage, vector, table, softmax):
         """Count this cycle's lane events at the datapaths' ports (docs/energy.md, "RTL

@@ -11,7 +11,8 @@ import re
 from collections.abc import Sequence
 
 from systolic import __version__
-from systolic.config import ArrayConfig
+from systolic.config import ArrayConfig, OptionalUnit
+from systolic.config_units import units_text
 from systolic.hdl.emit import ConstantMember, Port, layout_fields
 from systolic.hdl.ports import params_row_layout, spad_row_layout
 from systolic.hdl.range_overlap import MEMORY_IDS
@@ -128,7 +129,9 @@ def command_line(config: ArrayConfig, output: str = "OUT") -> str:
         f"--input-width {config.input_width} --weight-width {config.weight_width} "
         f"--acc-width {config.acc_width} --spad-kib {config.spad_kib} "
         f"--acc-kib {config.acc_kib} --bus-bytes {config.bus_bytes} "
-        f"--mem-latency {config.mem_latency} -o {output}"
+        f"--mem-latency {config.mem_latency}"
+        + (f" --without {units_text(config.without)}" if config.without else "")
+        + f" -o {output}"
     )
 
 
@@ -214,6 +217,9 @@ def render_readme(config: ArrayConfig, top: str, ports: Sequence[Port],
             ("acc_kib", config.acc_kib, "accumulator memory KiB"),
             ("bus_bytes", bus, "external memory bus bytes per beat"),
             ("mem_latency", lat, "cycles from a taken read request to its data"),
+            *([("without", units_text(config.without), "optional units left out: "
+                + ", ".join(unit.title for unit in OptionalUnit if unit in config.without)
+                + " (their instructions are refused)")] if config.without else []),
         ]),
         "",
         "## Memories",
