@@ -15,15 +15,21 @@ a depthwise convolution thus fills `cols` columns with `cols` channels instead o
 size minimises the estimated array time; the useful MACs in `LayerStats` exclude the zeros.
 """
 
+import dataclasses
 from collections.abc import Mapping
 
 import numpy as np
 
 from systolic.config import ArrayConfig, Dataflow
-from systolic.errors import ModelError, UnsupportedError
 from systolic.ir import Node
 from systolic.isa.program import TensorPlacement
 from systolic.isa.store import RAW_BYTES
+from systolic.mapper.lowering.conv_geometry import (
+    ConvGeometry,
+    check_channel_contiguous,
+    check_halo,
+    conv_geometry,
+)
 from systolic.mapper.lowering.gemm import ElementWalk, GemmJob, RowBlock
 from systolic.mapper.lowering.jobs import lower_jobs
 from systolic.mapper.lowering.layer_code import ConstantAllocator, LayerCode
@@ -32,7 +38,6 @@ from systolic.mapper.lowering.node_attrs import (
     constant_input,
     input_side,
     int_attr,
-    ints_attr,
     output_side,
     per_channel,
 )
@@ -84,125 +89,134 @@ def lower_qconv(
     w = constant_input(constants, node.inputs[1], node)
     if w.dtype.kind not in "iu":  # (integer weights keep their type: B is as wide, not int64)
         w = w.astype(np.int64)
-    has_bias = len(node.inputs) > 2 and node.inputs[2]
-    rank = len(x.shape) - 2
-    if rank not in (1, 2) or w.ndim != rank + 2 or len(y.shape) != rank + 2:
-        raise UnsupportedError(
-            f"layer {label!r}: only 1-D and 2-D convolutions run on the array "
-            f"(X {list(x.shape)}, W {list(w.shape)})"
-        )
-    group = int_attr(node, "group", 1)
-    strides = ints_attr(node, "strides", (1,) * rank)
-    dilations = ints_attr(node, "dilations", (1,) * rank)
-    pads = ints_attr(node, "pads", (0,) * (2 * rank))
-    halo = x_halo or (0,) * (2 * rank)
-    if len(strides) != rank or len(dilations) != rank or len(pads) != 2 * rank:
-        raise ModelError(f"node {label!r}: strides, dilations and pads do not fit a "
-                         f"{rank}-D convolution")  # fmt: skip
-    if len(halo) != 2 * rank:
-        raise ModelError(f"layer {label!r}: x_halo needs {2 * rank} values, not {halo}")
-    # Work in 2-D: a 1-D convolution has one row of height 1.
-    x_strides: tuple[int, ...]
-    y_strides: tuple[int, ...]
-    x_shape: tuple[int, ...]
-    y_shape: tuple[int, ...]
-    if rank == 1:
-        strides, dilations = (1, *strides), (1, *dilations)
-        pads, halo = (0, pads[0], 0, pads[1]), (0, halo[0], 0, halo[1])
-        x_strides = (x.strides[0], x.strides[1], 0, x.strides[2])
-        y_strides = (y.strides[0], y.strides[1], 0, y.strides[2])
-        x_shape = (x.shape[0], x.shape[1], 1, x.shape[2])
-        y_shape = (y.shape[0], y.shape[1], 1, y.shape[2])
-        w = w[:, :, None, :]
-    else:
-        x_strides, y_strides = x.strides, y.strides
-        x_shape, y_shape = x.shape, y.shape
-    batch, channels, height, width = x_shape
-    out_channels, c_group, kh, kw = w.shape
-    if channels != c_group * group or out_channels % group:
-        raise ModelError(f"node {label!r}: X has {channels} channels, W is {list(w.shape)} "
-                         f"with group {group}")  # fmt: skip
-    (sh, sw), (dh, dw) = strides, dilations
-    out_h = (height + pads[0] + pads[2] - dh * (kh - 1) - 1) // sh + 1
-    out_w = (width + pads[1] + pads[3] - dw * (kw - 1) - 1) // sw + 1
-    if y_shape != (batch, out_channels, out_h, out_w):
-        raise ModelError(f"node {label!r}: Y is placed as {list(y.shape)}, the convolution "
-                         f"gives {[batch, out_channels, out_h, out_w]}")  # fmt: skip
+    geometry, w = conv_geometry(node, x, y, w, x_halo)
     ob = config.operand_bytes
     raw = node.op_type == "QConvInt"  # int32 results, STORE.raw (integer_conv_side)
     y_ob = RAW_BYTES if raw else ob
-    for name, placement, stride, size in (("X", x, x_strides[1], ob), ("Y", y, y_strides[1], y_ob)):
-        if stride != size and placement.shape[1] > 1:
-            raise UnsupportedError(
-                f"layer {label!r}: {name} ({placement.name!r}) must be channel-contiguous "
-                f"(channel stride {size} bytes), not {stride}"
-            )
-    reach = ((out_h - 1) * sh + (kh - 1) * dh - pads[0] - (height - 1),
-             (out_w - 1) * sw + (kw - 1) * dw - pads[1] - (width - 1))  # fmt: skip
-    if pads[0] > halo[0] or pads[1] > halo[1] or reach[0] > halo[2] or reach[1] > halo[3]:
-        raise UnsupportedError(
-            f"layer {label!r}: the convolution reads {pads[:2]} before and "
-            f"{(max(reach[0], 0), max(reach[1], 0))} after X's spatial extent, beyond its "
-            f"halo {halo}; place X with a larger halo"
-        )
+    check_channel_contiguous(label, "X", x, geometry.x_strides[1], ob)
+    check_channel_contiguous(label, "Y", y, geometry.y_strides[1], y_ob)
+    check_halo(label, geometry)
+    out_channels, c_group, kh, kw = w.shape
+    numbers = _conv_numbers(node, x, y, config, constants, out_channels, raw)
+    m_group = out_channels // geometry.group
+    pixels = geometry.x_shape[0] * geometry.out_h * geometry.out_w
+    pack = choose_pack(geometry.group, kh * kw * c_group, m_group, pixels, config)
+    jobs = []
+    for g0 in range(0, geometry.group, pack):
+        groups = range(g0, min(g0 + pack, geometry.group))
+        a_base, y_base = x.address + g0 * c_group * ob, y.address + g0 * m_group * y_ob
+        jobs.append(_group_job(label, geometry, w, numbers, groups, a_base, y_base))
+    macs = pixels * out_channels * c_group * kh * kw
+    return lower_jobs(jobs, macs, config, alloc, activation)
 
+
+@dataclasses.dataclass(frozen=True)
+class _ConvNumbers:
+    """The integer arithmetic of one QConv: X's zero point (int8 domain) and LOAD flip, the
+    output stage, per output channel the bias, multiplier and shift (int64), and `raw`
+    (QConvInt: STORE.raw of the int32 sums)."""
+
+    raw: bool
+    x_zero_point: int
+    flip_in: bool
+    out: OutputSide
+    bias: np.ndarray
+    multiplier: np.ndarray
+    shift: np.ndarray
+
+
+def _conv_numbers(
+    node: Node,
+    x: TensorPlacement,
+    y: TensorPlacement,
+    config: ArrayConfig,
+    constants: Mapping[str, np.ndarray],
+    out_channels: int,
+    raw: bool,
+) -> _ConvNumbers:
+    """Return the arithmetic of `node` (`out_channels` output channels); with `raw`
+    (QConvInt) no zero point and no output stage: Σ (Xpad − z0)·W as the array computes it."""
     x_zp, flip_in = input_side(x, int_attr(node, "x_zero_point", 0), node, config)
-    if raw:  # Σ (Xpad − z0)·W as the array computes it: nothing to fold, no output stage
+    if raw:
         x_zp, out = 0, OutputSide(0, 0, 0, False)
         multiplier = shift = np.zeros(out_channels, np.int64)
     else:
         out = output_side(node, y, config)
         multiplier = per_channel(node, "multiplier", out_channels)
         shift = per_channel(node, "shift", out_channels)
-    if has_bias:
+    if len(node.inputs) > 2 and node.inputs[2]:
         bias = constant_input(constants, node.inputs[2], node).astype(np.int64).reshape(-1)
     else:
         bias = np.zeros(out_channels, np.int64)
-    m_group = out_channels // group
-    pixels = batch * out_h * out_w
-    pack = choose_pack(group, kh * kw * c_group, m_group, pixels, config)
+    return _ConvNumbers(raw, x_zp, flip_in, out, bias, multiplier, shift)
 
-    walk_stride_w = x_strides[3]
-    jobs = []
-    for g0 in range(0, group, pack):
-        gs = min(pack, group - g0)
-        # B[(i, j, gg, c), (gg, mm)] = W[(g0 + gg) * m_group + mm, c, i, j]
-        blocks = w[g0 * m_group : (g0 + gs) * m_group].reshape(gs, m_group, c_group, kh, kw)
-        b = np.zeros((kh, kw, gs, c_group, gs, m_group), dtype=w.dtype)
-        for gg in range(gs):
-            b[:, :, gg, :, gg, :] = blocks[gg].transpose(2, 3, 1, 0)
-        b = b.reshape(kh * kw * gs * c_group, gs * m_group)
-        columns = slice(g0 * m_group, (g0 + gs) * m_group)
-        a_rows = tuple(
-            RowBlock(
-                x.address + n * x_strides[0] - pads[0] * x_strides[2] - pads[1] * walk_stride_w
-                + g0 * c_group * ob,
-                out_h * out_w, out_w, sw * walk_stride_w, sh * x_strides[2],
-            )
-            for n in range(batch)
-        )  # fmt: skip
-        y_rows = tuple(
-            RowBlock(y.address + n * y_strides[0] + g0 * m_group * y_ob, out_h * out_w, out_w,
-                     y_strides[3], y_strides[2])
-            for n in range(batch)
-        )  # fmt: skip
-        jobs.append(
-            GemmJob(
-                label=label,
-                a_rows=a_rows,
-                y_rows=y_rows,
-                walk=ElementWalk(gs * c_group, kw, dw * walk_stride_w, dh * x_strides[2]),
-                weights=b,
-                bias=fold_zero_point(b, bias[columns], x_zp, label),
-                multiplier=multiplier[columns],
-                shift=shift[columns],
-                zero_point=out.zero_point,
-                lo=out.lo,
-                hi=out.hi,
-                flip_in=flip_in,
-                flip_out=out.flip,
-                raw=raw,
-            )
-        )
-    macs = pixels * out_channels * c_group * kh * kw
-    return lower_jobs(jobs, macs, config, alloc, activation)
+
+def _group_job(
+    label: str,
+    geometry: ConvGeometry,
+    w: np.ndarray,
+    numbers: _ConvNumbers,
+    groups: range,
+    a_base: int,
+    y_base: int,
+) -> GemmJob:
+    """Return the product computing the adjacent `groups` at once (block-diagonal weights).
+
+    `a_base`/`y_base` are the bytes of the first group's first channel of X's and Y's first
+    image (X's before the padding is subtracted); `w` is W with 4 axes.
+    """
+    g = geometry
+    m_group = w.shape[0] // g.group
+    b = _packed_weights(w, groups, m_group)
+    columns = slice(groups.start * m_group, groups.stop * m_group)
+    walk = ElementWalk(len(groups) * w.shape[1], g.kernel[1], g.dilation[1] * g.x_strides[3],
+                       g.dilation[0] * g.x_strides[2])  # fmt: skip
+    return GemmJob(
+        label=label,
+        a_rows=_a_rows(a_base, g),
+        y_rows=_y_rows(y_base, g),
+        walk=walk,
+        weights=b,
+        bias=fold_zero_point(b, numbers.bias[columns], numbers.x_zero_point, label),
+        multiplier=numbers.multiplier[columns],
+        shift=numbers.shift[columns],
+        zero_point=numbers.out.zero_point,
+        lo=numbers.out.lo,
+        hi=numbers.out.hi,
+        flip_in=numbers.flip_in,
+        flip_out=numbers.out.flip,
+        raw=numbers.raw,
+    )
+
+
+def _packed_weights(w: np.ndarray, groups: range, m_group: int) -> np.ndarray:
+    """Return B for `groups`, K ordered (kernel row, kernel column, group, channel):
+    B[(i, j, gg, c), (gg, mm)] = W[(g0 + gg)·m_group + mm, c, i, j], zeros off the diagonal."""
+    gs, c_group, kh, kw = len(groups), w.shape[1], w.shape[2], w.shape[3]
+    blocks = w[groups.start * m_group : groups.stop * m_group]
+    blocks = blocks.reshape(gs, m_group, c_group, kh, kw)
+    b = np.zeros((kh, kw, gs, c_group, gs, m_group), dtype=w.dtype)
+    for gg in range(gs):
+        b[:, :, gg, :, gg, :] = blocks[gg].transpose(2, 3, 1, 0)
+    return b.reshape(kh * kw * gs * c_group, gs * m_group)
+
+
+def _a_rows(base: int, g: ConvGeometry) -> tuple[RowBlock, ...]:
+    """Return A's rows, one block per image: row p is output pixel p's top-left tap, stepping
+    by the stride along a row and down the rows; `base` is X's first element (no padding)."""
+    walk_stride_w = g.x_strides[3]
+    top_left = base - g.pads[0] * g.x_strides[2] - g.pads[1] * walk_stride_w
+    return tuple(
+        RowBlock(top_left + n * g.x_strides[0], g.out_h * g.out_w, g.out_w,
+                 g.stride[1] * walk_stride_w, g.stride[0] * g.x_strides[2])
+        for n in range(g.x_shape[0])
+    )  # fmt: skip
+
+
+def _y_rows(base: int, g: ConvGeometry) -> tuple[RowBlock, ...]:
+    """Return Y's rows, one block per image: row p is output pixel p's first channel."""
+    return tuple(
+        RowBlock(base + n * g.y_strides[0], g.out_h * g.out_w, g.out_w, g.y_strides[3],
+                 g.y_strides[2])
+        for n in range(g.x_shape[0])
+    )  # fmt: skip
