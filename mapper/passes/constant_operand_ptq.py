@@ -25,13 +25,14 @@ __all__ = ["constant_operand_index", "float_constant_operand", "quantized_operan
 
 
 def constant_operand_index(node: Node, graph: Graph,
-                           constants: dict[str, np.ndarray]) -> int | None:
+                           constants: dict[str, np.ndarray],
+                           op_types: Collection[str] = ("Add", "Mul")) -> int | None:
     """Return the input index of the whole-tensor constant of an Add or Mul `node` (module
-    docstring): a finite float32 constant of more than one element whose shape, with leading
-    1s added, is the other (computed, float, static) input's shape and the result's, of rank
-    at most fuse_qdq.WHOLE_CONSTANT_RANK. None when
-    `node` is no such Add or Mul."""
-    found = float_constant_operand(node, graph, constants, ("Add", "Mul"))
+    docstring; other `op_types`: `sub_constant` asks about a Sub): a finite float32 constant
+    of more than one element whose shape, with leading 1s added, is the other (computed,
+    float, static) input's shape and the result's, of rank at most
+    fuse_qdq.WHOLE_CONSTANT_RANK. None when `node` is no such op."""
+    found = float_constant_operand(node, graph, constants, op_types)
     if found is None:
         return None
     index, c, dims = found

@@ -40,6 +40,8 @@ Order (each pass one module):
                         l2_normalize (earlier, before expand_as_concat): Div(x, [Expand](
                         Clip(ReduceL2(x, last axis), eps))) -> Mul(x, Reciprocal(Clip(Sqrt(
                         MatMul(Pow(x, 2), ones[H, 1]))))) (F.normalize: XCiT's, EdgeNeXt's);
+                        sub_constant (there too): Sub(x, C) -> Add(x, -C), Sub(C, x) ->
+                        Add(Neg(x), C) for a whole-tensor constant C (YOLO's anchor grid);
                         group_norm: GroupNormalization (opset 18/21) of constant scale and
                         bias -> Reshape, InstanceNormalization, Reshape, Mul, Add (torch's
                         TorchScript form);
@@ -209,6 +211,7 @@ from systolic.mapper.passes.scalar_dequantize import (
 )
 from systolic.mapper.passes.softmax_axis import softmax_to_last_axis
 from systolic.mapper.passes.spatial_mean import spatial_mean_to_pool
+from systolic.mapper.passes.sub_constant import sub_constant_to_add
 from systolic.mapper.passes.unroll_loop import unroll_loop
 from systolic.mapper.passes.unroll_recurrent import unroll_recurrent_region
 from systolic.mapper.passes.unroll_scan import unroll_scan
@@ -245,7 +248,7 @@ def run_passes(
     if (integer := fuse_integer_requantization(model, report)) is not model:
         model = finalize(integer)  # before channel_affine and the islands take its Mul/Add
     for rewrite in (drop_empty_values, fold_scalar_dequantize, fold_scalar_quantize,
-                    finite_masks, arithmetic_masks, l2_normalize_to_matmul,
+                    finite_masks, arithmetic_masks, l2_normalize_to_matmul, sub_constant_to_add,
                     expand_as_concat, fold_quantized_constants,
                     embedding_scale,
                     rms_mean_to_matmul, group_norm_to_instance_norm,
