@@ -6,6 +6,7 @@ from amaranth.lib import data
 
 from systolic.hdl.layernorm_scalar import LANE_BITS, P_SHIFT
 from systolic.hdl.round_shift import COARSE_STEP, clamp_bounds, coarse_shift, fine_round_clamped
+from systolic.hdl.row_maximum import emit_row_maximum
 from systolic.hdl.shared_multipliers import multiply
 
 __all__ = [
@@ -40,16 +41,21 @@ def emit_lanes(m: Module, unit, flags: Value, base: Value, divided: Value, table
     last} (the row on `unit.spad_data`), `base` the row's base address, `divided` the cycle
     the row's per-row stage is done.
 
-    Pipeline from a read in cycle c: c + 1 the data (SOFTMAX's maximum; the exp table's
-    index), c + 2 `looked` (E per lane, or LAYERNORM's d = x - in_zero_point), c + 3 the
-    lane products E r, d^2 or d a (modulo 2^51), c + 4 the products minus b (LAYERNORM) and
+    Pipeline from a read in cycle c: c + 1 the data (the exp table's index; SOFTMAX's
+    maximum, `row_maximum.emit_row_maximum`, final at c + 4), c + 2 `looked` (E per lane, or
+    LAYERNORM's d = x - in_zero_point), c + 3 the lane products E r, d^2 or d a (modulo 2^51), c + 4 the products minus b (LAYERNORM) and
     the chunk sums, c + 5 p, c + 6 p * multiplier, c + 7 and c + 8 its rounding (the coarse
     and the fine half, `round_shift.coarse_shift` and `fine_round_clamped`), c + 9 the chunk."""
-    lanes, instr, ln = len(unit.spad_data), unit.instr, unit.layernorm
+    lanes, instr = len(unit.spad_data), unit.instr
+    # The mode through a register loaded every cycle: `layernorm` is held from `start`, and the
+    # lanes read it from the first read's data on (start + 2), so the STORE unit's decode of
+    # it does not run into the lanes' multiplier operands
+    ln = Signal(name="late_layernorm")
+    m.d.sync += ln.eq(unit.layernorm)
     x = unit.spad_data
     in_lane = [Signal(name=f"lane{j}_valid") for j in range(lanes)]
     m.d.comb += [valid.eq(j < flags.lanes) for j, valid in enumerate(in_lane)]
-    mx = _maximum(m, flags, x, in_lane)
+    mx = emit_row_maximum(m, flags.valid & (flags.phase == STATS), flags.first, x, in_lane)
 
     looked = Signal(_stage_layout(lanes), name="looked")
     d = Signal(data.ArrayLayout(signed(9), lanes), name="d")
@@ -77,21 +83,7 @@ def emit_lanes(m: Module, unit, flags: Value, base: Value, divided: Value, table
 
     _softmax_sum(m, looked, entry, reciprocal, scalar, ln)
     _layernorm_sums(m, looked, multiplied, d, product, scalar, ln, instr)
-    _outputs(m, unit, looked, product, scalar, base, divided)
-
-
-def _maximum(m, flags, x, in_lane):
-    """SOFTMAX's pass 1: the row's maximum of the valid lanes (invalid lanes count as -128)."""
-    mx = Signal(signed(8), name="row_max")
-    best = Signal(signed(8), name="chunk_max")
-    result = Mux(flags.first, -128, mx)
-    for j, value in enumerate(x):
-        candidate = Mux(in_lane[j], value, -128)
-        result = Mux(candidate > result, candidate, result)
-    m.d.comb += best.eq(result)
-    with m.If(flags.valid & (flags.phase == STATS)):
-        m.d.sync += mx.eq(best)
-    return mx
+    _outputs(m, unit, ln, looked, product, scalar, base, divided)
 
 
 def _softmax_sum(m, looked, entry, reciprocal, scalar, ln):
@@ -179,9 +171,9 @@ def _clamp_copies(m, instr):
     return clamp
 
 
-def _outputs(m, unit, looked, product, scalar, base, divided):
+def _outputs(m, unit, ln, looked, product, scalar, base, divided):
     """The output pass: p, the requantization and the chunk's address and byte count."""
-    lanes, instr, ln = len(looked.mask), unit.instr, unit.layernorm
+    lanes, instr = len(looked.mask), unit.instr
     stage_valid = [Signal(name=f"out_valid{k}") for k in range(3, 9)]
     m.d.sync += [stage_valid[0].eq(looked.valid & (looked.phase == OUTPUT)),
                  *(stage_valid[k].eq(stage_valid[k - 1]) for k in range(1, 6))]

@@ -21,6 +21,7 @@ from systolic.hdl.row_lanes import (
     WAIT,
     emit_lanes,
 )
+from systolic.hdl.row_maximum import MAXIMUM_LAG
 from systolic.hdl.shared_multipliers import operands_layout, products_layout
 from systolic.isa.instructions import LayerNorm, Softmax
 from systolic.isa.layernorm import LAYERNORM_DONE_CYCLES, LAYERNORM_PASSES, LAYERNORM_ROW_CYCLES
@@ -197,7 +198,11 @@ class SoftmaxUnit(wiring.Component):
         m.d.sync += last_cycle.eq(Mux(ln, LAYERNORM_PASSES * chunks + LAYERNORM_ROW_CYCLES,
                                       SOFTMAX_PASSES * chunks + SOFTMAX_ROW_CYCLES) + beats - 1)
 
-        reading = ((phase == STATS) | (phase == SUM) | ((phase == OUTPUT) & self.space))
+        # SOFTMAX's pass 2 reads once the row maximum is final (`row_maximum.MAXIMUM_LAG`
+        # cycles after pass 1's last read; the row's budget covers the wait)
+        settle = Signal(range(MAXIMUM_LAG + 1), name="max_settle")
+        reading = ((phase == STATS) | ((phase == SUM) & (settle == 0))
+                    | ((phase == OUTPUT) & self.space))
         issue = Signal(name="issue")
         last = Signal(name="issue_last")
         m.d.comb += [
@@ -219,6 +224,8 @@ class SoftmaxUnit(wiring.Component):
                          issued_all.eq(0)]
 
         m.d.sync += timer.eq(timer + 1)
+        with m.If(settle != 0):
+            m.d.sync += settle.eq(settle - 1)
         with m.If(tail != 0):
             m.d.sync += tail.eq(tail - 1)
         with m.If(issue):
@@ -226,7 +233,7 @@ class SoftmaxUnit(wiring.Component):
             with m.If(last):
                 m.d.sync += issued_all.eq(1)
                 with m.If((phase == STATS) & ~ln):
-                    m.d.sync += chunks.eq(chunk + 1)
+                    m.d.sync += [chunks.eq(chunk + 1), settle.eq(MAXIMUM_LAG)]
                     begin_pass(SUM)
                 with m.Elif((phase == STATS) | (phase == SUM)):
                     m.d.sync += [chunks.eq(chunk + 1), phase.eq(DIVIDE)]
