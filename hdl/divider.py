@@ -31,8 +31,10 @@ class Reciprocal(wiring.Component):
     """Compute `quotient = min(floor(2^46 / divisor), 2^32 - 1)` (the cap also for 0), or with
     `wide` the bit pairs of `floor(2^60 / divisor)` for `1 <= divisor < 2^30`.
 
-    Restoring division, two quotient bits per cycle (two 33-bit compare-and-subtract steps in
-    series). When `divisor <= 2^14` the quotient is at least 2^32 (or undefined) and the cap
+    Restoring division, two quotient bits per cycle: one radix-4 digit, the three
+    subtractions 4r + in - k divisor (k = 1, 2, 3; 3 divisor registered at `start`) side by
+    side and the largest that does not go below 0 chosen (the same digits and remainders as two
+    restoring steps in series). When `divisor <= 2^14` the quotient is at least 2^32 (or undefined) and the cap
     is the answer; otherwise the partial remainder starts at 2^14 (< divisor: the dividend's
     bits above the 32-bit quotient window) and each step doubles it (the dividend's lower bits
     are all 0), subtracting the divisor when it fits. In the wide mode the remainder starts at
@@ -69,36 +71,42 @@ class Reciprocal(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         divisor = Signal(32)
+        divisor3 = Signal(34, name="divisor3")  # 3 * divisor
         remainder = Signal(33)
         capped = Signal()
         wide, first = Signal(name="wide_mode"), Signal(name="first_step")
         steps = Signal(range(WIDE_CYCLES))
         small = self.divisor <= (1 << (NUMERATOR_LOG2 - QUOTIENT_BITS))
 
-        rem_a = Signal(34)
-        bit_a = Signal()
-        rem_b = Signal(34)
-        bit_b = Signal()
-        doubled_a = remainder << 1
-        doubled_b = (rem_a << 1) | (wide & first)  # wide: the dividend's bit 60
+        # The two restoring steps as one radix-4 digit: from r < divisor, 4r + in < 4 divisor,
+        # so the digit is how many of divisor, 2 divisor, 3 divisor fit (three subtractions
+        # side by side from registers, then a choice; was two compare-and-subtract steps in
+        # series, the row unit's longest path in the whole design)
+        shifted = Signal(35, name="four_r")
+        m.d.comb += shifted.eq((remainder << 2) | (wide & first))  # wide: the dividend's bit 60
+        less = [shifted - k * divisor if k != 3 else shifted - divisor3 for k in range(4)]
+        fits = [Signal(name=f"fits{k}") for k in range(1, 4)]
+        m.d.comb += [fit.eq(~less[k + 1][35]) for k, fit in enumerate(fits)]
+        digit = Signal(2, name="digit")
+        rem_next = Signal(34, name="rem_next")
         m.d.comb += [
-            bit_a.eq(doubled_a >= divisor),
-            rem_a.eq(Mux(bit_a, doubled_a - divisor, doubled_a)),
-            bit_b.eq(doubled_b >= divisor),
-            rem_b.eq(Mux(bit_b, doubled_b - divisor, doubled_b)),
+            digit.eq(Mux(fits[2], 3, Mux(fits[1], 2, Mux(fits[0], 1, 0)))),
+            rem_next.eq(Mux(fits[2], less[3], Mux(fits[1], less[2], Mux(fits[0], less[1],
+                                                                          less[0])))),
         ]
         m.d.sync += [self.done.eq(~self.start & (steps == 1)), self.pair_valid.eq(0)]
         with m.If(self.start):
-            m.d.sync += [divisor.eq(self.divisor), wide.eq(self.wide), first.eq(1),
+            m.d.sync += [divisor.eq(self.divisor), divisor3.eq(self.divisor * 3),
+                         wide.eq(self.wide), first.eq(1),
                          capped.eq(small & ~self.wide),
                          steps.eq(Mux(self.wide, WIDE_PAIRS, RECIPROCAL_CYCLES - 1)),
                          remainder.eq(Mux(self.wide, 0,
                                           1 << (NUMERATOR_LOG2 - QUOTIENT_BITS))),
                          self.quotient.eq(0)]
         with m.Elif(steps != 0):
-            m.d.sync += [steps.eq(steps - 1), remainder.eq(rem_b), first.eq(0),
-                         self.quotient.eq((self.quotient << 2) | (bit_a << 1) | bit_b),
-                         self.pair_valid.eq(wide), self.pair.eq((bit_a << 1) | bit_b)]
+            m.d.sync += [steps.eq(steps - 1), remainder.eq(rem_next), first.eq(0),
+                         self.quotient.eq((self.quotient << 2) | digit),
+                         self.pair_valid.eq(wide), self.pair.eq(digit)]
             with m.If((steps == 1) & capped):
                 m.d.sync += self.quotient.eq((1 << QUOTIENT_BITS) - 1)
         return m
