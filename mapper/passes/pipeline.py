@@ -82,6 +82,9 @@ Order (each pass one module):
  6b. expand_computed_operand  float models: an Add/Mul operand broadcast over the other
                         (neither per channel nor along the last axis: GPT-2's causal mask
                         [1, 1, S, S] over the scores) -> read through Expand to its shape;
+ 6a. divide_computed   float models: Div of two computed tensors (not a normalization's
+                        d / Sqrt, not one tensor's function) -> Mul(a, Reciprocal(b)) (a
+                        table of b, its range cut at 1 / s_b, and a QMul once quantized)
                         expand_as_concat again: such an Expand of a float value (a per-head
                         norm's 1/rms [1, S, H, 1]) -> Concats of copies
  7. quantize_float      float models (no quantization in the graph): post-training
@@ -164,6 +167,7 @@ from systolic.mapper.passes.embedding_scale import embedding_scale
 from systolic.mapper.passes.empty_values import drop_empty_values
 from systolic.mapper.passes.expand_as_concat import expand_as_concat
 from systolic.mapper.passes.expand_computed_operand import expand_computed_operand
+from systolic.mapper.passes.divide_computed import divide_computed
 from systolic.mapper.passes.expand_constant_operand import (
     expand_constant_operand,
     expand_float_constant,
@@ -270,6 +274,8 @@ def run_passes(
         model = finalize(unrolled)
     quantized = is_quantized(model)
     if not quantized:
+        if (divided := divide_computed(model, report)) is not model:
+            model = finalize(divided)  # a / b -> a * Reciprocal(b): a table and a QMul
         if (expanded := expand_computed_operand(model, report)) is not model:
             model = finalize(expanded)  # a broadcast operand made explicit for PTQ
             if (copied := expand_as_concat(model, report)) is not model:

@@ -187,7 +187,49 @@ def quantize_float(
             params[value] = _symmetric_params(*low_high)
         else:
             params[value] = _activation_params(*low_high)
+    _reciprocal_cuts(graph, plan, ranges, params, set(fixed))
     return dataclasses.replace(model, graph=_rewrite(graph, plan, params))
+
+
+def _reciprocal_cuts(graph: Graph, plan: _Plan, ranges: Mapping[str, tuple[float, float]],
+                     params: dict[str, Params], fixed: Collection[str]) -> None:
+    """Narrow the parameters of each Reciprocal's result r = 1 / b to what its 8-bit divisor
+    represents. b is a quantized value s * k (k an integer), or such a value plus a
+    one-element constant c with |c| < s / 2 (a divisor's eps): at every k != 0, |b| >= s - |c|,
+    so |r| <= 1 / (s - |c|); k = 0 is a division by a quantized 0 (every float divisor in
+    (-s / 2, s / 2) maps to it), whose result saturates. Without the cut a divisor that
+    calibration saw near 0 (EfficientViT's linear attention: out[..., -1:] + 1e-5 in rows
+    whose relu kernel is 0) sets r's range to 1e5 and leaves the ordinary rows no resolution.
+    Applied to r's parameter source (and every value sharing it) unless adopted or symmetric."""
+    for node in graph.nodes:
+        if node.op_type != "Reciprocal" or node.domain != "" or len(node.outputs) != 1:
+            continue
+        root = _root(plan, node.outputs[0])
+        floor = _divisor_floor(graph, node.inputs[0], params)
+        if floor is None or root in fixed or root in plan.symmetric or root not in params:
+            continue
+        low, high = ranges.get(root, (0.0, 0.0))
+        cut = _activation_params(max(low, -1.0 / floor), min(high, 1.0 / floor))
+        for value in plan.values:
+            if _root(plan, value) == root:
+                params[value] = cut
+
+
+def _divisor_floor(graph: Graph, b: str, params: Mapping[str, Params]) -> float | None:
+    """The smallest |b| at a nonzero code of b's quantized source (`_reciprocal_cuts`); None
+    when b is neither quantized nor a quantized value plus a small one-element constant."""
+    if b in params:
+        return float(params[b][0])
+    node = graph.producers().get(b)
+    if node is None or node.op_type != "Add" or node.domain != "" or len(node.inputs) != 2:
+        return None
+    constants = constants_of(graph)
+    for x, c in (node.inputs, node.inputs[::-1]):
+        value = constants.get(c)
+        if x in params and value is not None and value.size == 1:
+            step, shift = float(params[x][0]), abs(float(value.reshape(())))
+            return step - shift if shift < step / 2 else None
+    return None
 
 
 def _constant_cuts(graph: Graph, plan: _Plan, floors: RowFloors) -> None:
