@@ -109,7 +109,7 @@ QUANTIZED_OP_TYPES = frozenset({
 })
 """Operators that show a model is quantized already (it is then left to the fusions)."""
 
-COMPUTE_OPS = frozenset({"Conv", "Gemm", "MatMul", "Add", "Sum", "AveragePool",
+COMPUTE_OPS = frozenset({"Conv", "Gemm", "MatMul", "Add", "Sub", "Sum", "AveragePool",
                          "GlobalAveragePool"})
 PASS_THROUGH_OPS = frozenset({"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze",
                               "Unsqueeze"})
@@ -357,7 +357,8 @@ def _plan(graph: Graph, report: PassReport, region: Collection[str] | None = Non
             if node.op_type == "MatMul":
                 result = _bias_add_output(result, consumers, constants, outputs)
             readers = consumers.get(result, [])
-            if (node.op_type in ("Conv", "Gemm", "MatMul", "Add", "Sum") and len(readers) == 1
+            if (node.op_type in ("Conv", "Gemm", "MatMul", "Add", "Sub", "Sum")
+                    and len(readers) == 1
                     and result not in outputs and is_activation(readers[0], constants)):
                 result = readers[0].outputs[0]
             if _float(graph, result):
@@ -512,7 +513,7 @@ def _activation_inputs(node: Node, constants: Mapping[str, np.ndarray],
     x = node.inputs[0]
     if x in constants or not _float(graph, x):
         return None
-    if node.op_type in ("Add", "Sum"):
+    if node.op_type in ("Add", "Sub", "Sum"):  # a Sub: fuse_qdq's QAdd of -multiplier_b
         if len(node.inputs) != 2 or node.inputs[1] in constants or not _float(graph,
                                                                              node.inputs[1]):
             return None
