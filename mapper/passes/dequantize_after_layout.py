@@ -12,7 +12,14 @@ qualifies when its data input is read through a DequantizeLinear of 8-bit `u` wi
 per-tensor parameters p, each of its outputs is no graph output and is read, and some output is
 read by a QuantizeLinear (default domain, constant per-tensor parameters) or by an element-wise
 op of one computed input whose result a QuantizeLinear reads (a QOperator export's rotate_half:
-DQ -> Slice -> Neg -> Q, then Slice on the integers and DQ -> Neg -> Q, a table). The op then reads
+DQ -> Slice -> Neg -> Q, then Slice on the integers and DQ -> Neg -> Q, a table), or by a tree of
+Slice, Split and moving layout ops (Reshape, Transpose, Squeeze, Unsqueeze, Flatten) that
+leads to such a reader (a QOperator export's fused qkv projection: DQ -> Slice -> Reshape ->
+Transpose -> Slice -> {Q, Slice -> Q, Slice -> Neg -> Q}). A moving layout op qualifies
+likewise when it leads, through moving ops, to a Slice or Split that does: each output
+element is one input element, op(DQ_p(u)) = DQ_p(op(u)) too. Each rewrite leaves its other
+readers a DequantizeLinear, so the pipeline runs this pass until nothing changes: the tree is
+taken one level per run. The op then reads
 `u`; for each output, one reader of p's own parameters is dropped (the op writes its integers
 under that reader's output name: Q_p(DQ_p(v)) = v), and every other reader, a Q_k or a float
 op (a QOperator export's float ReduceMean beside the Q of the same Slice: GhostNet's
@@ -44,8 +51,8 @@ from systolic.mapper.passes.quant_params import (
 )
 from systolic.mapper.passes.report import LAYOUT, REMOVED, PassReport
 
-__all__ = ["COMPUTED_INDICES", "PER_ELEMENT_INDICES", "SELECTING_LAYOUT_OPS",
-           "dequantize_after_layout"]
+__all__ = ["COMPUTED_INDICES", "MOVING_LAYOUT_OPS", "PER_ELEMENT_INDICES",
+           "SELECTING_LAYOUT_OPS", "dequantize_after_layout"]
 
 SELECTING_LAYOUT_OPS = frozenset({"Split", "Slice", "Resize", "Upsample", "Gather",
                                   "GatherElements"})
@@ -58,6 +65,15 @@ PER_ELEMENT_INDICES = (
 """Why a GatherElements of 8-bit elements runs on the host (the passes' note)."""
 
 _HOST_SELECTING = frozenset({"Gather", "GatherElements"})
+
+MOVING_LAYOUT_OPS = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"})
+"""Layout ops this pass moves a DequantizeLinear through on the way to a Slice or Split
+that selects integers for a quantized reader (`_leads_to_selection`)."""
+
+_SLICING = frozenset({"Slice", "Split"})
+
+_MAX_DEPTH = 16
+"""The most layout ops followed from a value to the reader it leads to."""
 
 _LAYOUT_REASON = "runs on integers (addressing or COPY)"
 
@@ -75,6 +91,9 @@ def dequantize_after_layout(model: Model, report: PassReport) -> Model:
     ctx = FusionContext(model.graph)
     changed = False
     for node in model.graph.nodes:
+        if node.domain == "" and node.op_type in MOVING_LAYOUT_OPS:
+            changed |= _move_through(ctx, node, report)
+            continue
         if node.domain != "" or node.op_type not in SELECTING_LAYOUT_OPS:
             continue
         computed = node.op_type == "Gather" and node.inputs[1] not in ctx.constants
@@ -91,6 +110,53 @@ def dequantize_after_layout(model: Model, report: PassReport) -> Model:
             _rewrite(ctx, node, dequantize, params, readers, report)
         changed = True
     return dataclasses.replace(model, graph=ctx.result()) if changed else model
+
+
+def _move_through(ctx: FusionContext, node: Node, report: PassReport) -> bool:
+    """Rewrite moving layout op `node` on the integers under its DequantizeLinear when some
+    output leads to a Slice or Split that qualifies (`_leads_to_selection`); return whether
+    it did. Nothing is noted otherwise (the op is no selecting op)."""
+    if not any(name and _leads_to_selection(ctx, name) for name in node.outputs):
+        return False
+    try:
+        dequantize, params = _dequantized_input(ctx, node)
+        readers = _quantize_readers(ctx, node)
+    except NotFusable:
+        return False
+    _rewrite(ctx, node, dequantize, params, readers, report)
+    return True
+
+
+def _leads_to_quantize(ctx: FusionContext, name: str, depth: int = 0) -> bool:
+    """True when a QuantizeLinear or a `_tabled` op reads value `name`, or a Slice, Split or
+    moving layout op reads it as its data input and some output of it leads to one."""
+    for reader in ctx.consumers.get(name, []):
+        if reader.domain != "":
+            continue
+        if reader.op_type == "QuantizeLinear" or _tabled(ctx, reader):
+            return True
+        if (depth < _MAX_DEPTH and reader.op_type in _SLICING | MOVING_LAYOUT_OPS
+                and reader.inputs[0] == name
+                and any(out and _leads_to_quantize(ctx, out, depth + 1)
+                        for out in reader.outputs)):
+            return True
+    return False
+
+
+def _leads_to_selection(ctx: FusionContext, name: str, depth: int = 0) -> bool:
+    """True when a Slice or Split reads value `name` as its data input and some output of it
+    leads to a quantized reader (`_leads_to_quantize`), directly or through moving layout
+    ops."""
+    for reader in ctx.consumers.get(name, []):
+        if reader.domain != "" or not reader.inputs or reader.inputs[0] != name:
+            continue
+        outputs = [out for out in reader.outputs if out]
+        if reader.op_type in _SLICING and any(_leads_to_quantize(ctx, out) for out in outputs):
+            return True
+        if (depth < _MAX_DEPTH and reader.op_type in MOVING_LAYOUT_OPS
+                and any(_leads_to_selection(ctx, out, depth + 1) for out in outputs)):
+            return True
+    return False
 
 
 def _record_integer(ctx: FusionContext, node: Node, report: PassReport) -> None:
@@ -123,10 +189,10 @@ def _quantize_readers(ctx: FusionContext, node: Node) -> list[list[tuple[Node, Q
             raise NotFusable("an output is a graph output, omitted or unread")
         found.append([(r, _params(ctx, r, "output")) for r in ctx.consumers[name]
                       if r.op_type == "QuantizeLinear" and r.domain == ""])
-    if not any(found) and not any(_tabled(ctx, r) for name in node.outputs
-                                  for r in ctx.consumers[name]):
+    if not any(found) and not any(_leads_to_quantize(ctx, name) for name in node.outputs):
         raise NotFusable("no output is read by a QuantizeLinear, nor by a one-input "
-                         "element-wise op that a QuantizeLinear reads")
+                         "element-wise op that a QuantizeLinear reads, nor leads to one "
+                         "through layout ops")
     return found
 
 

@@ -79,12 +79,12 @@ Order (each pass one module):
                         MatMul/Add/Gather, gate functions, Mul, Concat (quantized below);
                         com.microsoft DynamicQuantizeLSTM -> DynamicQuantizeLinear +
                         MatMulInteger per gate
- 6b. expand_computed_operand  float models: an Add/Mul operand broadcast over the other
-                        (neither per channel nor along the last axis: GPT-2's causal mask
-                        [1, 1, S, S] over the scores) -> read through Expand to its shape;
  6a. divide_computed   float models: Div of two computed tensors (not a normalization's
                         d / Sqrt, not one tensor's function) -> Mul(a, Reciprocal(b)) (a
                         table of b, its range cut at 1 / s_b, and a QMul once quantized)
+ 6b. expand_computed_operand  float models: an Add/Mul operand broadcast over the other
+                        (neither per channel nor along the last axis: GPT-2's causal mask
+                        [1, 1, S, S] over the scores) -> read through Expand to its shape;
                         expand_as_concat again: such an Expand of a float value (a per-head
                         norm's 1/rms [1, S, H, 1]) -> Concats of copies
  7. quantize_float      float models (no quantization in the graph): post-training
@@ -105,7 +105,10 @@ Order (each pass one module):
  7b'. dequantize_after_layout  Split/Slice/nearest Resize and Upsample/Gather(computed
                         indices)(DQ(u)) -> DQ(op(u)) (exact): they select integers; a reader
                         Q of DQ's parameters is dropped, others requantize (a QTable; before
-                        an upsampling, on its input's elements)
+                        an upsampling, on its input's elements); also through the Reshape/
+                        Transpose/... leading to a Slice or Split that does, and through the
+                        layout tree a Slice or Split leads to a Q by (one level per run,
+                        repeated until nothing changes: a QOperator fused qkv projection)
  7b''. quantized_linear_resize  DQ -> linear Resize -> Q -> per resized axis [Transpose]
                         DQ MatMul(DQ(int8 interpolation matrix)) Q [Transpose] (QMatMuls);
                         softmax_to_last_axis: DQ -> Softmax(inner axis, opset >= 13) -> Q
@@ -161,13 +164,13 @@ from systolic.mapper.passes.decompose_lrn import decompose_lrn
 from systolic.mapper.passes.decompose_prelu import decompose_prelu
 from systolic.mapper.passes.decomposed_softmax import decomposed_softmax
 from systolic.mapper.passes.dequantize_after_layout import dequantize_after_layout
+from systolic.mapper.passes.divide_computed import divide_computed
 from systolic.mapper.passes.dynamic_island import fusion_entries, quantize_dynamic_island
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.embedding_scale import embedding_scale
 from systolic.mapper.passes.empty_values import drop_empty_values
 from systolic.mapper.passes.expand_as_concat import expand_as_concat
 from systolic.mapper.passes.expand_computed_operand import expand_computed_operand
-from systolic.mapper.passes.divide_computed import divide_computed
 from systolic.mapper.passes.expand_constant_operand import (
     expand_constant_operand,
     expand_float_constant,
@@ -302,8 +305,8 @@ def run_passes(
         model = finalize(guarded)
     if (hoisted := quantize_before_layout(model, report)) is not model:
         model = finalize(hoisted)
-    if (selecting := dequantize_after_layout(model, report)) is not model:
-        model = finalize(selecting)
+    while (selecting := dequantize_after_layout(model, report)) is not model:
+        model = finalize(selecting)  # a layout tree is taken one level per run
     if (interpolated := quantized_linear_resize(model, report)) is not model:
         model = finalize(interpolated)
     if (rows := softmax_to_last_axis(model, report)) is not model:
