@@ -158,23 +158,45 @@ def interleave(producer: Sequence[Instruction], blocks: Sequence[Sequence[Instru
     producer's end follow it."""
     if spacing is None:
         spacing = len(producer) * SPACING_PERCENT // (100 * max(1, len(blocks)))
-    stores = [i for i, instr in enumerate(producer) if isinstance(instr, RowWriter)]
+    return _merged(producer, blocks, _places(producer, writers, lag, spacing))
+
+
+def _places(producer: Sequence[Instruction], writers: Sequence[int], lag: int, spacing: int
+            ) -> list[int]:
+    """Return `after[b]` of `interleave` for every block (one searchsorted over the producer's
+    RowWriters, then the running floor)."""
+    types = list(map(type, producer))
+    writer_types = {cls for cls in set(types) if issubclass(cls, RowWriter)}
+    stores = np.flatnonzero(np.fromiter(map(writer_types.__contains__, types), dtype=bool,
+                                        count=len(types)))
+    wanted = np.asarray(writers, dtype=np.int64).reshape(-1)
+    position = np.searchsorted(stores, wanted, side="right") + lag - 1
+    tail = np.append(stores, len(producer) - 1)  # (position past the last STORE: the end)
+    spots = np.where(position < 0, wanted, tail[np.clip(position, 0, len(stores))])
     after: list[int] = []
     floor = -1 - spacing
-    for writer in writers:
-        position = int(np.searchsorted(stores, writer, side="right")) + lag - 1
-        spot = writer if position < 0 else (stores[position] if position < len(stores)
-                                            else len(producer) - 1)  # fmt: skip
+    for spot, writer in zip(spots.tolist(), wanted.tolist(), strict=True):
         floor = max(floor + spacing, spot, writer)
         after.append(floor)
+    return after
+
+
+def _merged(producer: Sequence[Instruction], blocks: Sequence[Sequence[Instruction]],
+            after: Sequence[int]) -> list[Instruction]:
+    """Return the producer with block b after producer instruction `after[b]`, in block
+    order: a block whose place is before the previous block's, or past the producer's end,
+    and every block after it, follow the producer."""
     merged: list[Instruction] = []
-    block = 0
-    for index in range(-1, len(producer)):
-        if index >= 0:
-            merged.append(producer[index])
-        while block < len(blocks) and after[block] == index:
-            merged += blocks[block]
-            block += 1
-    for rest in blocks[block:]:
+    done = -1  # (producer[:done + 1] is in `merged`)
+    placed = 0
+    for block, place in zip(blocks, after, strict=False):
+        if not done <= place < len(producer):
+            break
+        merged += producer[done + 1 : place + 1]
+        merged += block
+        done = place
+        placed += 1
+    merged += producer[done + 1 :]
+    for rest in blocks[placed:]:
         merged += rest
     return merged

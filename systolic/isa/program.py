@@ -266,8 +266,10 @@ class Program:
         marks = list(map(operator.attrgetter("_checked_for"), instructions))
         if marks.count(None) == len(marks):  # (straight from the mapper: none checked yet)
             pending = list(range(len(marks)))
-        else:
-            pending = [index for index, mark in enumerate(marks) if mark is not config]
+        else:  # (C-level loops: a part of a checked program has millions of marks to read)
+            unchecked = np.fromiter(map(operator.is_not, marks, itertools.repeat(config)),
+                                    dtype=bool, count=len(marks))
+            pending = np.flatnonzero(unchecked).tolist()
         if len(pending) < _BATCH_FROM:
             for index in pending:
                 instructions[index].check_once(config)

@@ -83,3 +83,42 @@ def test_spacing_spreads_the_blocks_and_the_rest_follow_the_producer():
     assert "".join(kinds) == "LACCLACCLACC"
     merged = interleave(producer, blocks, [5, 5, 5], lag=0)
     assert merged == [*producer, *blocks[0], *blocks[1], *blocks[2]]
+
+
+def _placed_one_by_one(producer: list, blocks: list, writers: list[int], lag: int,
+                       spacing: int) -> list:
+    """The placement rule of `interleave`, walked instruction by instruction (the former
+    implementation, kept as the specification)."""
+    stores = [i for i, instr in enumerate(producer) if isinstance(instr, Store)]
+    after, floor = [], -1 - spacing
+    for writer in writers:
+        position = sum(1 for s in stores if s <= writer) + lag - 1
+        spot = writer if position < 0 else (stores[position] if position < len(stores)
+                                            else len(producer) - 1)  # fmt: skip
+        floor = max(floor + spacing, spot, writer)
+        after.append(floor)
+    merged, block = [], 0
+    for index in range(-1, len(producer)):
+        if index >= 0:
+            merged.append(producer[index])
+        while block < len(blocks) and after[block] == index:
+            merged += blocks[block]
+            block += 1
+    for rest in blocks[block:]:
+        merged += rest
+    return merged
+
+
+def test_placement_matches_the_rule_walked_one_instruction_at_a_time():
+    rng = np.random.default_rng(7)
+    compute = Compute(in_row=0, m=1, acc_row=0)
+    for _ in range(200):
+        size = int(rng.integers(0, 12))
+        producer = [_store(8 * i) if rng.random() < 0.4 else compute for i in range(size)]
+        blocks = [[_load(8 * b), _add()] for b in range(int(rng.integers(0, 6)))]
+        writers = sorted(int(w) for w in rng.integers(-1, max(size, 1), len(blocks)))
+        if rng.random() < 0.3:
+            writers = writers[::-1]  # (not in order: the blocks after a step back follow)
+        lag, spacing = int(rng.integers(0, 3)), int(rng.integers(0, 4))
+        expected = _placed_one_by_one(producer, blocks, writers, lag, spacing)
+        assert interleave(producer, blocks, writers, lag, spacing) == expected
