@@ -44,6 +44,7 @@ from systolic.isa.program import (
 )
 from systolic.mapper.binding import bind_graph
 from systolic.mapper.lowering.add import lower_add
+from systolic.mapper.lowering.collector import collector_paused
 from systolic.mapper.lowering.compiled import CompiledModel, MemoryView
 from systolic.mapper.lowering.context import LayerContext
 from systolic.mapper.lowering.conv import lower_qconv
@@ -666,6 +667,9 @@ def compile_model(
     Raises UnsupportedError for a configuration the lowering cannot target (operands must be
     8-bit) or a value it cannot place, ModelError for values without static shapes,
     ResourceError when the model does not fit the 32-bit external address space.
+
+    The cyclic garbage collector is paused during the compile (`collector.collector_paused`)
+    and resumes when it returns or raises.
     """
     if config.dataflow is Dataflow.BOTH and layer_cycles is None:
         raise ConfigError(
@@ -673,7 +677,8 @@ def compile_model(
             "layer_cycles=systolic.sim.timing.layer_cycles.layer_cycles")
     compiler = _compiler(model, config, opsets)
     compiler.chooser = DataflowChooser(config, layer_cycles)
-    return compiler.run(progress)
+    with collector_paused():  # (its objects outlive the compile: `collector`)
+        return compiler.run(progress)
 
 
 def plan_layers(

@@ -16,13 +16,13 @@ and emits no instruction: the layer's decision without its code."""
 
 import contextlib
 import dataclasses
-import gc
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 
 from systolic.config import ArrayConfig
 from systolic.isa.instructions import Instruction
 from systolic.isa.program import MemorySegment
+from systolic.mapper.lowering.collector import collector_paused
 from systolic.mapper.lowering.estimate import ArrayCycles, array_cycles, ideal_cycles
 from systolic.mapper.lowering.gemm import ComputedWeights, GemmJob
 from systolic.mapper.lowering.layer_code import ConstantAllocator, LayerCode, LayerStats
@@ -106,26 +106,11 @@ def lower_jobs(
             )
             segments += [MemorySegment(image.weights, weights), MemorySegment(image.params, params)]
         placed.append((job, image))
-    with _collector_paused():
+    with collector_paused():
         instructions, cycles = _instructions(placed, config,
                                              None if table is None else table_address)
     stats = LayerStats(macs, ideal_cycles(macs, config), cycles.busy, cycles.occupied)
     return LayerCode(tuple(instructions), tuple(segments), stats)
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector within the block (as the cycle model's pass does):
-    scheduling allocates some 10^5 objects that stay alive (the instructions), so the
-    collector would walk the growing heap again and again for nothing; the schedule leaves
-    no reference cycles behind, and the collector runs again after the block."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _instructions(

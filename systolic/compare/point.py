@@ -17,6 +17,7 @@ from systolic.config import ArrayConfig
 from systolic.errors import SystolicError
 from systolic.ir import Graph, Model
 from systolic.mapper.lowering import compile_model
+from systolic.mapper.lowering.collector import collector_paused
 from systolic.sim.energy.table import EnergyTable
 from systolic.sim.timing.layer_cycles import layer_cycles
 from systolic.simulation.energy import layer_energies
@@ -40,11 +41,14 @@ def run_config(
     energy_table: EnergyTable | None = None,
 ) -> ConfigResult:
     """Compile `integer` for `config`, run it on `backend` and return its results, with every
-    layer's energy on `energy_table` (default: the bundled 45 nm table)."""
-    compiled = compile_model(integer, config, layer_cycles=layer_cycles)
-    runs = accelerator_runs(compiled, backend, inputs or {})
-    energies = layer_energies(compiled, energy_table or EnergyTable.default())
-    layers = tuple(layer_rows(compiled, runs, energies))
+    layer's energy on `energy_table` (default: the bundled 45 nm table). The cyclic garbage
+    collector is paused throughout (`collector_paused`): the point's objects die with it, so
+    the collector would only walk them while they are built."""
+    with collector_paused():
+        compiled = compile_model(integer, config, layer_cycles=layer_cycles)
+        runs = accelerator_runs(compiled, backend, inputs or {})
+        energies = layer_energies(compiled, energy_table or EnergyTable.default())
+        layers = tuple(layer_rows(compiled, runs, energies))
     return ConfigResult(config, label, layers, sum(run.total_cycles for run in runs))
 
 
