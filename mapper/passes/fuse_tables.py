@@ -76,7 +76,8 @@ def fuse_tables(model: Model, report: PassReport) -> Model:
             continue
         except NotFusable as reason:
             for node in region.nodes if region is not None else _cone(ctx, q):
-                if not isinstance(reason, _TwoSources) or report.note_of(node.label) is None:
+                if (not isinstance(reason, _OwnFusionFirst)
+                        or report.note_of(node.label) is None):
                     report.note(node.label, str(reason))
     _note_unquantized(ctx, report)
     return dataclasses.replace(model, graph=ctx.result())
@@ -164,11 +165,22 @@ def _region(ctx: FusionContext, q: Node, order: Mapping[int, int]) -> _Region:
 def _check_scalar(ctx: FusionContext, node: Node, name: str) -> None:
     size = ctx.constants[name].size
     if size != 1:
-        raise NotFusable(f"{node.op_type} {node.label!r} reads constant {name!r} of {size} "
-                         "values: a per-channel constant is not one table")
+        raise _ConstantOperand(f"{node.op_type} {node.label!r} reads constant {name!r} of "
+                               f"{size} values: a per-channel constant is not one table")
 
 
-class _TwoSources(NotFusable):
+class _OwnFusionFirst(NotFusable):
+    """A region failure whose reason a node's own fusion (fuse_qdq's QAdd, QMul: its note)
+    states better, if it gave one: the note is kept."""
+
+
+class _ConstantOperand(_OwnFusionFirst):
+    """The region reads a constant of more than one element (a bias, a per-channel scale):
+    that node's own QAdd/QMul reason (a host input, a multiplier out of range) is the real
+    one."""
+
+
+class _TwoSources(_OwnFusionFirst):
     """The region reads two quantized tensors; raised as such only for a lone binary op, whose
     own fusion (QAdd, QMul) gave the better reason, if any."""
 
