@@ -5,8 +5,8 @@ The exact cycle of every acceptance and completion is `systolic.sim.timing.execu
 (docs/hardware.md, "EXECUTE unit", states the rules).
 """
 
-from amaranth import Module, Mux, Signal, Value
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth import Module, Value
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from systolic.config import ArrayConfig, Dataflow
@@ -14,10 +14,10 @@ from systolic.hdl.accumulator import write_payload_layout
 from systolic.hdl.execute_both import elaborate_both
 from systolic.hdl.execute_os import elaborate_os
 from systolic.hdl.execute_ports import done_layout
-from systolic.hdl.instruction_fields import INSTRUCTION_STREAM_LAYOUT, instruction_layout
+from systolic.hdl.execute_ws import elaborate_ws
+from systolic.hdl.instruction_fields import INSTRUCTION_STREAM_LAYOUT
 from systolic.hdl.ports import memory_read_signature, spad_row_layout
 from systolic.hdl.systolic_array import SystolicArray
-from systolic.isa.instructions import Compute, Preload
 from systolic.isa.memories import Memory, depth
 
 __all__ = ["ExecuteUnit", "execute_events_layout"]
@@ -49,7 +49,8 @@ class ExecuteUnit(wiring.Component):
     the new weights. Two PRELOADs in a row: the dummy activates the first one's weights, which no
     COMPUTE can observe before the second one's replace them.
 
-    Output-stationary: see `execute_os.elaborate_os`. Both dataflows (`Dataflow.BOTH`): both
+    Weight-stationary: `execute_ws.elaborate_ws`; output-stationary: `execute_os.elaborate_os`.
+    Both dataflows (`Dataflow.BOTH`): both
     sequencers on one array of `BothPE`s, the instruction choosing (`execute_both`).
 
     Members
@@ -101,7 +102,7 @@ class ExecuteUnit(wiring.Component):
         m = Module()
         m.submodules.array = array = SystolicArray(self.config)
         if self.config.dataflow is Dataflow.WS:
-            self._elaborate_ws(m, array, self)
+            elaborate_ws(m, self, array)
         elif self.config.dataflow is Dataflow.OS:
             elaborate_os(m, self, array)
         else:
@@ -110,180 +111,5 @@ class ExecuteUnit(wiring.Component):
 
     def _elaborate_ws(self, m: Module, array: SystolicArray, ports: "ExecuteUnit") -> Value:
         """Write the weight-stationary sequencer driving `ports` (this unit, or its WS half's
-        view); return its idle signal (see `_elaborate_both`)."""
-        cfg = self.config
-        word, tag = ports.i_instr.payload.payload, ports.i_instr.payload.tag
-        preload = data.View(instruction_layout(Preload), word)
-        compute = data.View(instruction_layout(Compute), word)
-        is_preload = preload.opcode == Preload.OPCODE
-        is_compute = compute.opcode == Compute.OPCODE
-
-        # Weight engine: issue stage (w_*) and read stage (ws_*), `rows` beats per tile.
-        w_busy = Signal(init=1)  # the zero tile after reset
-        w_addr = Signal.like(ports.spad_wt.addr)
-        w_beat = Signal(range(cfg.rows))
-        w_k = Signal(16)
-        w_n = Signal(16)
-        w_tag = Signal(self.tag_width)
-        w_report = Signal()
-        ws_valid = Signal()
-        ws_zero = Signal()
-        ws_last = Signal()
-        ws_report = Signal()
-        ws_n = Signal(16)
-        ws_tag = Signal(self.tag_width)
-
-        # Activation engine: items (a COMPUTE of m rows, or a one-row dummy) wait in `nxt`,
-        # then issue from `act`, one row read per cycle.
-        item = data.StructLayout({
-            "addr": len(ports.spad_in.addr), "count": 32, "dummy": 1, "close": 1, "acc_row": 32,
-            "accumulate": 1, "tag": self.tag_width, "macs": range(cfg.pes + 1)})
-        act = Signal(item, init={"count": 1, "dummy": 1})  # activates the zero tile after reset
-        a_busy = Signal(init=1)
-        nxt = Signal(item)
-        n_valid = Signal()
-        pending = Signal()  # a PRELOAD no COMPUTE has used yet
-        meta = data.StructLayout({  # the accumulator takes only the low bits of a row number
-            "acc_row": len(ports.o_acc.payload.row), "accumulate": 1, "write": 1, "final": 1,
-            "tag": self.tag_width})
-        as_valid = Signal()
-        as_last = Signal()
-        as_dummy = Signal()
-        as_meta = Signal(meta)
-        as_macs = Signal(range(cfg.pes + 1))
-
-        # Engines take new work in the cycle they issue their current item's last read.
-        w_advance, a_advance, w_free, a_free, n_free = (Signal(name=name) for name in (
-            "w_advance", "a_advance", "w_free", "a_free", "n_free"))
-        take_preload, take_compute, needs_dummy, close_tail, close_now = (
-            Signal(name=name) for name in (
-                "take_preload", "take_compute", "needs_dummy", "close_tail", "close_now"))
-        m.d.comb += [
-            w_free.eq(~w_busy | ((w_beat == cfg.rows - 1) & w_advance)),
-            a_free.eq(~a_busy | ((act.count == 1) & a_advance)),
-            n_free.eq(~n_valid | a_free),
-            needs_dummy.eq(pending | ~(n_valid | a_busy)),
-            ports.i_instr.ready.eq(Mux(is_preload, w_free & (~needs_dummy | n_free),
-                                      is_compute & n_free)),
-            take_preload.eq(ports.i_instr.valid & ports.i_instr.ready & is_preload),
-            take_compute.eq(ports.i_instr.valid & ports.i_instr.ready & is_compute),
-            close_tail.eq(take_preload & ~needs_dummy),
-            close_now.eq(act.close | (close_tail & ~n_valid)),
-        ]
-
-        # -- weight engine
-        m.d.comb += [
-            w_advance.eq(~ws_valid | array.i_weights.ready),
-            ports.spad_wt.addr.eq(w_addr),
-            ports.spad_wt.en.eq(w_advance),
-            array.i_weights.valid.eq(ws_valid),
-        ]
-        for j in range(cfg.cols):
-            m.d.comb += array.i_weights.payload.data[j].eq(
-                Mux(ws_zero | (j >= ws_n), 0, ports.spad_wt.data[j]))
-        with m.If(w_advance):
-            m.d.sync += ws_valid.eq(w_busy)
-            with m.If(w_busy):
-                m.d.sync += [
-                    ws_zero.eq(w_beat >= w_k), ws_n.eq(w_n), ws_last.eq(w_beat == cfg.rows - 1),
-                    ws_tag.eq(w_tag), ws_report.eq(w_report),
-                ]
-                with m.If(w_beat + 1 < w_k):
-                    m.d.sync += w_addr.eq(w_addr + 1)
-                with m.If(w_beat == cfg.rows - 1):
-                    m.d.sync += [w_busy.eq(0), w_beat.eq(0)]
-                with m.Else():
-                    m.d.sync += w_beat.eq(w_beat + 1)
-        with m.If(take_preload):
-            m.d.sync += [
-                w_busy.eq(1), w_addr.eq(preload.row), w_beat.eq(0),
-                w_k.eq(preload.k),
-                w_n.eq(preload.n),
-                w_tag.eq(tag), w_report.eq(1), pending.eq(1),
-            ]
-        m.d.comb += [
-            ports.o_preload_done.valid.eq(
-                ws_valid & array.i_weights.ready & ws_last & ws_report),
-            ports.o_preload_done.tag.eq(ws_tag),
-        ]
-
-        # -- activation engine
-        m.d.comb += [
-            a_advance.eq(~as_valid | array.i_a.ready),
-            ports.spad_in.addr.eq(act.addr),
-            ports.spad_in.en.eq(a_advance),
-            array.i_a.valid.eq(as_valid),
-            array.i_a.payload.last.eq(as_last),
-        ]
-        for r in range(cfg.rows):
-            m.d.comb += array.i_a.payload.data[r].eq(Mux(as_dummy, 0, ports.spad_in.data[r]))
-        with m.If(a_advance):
-            m.d.sync += as_valid.eq(a_busy)
-            with m.If(a_busy):
-                m.d.sync += [
-                    as_last.eq((act.count == 1) & close_now), as_dummy.eq(act.dummy),
-                    as_meta.acc_row.eq(act.acc_row), as_meta.accumulate.eq(act.accumulate),
-                    as_meta.write.eq(~act.dummy), as_meta.final.eq((act.count == 1) & ~act.dummy),
-                    as_meta.tag.eq(act.tag), as_macs.eq(act.macs),
-                    act.addr.eq(act.addr + 1), act.count.eq(act.count - 1),
-                    act.acc_row.eq(act.acc_row + 1),
-                ]
-                with m.If(act.count == 1):
-                    m.d.sync += a_busy.eq(0)
-        with m.If(a_free & n_valid):  # move the waiting item in (it is the tail if n_valid)
-            m.d.sync += [act.eq(nxt), act.close.eq(nxt.close | close_tail), a_busy.eq(1),
-                         n_valid.eq(0)]
-        with m.Elif(close_tail & n_valid):
-            m.d.sync += nxt.close.eq(1)
-        with m.Elif(close_tail):
-            m.d.sync += act.close.eq(1)
-        with m.If(take_preload & needs_dummy):
-            m.d.sync += [nxt.eq(0), nxt.count.eq(1), nxt.dummy.eq(1), nxt.close.eq(1),
-                         n_valid.eq(1)]
-        with m.If(take_compute):
-            m.d.sync += [
-                n_valid.eq(1), nxt.dummy.eq(0), nxt.close.eq(0), pending.eq(0),
-                nxt.addr.eq(compute.in_row),
-                nxt.count.eq(compute.m),
-                nxt.acc_row.eq(compute.acc_row),
-                nxt.accumulate.eq(compute.accumulate),
-                nxt.tag.eq(tag),
-                nxt.macs.eq(w_k[:cfg.rows.bit_length()] * w_n[:cfg.cols.bit_length()]),
-            ]
-        beat = array.i_a.valid & array.i_a.ready & ~as_dummy
-        m.d.comb += [
-            ports.o_events.beat.eq(beat),
-            ports.o_events.macs.eq(Mux(beat, as_macs, 0)),
-            ports.o_events.spad_in_read.eq(a_advance & a_busy & ~act.dummy),
-            ports.o_events.spad_wt_read.eq(w_advance & w_busy & (w_beat < w_k)),
-        ]
-
-        # -- results: one metadata entry per activation beat, in order
-        m.submodules.meta_fifo = meta_fifo = fifo.SyncFIFO(
-            width=meta.size, depth=cfg.rows + cfg.cols + 2)
-        entry = data.View(meta, meta_fifo.r_data)
-        m.d.comb += [
-            meta_fifo.w_data.eq(as_meta),
-            meta_fifo.w_en.eq(as_valid & array.i_a.ready),
-        ]
-        self._connect_results(m, array, meta_fifo, entry, ports)
-        idle = Signal(name="ws_idle")
-        m.d.comb += idle.eq(~(w_busy | ws_valid | a_busy | n_valid | as_valid | meta_fifo.r_rdy))
-        return idle
-
-    @staticmethod
-    def _connect_results(m: Module, array: SystolicArray, meta_fifo: fifo.SyncFIFO,
-                         entry: data.View, ports: "ExecuteUnit") -> None:
-        """Write result beats to the accumulator per their metadata entries; report the last."""
-        row_bits = len(ports.o_acc.payload.row)
-        m.d.comb += [
-            ports.o_acc.valid.eq(array.o_c.valid & entry.write),
-            ports.o_acc.payload.row.eq(entry.acc_row[:row_bits]),
-            ports.o_acc.payload.accumulate.eq(entry.accumulate),
-            ports.o_acc.payload.data.eq(array.o_c.payload.data),
-            array.o_c.ready.eq(ports.o_acc.ready | ~entry.write),
-            meta_fifo.r_en.eq(array.o_c.valid & array.o_c.ready),
-            ports.o_compute_done.valid.eq(array.o_c.valid & array.o_c.ready & entry.final),
-            ports.o_compute_done.tag.eq(entry.tag),
-        ]
-
+        view) and `array`; return its idle signal (the callback `elaborate_both` takes)."""
+        return elaborate_ws(m, ports, array)
