@@ -42,13 +42,21 @@ def run_config(
 ) -> ConfigResult:
     """Compile `integer` for `config`, run it on `backend` and return its results, with every
     layer's energy on `energy_table` (default: the bundled 45 nm table). The cyclic garbage
-    collector is paused throughout (`collector_paused`): the point's objects die with it, so
-    the collector would only walk them while they are built."""
+    collector is paused until the point's compiled program, times and energies have died
+    (`collector_paused`): they are freed by reference counting, so the collector would only
+    walk them, while they are built or after, when it resumes."""
     with collector_paused():
-        compiled = compile_model(integer, config, layer_cycles=layer_cycles)
-        runs = accelerator_runs(compiled, backend, inputs or {})
-        energies = layer_energies(compiled, energy_table or EnergyTable.default())
-        layers = tuple(layer_rows(compiled, runs, energies))
+        return _results(integer, config, label, backend, inputs or {},
+                        energy_table or EnergyTable.default())  # fmt: skip
+
+
+def _results(integer: Model | Graph, config: ArrayConfig, label: str, backend: str,
+             inputs: Mapping[str, np.ndarray], energy_table: EnergyTable) -> ConfigResult:
+    """`run_config`'s work; everything but the result dies when it returns."""
+    compiled = compile_model(integer, config, layer_cycles=layer_cycles)
+    runs = accelerator_runs(compiled, backend, inputs)
+    energies = layer_energies(compiled, energy_table)
+    layers = tuple(layer_rows(compiled, runs, energies))
     return ConfigResult(config, label, layers, sum(run.total_cycles for run in runs))
 
 
