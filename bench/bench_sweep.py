@@ -15,8 +15,8 @@ Runs the mapper passes once on the onnx wheel's light ResNet-50
 
     python bench/bench_sweep.py [--points 100] [--arrays 4x4,...] [--jobs 2] [--repeat 3] [--top 15]
     python bench/bench_sweep.py --per-array [--arrays 4x4,...]   (per array and dataflow,
-        largest first, the bus-16 point from scratch and the bus-64 point after it, timed, and
-        the sweep's CPU estimated from them)
+        largest first, the bus-16 point from scratch and the bus-64 point after it, timed:
+        compile, cycle model + rows, energy; and the sweep's CPU estimated from them)
 """
 
 import argparse
@@ -38,6 +38,8 @@ from systolic.config import ArrayConfig, Dataflow
 from systolic.ir import Model
 from systolic.mapper.lowering import compile_model
 from systolic.mapper.lowering.jobs import forget_schedules
+from systolic.sim.energy.table import EnergyTable
+from systolic.simulation.energy import layer_energies
 from systolic.simulation.layer_rows import layer_rows
 
 MODEL = Path(onnx.__file__).parent / "backend/test/data/light/light_resnet50.onnx"
@@ -82,15 +84,21 @@ def _per_array(integer: Model, arrays: list[str]) -> None:
 
 
 def _timed_point(integer: Model, config: ArrayConfig, label: str) -> float:
-    """Compile and run the cycle model for one point; print and return its CPU seconds."""
+    """Compile, run the cycle model (and the layer rows) and count the energy of one point,
+    as `run_config` does; print and return its CPU seconds."""
     start = time.process_time()
     compiled = compile_model(integer, config)
-    middle = time.process_time()
-    layer_rows(compiled, accelerator_runs(compiled, "model", {}))
+    compiled_at = time.process_time()
+    runs = accelerator_runs(compiled, "model", {})
+    modelled_at = time.process_time()
+    energies = layer_energies(compiled, EnergyTable.default())
+    counted_at = time.process_time()
+    layer_rows(compiled, runs, energies)
     end = time.process_time()
-    print(f"  {label}: compile {middle - start:.2f} s, cycle model + rows {end - middle:.2f} s "
-          f"CPU ({len(compiled.program.instructions)} instructions); load average "
-          f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    print(f"  {label}: compile {compiled_at - start:.2f} s, cycle model + rows "
+          f"{modelled_at - compiled_at + end - counted_at:.2f} s, energy "
+          f"{counted_at - modelled_at:.2f} s CPU ({len(compiled.program.instructions)} "
+          f"instructions); load average {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
     return end - start
 
 
