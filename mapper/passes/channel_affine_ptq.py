@@ -59,9 +59,10 @@ def channel_vector_index(node: Node, graph: Graph,
 
 def _last_axis_vector(constant: np.ndarray, size: object) -> bool:
     """True for a finite float32 constant of `size` > 1 values along the last axis: [C],
-    [1, C] or [1, 1, C] (channel_affine's BatchNorm1d, a token's per-feature scale or shift:
-    MobileBERT's NoNorm, a transformer's layer scale)."""
-    return (constant.dtype == np.float32 and 1 <= constant.ndim <= 3 and constant.size > 1
+    [1, C], [1, 1, C] or [1, 1, 1, C] (channel_affine's BatchNorm1d, a token's per-feature
+    scale or shift: MobileBERT's NoNorm, a transformer's layer scale; ConvNeXtV2's GRN gamma
+    and beta on its channel-last [N, H, W, C])."""
+    return (constant.dtype == np.float32 and 1 <= constant.ndim <= 4 and constant.size > 1
             and constant.shape[-1] == size and constant.size == size
             and bool(np.all(np.isfinite(constant))))
 

@@ -40,6 +40,9 @@ Order (each pass one module):
                         l2_normalize (earlier, before expand_as_concat): Div(x, [Expand](
                         Clip(ReduceL2(x, last axis), eps))) -> Mul(x, Reciprocal(Clip(Sqrt(
                         MatMul(Pow(x, 2), ones[H, 1]))))) (F.normalize: XCiT's, EdgeNeXt's);
+                        spatial_l2 (after embedding_scale): ReduceL2(x, H, W) -> Sqrt(P *
+                        GlobalAveragePool(Mul(x, x))), its channel mean broadcast back ->
+                        MatMul(1/C [C, C]) (ConvNeXtV2's GRN);
                         sub_constant (there too): Sub(x, C) -> Add(x, -C), Sub(C, x) ->
                         Add(Neg(x), C) for a whole-tensor constant C (YOLO's anchor grid);
                         group_norm: GroupNormalization (opset 18/21) of constant scale and
@@ -217,6 +220,7 @@ from systolic.mapper.passes.scalar_dequantize import (
     fold_scalar_quantize,
 )
 from systolic.mapper.passes.softmax_axis import softmax_to_last_axis
+from systolic.mapper.passes.spatial_l2 import spatial_l2_to_pool
 from systolic.mapper.passes.spatial_mean import spatial_mean_to_pool
 from systolic.mapper.passes.sub_constant import sub_constant_to_add
 from systolic.mapper.passes.unroll_loop import unroll_loop
@@ -258,6 +262,7 @@ def run_passes(
                     finite_masks, arithmetic_masks, l2_normalize_to_matmul, sub_constant_to_add,
                     expand_as_concat, fold_quantized_constants,
                     embedding_scale,
+                    spatial_l2_to_pool,
                     rms_mean_to_matmul, group_norm_to_instance_norm,
                     instance_norm_to_layernorm, spatial_mean_to_pool,
                     decomposed_softmax, decompose_lrn, decompose_prelu, conv_transpose_to_conv,
