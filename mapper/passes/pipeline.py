@@ -19,6 +19,8 @@ Order (each pass one module):
  3c. drop_empty_values  a node whose results have no elements (static shapes with a 0) -> empty
                         constants; a Concat's empty inputs dropped (Phi-3's [1, H, S, 0]
                         pass-through Slice of its partial rotary embedding);
+                        drop_products_by_one: Mul(x, ones), Div(x, ones) -> x (BLOOM's
+                        ALiBi bias times baddbmm's beta = 1);
      fold_scalar_dequantize  DQ of a one-element 8-bit constant read by element-wise ops
                         -> its float value (onnxruntime's QDQ of scalar constants);
                         fold_scalar_quantize: Q of one such constant read by QLinearAdd/
@@ -201,6 +203,7 @@ from systolic.mapper.passes.masked_softmax import (
     finite_masks,
     quantized_isnan,
 )
+from systolic.mapper.passes.multiply_by_one import drop_products_by_one
 from systolic.mapper.passes.name_nodes import name_nodes
 from systolic.mapper.passes.norm_row_order import norm_row_order
 from systolic.mapper.passes.normalize_qoperator import (
@@ -258,8 +261,9 @@ def run_passes(
         model = fold_constants(remove_identities(finalize(widened), report), report)
     if (integer := fuse_integer_requantization(model, report)) is not model:
         model = finalize(integer)  # before channel_affine and the islands take its Mul/Add
-    for rewrite in (drop_empty_values, fold_scalar_dequantize, fold_scalar_quantize,
-                    finite_masks, arithmetic_masks, l2_normalize_to_matmul, sub_constant_to_add,
+    for rewrite in (drop_empty_values, drop_products_by_one, fold_scalar_dequantize,
+                    fold_scalar_quantize, finite_masks, arithmetic_masks, l2_normalize_to_matmul,
+                    sub_constant_to_add,
                     expand_as_concat, fold_quantized_constants,
                     embedding_scale,
                     spatial_l2_to_pool,
