@@ -152,63 +152,87 @@ class _Harness:
 async def _drive(ctx: Any, dut: Accelerator, trace: Value, run: _Run,
                  config: ArrayConfig) -> None:
     """Offer the commands, serve the external memory and record `trace` (the strobes) until
-    HALT is accepted."""
-    commands, external, recorder = run.commands, run.external, run.recorder
-    latency = config.mem_latency
-    req, resp, write = dut.o_mem_req, dut.i_mem_resp, dut.o_mem_write
+    HALT is accepted; raise SimulationError at the watchdog or when `done` does not rise."""
+    commands, latency = run.commands, config.mem_latency
+    reads = _ReadChannel(dut, run.external)
     command_port = dut.i_instr.payload.as_value()
-    bus_bits = 8 * config.bus_bytes
-    ctx.set(dut.start, 1)
-    ctx.set(dut.i_instr.valid, 1)
-    ctx.set(command_port, commands[0])
-    ctx.set(req.ready, 1)
-    ctx.set(write.ready, 1)
-    offered = 0
-    resp_valid = False
-
-    def answer(at: int) -> None:
-        """Drive the memory response due at cycle `at` (valid drops after the last)."""
-        nonlocal resp_valid
-        data = external.response(at)
-        if data is not None or resp_valid:
-            resp_valid = data is not None
-            ctx.set(resp.valid, resp_valid)
-            if resp_valid:
-                ctx.set(resp.payload.data, data)
-
-    cycle = 0
+    _start(ctx, dut, command_port, commands[0])
+    offered = cycle = 0
     while True:
         if latency == 0:  # answer in the request's own cycle
-            if ctx.get(req.valid):
-                external.request(cycle, ctx.get(req.payload.addr))
-            answer(cycle)
+            reads.request_now(ctx, cycle)
+            reads.answer(ctx, cycle)
         _, _, accepted, req_valid, req_addr, w_valid, w_bits, events = await ctx.tick().sample(
-            dut.i_instr.ready, req.valid, req.payload.addr, write.valid,
-            write.payload.as_value(), trace)
+            dut.i_instr.ready, dut.o_mem_req.valid, dut.o_mem_req.payload.addr,
+            dut.o_mem_write.valid, dut.o_mem_write.payload.as_value(), trace)
         if cycle == 0:
             ctx.set(dut.start, 0)
         if latency and req_valid:
-            external.request(cycle, req_addr)
+            run.external.request(cycle, req_addr)
         if w_valid:
-            external.write_beat(w_bits & 0xFFFF_FFFF, w_bits >> 32 & ((1 << bus_bits) - 1),
-                                w_bits >> (32 + bus_bits))
+            _write_beat(run.external, w_bits, config.bus_bytes)
         if events:
-            recorder.record(cycle, events)
+            run.recorder.record(cycle, events)
         if accepted:
             offered += 1
             if offered == len(commands):
                 break
             ctx.set(command_port, commands[offered])
         cycle += 1
-        if not cycle & 1023:
-            report_cycle(cycle)
-        if cycle >= run.limit:
-            raise SimulationError(recorder.hang_message(cycle))
+        _watch(cycle, run)
         if latency:
-            answer(cycle)
+            reads.answer(ctx, cycle)
     ctx.set(dut.i_instr.valid, 0)
     if not ctx.get(dut.done):
         raise SimulationError(f"HALT was accepted in cycle {cycle} but done did not rise")
+
+
+def _start(ctx: Any, dut: Accelerator, command_port: Value, first: int) -> None:
+    """Raise `start` and offer the first command; the memory channels are always ready."""
+    ctx.set(dut.start, 1)
+    ctx.set(dut.i_instr.valid, 1)
+    ctx.set(command_port, first)
+    ctx.set(dut.o_mem_req.ready, 1)
+    ctx.set(dut.o_mem_write.ready, 1)
+
+
+class _ReadChannel:
+    """The external read channel's testbench side: requests go to `external`, whose
+    responses (due `mem_latency` cycles later) drive `i_mem_resp`."""
+
+    def __init__(self, dut: Accelerator, external: ExternalMemory) -> None:
+        self.req, self.resp, self.external = dut.o_mem_req, dut.i_mem_resp, external
+        self.valid = False
+
+    def request_now(self, ctx: Any, cycle: int) -> None:
+        """Pass on the request offered in `cycle` (latency 0: read before the clock edge)."""
+        if ctx.get(self.req.valid):
+            self.external.request(cycle, ctx.get(self.req.payload.addr))
+
+    def answer(self, ctx: Any, at: int) -> None:
+        """Drive the memory response due at cycle `at` (valid drops after the last)."""
+        data = self.external.response(at)
+        if data is not None or self.valid:
+            self.valid = data is not None
+            ctx.set(self.resp.valid, self.valid)
+            if self.valid:
+                ctx.set(self.resp.payload.data, data)
+
+
+def _write_beat(external: ExternalMemory, bits: int, bus_bytes: int) -> None:
+    """Apply one write beat, `o_mem_write.payload` as an integer {addr, data, strobes}."""
+    bus_bits = 8 * bus_bytes
+    external.write_beat(bits & 0xFFFF_FFFF, bits >> 32 & ((1 << bus_bits) - 1),
+                        bits >> (32 + bus_bits))
+
+
+def _watch(cycle: int, run: _Run) -> None:
+    """Report progress every 1024 cycles; raise SimulationError when `cycle` reaches the
+    watchdog limit."""
+    if not cycle & 1023:
+        report_cycle(cycle)
+    if cycle >= run.limit:
+        raise SimulationError(run.recorder.hang_message(cycle))
 
 
 def _read_counters(ctx: Any, dut: Accelerator, run: _Run) -> None:
