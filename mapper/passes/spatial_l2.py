@@ -12,10 +12,11 @@ and Sqrt(P * m) are activation tables and the average a QAveragePool on the vect
 A ReduceMean over the channels of such a norm (the last axis of [N, 1, 1, C], or axis 1 of
 [N, C, 1, 1]; GRN's mean(Gx)) whose result only broadcasts back over the norm (through
 element-wise ops with one-element constants, GRN's + eps, into a binary op with the norm:
-Gx / (mean + eps)) is computed already broadcast: MatMul by a [C, C] constant of 1/C over its
-[N, 1, 1, C] form (a QMatMul on the array, every column the mean; C^2 MACs per sample), so the
-quotient is of two tensors of one shape (`divide_computed`: a QTable and a QMul). A Transpose
-back to [N, C, 1, 1] follows in the channel-first case.
+Gx / (mean + eps)) is computed already broadcast: MatMul by a [C, 1] constant of 1/C over its
+[N, 1, 1, C] form, then MatMul by a [1, C] constant of ones (two QMatMuls on the array of C
+weights each; one [C, C] matrix of 1/C would load C^2 weight bytes for one row), so the quotient
+is of two tensors of one shape (`divide_computed`: a QTable and a QMul). A Transpose back to
+[N, C, 1, 1] follows in the channel-first case.
 
 In float the squares, the sum in another order and 1/P, 1/C instead of the divisions differ
 from the original by float roundings. Only float models (a quantized one's ReduceL2 reads a
@@ -187,19 +188,28 @@ class _Build:
         return out
 
     def channel_mean(self, graph: Graph, node: Node) -> list[Node]:
-        """MatMul(g [N, 1, 1, C], 1/C [C, C]) (g [N, C, 1, 1] transposed first and after)."""
+        """MatMul(MatMul(g [N, 1, 1, C], 1/C [C, 1]), ones [1, C]) (g [N, C, 1, 1] transposed
+        first and the result after)."""
         g, base = node.inputs[0], node.name or node.outputs[0]
         shape = _static_shape(graph, g)
         assert shape is not None
         channels_last = shape[3] != 1 or shape[1] == 1
         channels = shape[3] if channels_last else shape[1]
-        weight = self._constant(base, "weights", np.full((channels, channels), 1.0 / channels,
-                                                         np.float32))
-        if channels_last:
-            return [make_node("MatMul", [g, weight], list(node.outputs), name=node.name)]
-        turned, product = self._value(base, "channels_last"), self._value(base, "mean")
-        return [make_node("Transpose", [g], [turned], attrs={"perm": (0, 2, 3, 1)},
-                          name=self._value(base, "transpose")),
-                make_node("MatMul", [turned, weight], [product], name=node.name),
-                make_node("Transpose", [product], list(node.outputs),
-                          attrs={"perm": (0, 3, 1, 2)}, name=self._value(base, "back"))]
+        mean = self._constant(base, "weights", np.full((channels, 1), 1.0 / channels,
+                                                       np.float32))
+        ones = self._constant(base, "broadcast", np.ones((1, channels), np.float32))
+        out: list[Node] = []
+        if not channels_last:
+            turned = self._value(base, "channels_last")
+            out.append(make_node("Transpose", [g], [turned], attrs={"perm": (0, 2, 3, 1)},
+                                 name=self._value(base, "transpose")))
+            g = turned
+        scalar, spread = self._value(base, "scalar"), self._value(base, "spread")
+        out += [make_node("MatMul", [g, mean], [scalar], name=node.name),
+                make_node("MatMul", [scalar, ones], [spread if not channels_last
+                                                     else node.outputs[0]],
+                          name=self._value(base, "spread"))]
+        if not channels_last:
+            out.append(make_node("Transpose", [spread], list(node.outputs),
+                                 attrs={"perm": (0, 3, 1, 2)}, name=self._value(base, "back")))
+        return out
