@@ -337,12 +337,17 @@ class Program:
     def part(self, first: int, end: int) -> "Program":
         """Return the program of instructions `first .. end - 1` followed by a HALT (same
         configuration, no segments, tensors or layers); its `words` come from this program's
-        (made here if not yet), so they are not encoded again."""
+        (made here if not yet), so they are not encoded again. The part of the whole body
+        (`first` 0, `end` the HALT's index) shares this program's instructions and words."""
+        if first == 0 and end == len(self.instructions) - 1:  # (no copy of either)
+            part = Program(self.config, self.instructions)
+            part.__dict__["words"] = self.words  # (the cached_property's slot)
+            return part
         halt = Halt()
         part = Program(self.config, (*self.instructions[first:end], halt))
         words = np.concatenate((self.words[first:end], encode_words([halt])))
         words.flags.writeable = False
-        part.__dict__["words"] = words  # (the cached_property's slot)
+        part.__dict__["words"] = words
         return part
 
     @functools.cached_property

@@ -64,6 +64,17 @@ def test_a_part_of_a_program_has_its_words_and_a_halt() -> None:
     assert not part.words.flags.writeable
 
 
+def test_the_part_of_the_whole_body_shares_the_instructions_and_words() -> None:
+    config = ArrayConfig(rows=3, cols=5)
+    program = Program(config, synthetic_program(config, 300, seed=2).instructions)
+    whole = program.part(0, len(program.instructions) - 1)
+    assert whole.instructions == program.instructions
+    assert isinstance(whole.instructions[-1], Halt)
+    assert whole.words is program.words
+    assert whole.words.tobytes() == encode_words(whole.instructions).tobytes()
+    assert not (whole.segments or whole.tensors or whole.layers)
+
+
 @pytest.mark.parametrize("native", ["1", "0"])
 def test_memory_end_covers_every_external_access(native: str, monkeypatch) -> None:
     # (with native code, the external ranges come from the instruction words in C)
