@@ -23,7 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from systolic.compare.area_without import apply_savings
 from systolic.config import ArrayConfig, Dataflow
+from systolic.config_units import parse_units
 
 __all__ = [
     "BOTH_FACTORS", "COEFFICIENTS_PATH", "DATA_PATH", "DENSITY", "FEATURES", "FIGURES",
@@ -112,7 +114,10 @@ def load_points(path: Path = DATA_PATH) -> list[Point]:
 
 
 def _config(fields: dict[str, object]) -> ArrayConfig:
-    return ArrayConfig(**(fields | {"dataflow": Dataflow.parse(str(fields["dataflow"]))}))  # type: ignore[arg-type]
+    """Return the configuration `ArrayConfig.to_dict` gave as `fields`."""
+    without = parse_units(",".join(fields.get("without", ())))  # type: ignore[arg-type]
+    return ArrayConfig(**(fields | {"dataflow": Dataflow.parse(str(fields["dataflow"])),  # type: ignore[arg-type]
+                                    "without": without}))
 
 
 def fit(points: Sequence[Point]) -> dict[str, dict[str, list[float]]]:
@@ -143,11 +148,12 @@ def load_coefficients(path: Path = COEFFICIENTS_PATH) -> dict[str, dict[str, lis
 def estimate(config: ArrayConfig, coefficients: dict[str, dict[str, list[float]]] | None = None,
              ) -> dict[str, dict[str, float]]:
     """Return the predicted figures per component (never below 0; `BOTH_FACTORS` applied to an
-    array of both dataflows)."""
+    array of both dataflows; the savings of the units `config` leaves out applied by
+    `area_without.apply_savings`)."""
     table = coefficients if coefficients is not None else load_coefficients()
     values = _features(config)
     both = config.dataflow is Dataflow.BOTH
-    return {
+    whole = {
         component: {
             figure: max(0.0, sum(c * values[n] for c, n in zip(
                 table[component][figure], FEATURES[component], strict=True)))
@@ -156,6 +162,7 @@ def estimate(config: ArrayConfig, coefficients: dict[str, dict[str, list[float]]
         }
         for component in FEATURES
     }
+    return apply_savings(whole, config)
 
 
 def _area(figures: dict[str, float]) -> float:
