@@ -9,8 +9,11 @@ com.microsoft DynamicQuantizeLSTM): every time step of every batch entry multipl
 and H_{t-1} by R in each direction: seq x batch x (elements of W + elements of R), i.e.
 seq x batch x directions x gates·hidden x (input + hidden). If, Loop and Scan count the MACs
 of their subgraphs (`systolic.mapper.subgraph_macs`: the larger If branch, a Loop's body times
-its trip count, a Scan's body times its length), with a note saying how. Other operators count
-0. A count needs static shapes; where they are unknown the count is 0.
+its trip count, a Scan's body times its length), with a note saying how. An Einsum of two
+operands (Funnel's relative attention, "bind,jnd->bnij") multiplies once per combination of
+its letters' values: the product of every letter's size (one of a single operand multiplies
+nothing; one with an ellipsis or more operands counts 0). Other operators count 0. A count
+needs static shapes; where they are unknown the count is 0.
 """
 
 import math
@@ -93,7 +96,26 @@ def _plain_macs(node: Node, type_of: Callable[[str], TensorType | None]) -> int:
         return math.prod(output) * reduced
     if key in _RECURRENT:
         return _recurrent_macs(node, type_of)
+    if key == ("", "Einsum"):
+        return _einsum_macs(node, type_of)
     return 0
+
+
+def _einsum_macs(node: Node, type_of: Callable[[str], TensorType | None]) -> int:
+    """The product of every letter's size in a two-operand Einsum without an ellipsis whose
+    operands have static shapes of one letter per axis; else 0 (the module docstring)."""
+    equation = str(node.attrs.get("equation", "")).replace(" ", "")
+    terms = equation.split("->")[0].split(",")
+    if len(node.inputs) != 2 or len(terms) != 2 or "." in equation:
+        return 0
+    sizes: dict[str, int] = {}
+    for index, term in enumerate(terms):
+        shape = _static(_input_type(node, index, type_of))
+        if shape is None or len(shape) != len(term):
+            return 0
+        for letter, size in zip(term, shape, strict=True):
+            sizes[letter] = max(sizes.get(letter, 1), size)  # a broadcast 1 takes the other
+    return math.prod(sizes.values())
 
 
 def _recurrent_macs(node: Node, type_of: Callable[[str], TensorType | None]) -> int:
