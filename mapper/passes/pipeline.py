@@ -47,6 +47,8 @@ Order (each pass one module):
                         MatMul(1/C [C, C]) (ConvNeXtV2's GRN);
                         sub_constant (there too): Sub(x, C) -> Add(x, -C), Sub(C, x) ->
                         Add(Neg(x), C) for a whole-tensor constant C (YOLO's anchor grid);
+                        einsum_matmul (there too): a two-operand Einsum -> Transpose/Reshape
+                        around one MatMul (Funnel's relative attention);
                         group_norm: GroupNormalization (opset 18/21) of constant scale and
                         bias -> Reshape, InstanceNormalization, Reshape, Mul, Add (torch's
                         TorchScript form);
@@ -171,6 +173,7 @@ from systolic.mapper.passes.decomposed_softmax import decomposed_softmax
 from systolic.mapper.passes.dequantize_after_layout import dequantize_after_layout
 from systolic.mapper.passes.divide_computed import divide_computed
 from systolic.mapper.passes.dynamic_island import fusion_entries, quantize_dynamic_island
+from systolic.mapper.passes.einsum_matmul import einsum_to_matmul
 from systolic.mapper.passes.eliminate_dead import eliminate_dead
 from systolic.mapper.passes.embedding_scale import embedding_scale
 from systolic.mapper.passes.empty_values import drop_empty_values
@@ -263,7 +266,7 @@ def run_passes(
         model = finalize(integer)  # before channel_affine and the islands take its Mul/Add
     for rewrite in (drop_empty_values, drop_products_by_one, fold_scalar_dequantize,
                     fold_scalar_quantize, finite_masks, arithmetic_masks, l2_normalize_to_matmul,
-                    sub_constant_to_add,
+                    sub_constant_to_add, einsum_to_matmul,
                     expand_as_concat, fold_quantized_constants,
                     embedding_scale,
                     spatial_l2_to_pool,
