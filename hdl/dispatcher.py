@@ -106,9 +106,9 @@ class Dispatcher(wiring.Component):
     range pair's result is registered (`hits`: N * R * R flip-flops, compact N more), ORed in the next
     cycle and recorded in its mask; each mask has one more bit, `pending`, set from the
     entry's allocation until then. Longest paths: `fresh` footprint -> comparator -> `hits`
-    register; `hits` -> OR of R * R (+ 1) terms -> mask register and its registered
-    "mask is clear" bit (`go`, the (N + 1)-input NOR of the mask's next value); `go` -> N:1
-    mux by the queue head's tag (a register, not the FIFO's read port) -> `o_issue[u].valid`;
+    register; `hits` -> OR of R * R (+ 1) terms -> mask register; mask register ->
+    (N + 1)-input NOR -> N:1 mux by the queue head's tag (a register, not
+    the FIFO's read port) -> `o_issue[u].valid`;
     `i_instr.unit` -> queue full -> `i_instr.ready` -> the allocated entry's `valid` and
     `pending` bits (a free entry's footprint and unit registers load every cycle, so the
     acceptance does not enable them).
@@ -263,26 +263,22 @@ class Dispatcher(wiring.Component):
             valid & ~completing, entry_unit, entry_ranges)
         pending = 1 << n
         keep = Cat(~completing, 1)  # clears completed entries' bits, keeps `pending`
-        # Whether each entry's mask is clear, registered beside the mask (loaded with the
-        # mask's next value == 0), so the issue decision starts at one bit per entry instead
-        # of the mask's OR tree (dispatcher.waits -> issue -> the units' take logic was the
-        # whole 8x8's longest path after the row unit's: 16 LUT levels)
-        entry_free_to_go = Array(Signal(name=f"go{e}", init=1) for e in range(n))
         for e in range(n):
             # A free entry takes the offered footprint every cycle (nothing reads a free
             # entry's), so it holds the instruction's from its allocation on: the wide
             # registers' enable is `valid[e]`, a register, not the acceptance.
             with m.If(~valid[e]):
                 m.d.sync += [entry_unit[e].eq(new.unit), entry_ranges[e].eq(new_ranges)]
-            go = entry_free_to_go[e]
             with m.If(allocated[e]):
-                m.d.sync += [entry_waits[e].eq(pending), go.eq(0)]
+                m.d.sync += entry_waits[e].eq(pending)
             with m.Elif(fresh_done & (fresh_tag == e)):
-                mask = fresh_waits & ~completing
-                m.d.sync += [entry_waits[e].eq(mask), go.eq(mask == 0)]
+                m.d.sync += entry_waits[e].eq(fresh_waits & ~completing)
             with m.Else():
-                mask = entry_waits[e] & keep
-                m.d.sync += [entry_waits[e].eq(mask), go.eq(mask == 0)]
+                m.d.sync += entry_waits[e].eq(entry_waits[e] & keep)
+
+        entry_free_to_go = Array(Signal(name=f"go{e}") for e in range(n))
+        for e in range(n):
+            m.d.comb += entry_free_to_go[e].eq(entry_waits[e] == 0)
 
         for u, queue in enumerate(queues):
             issue = self.o_issue[u]
