@@ -71,7 +71,7 @@ class Reciprocal(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         divisor = Signal(32)
-        divisor3 = Signal(34, name="divisor3")  # 3 * divisor
+        divisor3 = Signal(34, name="divisor3")  # 3 * divisor, by an adder (Yosys maps "* 3" to a DSP)
         remainder = Signal(33)
         capped = Signal()
         wide, first = Signal(name="wide_mode"), Signal(name="first_step")
@@ -96,7 +96,7 @@ class Reciprocal(wiring.Component):
         ]
         m.d.sync += [self.done.eq(~self.start & (steps == 1)), self.pair_valid.eq(0)]
         with m.If(self.start):
-            m.d.sync += [divisor.eq(self.divisor), divisor3.eq(self.divisor * 3),
+            m.d.sync += [divisor.eq(self.divisor), divisor3.eq((self.divisor << 1) + self.divisor),
                          wide.eq(self.wide), first.eq(1),
                          capped.eq(small & ~self.wide),
                          steps.eq(Mux(self.wide, WIDE_PAIRS, RECIPROCAL_CYCLES - 1)),
