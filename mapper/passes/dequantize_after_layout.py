@@ -103,7 +103,9 @@ def dequantize_after_layout(model: Model, report: PassReport) -> Model:
             dequantize, params = _dequantized_input(ctx, node)
             readers = _quantize_readers(ctx, node)
         except NotFusable as reason:
-            report.note(node.label, COMPUTED_INDICES if computed else str(reason))
+            if computed or ctx.dtype_of(node.inputs[0]) not in EIGHT_BIT:
+                # a node on integers already (moved by an earlier run) needs no reason
+                report.note(node.label, COMPUTED_INDICES if computed else str(reason))
             _record_integer(ctx, node, report)
             continue
         if not _requantize_first(ctx, node, params, readers, report):
